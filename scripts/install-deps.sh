@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the system packages the tests use, only those missing.
+# iproute2: veth testbeds are checked against `ip`; tshark: pcaps must decode as RoCE/PFC;
+# tmux: the TUI is driven as a user would.
+set -euo pipefail
+need=()
+for pkg in iproute2 tshark tmux; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages ${need[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections || true
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
