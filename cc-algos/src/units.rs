@@ -13,19 +13,27 @@ const PS_PER_MS: u64 = 1_000_000_000;
 const PS_PER_S: u64 = 1_000_000_000_000;
 
 /// A point in (simulated or real) time, in picoseconds since an arbitrary epoch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Instant(u64);
 
 /// A span of time in picoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Duration(u64);
 
 /// A number of bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Bytes(pub u64);
 
 /// A data rate in bits per second.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Rate(u64);
 
 impl Instant {
@@ -305,9 +313,15 @@ mod tests {
         assert_eq!(Rate::gbps(100).tx_time(Bytes(1250)), Duration::nanos(100));
         assert_eq!(Rate::gbps(800).tx_time(Bytes(1)), Duration::picos(10));
         // 4096 B at 400 Gb/s = 81.92 ns
-        assert_eq!(Rate::gbps(400).tx_time(Bytes(4096)), Duration::picos(81_920));
+        assert_eq!(
+            Rate::gbps(400).tx_time(Bytes(4096)),
+            Duration::picos(81_920)
+        );
         // rounds up
-        assert_eq!(Rate::bps(3).tx_time(Bytes(1)), Duration::picos(2_666_666_666_667));
+        assert_eq!(
+            Rate::bps(3).tx_time(Bytes(1)),
+            Duration::picos(2_666_666_666_667)
+        );
     }
 
     #[test]

@@ -1,0 +1,1 @@
+//! `veth` (being built).
