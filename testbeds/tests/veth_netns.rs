@@ -50,7 +50,8 @@ fn namespaces_are_removed_when_the_owner_panics() {
         let a = tb.add_netns("pa").unwrap();
         let b = tb.add_netns("pb").unwrap();
         tb.connect(&a, "x", &b, "y").unwrap();
-        tx.send(vec![a.name().to_string(), b.name().to_string()]).unwrap();
+        tx.send(vec![a.name().to_string(), b.name().to_string()])
+            .unwrap();
         panic!("deliberate panic with a live testbed");
     })
     .join();

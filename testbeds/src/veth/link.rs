@@ -49,7 +49,13 @@ fn nl_err(ns: &str, what: impl std::fmt::Display, e: rtnetlink::Error) -> Error 
 /// namespace whose file descriptor is `peer_ns_fd` (IFLA_NET_NS_FD inside the peer's
 /// info), so names only need to be unique per namespace and nothing ever appears in the
 /// root namespace.
-pub fn veth_message(name: &str, peer: &str, peer_ns_fd: i32, mac: [u8; 6], peer_mac: [u8; 6]) -> LinkMessage {
+pub fn veth_message(
+    name: &str,
+    peer: &str,
+    peer_ns_fd: i32,
+    mac: [u8; 6],
+    peer_mac: [u8; 6],
+) -> LinkMessage {
     let peer_msg = LinkUnspec::new_with_name(peer)
         .setns_by_fd(peer_ns_fd)
         .address(peer_mac.to_vec())
@@ -107,12 +113,25 @@ impl Nl {
     }
 
     /// Create a veth pair: `name` here, `peer` in `peer_ns`, both down.
-    pub fn add_veth(&self, name: &str, mac: [u8; 6], peer_ns: &Netns, peer: &str, peer_mac: [u8; 6]) -> Result<()> {
+    pub fn add_veth(
+        &self,
+        name: &str,
+        mac: [u8; 6],
+        peer_ns: &Netns,
+        peer: &str,
+        peer_mac: [u8; 6],
+    ) -> Result<()> {
         let fd = peer_ns.open()?;
         let msg = veth_message(name, peer, fd.as_raw_fd(), mac, peer_mac);
         self.rt
             .block_on(self.handle.link().add(msg).execute())
-            .map_err(|e| nl_err(&self.ns, format!("add veth {name} <-> {}:{peer}", peer_ns.name()), e))
+            .map_err(|e| {
+                nl_err(
+                    &self.ns,
+                    format!("add veth {name} <-> {}:{peer}", peer_ns.name()),
+                    e,
+                )
+            })
     }
 
     /// The index of link `name`.
@@ -129,7 +148,10 @@ impl Nl {
         });
         match r {
             Ok(Some(m)) => Ok(m.header.index),
-            Ok(None) => Err(Error::Invalid(format!("no link {name} in netns {}", self.ns))),
+            Ok(None) => Err(Error::Invalid(format!(
+                "no link {name} in netns {}",
+                self.ns
+            ))),
             Err(e) => Err(nl_err(&self.ns, format!("get link {name}"), e)),
         }
     }
@@ -140,7 +162,13 @@ impl Nl {
         let msg = if up { b.up() } else { b.down() }.build();
         self.rt
             .block_on(self.handle.link().set(msg).execute())
-            .map_err(|e| nl_err(&self.ns, format!("set {name} {}", if up { "up" } else { "down" }), e))
+            .map_err(|e| {
+                nl_err(
+                    &self.ns,
+                    format!("set {name} {}", if up { "up" } else { "down" }),
+                    e,
+                )
+            })
     }
 
     pub fn set_up(&self, name: &str) -> Result<()> {
@@ -245,7 +273,10 @@ mod tests {
         let m = multipath_route(
             Ipv4Addr::new(10, 1, 0, 0),
             24,
-            &[(Ipv4Addr::new(10, 0, 0, 1), 1), (Ipv4Addr::new(10, 0, 0, 3), 3)],
+            &[
+                (Ipv4Addr::new(10, 0, 0, 1), 1),
+                (Ipv4Addr::new(10, 0, 0, 3), 3),
+            ],
         );
         let hops = m
             .attributes
@@ -261,7 +292,15 @@ mod tests {
 
     #[test]
     fn single_next_hop_is_a_plain_gateway_route() {
-        let m = multipath_route(Ipv4Addr::new(10, 1, 0, 0), 24, &[(Ipv4Addr::new(10, 0, 0, 1), 1)]);
-        assert!(m.attributes.iter().any(|a| matches!(a, RouteAttribute::Gateway(_))));
+        let m = multipath_route(
+            Ipv4Addr::new(10, 1, 0, 0),
+            24,
+            &[(Ipv4Addr::new(10, 0, 0, 1), 1)],
+        );
+        assert!(
+            m.attributes
+                .iter()
+                .any(|a| matches!(a, RouteAttribute::Gateway(_)))
+        );
     }
 }

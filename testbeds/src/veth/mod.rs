@@ -28,6 +28,8 @@
 
 pub mod link;
 pub mod netns;
+pub mod pcap;
+pub mod wire;
 
 use netns::Netns;
 

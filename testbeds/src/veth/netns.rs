@@ -52,7 +52,11 @@ fn base36(mut n: u64) -> String {
 /// `<pid in base 36>x<sequence>`.
 pub fn new_run_id() -> String {
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-    format!("{}x{}", base36(std::process::id() as u64), base36(seq as u64))
+    format!(
+        "{}x{}",
+        base36(std::process::id() as u64),
+        base36(seq as u64)
+    )
 }
 
 /// The pid encoded in one of our namespace names, if it is one of ours.
@@ -317,7 +321,6 @@ pub fn install_signal_cleanup() -> Result<()> {
     });
     res
 }
-
 
 #[cfg(test)]
 mod tests {
