@@ -26,10 +26,14 @@
 //! tb.connect(&a, "eth0", &b, "eth0").unwrap();
 //! ```
 
+pub mod afpacket;
 pub mod link;
 pub mod netns;
 pub mod pcap;
 pub mod wire;
+pub mod switch;
+pub mod endpoint;
+pub mod engine;
 
 use netns::Netns;
 
@@ -72,6 +76,8 @@ pub struct VethLink {
     pub a_if: String,
     pub b: String,
     pub b_if: String,
+    pub a_mac: [u8; 6],
+    pub b_mac: [u8; 6],
 }
 
 /// The guard of one testbed run: every namespace it creates is deleted when it is
@@ -127,7 +133,7 @@ impl Testbed {
 
     /// Join `a:a_if` and `b:b_if` with a veth pair and bring both ends up. MACs are
     /// derived from the link number (locally administered, unique in the run).
-    pub fn connect(&mut self, a: &Netns, a_if: &str, b: &Netns, b_if: &str) -> Result<()> {
+    pub fn connect(&mut self, a: &Netns, a_if: &str, b: &Netns, b_if: &str) -> Result<VethLink> {
         let n = self.links.len() as u32;
         let mac_a = mac_for(n, 0);
         let mac_b = mac_for(n, 1);
@@ -135,13 +141,16 @@ impl Testbed {
         nl.add_veth(a_if, mac_a, b, b_if, mac_b)?;
         nl.set_up(a_if)?;
         link::Nl::open(b)?.set_up(b_if)?;
-        self.links.push(VethLink {
+        let l = VethLink {
             a: a.name().to_string(),
             a_if: a_if.to_string(),
             b: b.name().to_string(),
             b_if: b_if.to_string(),
-        });
-        Ok(())
+            a_mac: mac_a,
+            b_mac: mac_b,
+        };
+        self.links.push(l.clone());
+        Ok(l)
     }
 
     /// Delete everything now (also done on drop). Returns the first error.
