@@ -84,11 +84,35 @@ impl PacketSocket {
             return Err(os(&format!("if_nametoindex({ifname})")));
         }
         let one: libc::c_int = 1;
-        setopt(raw, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one, "PACKET_IGNORE_OUTGOING")?;
-        setopt(raw, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one, "PACKET_QDISC_BYPASS")?;
+        setopt(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_IGNORE_OUTGOING,
+            &one,
+            "PACKET_IGNORE_OUTGOING",
+        )?;
+        setopt(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_QDISC_BYPASS,
+            &one,
+            "PACKET_QDISC_BYPASS",
+        )?;
         let sz: libc::c_int = 8 << 20;
-        setopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &sz, "SO_RCVBUFFORCE")?;
-        setopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &sz, "SO_SNDBUFFORCE")?;
+        setopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            &sz,
+            "SO_RCVBUFFORCE",
+        )?;
+        setopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            &sz,
+            "SO_SNDBUFFORCE",
+        )?;
         // SAFETY: zeroed sockaddr_ll is valid; fields set below.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
@@ -148,8 +172,8 @@ impl PacketSocket {
             if n <= 0 {
                 return 0;
             }
-            for i in 0..n as usize {
-                self.rx_lens[i] = msgs[i].msg_len as usize;
+            for (len, m) in self.rx_lens.iter_mut().zip(msgs.iter()).take(n as usize) {
+                *len = m.msg_len as usize;
             }
             n as usize
         }
@@ -238,7 +262,12 @@ pub fn wait_readable(fds: &[RawFd], timeout_ns: u64) {
     };
     // SAFETY: p and ts are valid for the call.
     unsafe {
-        libc::ppoll(p.as_mut_ptr(), p.len() as libc::nfds_t, &ts, std::ptr::null());
+        libc::ppoll(
+            p.as_mut_ptr(),
+            p.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        );
     }
 }
 

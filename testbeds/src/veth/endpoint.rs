@@ -22,7 +22,10 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-use cc_algos::{Ack, AnyCc, Bytes, DataArrival, Duration, Feedback, Instant, PfcEgress, Rate, ReceiverCc, SenderCc};
+use cc_algos::{
+    Ack, AnyCc, Bytes, DataArrival, Duration, Feedback, Instant, PfcEgress, Rate, ReceiverCc,
+    SenderCc,
+};
 
 use super::wire::ethernet::{self, ETHERTYPE_IPV4, ETHERTYPE_MAC_CONTROL, Mac};
 use super::wire::ib::{AethRepr, BthRepr, DEFAULT_PKEY, Syndrome, opcode};
@@ -55,6 +58,10 @@ impl TimeScale {
         Rate::bps(r.as_bps() / self.0)
     }
 }
+
+/// A receiver-side controller the host can own (DCQCN NP, RCCC receiver).
+pub trait Receiver: ReceiverCc + Send + std::fmt::Debug {}
+impl<T: ReceiverCc + Send + std::fmt::Debug> Receiver for T {}
 
 /// A flow this host sends.
 #[derive(Debug)]
@@ -91,6 +98,8 @@ pub struct RecvFlow {
     pub expected_psn: u32,
     pub ce_packets: u64,
     pub out_of_order: u64,
+    /// Trimmed packets received (headers only).
+    pub trimmed: u64,
     /// Real time of the last in-order byte.
     pub last_rx: Option<Instant>,
     /// Real time the flow completed (all `size` bytes), if sized.
@@ -132,6 +141,9 @@ pub struct HostConfig {
     pub ack_every: u32,
     /// Retransmission timeout (real time).
     pub rto: Duration,
+    /// Depth of the NIC's and each flow's pacing token bucket (real time): how much a
+    /// late event loop may catch up at once.
+    pub pacing_burst: Duration,
 }
 
 /// One host: its flows, its receiver state, its NIC pacing and PFC state.
@@ -144,7 +156,7 @@ pub struct Host {
     pub recv_sizes: HashMap<u32, Option<u64>>,
     /// Source address of each flow this host receives (for feedback).
     pub recv_src: HashMap<u32, Ipv4Addr>,
-    np: Box<dyn ReceiverCc + Send>,
+    np: Box<dyn Receiver>,
     nic_free_at: Instant,
     pfc: PfcEgress,
     control: Vec<Vec<u8>>,
@@ -157,7 +169,7 @@ pub struct Host {
 pub type Completed = std::collections::HashSet<u32>;
 
 impl Host {
-    pub fn new(cfg: HostConfig, np: Box<dyn ReceiverCc + Send>) -> Host {
+    pub fn new(cfg: HostConfig, np: Box<dyn Receiver>) -> Host {
         let zeros = vec![0u8; cfg.payload];
         Host {
             pfc: PfcEgress::new(cfg.link_rate),
@@ -231,10 +243,19 @@ impl Host {
 
     /// Whether every flow this host sends has finished (acknowledged or stopped).
     pub fn senders_done(&self, now: Instant) -> bool {
-        self.flows.iter().all(|f| self.flow_finished_sending(f, now))
+        self.flows
+            .iter()
+            .all(|f| self.flow_finished_sending(f, now))
     }
 
-    fn feedback_frame(&self, dst_ip: Ipv4Addr, flow: u32, op: u8, aeth: Option<AethRepr>, payload: &[u8]) -> Vec<u8> {
+    fn feedback_frame(
+        &self,
+        dst_ip: Ipv4Addr,
+        flow: u32,
+        op: u8,
+        aeth: Option<AethRepr>,
+        payload: &[u8],
+    ) -> Vec<u8> {
         let r = roce::Repr {
             eth_dst: self.cfg.gateway_mac,
             eth_src: self.cfg.mac,
@@ -373,17 +394,31 @@ impl Host {
             return;
         };
         let ce = r.ecn == Ecn::Ce;
+        let trimmed = payload.is_empty();
         self.np.on_data(
             self.cfg.scale.to_virtual(now),
             DataArrival {
                 flow: flow as u64,
                 bytes: Bytes(payload.len() as u64),
                 ce,
-                trimmed: false,
+                trimmed,
             },
         );
         let src = r.ip_src;
-        if r.bth.psn == rf.expected_psn {
+        if trimmed {
+            // A switch cut this packet: NAK it at once (UEC trimming, NDP-style).
+            rf.trimmed += 1;
+            if r.bth.psn >= rf.expected_psn && !rf.nak_outstanding {
+                rf.nak_outstanding = true;
+                let aeth = AethRepr {
+                    syndrome: Syndrome::Nak { code: 0 },
+                    msn: rf.expected_psn,
+                };
+                let f = self.feedback_frame(src, flow, opcode::RC_ACK, Some(aeth), &[0u8; 12]);
+                self.control.push(f);
+                self.c.naks_sent += 1;
+            }
+        } else if r.bth.psn == rf.expected_psn {
             rf.expected_psn += 1;
             rf.bytes += payload.len() as u64;
             rf.last_rx = Some(now);
@@ -427,7 +462,13 @@ impl Host {
         while let Some(fb) = self.np.poll_feedback(self.cfg.scale.to_virtual(now)) {
             if let Feedback::Cnp { flow } = fb {
                 let dst = self.recv_src.get(&(flow as u32)).copied().unwrap_or(src);
-                let f = self.feedback_frame(dst, flow as u32, opcode::CNP, None, &[0u8; roce::CNP_PAYLOAD]);
+                let f = self.feedback_frame(
+                    dst,
+                    flow as u32,
+                    opcode::CNP,
+                    None,
+                    &[0u8; roce::CNP_PAYLOAD],
+                );
                 self.control.push(f);
                 self.c.cnps_sent += 1;
             }
@@ -456,7 +497,13 @@ impl Host {
     }
 
     /// Frames to send at `now` (control first, then paced data), at most `max`.
-    pub fn poll_transmit(&mut self, now: Instant, done: &Completed, out: &mut Vec<Vec<u8>>, max: usize) {
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        done: &Completed,
+        out: &mut Vec<Vec<u8>>,
+        max: usize,
+    ) {
         out.append(&mut self.control);
         let n = self.flows.len();
         if n == 0 {
@@ -493,7 +540,7 @@ impl Host {
                 continue;
             }
             let last = total.is_some_and(|t| f.next_psn + 1 == t);
-            let ack_req = last || (f.next_psn + 1) % self.cfg.ack_every == 0;
+            let ack_req = last || (f.next_psn + 1).is_multiple_of(self.cfg.ack_every);
             let r = roce::Repr {
                 eth_dst: self.cfg.gateway_mac,
                 eth_src: self.cfg.mac,
@@ -524,11 +571,15 @@ impl Host {
             f.sent_bytes += payload_len as u64;
             f.cc.on_send(vnow, Bytes(payload_len as u64));
             // Pace the flow at its controller's rate (scaled to real), the NIC at line rate.
-            let flow_rate = self.cfg.scale.rate_to_real(f.cc.rate()).min(self.cfg.link_rate);
+            let flow_rate = self
+                .cfg
+                .scale
+                .rate_to_real(f.cc.rate())
+                .min(self.cfg.link_rate);
             let gap = flow_rate.tx_time(wire);
-            f.next_at = f.next_at.max(now - gap) + gap;
+            f.next_at = f.next_at.max(now - self.cfg.pacing_burst) + gap;
             let nic = self.cfg.link_rate.tx_time(wire);
-            self.nic_free_at = self.nic_free_at.max(now - nic) + nic;
+            self.nic_free_at = self.nic_free_at.max(now - self.cfg.pacing_burst) + nic;
             self.c.tx_packets += 1;
             out.push(b);
         }
@@ -545,7 +596,8 @@ impl Host {
             if let Some(v) = f.cc.next_timeout() {
                 upd(self.cfg.scale.to_real(v));
             }
-            let active = self.packets_of(f).is_none_or(|tot| f.next_psn < tot) && f.stop.is_none_or(|s| now < s);
+            let active = self.packets_of(f).is_none_or(|tot| f.next_psn < tot)
+                && f.stop.is_none_or(|s| now < s);
             if active {
                 let prio = f.dscp >> 3;
                 let resume = self.pfc.resume_at(now, prio).unwrap_or(now);

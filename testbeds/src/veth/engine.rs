@@ -15,7 +15,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cc_algos::{Bytes, CcKind, DcqcnNp, Duration, Instant, PathParams, PfcConfig, Rate, RedEcn, TrimPolicy};
+use cc_algos::{
+    Bytes, CcKind, DcqcnNp, Duration, Instant, PathParams, PfcConfig, Rate, RedEcn, TrimPolicy,
+};
 
 use super::afpacket::{self, PacketSocket};
 use super::endpoint::{Completed, Host, HostConfig, TimeScale};
@@ -58,6 +60,10 @@ pub struct CongestionConfig {
     pub wall_limit: std::time::Duration,
     /// Seed for ECN decisions.
     pub seed: u64,
+    /// Pacing token-bucket depth (real time) of switch ports, NICs and flows: how much
+    /// an event loop that woke late may catch up. Wake-ups here are ~50 µs late, more
+    /// than a 4 KiB frame time at 1 Gb/s (33 µs), so strict pacing would halve the rate.
+    pub pacing_burst: Duration,
 }
 
 impl CongestionConfig {
@@ -74,7 +80,9 @@ impl CongestionConfig {
             payload: 4096,
             buffer: Bytes(8_000_000),
             ecn: Some(RedEcn::dcqcn_paper()),
-            pfc: Some(PfcConfig::new(Bytes(64_000), Bytes(32_000), 0xffff, link_rate).expect("valid")),
+            pfc: Some(
+                PfcConfig::new(Bytes(64_000), Bytes(32_000), 0xffff, link_rate).expect("valid"),
+            ),
             trim: None,
             cc: CcKind::Dcqcn(cc_algos::DcqcnPreset::Paper),
             base_rtt: Duration::micros(10),
@@ -83,6 +91,7 @@ impl CongestionConfig {
             pcap_port: 0,
             wall_limit: std::time::Duration::from_secs(60),
             seed: 1,
+            pacing_burst: Duration::micros(300),
         }
     }
 
@@ -110,7 +119,10 @@ impl CongestionConfig {
             self.pfc = None;
         }
         if n.pfc == Some(true) || n.pfc_xoff.is_some() || n.pfc_xon.is_some() {
-            let cur = self.pfc.unwrap_or(PfcConfig::new(Bytes(64_000), Bytes(32_000), 0xffff, self.link_rate).expect("valid"));
+            let cur = self.pfc.unwrap_or(
+                PfcConfig::new(Bytes(64_000), Bytes(32_000), 0xffff, self.link_rate)
+                    .expect("valid"),
+            );
             let xoff = n.pfc_xoff.unwrap_or(cur.xoff);
             let xon = n.pfc_xon.unwrap_or(cur.xon.min(xoff));
             self.pfc = Some(
@@ -121,14 +133,19 @@ impl CongestionConfig {
         if n.ecn_kmin.is_some() || n.ecn_kmax.is_some() || n.ecn_pmax.is_some() {
             let cur = self.ecn.unwrap_or(RedEcn::dcqcn_paper());
             self.ecn = Some(
-                RedEcn::new(n.ecn_kmin.unwrap_or(cur.kmin), n.ecn_kmax.unwrap_or(cur.kmax), n.ecn_pmax.unwrap_or(cur.pmax))
-                    .map_err(|e| Error::Invalid(format!("scenario [network] ecn: {e}")))?,
+                RedEcn::new(
+                    n.ecn_kmin.unwrap_or(cur.kmin),
+                    n.ecn_kmax.unwrap_or(cur.kmax),
+                    n.ecn_pmax.unwrap_or(cur.pmax),
+                )
+                .map_err(|e| Error::Invalid(format!("scenario [network] ecn: {e}")))?,
             );
         }
         if let Some(t) = n.trim_threshold {
-            self.trim = Some(
-                TrimPolicy::new(t, Bytes(64)).map_err(|e| Error::Invalid(format!("scenario [network] trim_threshold: {e}")))?,
-            );
+            self.trim =
+                Some(TrimPolicy::new(t, Bytes(64)).map_err(|e| {
+                    Error::Invalid(format!("scenario [network] trim_threshold: {e}"))
+                })?);
         }
         Ok(())
     }
@@ -246,7 +263,9 @@ fn sleep_until(fds: &[i32], now: Instant, next: Option<Instant>) {
 pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<CongestionReport> {
     let scale = cfg.scale()?;
     if cfg.hosts < 2 {
-        return Err(Error::Invalid("the congestion testbed needs at least 2 hosts".into()));
+        return Err(Error::Invalid(
+            "the congestion testbed needs at least 2 hosts".into(),
+        ));
     }
     for f in &plan.flows {
         if f.src as usize >= cfg.hosts || f.dst as usize >= cfg.hosts {
@@ -258,8 +277,11 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
             )));
         }
     }
-    if cfg.payload % 4 != 0 || cfg.payload < 16 || cfg.payload > 8192 {
-        return Err(Error::Invalid(format!("payload {} must be a multiple of 4 in 16..=8192", cfg.payload)));
+    if !cfg.payload.is_multiple_of(4) || cfg.payload < 16 || cfg.payload > 8192 {
+        return Err(Error::Invalid(format!(
+            "payload {} must be a multiple of 4 in 16..=8192",
+            cfg.payload
+        )));
     }
     let mut tb = Testbed::new()?;
     let sw = tb.add_netns("sw")?;
@@ -298,6 +320,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         routes,
         next_hop_macs: links.iter().map(|l| Some(l.b_mac)).collect(),
         seed: cfg.seed,
+        pacing_burst: cfg.pacing_burst,
     };
     let mut switch = Switch::new(swcfg);
 
@@ -323,6 +346,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                     payload: cfg.payload,
                     ack_every: 8,
                     rto: scale.dur_to_real(Duration::micros(500)),
+                    pacing_burst: cfg.pacing_burst,
                 },
                 Box::new(DcqcnNp::new(cnp_interval)),
             )
@@ -360,83 +384,87 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
     let pcap_cfg = cfg.pcap.clone().map(|p| (p, cfg.pcap_port));
     let sw_thread = std::thread::Builder::new()
         .name("veth-switch".into())
-        .spawn(move || -> Result<(Switch, Vec<PacketSocket>, Vec<Vec<u64>>)> {
-            afpacket::set_fine_timer_slack();
-            let mut pcap = match &pcap_cfg {
-                Some((p, _)) => Some(
-                    PcapWriter::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(|e| Error::Os {
-                        what: format!("create pcap {}", p.display()),
-                        source: e,
-                    })?))
-                    .map_err(|e| Error::Os {
-                        what: "write pcap header".into(),
-                        source: e,
-                    })?,
-                ),
-                None => None,
-            };
-            let pcap_port = pcap_cfg.as_ref().map(|(_, p)| *p);
-            let n = sw_socks.len();
-            let fds: Vec<i32> = sw_socks.iter().map(|s| s.raw_fd()).collect();
-            let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
-            let mut queue_series: Vec<Vec<u64>> = vec![Vec::new(); n];
-            let mut next_sample = Instant::ZERO;
-            while !sw_stop.load(Ordering::Relaxed) {
-                let now = sw_clock.now();
-                for (p, s) in sw_socks.iter_mut().enumerate() {
-                    let k = s.recv_batch();
-                    for i in 0..k {
-                        let f = s.frame(i).to_vec();
+        .spawn(
+            move || -> Result<(Switch, Vec<PacketSocket>, Vec<Vec<u64>>)> {
+                afpacket::set_fine_timer_slack();
+                let mut pcap = match &pcap_cfg {
+                    Some((p, _)) => Some(
+                        PcapWriter::new(std::io::BufWriter::new(
+                            std::fs::File::create(p).map_err(|e| Error::Os {
+                                what: format!("create pcap {}", p.display()),
+                                source: e,
+                            })?,
+                        ))
+                        .map_err(|e| Error::Os {
+                            what: "write pcap header".into(),
+                            source: e,
+                        })?,
+                    ),
+                    None => None,
+                };
+                let pcap_port = pcap_cfg.as_ref().map(|(_, p)| *p);
+                let n = sw_socks.len();
+                let fds: Vec<i32> = sw_socks.iter().map(|s| s.raw_fd()).collect();
+                let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+                let mut queue_series: Vec<Vec<u64>> = vec![Vec::new(); n];
+                let mut next_sample = Instant::ZERO;
+                while !sw_stop.load(Ordering::Relaxed) {
+                    let now = sw_clock.now();
+                    for (p, s) in sw_socks.iter_mut().enumerate() {
+                        let k = s.recv_batch();
+                        for i in 0..k {
+                            let f = s.frame(i).to_vec();
+                            if pcap_port == Some(p)
+                                && let Some(w) = pcap.as_mut()
+                            {
+                                let _ = w.write_frame(sw_clock.unix_nanos(now), &f);
+                            }
+                            switch.on_frame(now, p, f);
+                        }
+                    }
+                    switch.on_timeout(now);
+                    for p in 0..n {
+                        while pending[p].len() < afpacket::BATCH {
+                            match switch.poll_transmit(now, p) {
+                                Some(f) => pending[p].push(f),
+                                None => break,
+                            }
+                        }
+                        if pending[p].is_empty() {
+                            continue;
+                        }
+                        let sent = sw_socks[p].send_batch(&pending[p]);
                         if pcap_port == Some(p)
                             && let Some(w) = pcap.as_mut()
                         {
-                            let _ = w.write_frame(sw_clock.unix_nanos(now), &f);
+                            for f in &pending[p][..sent] {
+                                let _ = w.write_frame(sw_clock.unix_nanos(now), f);
+                            }
                         }
-                        switch.on_frame(now, p, f);
+                        pending[p].drain(..sent);
                     }
-                }
-                switch.on_timeout(now);
-                for p in 0..n {
-                    while pending[p].len() < afpacket::BATCH {
-                        match switch.poll_transmit(now, p) {
-                            Some(f) => pending[p].push(f),
-                            None => break,
+                    if now >= next_sample {
+                        for (p, q) in queue_series.iter_mut().enumerate() {
+                            q.push(switch.counters(p).queue_bytes);
                         }
+                        next_sample += sample_real;
                     }
-                    if pending[p].is_empty() {
-                        continue;
+                    let mut next = switch.next_wakeup(now);
+                    if pending.iter().any(|p| !p.is_empty()) {
+                        next = Some(now + Duration::micros(20));
                     }
-                    let sent = sw_socks[p].send_batch(&pending[p]);
-                    if pcap_port == Some(p)
-                        && let Some(w) = pcap.as_mut()
-                    {
-                        for f in &pending[p][..sent] {
-                            let _ = w.write_frame(sw_clock.unix_nanos(now), f);
-                        }
-                    }
-                    pending[p].drain(..sent);
+                    let next = Some(next.map_or(next_sample, |t| t.min(next_sample)));
+                    sleep_until(&fds, sw_clock.now(), next);
                 }
-                if now >= next_sample {
-                    for (p, q) in queue_series.iter_mut().enumerate() {
-                        q.push(switch.counters(p).queue_bytes);
-                    }
-                    next_sample = next_sample + sample_real;
+                if let Some(w) = pcap.as_mut() {
+                    let _ = w.flush();
                 }
-                let mut next = switch.next_wakeup(now);
-                if pending.iter().any(|p| !p.is_empty()) {
-                    next = Some(now + Duration::micros(20));
+                for s in &mut sw_socks {
+                    s.read_kernel_drops();
                 }
-                let next = Some(next.map_or(next_sample, |t| t.min(next_sample)));
-                sleep_until(&fds, sw_clock.now(), next);
-            }
-            if let Some(w) = pcap.as_mut() {
-                let _ = w.flush();
-            }
-            for s in &mut sw_socks {
-                s.read_kernel_drops();
-            }
-            Ok((switch, sw_socks, queue_series))
-        })
+                Ok((switch, sw_socks, queue_series))
+            },
+        )
         .map_err(|e| Error::Os {
             what: "spawn switch thread".into(),
             source: e,
@@ -452,12 +480,13 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         .filter(|f| f.size.is_some())
         .map(|f| (f.id, f.dst))
         .collect();
-    let mut delivered_series: HashMap<u32, Vec<u64>> = plan.flows.iter().map(|f| (f.id, Vec::new())).collect();
+    let mut delivered_series: HashMap<u32, Vec<u64>> =
+        plan.flows.iter().map(|f| (f.id, Vec::new())).collect();
     let mut next_sample = Instant::ZERO;
     let mut out: Vec<Vec<u8>> = Vec::new();
     let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); hosts.len()];
     let wall_start = std::time::Instant::now();
-    let mut end = Instant::ZERO;
+    let end;
     loop {
         let now = clock.now();
         for (h, s) in host_socks.iter_mut().enumerate() {
@@ -470,14 +499,24 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
             h.on_timeout(now);
         }
         for &(id, dst) in &sized {
-            if !completed.contains(&id) && hosts[dst as usize].recv.get(&id).is_some_and(|r| r.completed.is_some()) {
+            if !completed.contains(&id)
+                && hosts[dst as usize]
+                    .recv
+                    .get(&id)
+                    .is_some_and(|r| r.completed.is_some())
+            {
                 completed.insert(id);
             }
         }
         for (i, h) in hosts.iter_mut().enumerate() {
             if pending[i].len() < afpacket::BATCH {
                 out.clear();
-                h.poll_transmit(now, &completed, &mut out, afpacket::BATCH - pending[i].len());
+                h.poll_transmit(
+                    now,
+                    &completed,
+                    &mut out,
+                    afpacket::BATCH - pending[i].len(),
+                );
                 pending[i].append(&mut out);
             }
             if !pending[i].is_empty() {
@@ -493,7 +532,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                     }
                 }
             }
-            next_sample = next_sample + sample_real;
+            next_sample += sample_real;
         }
         let all_done = completed.len() == sized.len() && hosts.iter().all(|h| h.senders_done(now));
         let past_stop = real_stop.is_some_and(|s| now >= s);
@@ -509,7 +548,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         sleep_until(&fds, clock.now(), next);
     }
     stop.store(true, Ordering::Relaxed);
-    let (switch, mut sw_socks, queue_series) = sw_thread
+    let (switch, sw_socks, queue_series) = sw_thread
         .join()
         .map_err(|_| Error::Invalid("switch thread panicked".into()))??;
     for s in &mut host_socks {
@@ -534,7 +573,11 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
     let sample_us = cfg.sample.as_micros_f64();
     let mut flows = Vec::new();
     for f in &plan.flows {
-        let rx = hosts[f.dst as usize].recv.get(&f.id).cloned().unwrap_or_default();
+        let rx = hosts[f.dst as usize]
+            .recv
+            .get(&f.id)
+            .cloned()
+            .unwrap_or_default();
         let sf = hosts[f.src as usize].flows.iter().find(|s| s.id == f.id);
         let series = &delivered_series[&f.id];
         let mut gbps = Vec::with_capacity(series.len());
@@ -561,7 +604,9 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
             final_rate_gbps: sf.map_or(0.0, |s| s.cc.rate().as_gbps_f64()),
         });
     }
-    let ports: Vec<PortCounters> = (0..switch.num_ports()).map(|p| switch.counters(p).clone()).collect();
+    let ports: Vec<PortCounters> = (0..switch.num_ports())
+        .map(|p| switch.counters(p).clone())
+        .collect();
     Ok(CongestionReport {
         scale: scale.0,
         link_rate_gbps: cfg.link_rate.as_gbps_f64(),
@@ -572,7 +617,8 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         switch_drops: ports.iter().map(|p| p.drops).sum(),
         ecn_marks: ports.iter().map(|p| p.ecn_marks).sum(),
         pauses_sent: ports.iter().map(|p| p.pauses_sent).sum(),
-        malformed: ports.iter().map(|p| p.malformed).sum::<u64>() + hosts.iter().map(|h| h.c.malformed).sum::<u64>(),
+        malformed: ports.iter().map(|p| p.malformed).sum::<u64>()
+            + hosts.iter().map(|h| h.c.malformed).sum::<u64>(),
         pfc_frames_received_by_hosts: hosts.iter().map(|h| h.c.pfc_received).sum(),
         cnps_sent: hosts.iter().map(|h| h.c.cnps_sent).sum(),
         ports,

@@ -27,13 +27,13 @@
 //! ```
 
 pub mod afpacket;
+pub mod endpoint;
+pub mod engine;
 pub mod link;
 pub mod netns;
 pub mod pcap;
-pub mod wire;
 pub mod switch;
-pub mod endpoint;
-pub mod engine;
+pub mod wire;
 
 use netns::Netns;
 

@@ -26,7 +26,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
-use cc_algos::{Bytes, Duration, Instant, PfcConfig, PfcEgress, PfcIngress, Rate, RedEcn, TrimDecision, TrimPolicy};
+use cc_algos::{
+    Bytes, Duration, Instant, PfcConfig, PfcEgress, PfcIngress, Rate, RedEcn, TrimDecision,
+    TrimPolicy,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -62,6 +65,8 @@ pub struct SwitchConfig {
     pub next_hop_macs: Vec<Option<Mac>>,
     /// Seed of the RNG for ECN decisions.
     pub seed: u64,
+    /// Depth of each port's pacing token bucket (see [`Switch::poll_transmit`]).
+    pub pacing_burst: Duration,
 }
 
 /// Counters of one port. `rx_*` count frames arriving on the port, `tx_*` frames
@@ -246,13 +251,8 @@ impl Switch {
         // Trimming: cut the payload, keep the headers, send at the control priority.
         if is_data && let Some(t) = self.cfg.trim {
             let q = self.ports[out].queue_bytes[prio as usize];
-            if let TrimDecision::Trim { size } = t.decide(Bytes(q), Bytes(len)) {
-                let keep = (size.0 as usize).clamp(
-                    ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN + ib::BTH_LEN,
-                    frame.len(),
-                );
-                frame.truncate(keep);
-                trim_lengths(&mut frame);
+            if let TrimDecision::Trim { .. } = t.decide(Bytes(q), Bytes(len)) {
+                trim_frame(&mut frame);
                 self.ports[out].c.trims += 1;
                 prio = 6;
             }
@@ -343,11 +343,11 @@ impl Switch {
         p.c.queue_bytes -= len;
         p.c.tx_packets += 1;
         p.c.tx_bytes += len;
-        // Pace: the port is busy for the frame's serialisation time. A late loop does
-        // not earn credit beyond one frame time (no bursts after an idle period).
+        // Pace: the port is busy for the frame's serialisation time. A loop that wakes
+        // late may catch up by at most `pacing_burst` (a token bucket of that depth),
+        // so OS wake-up latency does not lower the link rate.
         let tx = rate.tx_time(Bytes(len + WIRE_OVERHEAD));
-        let start = if p.free_at + tx < now { now } else { p.free_at.max(now - tx) };
-        p.free_at = start + tx;
+        p.free_at = p.free_at.max(now - self.cfg.pacing_burst) + tx;
         self.used -= len;
         let in_port = q.in_port;
         let resume = self.ports[in_port]
@@ -394,7 +394,11 @@ impl Switch {
                 if p.queues[prio].is_empty() {
                     continue;
                 }
-                let at = p.pfc_out.resume_at(now, prio as u8).unwrap_or(now).max(p.free_at);
+                let at = p
+                    .pfc_out
+                    .resume_at(now, prio as u8)
+                    .unwrap_or(now)
+                    .max(p.free_at);
                 upd(at);
             }
             if let Some(pi) = &p.pfc_in
@@ -407,14 +411,20 @@ impl Switch {
     }
 }
 
-/// Fix the IPv4 total length, checksum and UDP length of a frame cut by trimming.
-fn trim_lengths(frame: &mut [u8]) {
-    let ip_len = frame.len() - ethernet::HEADER_LEN;
+/// Cut a RoCE data frame to its headers (Ethernet/IPv4/UDP/BTH, 54 B) plus a fresh
+/// ICRC (58 B in all): the receiver sees a valid packet with no payload, which it
+/// recognises as trimmed and NAKs. Lengths and the IPv4 checksum are fixed up.
+fn trim_frame(frame: &mut Vec<u8>) {
+    let hdr = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN + ib::BTH_LEN;
+    frame.truncate(hdr);
+    let ip_len = hdr + ib::ICRC_LEN - ethernet::HEADER_LEN;
     let ip = &mut frame[ethernet::HEADER_LEN..];
     ip[2..4].copy_from_slice(&(ip_len as u16).to_be_bytes());
     ipv4::Packet::new_unchecked(&mut *ip).fill_checksum();
     let udp_len = (ip_len - ipv4::HEADER_LEN) as u16;
     ip[ipv4::HEADER_LEN + 4..ipv4::HEADER_LEN + 6].copy_from_slice(&udp_len.to_be_bytes());
+    let crc = ib::icrc_ipv4(&frame[ethernet::HEADER_LEN..]);
+    frame.extend_from_slice(&crc.to_le_bytes());
 }
 
 #[cfg(test)]
@@ -467,6 +477,7 @@ mod tests {
             routes,
             next_hop_macs: vec![None; ports],
             seed: 1,
+            pacing_burst: Duration::ZERO,
         }
     }
 
@@ -486,7 +497,10 @@ mod tests {
         // (1058 + 24) B at 1 Gb/s = 8.656 µs: nothing before that.
         assert!(s.poll_transmit(t(8), 2).is_none());
         assert!(s.poll_transmit(t(9), 2).is_some());
-        assert_eq!(s.next_wakeup(t(9)), Some(Instant::ZERO + Duration::nanos(17_312)));
+        assert_eq!(
+            s.next_wakeup(t(9)),
+            Some(Instant::ZERO + Duration::nanos(17_312))
+        );
         assert!(s.poll_transmit(t(18), 2).is_some());
         assert_eq!(s.counters(2).tx_packets, 3);
         assert_eq!(s.counters(0).rx_packets, 3);
@@ -497,7 +511,11 @@ mod tests {
     fn full_buffer_drops_and_counts() {
         let mut s = Switch::new(cfg(2));
         for _ in 0..200 {
-            s.on_frame(t(0), 0, data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0));
+            s.on_frame(
+                t(0),
+                0,
+                data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+            );
         }
         let c = s.counters(1);
         assert_eq!(c.drops, 200 - 100_000 / 1058);
@@ -510,7 +528,11 @@ mod tests {
         c.ecn = Some(RedEcn::new(Bytes(2000), Bytes(4000), 1.0).unwrap());
         let mut s = Switch::new(c);
         for _ in 0..10 {
-            s.on_frame(t(0), 0, data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0));
+            s.on_frame(
+                t(0),
+                0,
+                data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+            );
         }
         // Queue lengths seen: 0, 1058, 2116, 3174, 4232, ...: frames 5.. always marked.
         assert!(s.counters(1).ecn_marks >= 6);
@@ -529,18 +551,28 @@ mod tests {
         c.pfc = Some(PfcConfig::new(Bytes(5000), Bytes(2000), 0xffff, Rate::gbps(1)).unwrap());
         let mut s = Switch::new(c);
         for _ in 0..6 {
-            s.on_frame(t(0), 0, data_frame(Ipv4Addr::new(10, 0, 0, 3), 1000, Ecn::Ect0));
+            s.on_frame(
+                t(0),
+                0,
+                data_frame(Ipv4Addr::new(10, 0, 0, 3), 1000, Ecn::Ect0),
+            );
         }
         // XOFF crossed on port 0 (ingress): a PFC frame for priority 3 goes out of port 0.
         let f = s.poll_transmit(t(0), 0).expect("pause frame");
-        assert_eq!(pfc::Repr::from_frame(&f).unwrap(), Some(pfc::Repr::single(3, 0xffff)));
+        assert_eq!(
+            pfc::Repr::from_frame(&f).unwrap(),
+            Some(pfc::Repr::single(3, 0xffff))
+        );
         assert_eq!(s.counters(0).pauses_sent, 1);
         // Drain port 2 until the ingress count falls to XON: a resume follows.
         let mut now = 0;
         while s.poll_transmit(t(now), 2).is_some() || s.has_pending(2) {
             now += 10;
             if let Some(f) = s.poll_transmit(t(now), 0) {
-                assert_eq!(pfc::Repr::from_frame(&f).unwrap(), Some(pfc::Repr::single(3, 0)));
+                assert_eq!(
+                    pfc::Repr::from_frame(&f).unwrap(),
+                    Some(pfc::Repr::single(3, 0))
+                );
             }
         }
         assert_eq!(s.counters(0).resumes_sent, 1);
@@ -551,7 +583,11 @@ mod tests {
         let mut s = Switch::new(cfg(2));
         let pause = pfc::Repr::single(3, 0xffff).to_frame([2, 0, 0, 0, 0, 7]);
         s.on_frame(t(0), 1, pause.to_vec());
-        s.on_frame(t(0), 0, data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0));
+        s.on_frame(
+            t(0),
+            0,
+            data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+        );
         assert!(s.poll_transmit(t(1), 1).is_none());
         assert!(s.poll_transmit(t(1000), 1).is_none());
         let resume = pfc::Repr::single(3, 0).to_frame([2, 0, 0, 0, 0, 7]);
@@ -567,15 +603,19 @@ mod tests {
         c.trim = Some(TrimPolicy::new(Bytes(3000), Bytes(64)).unwrap());
         let mut s = Switch::new(c);
         for _ in 0..4 {
-            s.on_frame(t(0), 0, data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0));
+            s.on_frame(
+                t(0),
+                0,
+                data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+            );
         }
         assert_eq!(s.counters(1).trims, 2);
         // The trimmed frames go first (control priority 6).
         let f = s.poll_transmit(t(0), 1).unwrap();
-        assert_eq!(f.len(), 14 + 20 + 8 + 12);
-        let ip = ipv4::Packet::new_checked(&f[14..]).unwrap();
-        assert!(ip.verify_checksum());
-        assert_eq!(ip.dscp() >> 3, 3, "DSCP unchanged, only the queue differs");
+        assert_eq!(f.len(), 14 + 20 + 8 + 12 + 4);
+        let (r, payload) = roce::Repr::parse(&f).expect("a valid RoCE frame (ICRC recomputed)");
+        assert!(payload.is_empty());
+        assert_eq!(r.dscp >> 3, 3, "DSCP unchanged, only the queue differs");
     }
 
     proptest::proptest! {
