@@ -13,7 +13,8 @@
 use crate::dcqcn::{DcqcnConfig, DcqcnPreset, DcqcnRp};
 use crate::dctcp::{Dctcp, DctcpConfig};
 use crate::error::{Error, Result};
-use crate::traits::{Ack, CcMetrics, SenderCc};
+use crate::traits::{Ack, CcMetrics, DataArrival, Feedback, ReceiverCc, SenderCc};
+use crate::uec::{Nscc, NsccConfig, RcccConfig, RcccReceiver, RcccSender};
 use crate::units::{Bytes, Duration, Instant, Rate};
 use serde::{Deserialize, Serialize};
 
@@ -38,11 +39,17 @@ pub enum CcKind {
     Dcqcn(DcqcnPreset),
     /// DCTCP (window, ECN fraction).
     Dctcp,
+    /// UEC NSCC (window, ECN + delay). `trimming` selects the target delay (0.75·RTT with
+    /// trimming, 1.0·RTT without). Names: `nscc` (trimming on), `nscc-notrim`.
+    Nscc { trimming: bool },
+    /// UEC RCCC (receiver credit). Name: `rccc`.
+    Rccc,
 }
 
 impl CcKind {
     /// The names [`core::str::FromStr`] accepts.
-    pub const NAMES: &'static str = "dcqcn, dcqcn-paper, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp";
+    pub const NAMES: &'static str =
+        "dcqcn, dcqcn-paper, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp, nscc, nscc-notrim, rccc";
 
     /// The full configuration this kind gets on `path`.
     pub fn config(&self, path: &PathParams) -> CcConfig {
@@ -51,7 +58,22 @@ impl CcKind {
             CcKind::Dctcp => {
                 CcConfig::Dctcp(DctcpConfig::new(path.line_rate, path.base_rtt, path.mtu))
             }
+            CcKind::Nscc { trimming } => CcConfig::Nscc(NsccConfig::new(
+                path.line_rate,
+                path.base_rtt,
+                path.mtu,
+                trimming,
+            )),
+            CcKind::Rccc => {
+                CcConfig::Rccc(RcccConfig::new(path.line_rate, path.base_rtt, path.mtu))
+            }
         }
+    }
+
+    /// The receiver-side half this algorithm needs, if any: the DCQCN notification point
+    /// (CNPs) or the RCCC credit pacer. DCTCP and NSCC need none (ACKs echo ECN).
+    pub fn build_receiver(&self, path: &PathParams) -> Result<Option<AnyReceiver>> {
+        self.config(path).build_receiver()
     }
 
     /// Build the controller with this kind's defaults on `path`.
@@ -67,6 +89,9 @@ impl core::str::FromStr for CcKind {
         match lower.as_str() {
             "dcqcn" => Ok(CcKind::Dcqcn(DcqcnPreset::Paper)),
             "dctcp" => Ok(CcKind::Dctcp),
+            "nscc" => Ok(CcKind::Nscc { trimming: true }),
+            "nscc-notrim" => Ok(CcKind::Nscc { trimming: false }),
+            "rccc" => Ok(CcKind::Rccc),
             other => {
                 if let Some(p) = other.strip_prefix("dcqcn-")
                     && let Ok(p) = p.parse::<DcqcnPreset>()
@@ -90,6 +115,9 @@ impl core::fmt::Display for CcKind {
             CcKind::Dcqcn(DcqcnPreset::Mellanox) => f.write_str("dcqcn-mellanox"),
             CcKind::Dcqcn(DcqcnPreset::HpccNs3) => f.write_str("dcqcn-hpcc-ns3"),
             CcKind::Dctcp => f.write_str("dctcp"),
+            CcKind::Nscc { trimming: true } => f.write_str("nscc"),
+            CcKind::Nscc { trimming: false } => f.write_str("nscc-notrim"),
+            CcKind::Rccc => f.write_str("rccc"),
         }
     }
 }
@@ -101,6 +129,8 @@ impl core::fmt::Display for CcKind {
 pub enum CcConfig {
     Dcqcn(DcqcnConfig),
     Dctcp(DctcpConfig),
+    Nscc(NsccConfig),
+    Rccc(RcccConfig),
 }
 
 impl CcConfig {
@@ -109,7 +139,50 @@ impl CcConfig {
         Ok(match self {
             CcConfig::Dcqcn(c) => AnyCc::Dcqcn(c.build()?),
             CcConfig::Dctcp(c) => AnyCc::Dctcp(c.build()?),
+            CcConfig::Nscc(c) => AnyCc::Nscc(c.build()?),
+            CcConfig::Rccc(c) => AnyCc::Rccc(c.build_sender()?),
         })
+    }
+
+    /// Validate and build the receiver-side half, if the algorithm has one.
+    pub fn build_receiver(&self) -> Result<Option<AnyReceiver>> {
+        Ok(match self {
+            CcConfig::Dcqcn(c) => {
+                c.validate()?;
+                Some(AnyReceiver::DcqcnNp(c.build_np()))
+            }
+            CcConfig::Rccc(c) => Some(AnyReceiver::Rccc(c.build_receiver()?)),
+            CcConfig::Dctcp(_) | CcConfig::Nscc(_) => None,
+        })
+    }
+}
+
+/// Any receiver-side controller, dispatched by `match`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum AnyReceiver {
+    DcqcnNp(crate::dcqcn::DcqcnNp),
+    Rccc(RcccReceiver),
+}
+
+impl ReceiverCc for AnyReceiver {
+    fn on_data(&mut self, now: Instant, pkt: DataArrival) {
+        match self {
+            AnyReceiver::DcqcnNp(r) => r.on_data(now, pkt),
+            AnyReceiver::Rccc(r) => r.on_data(now, pkt),
+        }
+    }
+    fn poll_feedback(&mut self, now: Instant) -> Option<Feedback> {
+        match self {
+            AnyReceiver::DcqcnNp(r) => r.poll_feedback(now),
+            AnyReceiver::Rccc(r) => r.poll_feedback(now),
+        }
+    }
+    fn next_timeout(&self) -> Option<Instant> {
+        match self {
+            AnyReceiver::DcqcnNp(r) => r.next_timeout(),
+            AnyReceiver::Rccc(r) => r.next_timeout(),
+        }
     }
 }
 
@@ -119,6 +192,8 @@ impl CcConfig {
 pub enum AnyCc {
     Dcqcn(DcqcnRp),
     Dctcp(Dctcp),
+    Nscc(Nscc),
+    Rccc(RcccSender),
 }
 
 macro_rules! dispatch {
@@ -126,6 +201,8 @@ macro_rules! dispatch {
         match $self {
             AnyCc::Dcqcn($c) => $e,
             AnyCc::Dctcp($c) => $e,
+            AnyCc::Nscc($c) => $e,
+            AnyCc::Rccc($c) => $e,
         }
     };
 }
@@ -136,6 +213,8 @@ impl AnyCc {
         match self {
             AnyCc::Dcqcn(_) => "dcqcn",
             AnyCc::Dctcp(_) => "dctcp",
+            AnyCc::Nscc(_) => "nscc",
+            AnyCc::Rccc(_) => "rccc",
         }
     }
 }
@@ -219,5 +298,35 @@ mod tests {
         assert!(cc.window().is_none());
         let cc = CcKind::Dctcp.build(&path()).unwrap();
         assert_eq!(cc.window(), Some(Bytes(125_000)));
+        let cc = "nscc".parse::<CcKind>().unwrap().build(&path()).unwrap();
+        assert_eq!(cc.window(), Some(Bytes(187_500)));
+        let cc = "rccc".parse::<CcKind>().unwrap().build(&path()).unwrap();
+        assert_eq!(cc.credit(), Some(Bytes(187_500)));
+    }
+
+    #[test]
+    fn receivers_exist_where_needed() {
+        let p = path();
+        for (name, has) in [
+            ("dcqcn", true),
+            ("rccc", true),
+            ("dctcp", false),
+            ("nscc", false),
+        ] {
+            let k: CcKind = name.parse().unwrap();
+            assert_eq!(k.build_receiver(&p).unwrap().is_some(), has, "{name}");
+        }
+        let mut rx = CcKind::Rccc.build_receiver(&p).unwrap().unwrap();
+        let AnyReceiver::Rccc(r) = &mut rx else {
+            panic!()
+        };
+        r.on_request(Instant::ZERO, 5, Bytes(100));
+        assert_eq!(
+            rx.poll_feedback(Instant::ZERO),
+            Some(Feedback::Credit {
+                flow: 5,
+                bytes: Bytes(100)
+            })
+        );
     }
 }
