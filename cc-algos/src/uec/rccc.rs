@@ -14,7 +14,10 @@
 //!   runs at line rate from the first RTT); [`RcccSender::request_for`] says how much
 //!   credit to ask the receiver for.
 //!
-//! Credit counts payload bytes, like [`SenderCc::on_send`].
+//! Credit counts payload bytes, like [`SenderCc::on_send`]. As in htsim
+//! (`can_send_RCCC`: `credit() > 0`), a sender may start a packet while it holds any
+//! credit; the balance may then go negative by less than one packet, and later grants
+//! repay it, so over a flow the bytes sent equal the credit received exactly.
 
 use crate::error::{Result, invalid};
 use crate::traits::{Ack, CcMetrics, DataArrival, Feedback, FlowId, ReceiverCc, SenderCc};
@@ -107,8 +110,7 @@ impl RcccConfig {
         self.validate()?;
         Ok(RcccSender {
             cfg: *self,
-            credit: self.initial_credit.0,
-            overdraft: 0,
+            credit: self.initial_credit.0 as i64,
             received: 0,
             sent: 0,
         })
@@ -208,8 +210,8 @@ impl ReceiverCc for RcccReceiver {
 #[derive(Clone, Debug)]
 pub struct RcccSender {
     cfg: RcccConfig,
-    credit: u64,
-    overdraft: u64,
+    /// Credit balance; negative after starting a packet larger than the balance.
+    credit: i64,
     received: u64,
     sent: u64,
 }
@@ -218,21 +220,21 @@ impl RcccSender {
     /// Credit to request from the receiver for a `backlog` of payload bytes still to
     /// send, given the credit already held.
     pub fn request_for(&self, backlog: Bytes) -> Bytes {
-        backlog.saturating_sub(Bytes(self.credit))
+        Bytes((backlog.0 as i128 - self.credit as i128).clamp(0, u64::MAX as i128) as u64)
     }
-    /// Bytes sent without credit (a driver bug if nonzero).
+    /// Credit owed: bytes sent beyond the credit held (less than one packet when the
+    /// driver sends only while `credit() > 0`).
     pub fn overdraft(&self) -> Bytes {
-        Bytes(self.overdraft)
+        Bytes((-self.credit).max(0) as u64)
     }
 }
 
 impl SenderCc for RcccSender {
     fn on_send(&mut self, _now: Instant, bytes: Bytes) {
         self.sent += bytes.0;
-        if bytes.0 > self.credit {
-            self.overdraft += bytes.0 - self.credit;
-        }
-        self.credit = self.credit.saturating_sub(bytes.0);
+        self.credit = self
+            .credit
+            .saturating_sub(bytes.0.min(i64::MAX as u64) as i64);
     }
     /// RCCC reacts to credit only.
     fn on_ack(&mut self, _now: Instant, _ack: Ack) {}
@@ -256,16 +258,18 @@ impl SenderCc for RcccSender {
             extra: vec![
                 ("credit", self.credit as f64),
                 ("credit_received", self.received as f64),
-                ("overdraft", self.overdraft as f64),
+                ("overdraft", self.overdraft().0 as f64),
             ],
         }
     }
     fn on_credit(&mut self, _now: Instant, bytes: Bytes) {
         self.received += bytes.0;
-        self.credit = (self.credit + bytes.0).min(self.cfg.max_credit.0);
+        let max = self.cfg.max_credit.0.min(i64::MAX as u64) as i64;
+        let add = bytes.0.min(i64::MAX as u64) as i64;
+        self.credit = self.credit.saturating_add(add).min(max);
     }
     fn credit(&self) -> Option<Bytes> {
-        Some(Bytes(self.credit))
+        Some(Bytes(self.credit.max(0) as u64))
     }
 }
 
@@ -377,6 +381,9 @@ mod tests {
         tx.on_send(Instant::ZERO, Bytes(1_000));
         assert_eq!(tx.overdraft(), Bytes(500));
         assert_eq!(tx.credit(), Some(Bytes::ZERO));
+        // The debt is repaid by the next grant.
+        tx.on_credit(Instant::ZERO, Bytes(600));
+        assert_eq!(tx.credit(), Some(Bytes(100)));
         tx.on_credit(Instant::ZERO, Bytes(10_000_000));
         assert_eq!(tx.credit(), Some(c.max_credit));
     }
