@@ -13,7 +13,8 @@
 use crate::dcqcn::{DcqcnConfig, DcqcnPreset, DcqcnRp};
 use crate::dctcp::{Dctcp, DctcpConfig};
 use crate::error::{Error, Result};
-use crate::traits::{Ack, CcMetrics, DataArrival, Feedback, ReceiverCc, SenderCc};
+use crate::hpcc::{Hpcc, HpccConfig};
+use crate::traits::{Ack, CcMetrics, DataArrival, Feedback, IntHop, ReceiverCc, SenderCc};
 use crate::uec::{Nscc, NsccConfig, RcccConfig, RcccReceiver, RcccSender};
 use crate::units::{Bytes, Duration, Instant, Rate};
 use serde::{Deserialize, Serialize};
@@ -29,9 +30,10 @@ pub struct PathParams {
     pub mtu: Bytes,
 }
 
-/// An algorithm by name (what a CLI flag or scenario file says).
+/// An algorithm by name (what a CLI flag or scenario file says). Serialises as its name
+/// string (`"dcqcn-mellanox"`), parsing with the same rules as [`core::str::FromStr`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(try_from = "String", into = "String")]
 #[non_exhaustive]
 pub enum CcKind {
     /// DCQCN with a parameter preset. Names: `dcqcn` (= paper), `dcqcn-paper`,
@@ -44,12 +46,14 @@ pub enum CcKind {
     Nscc { trimming: bool },
     /// UEC RCCC (receiver credit). Name: `rccc`.
     Rccc,
+    /// HPCC (INT). Name: `hpcc`. Needs `on_ack_int` from the driver.
+    Hpcc,
 }
 
 impl CcKind {
     /// The names [`core::str::FromStr`] accepts.
     pub const NAMES: &'static str =
-        "dcqcn, dcqcn-paper, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp, nscc, nscc-notrim, rccc";
+        "dcqcn, dcqcn-paper, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp, nscc, nscc-notrim, rccc, hpcc";
 
     /// The full configuration this kind gets on `path`.
     pub fn config(&self, path: &PathParams) -> CcConfig {
@@ -66,6 +70,9 @@ impl CcKind {
             )),
             CcKind::Rccc => {
                 CcConfig::Rccc(RcccConfig::new(path.line_rate, path.base_rtt, path.mtu))
+            }
+            CcKind::Hpcc => {
+                CcConfig::Hpcc(HpccConfig::new(path.line_rate, path.base_rtt, path.mtu))
             }
         }
     }
@@ -92,6 +99,7 @@ impl core::str::FromStr for CcKind {
             "nscc" => Ok(CcKind::Nscc { trimming: true }),
             "nscc-notrim" => Ok(CcKind::Nscc { trimming: false }),
             "rccc" => Ok(CcKind::Rccc),
+            "hpcc" => Ok(CcKind::Hpcc),
             other => {
                 if let Some(p) = other.strip_prefix("dcqcn-")
                     && let Ok(p) = p.parse::<DcqcnPreset>()
@@ -108,6 +116,19 @@ impl core::str::FromStr for CcKind {
     }
 }
 
+impl TryFrom<String> for CcKind {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self> {
+        s.parse()
+    }
+}
+
+impl From<CcKind> for String {
+    fn from(k: CcKind) -> String {
+        k.to_string()
+    }
+}
+
 impl core::fmt::Display for CcKind {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
@@ -118,6 +139,7 @@ impl core::fmt::Display for CcKind {
             CcKind::Nscc { trimming: true } => f.write_str("nscc"),
             CcKind::Nscc { trimming: false } => f.write_str("nscc-notrim"),
             CcKind::Rccc => f.write_str("rccc"),
+            CcKind::Hpcc => f.write_str("hpcc"),
         }
     }
 }
@@ -131,6 +153,7 @@ pub enum CcConfig {
     Dctcp(DctcpConfig),
     Nscc(NsccConfig),
     Rccc(RcccConfig),
+    Hpcc(HpccConfig),
 }
 
 impl CcConfig {
@@ -141,6 +164,7 @@ impl CcConfig {
             CcConfig::Dctcp(c) => AnyCc::Dctcp(c.build()?),
             CcConfig::Nscc(c) => AnyCc::Nscc(c.build()?),
             CcConfig::Rccc(c) => AnyCc::Rccc(c.build_sender()?),
+            CcConfig::Hpcc(c) => AnyCc::Hpcc(c.build()?),
         })
     }
 
@@ -152,7 +176,7 @@ impl CcConfig {
                 Some(AnyReceiver::DcqcnNp(c.build_np()))
             }
             CcConfig::Rccc(c) => Some(AnyReceiver::Rccc(c.build_receiver()?)),
-            CcConfig::Dctcp(_) | CcConfig::Nscc(_) => None,
+            CcConfig::Dctcp(_) | CcConfig::Nscc(_) | CcConfig::Hpcc(_) => None,
         })
     }
 }
@@ -194,6 +218,7 @@ pub enum AnyCc {
     Dctcp(Dctcp),
     Nscc(Nscc),
     Rccc(RcccSender),
+    Hpcc(Hpcc),
 }
 
 macro_rules! dispatch {
@@ -203,6 +228,7 @@ macro_rules! dispatch {
             AnyCc::Dctcp($c) => $e,
             AnyCc::Nscc($c) => $e,
             AnyCc::Rccc($c) => $e,
+            AnyCc::Hpcc($c) => $e,
         }
     };
 }
@@ -215,6 +241,7 @@ impl AnyCc {
             AnyCc::Dctcp(_) => "dctcp",
             AnyCc::Nscc(_) => "nscc",
             AnyCc::Rccc(_) => "rccc",
+            AnyCc::Hpcc(_) => "hpcc",
         }
     }
 }
@@ -250,6 +277,9 @@ impl SenderCc for AnyCc {
     fn on_credit(&mut self, now: Instant, bytes: Bytes) {
         dispatch!(self, c => c.on_credit(now, bytes))
     }
+    fn on_ack_int(&mut self, now: Instant, ack: Ack, int: &[IntHop]) {
+        dispatch!(self, c => c.on_ack_int(now, ack, int))
+    }
     fn credit(&self) -> Option<Bytes> {
         dispatch!(self, c => c.credit())
     }
@@ -278,6 +308,20 @@ mod tests {
         }
         let e = "cubic".parse::<CcKind>().unwrap_err().to_string();
         assert!(e.contains("cubic") && e.contains("dcqcn"), "{e}");
+    }
+
+    #[test]
+    fn kind_serialises_as_its_name() {
+        let k: CcKind = serde_json::from_str("\"dcqcn-mellanox\"").unwrap();
+        assert_eq!(k, CcKind::Dcqcn(DcqcnPreset::Mellanox));
+        assert_eq!(
+            serde_json::to_string(&CcKind::Nscc { trimming: false }).unwrap(),
+            "\"nscc-notrim\""
+        );
+        let e = serde_json::from_str::<CcKind>("\"reno\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reno") && e.contains("expected one of"), "{e}");
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //!   ([`RcccReceiver`] paces credit, [`RcccSender`] spends it), entropy-value path
 //!   selection for packet spraying ([`EvPolicy`]: oblivious, bitmap, REPS, mixed).
 //! - [`dctcp`]: DCTCP baseline ([`Dctcp`]).
+//! - [`hpcc`]: HPCC baseline ([`Hpcc`], INT-driven; feed it with
+//!   [`SenderCc::on_ack_int`]).
 //! - [`marking`]: RED-style ECN marking ([`RedEcn`], the DCQCN congestion point).
 //! - [`pfc`]: 802.1Qbb XOFF/XON ingress state machine and pause application.
 //! - [`trim`]: UEC packet-trimming policy.
@@ -64,6 +66,7 @@ pub mod any;
 pub mod dcqcn;
 pub mod dctcp;
 pub mod error;
+pub mod hpcc;
 pub mod marking;
 pub mod pfc;
 pub mod traits;
@@ -75,6 +78,7 @@ pub use any::{AnyCc, AnyReceiver, CcConfig, CcKind, PathParams};
 pub use dcqcn::{DcqcnConfig, DcqcnNp, DcqcnPreset, DcqcnRp};
 pub use dctcp::{Dctcp, DctcpConfig};
 pub use error::{Error, Result};
+pub use hpcc::{Hpcc, HpccConfig};
 pub use marking::RedEcn;
 pub use pfc::{PfcConfig, PfcEgress, PfcFrame, PfcIngress};
 pub use traits::{Ack, CcMetrics, DataArrival, EcnMarker, Feedback, FlowId, ReceiverCc, SenderCc};
