@@ -95,20 +95,31 @@ fn dcqcn_flows_converge_to_a_fair_share() {
         return;
     }
     let _serial = serial();
-    // Four senders join one every 5 ms (virtual) and leave in reverse order; all four
-    // share the receiver's link during [15 ms, 20 ms).
+    // Four long-lived DCQCN flows into one receiver, joining 0.5 ms apart (virtual),
+    // all stopping at 8 ms. Links run at 500 Mb/s standing for 100 Gb/s (scale 200) so
+    // that the engine keeps up even on a busy machine.
     let p = plan(
         r#"
         name = "fairness4"
+        stop = "8ms"
         [[workload]]
-        kind = "fairness"
-        senders = "1..5"
-        receiver = 0
-        interval = "5ms"
+        kind = "flows"
+        flow = [
+          { src = 1, dst = 0, size = "1TB", start = "0us" },
+          { src = 2, dst = 0, size = "1TB", start = "500us" },
+          { src = 3, dst = 0, size = "1TB", start = "1000us" },
+          { src = 4, dst = 0, size = "1TB", start = "1500us" },
+        ]
         "#,
         5,
     );
-    let r = run_workplan(&CongestionConfig::new(5), &p).unwrap();
+    let mut cfg = CongestionConfig::new(5);
+    cfg.link_rate = Rate::mbps(500);
+    cfg.pfc = cfg.pfc.map(|p| cc_algos::PfcConfig {
+        link_rate: cfg.link_rate,
+        ..p
+    });
+    let r = run_workplan(&cfg, &p).unwrap();
     println!("{}", summary(&r));
     for f in &r.flows {
         let per_ms: Vec<u64> = f
@@ -117,8 +128,19 @@ fn dcqcn_flows_converge_to_a_fair_share() {
             .map(|c| (c.iter().sum::<f64>() / c.len() as f64) as u64)
             .collect();
         println!("flow {} Gb/s per ms: {per_ms:?}", f.id);
+        let rate: Vec<u64> = f
+            .cc_rate_gbps
+            .chunks(50)
+            .map(|c| (c.iter().sum::<f64>() / c.len() as f64) as u64)
+            .collect();
+        println!("flow {} cc rate per ms: {rate:?}", f.id);
     }
-    let rates: Vec<f64> = (0..4).map(|f| r.mean_gbps(f, 17_000.0, 20_000.0)).collect();
+    let q: Vec<u64> = r.queue_bytes[0]
+        .chunks(50)
+        .map(|c| c.iter().sum::<u64>() / c.len().max(1) as u64 / 1000)
+        .collect();
+    println!("bottleneck queue KB per ms: {q:?}");
+    let rates: Vec<f64> = (0..4).map(|f| r.mean_gbps(f, 5000.0, 8000.0)).collect();
     let j = jain(&rates);
     println!("rates with 4 flows (Gb/s, virtual) {rates:?}, Jain {j:.3}");
     assert!(j >= 0.9, "Jain {j} over {rates:?}");

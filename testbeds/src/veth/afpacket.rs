@@ -246,8 +246,10 @@ impl PacketSocket {
     }
 }
 
-/// Wait until one of `fds` is readable or `timeout_ns` passes (`ppoll`).
-pub fn wait_readable(fds: &[RawFd], timeout_ns: u64) {
+/// Wait until one of `fds` is readable or `timeout_ns` passes (`ppoll`; 0 = just
+/// look), and set `ready[i]` for each readable fd. One system call tells the event loop
+/// which sockets to read, instead of one empty `recvmmsg` per socket.
+pub fn wait_readable(fds: &[RawFd], timeout_ns: u64, ready: &mut [bool]) {
     let mut p: Vec<libc::pollfd> = fds
         .iter()
         .map(|&fd| libc::pollfd {
@@ -261,13 +263,16 @@ pub fn wait_readable(fds: &[RawFd], timeout_ns: u64) {
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: p and ts are valid for the call.
-    unsafe {
+    let n = unsafe {
         libc::ppoll(
             p.as_mut_ptr(),
             p.len() as libc::nfds_t,
             &ts,
             std::ptr::null(),
-        );
+        )
+    };
+    for (r, pf) in ready.iter_mut().zip(&p) {
+        *r = n < 0 || pf.revents != 0;
     }
 }
 

@@ -586,7 +586,7 @@ impl Host {
     }
 
     /// The earliest real instant this host needs attention without a new arrival.
-    pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+    pub fn next_wakeup(&self, now: Instant, done: &Completed) -> Option<Instant> {
         let mut t: Option<Instant> = None;
         let mut upd = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
         if !self.control.is_empty() {
@@ -597,7 +597,8 @@ impl Host {
                 upd(self.cfg.scale.to_real(v));
             }
             let active = self.packets_of(f).is_none_or(|tot| f.next_psn < tot)
-                && f.stop.is_none_or(|s| now < s);
+                && f.stop.is_none_or(|s| now < s)
+                && f.after.iter().all(|a| done.contains(a));
             if active {
                 let prio = f.dscp >> 3;
                 let resume = self.pfc.resume_at(now, prio).unwrap_or(now);

@@ -64,12 +64,16 @@ pub struct CongestionConfig {
     /// an event loop that woke late may catch up. Wake-ups here are ~50 µs late, more
     /// than a 4 KiB frame time at 1 Gb/s (33 µs), so strict pacing would halve the rate.
     pub pacing_burst: Duration,
+    /// Pacing token-bucket depth of the switch ports (real time). Larger than the
+    /// hosts' so that a switch loop delayed by the OS catches up and the bottleneck keeps
+    /// its long-term rate; senders keep a small bucket so they do not burst into queues.
+    pub switch_pacing_burst: Duration,
 }
 
 impl CongestionConfig {
     /// Defaults: 1 Gb/s real links standing for 100 Gb/s (scale 100), 4 KiB payload,
     /// 8 MB shared buffer, DCQCN paper ECN setting (Kmin 5 KB, Kmax 200 KB, Pmax 1 %),
-    /// PFC XOFF 64 KB / XON 32 KB, DCQCN paper parameters, 10 µs virtual base RTT,
+    /// PFC XOFF 256 KB / XON 128 KB, DCQCN paper parameters, 10 µs virtual base RTT,
     /// 20 µs samples.
     pub fn new(hosts: usize) -> CongestionConfig {
         let link_rate = Rate::gbps(1);
@@ -81,7 +85,7 @@ impl CongestionConfig {
             buffer: Bytes(8_000_000),
             ecn: Some(RedEcn::dcqcn_paper()),
             pfc: Some(
-                PfcConfig::new(Bytes(64_000), Bytes(32_000), 0xffff, link_rate).expect("valid"),
+                PfcConfig::new(Bytes(256_000), Bytes(128_000), 0xffff, link_rate).expect("valid"),
             ),
             trim: None,
             cc: CcKind::Dcqcn(cc_algos::DcqcnPreset::Paper),
@@ -92,6 +96,7 @@ impl CongestionConfig {
             wall_limit: std::time::Duration::from_secs(60),
             seed: 1,
             pacing_burst: Duration::micros(300),
+            switch_pacing_burst: Duration::micros(2000),
         }
     }
 
@@ -120,7 +125,7 @@ impl CongestionConfig {
         }
         if n.pfc == Some(true) || n.pfc_xoff.is_some() || n.pfc_xon.is_some() {
             let cur = self.pfc.unwrap_or(
-                PfcConfig::new(Bytes(64_000), Bytes(32_000), 0xffff, self.link_rate)
+                PfcConfig::new(Bytes(256_000), Bytes(128_000), 0xffff, self.link_rate)
                     .expect("valid"),
             );
             let xoff = n.pfc_xoff.unwrap_or(cur.xoff);
@@ -165,6 +170,8 @@ pub struct FlowResult {
     pub completed_us: Option<f64>,
     /// Delivered throughput per sample, Gb/s (virtual).
     pub gbps: Vec<f64>,
+    /// The sender's congestion-control rate at each sample, Gb/s (virtual).
+    pub cc_rate_gbps: Vec<f64>,
     pub cnps: u64,
     pub naks: u64,
     pub timeouts: u64,
@@ -249,14 +256,15 @@ impl Clock {
     }
 }
 
-fn sleep_until(fds: &[i32], now: Instant, next: Option<Instant>) {
+/// Poll the sockets, sleeping until `next` (at most 500 µs) unless something is readable.
+fn sleep_until(fds: &[i32], now: Instant, next: Option<Instant>, ready: &mut [bool]) {
     let max = Duration::micros(500);
     let wait = match next {
-        Some(t) if t <= now => return,
+        Some(t) if t <= now => Duration::ZERO,
         Some(t) => (t - now).min(max),
         None => max,
     };
-    afpacket::wait_readable(fds, wait.as_nanos());
+    afpacket::wait_readable(fds, wait.as_nanos(), ready);
 }
 
 /// Build the star, run `plan`, tear everything down, report.
@@ -320,7 +328,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         routes,
         next_hop_macs: links.iter().map(|l| Some(l.b_mac)).collect(),
         seed: cfg.seed,
-        pacing_burst: cfg.pacing_burst,
+        pacing_burst: cfg.switch_pacing_burst,
     };
     let mut switch = Switch::new(swcfg);
 
@@ -382,6 +390,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
     let sw_stop = stop.clone();
     let sw_clock = clock.clone();
     let pcap_cfg = cfg.pcap.clone().map(|p| (p, cfg.pcap_port));
+
     let sw_thread = std::thread::Builder::new()
         .name("veth-switch".into())
         .spawn(
@@ -408,6 +417,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                 let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
                 let mut queue_series: Vec<Vec<u64>> = vec![Vec::new(); n];
                 let mut next_sample = Instant::ZERO;
+                let mut ready = vec![true; n];
                 while !sw_stop.load(Ordering::Relaxed) {
                     let now = sw_clock.now();
                     for (p, s) in sw_socks.iter_mut().enumerate() {
@@ -454,7 +464,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                         next = Some(now + Duration::micros(20));
                     }
                     let next = Some(next.map_or(next_sample, |t| t.min(next_sample)));
-                    sleep_until(&fds, sw_clock.now(), next);
+                    sleep_until(&fds, sw_clock.now(), next, &mut ready);
                 }
                 if let Some(w) = pcap.as_mut() {
                     let _ = w.flush();
@@ -470,90 +480,130 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
             source: e,
         })?;
 
-    // Host loop on this thread.
-    afpacket::set_fine_timer_slack();
-    let fds: Vec<i32> = host_socks.iter().map(|s| s.raw_fd()).collect();
-    let mut completed: Completed = Completed::new();
     let sized: Vec<(u32, u32)> = plan
         .flows
         .iter()
         .filter(|f| f.size.is_some())
         .map(|f| (f.id, f.dst))
         .collect();
+    let n_sized = sized.len();
+    let mut rate_series: HashMap<u32, Vec<f64>> =
+        plan.flows.iter().map(|f| (f.id, Vec::new())).collect();
     let mut delivered_series: HashMap<u32, Vec<u64>> =
         plan.flows.iter().map(|f| (f.id, Vec::new())).collect();
-    let mut next_sample = Instant::ZERO;
-    let mut out: Vec<Vec<u8>> = Vec::new();
-    let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); hosts.len()];
-    let wall_start = std::time::Instant::now();
-    let end;
-    loop {
-        let now = clock.now();
-        for (h, s) in host_socks.iter_mut().enumerate() {
-            let k = s.recv_batch();
-            for i in 0..k {
-                hosts[h].on_frame(now, s.frame(i));
-            }
-        }
-        for h in &mut hosts {
-            h.on_timeout(now);
-        }
-        for &(id, dst) in &sized {
-            if !completed.contains(&id)
-                && hosts[dst as usize]
-                    .recv
-                    .get(&id)
-                    .is_some_and(|r| r.completed.is_some())
-            {
-                completed.insert(id);
-            }
-        }
-        for (i, h) in hosts.iter_mut().enumerate() {
-            if pending[i].len() < afpacket::BATCH {
-                out.clear();
-                h.poll_transmit(
-                    now,
-                    &completed,
-                    &mut out,
-                    afpacket::BATCH - pending[i].len(),
-                );
-                pending[i].append(&mut out);
-            }
-            if !pending[i].is_empty() {
-                let sent = host_socks[i].send_batch(&pending[i]);
-                pending[i].drain(..sent);
-            }
-        }
-        if now >= next_sample {
-            for h in &hosts {
-                for (id, r) in &h.recv {
-                    if let Some(v) = delivered_series.get_mut(id) {
-                        v.push(r.bytes);
+    let host_stop = stop.clone();
+    let host_clock = clock.clone();
+    // Host loop on a thread of its own (so the caller's scheduling is left alone).
+    let host_thread = std::thread::Builder::new()
+        .name("veth-hosts".into())
+        .spawn(move || {
+            let clock = host_clock;
+            afpacket::set_fine_timer_slack();
+            let fds: Vec<i32> = host_socks.iter().map(|s| s.raw_fd()).collect();
+            let mut completed: Completed = Completed::new();
+            let mut next_sample = Instant::ZERO;
+            let mut out: Vec<Vec<u8>> = Vec::new();
+            let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); hosts.len()];
+            let wall_start = std::time::Instant::now();
+            let end;
+            let mut ready = vec![true; fds.len()];
+            loop {
+                let now = clock.now();
+                for (h, s) in host_socks.iter_mut().enumerate() {
+                    if !ready[h] {
+                        continue;
+                    }
+                    let k = s.recv_batch();
+                    for i in 0..k {
+                        hosts[h].on_frame(now, s.frame(i));
                     }
                 }
+                for h in &mut hosts {
+                    h.on_timeout(now);
+                }
+                for &(id, dst) in &sized {
+                    if !completed.contains(&id)
+                        && hosts[dst as usize]
+                            .recv
+                            .get(&id)
+                            .is_some_and(|r| r.completed.is_some())
+                    {
+                        completed.insert(id);
+                    }
+                }
+                for (i, h) in hosts.iter_mut().enumerate() {
+                    if pending[i].len() < afpacket::BATCH {
+                        out.clear();
+                        h.poll_transmit(
+                            now,
+                            &completed,
+                            &mut out,
+                            afpacket::BATCH - pending[i].len(),
+                        );
+                        pending[i].append(&mut out);
+                    }
+                    if !pending[i].is_empty() {
+                        let sent = host_socks[i].send_batch(&pending[i]);
+                        pending[i].drain(..sent);
+                    }
+                }
+                if now >= next_sample {
+                    for h in &hosts {
+                        for (id, r) in &h.recv {
+                            if let Some(v) = delivered_series.get_mut(id) {
+                                v.push(r.bytes);
+                            }
+                        }
+                        for f in &h.flows {
+                            if let Some(v) = rate_series.get_mut(&f.id) {
+                                use cc_algos::SenderCc;
+                                v.push(f.cc.rate().as_gbps_f64());
+                            }
+                        }
+                    }
+                    next_sample += sample_real;
+                }
+                let all_done =
+                    completed.len() == sized.len() && hosts.iter().all(|h| h.senders_done(now));
+                let past_stop = real_stop.is_some_and(|s| now >= s);
+                if all_done || past_stop || wall_start.elapsed() > wall_limit {
+                    end = now;
+                    break;
+                }
+                let mut next = hosts
+                    .iter()
+                    .filter_map(|h| h.next_wakeup(now, &completed))
+                    .min();
+                if pending.iter().any(|p| !p.is_empty()) {
+                    next = Some(now + Duration::micros(20));
+                }
+                let next = Some(next.map_or(next_sample, |t| t.min(next_sample)));
+                sleep_until(&fds, clock.now(), next, &mut ready);
             }
-            next_sample += sample_real;
-        }
-        let all_done = completed.len() == sized.len() && hosts.iter().all(|h| h.senders_done(now));
-        let past_stop = real_stop.is_some_and(|s| now >= s);
-        if all_done || past_stop || wall_start.elapsed() > wall_limit {
-            end = now;
-            break;
-        }
-        let mut next = hosts.iter().filter_map(|h| h.next_wakeup(now)).min();
-        if pending.iter().any(|p| !p.is_empty()) {
-            next = Some(now + Duration::micros(20));
-        }
-        let next = Some(next.map_or(next_sample, |t| t.min(next_sample)));
-        sleep_until(&fds, clock.now(), next);
-    }
+            host_stop.store(true, Ordering::Relaxed);
+            for s in &mut host_socks {
+                s.read_kernel_drops();
+            }
+            (
+                hosts,
+                host_socks,
+                delivered_series,
+                rate_series,
+                completed,
+                end,
+            )
+        })
+        .map_err(|e| Error::Os {
+            what: "spawn host thread".into(),
+            source: e,
+        })?;
+    let host_res = host_thread.join();
     stop.store(true, Ordering::Relaxed);
-    let (switch, sw_socks, queue_series) = sw_thread
-        .join()
-        .map_err(|_| Error::Invalid("switch thread panicked".into()))??;
-    for s in &mut host_socks {
-        s.read_kernel_drops();
-    }
+    let sw_res = sw_thread.join();
+    let (hosts, host_socks, delivered_series, mut rate_series, completed, end) =
+        host_res.map_err(|_| Error::Invalid("host thread panicked".into()))?;
+    let (switch, sw_socks, queue_series) =
+        sw_res.map_err(|_| Error::Invalid("switch thread panicked".into()))??;
     let kernel_drops: u64 = sw_socks.iter().map(|s| s.kernel_drops).sum::<u64>()
         + host_socks.iter().map(|s| s.kernel_drops).sum::<u64>();
     let mut veth_drops = 0;
@@ -596,6 +646,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
             start_us: f.start.picos() as f64 / 1e6,
             completed_us: rx.completed.map(to_us),
             gbps,
+            cc_rate_gbps: rate_series.remove(&f.id).unwrap_or_default(),
             cnps: sf.map_or(0, |s| s.cnps),
             naks: sf.map_or(0, |s| s.naks),
             timeouts: sf.map_or(0, |s| s.timeouts),
@@ -626,7 +677,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         max_buffer_used: switch.max_buffer_used,
         kernel_drops,
         veth_drops,
-        all_completed: completed.len() == sized.len(),
+        all_completed: completed.len() == n_sized,
     })
 }
 

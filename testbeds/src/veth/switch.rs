@@ -487,7 +487,9 @@ mod tests {
 
     #[test]
     fn forwards_by_destination_and_paces_at_link_rate() {
-        let mut s = Switch::new(cfg(3));
+        let mut c = cfg(3);
+        c.pacing_burst = Duration::micros(10);
+        let mut s = Switch::new(c);
         let dst = Ipv4Addr::new(10, 0, 0, 3);
         for _ in 0..3 {
             s.on_frame(t(0), 0, data_frame(dst, 1000, Ecn::Ect0));
@@ -497,6 +499,7 @@ mod tests {
         // (1058 + 24) B at 1 Gb/s = 8.656 µs: nothing before that.
         assert!(s.poll_transmit(t(8), 2).is_none());
         assert!(s.poll_transmit(t(9), 2).is_some());
+        // Sent 0.344 µs late: the token bucket keeps the schedule (next at 2 × 8.656 µs).
         assert_eq!(
             s.next_wakeup(t(9)),
             Some(Instant::ZERO + Duration::nanos(17_312))
