@@ -65,7 +65,6 @@ const S_INFLIGHT: u8 = 1;
 const S_ACKED: u8 = 2;
 const S_RETXQ: u8 = 3;
 
-const NONE: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
@@ -1054,7 +1053,7 @@ impl<Q: EventQueue> Sim<Q> {
     /// the link delay and switching latency both ways, plus one data frame and one
     /// ACK serialisation per hop.
     pub fn base_rtt(&self, src: u32, dst: u32) -> u64 {
-        let mut node = src;
+        let mut node;
         let mut total = 0u64;
         let data = self.cfg.mtu.0 + self.cfg.header.0;
         let ack = self.cfg.ctrl_size.0;
@@ -1760,7 +1759,7 @@ impl<Q: EventQueue> Sim<Q> {
                 .iter()
                 .map(|&p| {
                     let n = self.net.port_node[p as usize];
-                    (n, p - self.net.port_off[n as usize], self.net.peer_node(p))
+                    (n, (p - self.net.port_off[n as usize]) as u16, self.net.peer_node(p))
                 })
                 .collect(),
             stuck_bytes: stuck,
