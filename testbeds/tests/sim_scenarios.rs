@@ -106,3 +106,26 @@ fn debug_dcqcn_series() {
     }
     eprintln!("{:?}", r.totals);
 }
+
+#[test]
+fn nscc_incast_15_to_1() {
+    let p = plan(
+        "[[workload]]\nkind = \"incast\"\nsenders = \"1..16\"\nreceiver = 0\nsize = \"2MB\"\n",
+        16,
+    );
+    for (cc, trim) in [("nscc", true), ("nscc-notrim", false), ("rccc", true)] {
+        let cfg = SimConfig {
+            cc: cc.parse().unwrap(),
+            ecn: Some(RedEcn::new(Bytes(20_000), Bytes(80_000), 1.0).unwrap()),
+            trim: trim.then(|| cc_algos::TrimPolicy::new(Bytes(200_000), Bytes(64)).unwrap()),
+            pfc: !trim,
+            ..SimConfig::default()
+        };
+        let r = run(star(16), cfg, &p);
+        let last = r.fct.max_us;
+        eprintln!("{cc}: last {last:.0} us p50 {:.0} drops {} trims {} pauses {} maxq {} timeouts {}", r.fct.p50_us, r.totals.drops, r.totals.trims, r.totals.pauses_sent, r.totals.max_queue, r.totals.timeouts);
+        // Ideal: 15 × 2 MB at 100 Gb/s = 2.4 ms (htsim's UEC reference: 2.48 ms).
+        assert_eq!(r.fct.finished, 15);
+        assert!((last - 2400.0).abs() / 2400.0 < 0.10, "{cc}: last flow at {last} µs");
+    }
+}

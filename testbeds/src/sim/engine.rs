@@ -27,9 +27,10 @@ use super::queue::{CalendarQueue, EventQueue};
 use super::results::*;
 use super::rng::{Rng, mix64};
 use crate::scenario::{FailureSpec, FailureTarget, Workplan};
+use cc_algos::uec::ev::{EvConfig, EvPolicy, EvPolicyKind, PathSignal};
 use cc_algos::{
-    Ack, AnyCc, Bytes, DcqcnNp, Duration, Instant, PathParams, PfcConfig, PfcEgress, PfcFrame,
-    PfcIngress, Rate, SenderCc, TrimDecision,
+    Ack, AnyCc, AnyReceiver, Bytes, DataArrival, Duration, Feedback, Instant, PathParams,
+    PfcConfig, PfcEgress, PfcFrame, PfcIngress, Rate, ReceiverCc, SenderCc, TrimDecision,
 };
 use std::collections::{HashMap, VecDeque};
 
@@ -47,6 +48,7 @@ const EV_REROUTE: u32 = 9;
 const EV_RESTORE: u32 = 10;
 const EV_SAMPLE: u32 = 11;
 const EV_WATCHDOG: u32 = 12;
+const EV_RXTIMER: u32 = 13;
 
 // Packet kinds.
 const K_DATA: u8 = 0;
@@ -54,6 +56,7 @@ const K_ACK: u8 = 1;
 const K_NACK: u8 = 2;
 const K_CNP: u8 = 3;
 const K_PAUSE: u8 = 4;
+const K_CREDIT: u8 = 5;
 
 // Packet flags.
 const F_CE: u8 = 1;
@@ -76,6 +79,8 @@ struct Pkt {
     /// Receiving port while in flight; ingress port while queued at a switch.
     port: u32,
     sent_at: u64,
+    /// RCCC: credit requested (data) or granted (credit packets), bytes.
+    req: u32,
     ev: u16,
     kind: u8,
     class: u8,
@@ -114,8 +119,9 @@ struct FlowState {
     pin: u8,
     deps_left: u32,
     ev_next: u16,
-    ev_recycle: VecDeque<u16>,
-    ev_bad: Vec<u64>,
+    ev: Option<Box<EvPolicy>>,
+    /// RCCC: credit still to request.
+    to_request: u64,
     retransmits: u64,
     timeouts: u64,
     group: u32,
@@ -127,7 +133,8 @@ struct HostState {
     active: Vec<u32>,
     rr: usize,
     wake_at: u64,
-    np: Option<DcqcnNp>,
+    rx: Option<AnyReceiver>,
+    rx_timer: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -338,21 +345,33 @@ impl<Q: EventQueue> Sim<Q> {
                 }
             })
             .collect();
-        let mut hosts: Vec<HostState> = (0..net.hosts).map(|_| HostState::default()).collect();
-        let dcqcn_np = match cfg.cc {
-            CcChoice::Algo(k) => match k.config(&PathParams {
-                line_rate: Rate::gbps(100),
-                base_rtt: Duration::micros(10),
-                mtu: cfg.mtu,
-            }) {
-                cc_algos::CcConfig::Dcqcn(c) => Some(c.cnp_interval),
-                _ => None,
-            },
-            CcChoice::None => None,
-        };
-        if let Some(iv) = dcqcn_np {
-            for h in &mut hosts {
-                h.np = Some(DcqcnNp::new(iv));
+        let mut hosts: Vec<HostState> = (0..net.hosts)
+            .map(|_| HostState {
+                rx_timer: u64::MAX,
+                ..HostState::default()
+            })
+            .collect();
+        if cfg.lb.uses_ev() && !cfg.evs.is_power_of_two() {
+            return Err(SimError::Config(format!(
+                "evs must be a power of two for EV policies, got {}",
+                cfg.evs
+            )));
+        }
+        if let CcChoice::Algo(k) = cfg.cc {
+            for (h, hs) in hosts.iter_mut().enumerate() {
+                let line = net
+                    .ports_of(h as u32)
+                    .map(|p| net.port_rate[p as usize])
+                    .max()
+                    .unwrap_or(Rate::gbps(100));
+                let path = PathParams {
+                    line_rate: line,
+                    base_rtt: Duration::micros(10),
+                    mtu: cfg.mtu + cfg.header,
+                };
+                hs.rx = k
+                    .build_receiver(&path)
+                    .map_err(|e| SimError::Config(e.to_string()))?;
             }
         }
         let mut rng = Rng::new(cfg.seed);
@@ -414,8 +433,8 @@ impl<Q: EventQueue> Sim<Q> {
                 },
                 deps_left: f.after.len() as u32,
                 ev_next: (rng.below(cfg.evs.max(1) as u64)) as u16,
-                ev_recycle: VecDeque::new(),
-                ev_bad: Vec::new(),
+                ev: None,
+                to_request: 0,
                 retransmits: 0,
                 timeouts: 0,
                 group: f.group,
@@ -600,6 +619,12 @@ impl<Q: EventQueue> Sim<Q> {
                 EV_RESTORE => self.restore(id as usize),
                 EV_SAMPLE => self.sample(),
                 EV_WATCHDOG => self.watchdog(),
+                EV_RXTIMER => {
+                    if self.hosts[id as usize].rx_timer == self.now {
+                        self.hosts[id as usize].rx_timer = u64::MAX;
+                        self.poll_receiver(id);
+                    }
+                }
                 _ => unreachable!("unknown event kind"),
             }
             if self.stop != Stop::Running {
@@ -1037,12 +1062,32 @@ impl<Q: EventQueue> Sim<Q> {
             let path = PathParams {
                 line_rate: line,
                 base_rtt: Duration::picos(self.base_rtt(src, self.flows[f as usize].dst)),
-                mtu: self.cfg.mtu,
+                // cc-algos counts the MTU on the wire (payload + 64 B of headers).
+                mtu: self.cfg.mtu + self.cfg.header,
             };
             match k.build(&path) {
-                Ok(cc) => self.flows[f as usize].cc = Some(cc),
+                Ok(cc) => {
+                    let fl = &mut self.flows[f as usize];
+                    if let AnyCc::Rccc(r) = &cc {
+                        fl.to_request = r.request_for(Bytes(fl.size)).0;
+                    }
+                    fl.cc = Some(cc);
+                }
                 Err(e) => panic!("cc-algos refused its own preset for {k}: {e}"),
             }
+        }
+        let kind = match self.cfg.lb {
+            LbScheme::Spray => Some(EvPolicyKind::Oblivious),
+            LbScheme::Reps => Some(EvPolicyKind::Reps),
+            LbScheme::Bitmap => Some(EvPolicyKind::Bitmap),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            let seed = mix64(self.cfg.seed ^ (f as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let pol = EvConfig::new(self.cfg.evs, seed)
+                .build(kind)
+                .expect("evs validated at construction");
+            self.flows[f as usize].ev = Some(Box::new(pol));
         }
         self.hosts[src as usize].active.push(f);
         self.arm_cc_timer(f);
@@ -1117,6 +1162,11 @@ impl<Q: EventQueue> Sim<Q> {
             {
                 continue;
             }
+            if let Some(cc) = &fl.cc
+                && cc.credit() == Some(Bytes::ZERO)
+            {
+                continue;
+            }
             if fl.next_tx > now {
                 earliest = earliest.min(fl.next_tx);
                 continue;
@@ -1183,6 +1233,8 @@ impl<Q: EventQueue> Sim<Q> {
         if let Some(cc) = fl.cc.as_mut() {
             cc.on_send(now, Bytes(payload));
         }
+        let req = fl.to_request.min(u32::MAX as u64);
+        fl.to_request -= req;
         let pk = Pkt {
             flow: f,
             seq,
@@ -1190,6 +1242,7 @@ impl<Q: EventQueue> Sim<Q> {
             dst: fl.dst,
             port: 0,
             sent_at: self.now,
+            req: req as u32,
             ev,
             kind: K_DATA,
             class: fl.class,
@@ -1204,32 +1257,13 @@ impl<Q: EventQueue> Sim<Q> {
         Some(self.alloc(pk))
     }
 
-    /// The entropy value for the next packet of a flow.
+    /// The entropy value for the next packet of a flow (the `cc-algos` EV policy
+    /// for spraying schemes, a fixed per-flow value otherwise).
     fn pick_ev(&mut self, f: u32) -> u16 {
-        let evs = self.cfg.evs.max(1) as u64;
         let fl = &mut self.flows[f as usize];
-        match self.cfg.lb {
-            LbScheme::Spray => self.rng.below(evs) as u16,
-            LbScheme::Reps => match fl.ev_recycle.pop_front() {
-                Some(ev) => ev,
-                None => self.rng.below(evs) as u16,
-            },
-            LbScheme::Bitmap => {
-                // Try a few random EVs not marked bad; fall back to a random one.
-                if fl.ev_bad.is_empty() {
-                    fl.ev_bad = vec![0; (evs as usize).div_ceil(64)];
-                }
-                for _ in 0..8 {
-                    let ev = self.rng.below(evs) as u16;
-                    if fl.ev_bad[ev as usize / 64] >> (ev % 64) & 1 == 0 {
-                        return ev;
-                    }
-                }
-                // Everything looks bad: forget and start again.
-                fl.ev_bad.iter_mut().for_each(|w| *w = 0);
-                self.rng.below(evs) as u16
-            }
-            _ => fl.ev_next,
+        match fl.ev.as_mut() {
+            Some(p) => p.next_ev(),
+            None => fl.ev_next,
         }
     }
 
@@ -1340,6 +1374,7 @@ impl<Q: EventQueue> Sim<Q> {
                 let hash = self.flows[fu].hash;
                 let ctrl = self.cfg.ctrl_size.0 as u32;
                 if pk.flags & F_TRIM != 0 {
+                    self.receiver_data(h, &pk, true);
                     self.t.nacks += 1;
                     let nack = Pkt {
                         kind: K_NACK,
@@ -1379,26 +1414,17 @@ impl<Q: EventQueue> Sim<Q> {
                     ..pk
                 };
                 self.send_ctrl(h, ack, hash);
-                // DCQCN notification point.
-                if ce && let Some(np) = self.hosts[h as usize].np.as_mut()
-                    && np.on_packet(Instant::from_picos(self.now), f as u64, true)
-                {
-                    self.t.cnps += 1;
-                    let cnp = Pkt {
-                        kind: K_CNP,
-                        wire: ctrl,
-                        dst: src,
-                        flags: 0,
-                        ..pk
-                    };
-                    self.send_ctrl(h, cnp, hash);
-                }
+                // Receiver-side algorithm (DCQCN NP, RCCC credit pacer).
+                self.receiver_data(h, &pk, false);
             }
             K_ACK => self.on_ack(f, &pk),
             K_NACK => {
                 let seq = pk.seq as usize;
                 let pl = self.payload_of(&self.flows[fu], pk.seq);
                 let fl = &mut self.flows[fu];
+                if let Some(p) = fl.ev.as_mut() {
+                    p.on_feedback(pk.ev, PathSignal::Nack);
+                }
                 if fl.pstate.get(seq) == Some(&S_INFLIGHT) {
                     fl.pstate[seq] = S_RETXQ;
                     fl.retx.push_back(pk.seq);
@@ -1409,6 +1435,13 @@ impl<Q: EventQueue> Sim<Q> {
                     }
                 }
                 self.arm_cc_timer(f);
+                let src = self.flows[fu].src;
+                self.kick_host(src);
+            }
+            K_CREDIT => {
+                if let Some(cc) = self.flows[fu].cc.as_mut() {
+                    cc.on_credit(Instant::from_picos(self.now), Bytes(pk.req as u64));
+                }
                 let src = self.flows[fu].src;
                 self.kick_host(src);
             }
@@ -1424,14 +1457,88 @@ impl<Q: EventQueue> Sim<Q> {
         }
     }
 
+    /// Feed a data arrival to the host's receiver algorithm and send what it says.
+    fn receiver_data(&mut self, h: u32, pk: &Pkt, trimmed: bool) {
+        let hu = h as usize;
+        let trimmed_bytes = self.payload_of(&self.flows[pk.flow as usize], pk.seq);
+        let Some(rx) = self.hosts[hu].rx.as_mut() else {
+            return;
+        };
+        let now = Instant::from_picos(self.now);
+        if pk.req > 0
+            && let AnyReceiver::Rccc(r) = rx
+        {
+            r.on_request(now, pk.flow as u64, Bytes(pk.req as u64));
+        }
+        let payload = (pk.wire as u64).saturating_sub(self.cfg.header.0);
+        rx.on_data(
+            now,
+            DataArrival {
+                flow: pk.flow as u64,
+                bytes: if trimmed {
+                    Bytes(trimmed_bytes)
+                } else {
+                    Bytes(payload)
+                },
+                ce: pk.flags & F_CE != 0,
+                trimmed,
+            },
+        );
+        self.poll_receiver(h);
+    }
+
+    fn poll_receiver(&mut self, h: u32) {
+        let hu = h as usize;
+        let now = Instant::from_picos(self.now);
+        let ctrl = self.cfg.ctrl_size.0 as u32;
+        loop {
+            let Some(rx) = self.hosts[hu].rx.as_mut() else {
+                return;
+            };
+            let Some(fb) = rx.poll_feedback(now) else {
+                break;
+            };
+            let (flow, kind, req) = match fb {
+                Feedback::Cnp { flow } => {
+                    self.t.cnps += 1;
+                    (flow as u32, K_CNP, 0)
+                }
+                Feedback::Credit { flow, bytes } => {
+                    self.t.credits += 1;
+                    (flow as u32, K_CREDIT, bytes.0.min(u32::MAX as u64) as u32)
+                }
+            };
+            let Some(fl) = self.flows.get(flow as usize) else {
+                continue;
+            };
+            let (src, hash) = (fl.src, fl.hash);
+            let pk = Pkt {
+                flow,
+                kind,
+                wire: ctrl,
+                dst: src,
+                req,
+                ev: fl.ev_next,
+                ..Pkt::default()
+            };
+            self.send_ctrl(h, pk, hash);
+        }
+        if let Some(t) = self.hosts[hu].rx.as_ref().and_then(|r| r.next_timeout()) {
+            let t = t.picos().max(self.now + 1);
+            let cur = self.hosts[hu].rx_timer;
+            if t < cur || cur <= self.now {
+                self.hosts[hu].rx_timer = t;
+                self.q.push(t, EV_RXTIMER, h);
+            }
+        }
+    }
+
     fn on_ack(&mut self, f: u32, pk: &Pkt) {
         let fu = f as usize;
         let seq = pk.seq as usize;
         let pl = self.payload_of(&self.flows[fu], pk.seq);
         let now = Instant::from_picos(self.now);
         let ecn = pk.flags & F_ECHO != 0;
-        let evs = self.cfg.evs.max(1);
-        let lb = self.cfg.lb;
         let fl = &mut self.flows[fu];
         let newly = match fl.pstate.get(seq) {
             Some(&S_INFLIGHT) => {
@@ -1446,24 +1553,15 @@ impl<Q: EventQueue> Sim<Q> {
             fl.acked += pl;
             fl.last_progress = self.now;
         }
-        match lb {
-            LbScheme::Reps if !ecn => {
-                if fl.ev_recycle.len() < evs as usize {
-                    fl.ev_recycle.push_back(pk.ev);
-                }
-            }
-            LbScheme::Bitmap => {
-                if fl.ev_bad.is_empty() {
-                    fl.ev_bad = vec![0; (evs as usize).div_ceil(64)];
-                }
-                let (w, b) = (pk.ev as usize / 64, pk.ev % 64);
+        if let Some(p) = fl.ev.as_mut() {
+            p.on_feedback(
+                pk.ev,
                 if ecn {
-                    fl.ev_bad[w] |= 1 << b;
+                    PathSignal::Ecn
                 } else {
-                    fl.ev_bad[w] &= !(1 << b);
-                }
-            }
-            _ => {}
+                    PathSignal::Good
+                },
+            );
         }
         if let Some(cc) = fl.cc.as_mut() {
             cc.on_ack(
@@ -1483,6 +1581,7 @@ impl<Q: EventQueue> Sim<Q> {
         if complete && !fl.done {
             fl.done = true;
             fl.finish = self.now;
+            fl.ev = None;
             let src = fl.src;
             self.flows_done += 1;
             let act = &mut self.hosts[src as usize].active;

@@ -95,6 +95,8 @@ pub struct Totals {
     pub nacks: u64,
     /// CNPs sent.
     pub cnps: u64,
+    /// RCCC credit grants sent.
+    pub credits: u64,
     /// All drops.
     pub drops: u64,
     /// Drops for lack of buffer (tail drop).
