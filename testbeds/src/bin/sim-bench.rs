@@ -76,7 +76,9 @@ fn parse_args() -> Result<Opts, String> {
             "--stop-us" => o.stop_us = Some(val()?.parse().map_err(|e| format!("--stop-us: {e}"))?),
             "--seed" => o.seed = val()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "-h" | "--help" => {
-                println!("sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue calendar|heap] [--size 2MB] [--stop-us N] [--seed N]");
+                println!(
+                    "sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue calendar|heap] [--size 2MB] [--stop-us N] [--seed N]"
+                );
                 std::process::exit(0);
             }
             _ => return Err(format!("unknown argument {a}")),
@@ -108,8 +110,12 @@ fn run_one<Q: EventQueue>(k: u32, o: &Opts, q: Q) -> Result<(SimResults, f64, f6
         lb: o.lb,
         evs: 128,
         pfc: false,
-        ecn: Some(cc_algos::RedEcn::new(cc_algos::Bytes(20_000), cc_algos::Bytes(80_000), 1.0).unwrap()),
-        trim: Some(cc_algos::TrimPolicy::new(cc_algos::Bytes(200_000), cc_algos::Bytes(64)).unwrap()),
+        ecn: Some(
+            cc_algos::RedEcn::new(cc_algos::Bytes(20_000), cc_algos::Bytes(80_000), 1.0).unwrap(),
+        ),
+        trim: Some(
+            cc_algos::TrimPolicy::new(cc_algos::Bytes(200_000), cc_algos::Bytes(64)).unwrap(),
+        ),
         stop: o.stop_us.map(|us| Instant::ZERO + Duration::micros(us)),
         ..SimConfig::default()
     };
@@ -117,8 +123,15 @@ fn run_one<Q: EventQueue>(k: u32, o: &Opts, q: Q) -> Result<(SimResults, f64, f6
     let w0 = WallClock::now();
     let net = Net::from_fabric(&fabric, cfg.link_delay);
     let routes = topo::Routes::compute(&fabric);
-    let mut sim = Sim::with_queue(net, Router::Topo(Box::new(routes)), Some(fabric), cfg, &plan, q)
-        .map_err(|e| e.to_string())?;
+    let mut sim = Sim::with_queue(
+        net,
+        Router::Topo(Box::new(routes)),
+        Some(fabric),
+        cfg,
+        &plan,
+        q,
+    )
+    .map_err(|e| e.to_string())?;
     let r = sim.run();
     Ok((r, w0.elapsed().as_secs_f64(), cpu_seconds() - c0))
 }

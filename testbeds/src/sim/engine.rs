@@ -68,7 +68,6 @@ const S_INFLIGHT: u8 = 1;
 const S_ACKED: u8 = 2;
 const S_RETXQ: u8 = 3;
 
-
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
     flow: u32,
@@ -312,7 +311,10 @@ impl<Q: EventQueue> Sim<Q> {
             )));
         }
         if cfg.mtu.0 == 0 || cfg.mtu.0 > 1 << 20 {
-            return Err(SimError::Config(format!("mtu {} B out of range", cfg.mtu.0)));
+            return Err(SimError::Config(format!(
+                "mtu {} B out of range",
+                cfg.mtu.0
+            )));
         }
         // Classes: the distinct priorities used, highest first.
         let mut prios: Vec<u8> = plan.flows.iter().map(|f| f.priority).collect();
@@ -397,7 +399,9 @@ impl<Q: EventQueue> Sim<Q> {
                 size.div_ceil(cfg.mtu.0).max(1) as u32
             };
             let hash = mix64(
-                (f.src as u64) << 32 ^ f.dst as u64 ^ mix64(f.id as u64 ^ cfg.ecmp_seed.rotate_left(17)),
+                (f.src as u64) << 32
+                    ^ f.dst as u64
+                    ^ mix64(f.id as u64 ^ cfg.ecmp_seed.rotate_left(17)),
             );
             let nports = net.ports_of(f.src).len() as u64;
             flows.push(FlowState {
@@ -927,7 +931,9 @@ impl<Q: EventQueue> Sim<Q> {
             LbScheme::Ecmp => pick(mix64(fh ^ salt)),
             LbScheme::Spray | LbScheme::Reps | LbScheme::Bitmap => {
                 if pk.kind == K_DATA || pk.kind == K_ACK || pk.kind == K_NACK {
-                    pick(mix64(fh ^ salt ^ (pk.ev as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407)))
+                    pick(mix64(
+                        fh ^ salt ^ (pk.ev as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407),
+                    ))
                 } else {
                     pick(mix64(fh ^ salt))
                 }
@@ -984,7 +990,8 @@ impl<Q: EventQueue> Sim<Q> {
         let c = pk.class as usize;
         let k = eu * self.nclass + c;
         if let Some(tp) = self.cfg.trim
-            && let TrimDecision::Trim { size } = tp.decide(Bytes(self.qbytes[k]), Bytes(pk.wire as u64))
+            && let TrimDecision::Trim { size } =
+                tp.decide(Bytes(self.qbytes[k]), Bytes(pk.wire as u64))
         {
             let pkm = &mut self.pkts[pid as usize];
             pkm.wire = size.0 as u32;
@@ -1056,7 +1063,11 @@ impl<Q: EventQueue> Sim<Q> {
         fl.last_progress = self.now;
         fl.next_tx = self.now;
         let src = fl.src;
-        let line = self.net.ports_of(src).map(|p| self.net.port_rate[p as usize]).max();
+        let line = self
+            .net
+            .ports_of(src)
+            .map(|p| self.net.port_rate[p as usize])
+            .max();
         let line = line.unwrap_or(Rate::gbps(100));
         if let CcChoice::Algo(k) = self.cfg.cc {
             let path = PathParams {
@@ -1639,9 +1650,11 @@ impl<Q: EventQueue> Sim<Q> {
                     if self.cfg.pfc && pk.kind == K_DATA && pk.flags & F_TRIM == 0 {
                         let prio = self.prio_of[pk.class as usize];
                         let now = Instant::from_picos(self.now);
-                        if let Some(fr) =
-                            self.pfc_in[pk.port as usize].on_dequeue(now, prio, Bytes(pk.wire as u64))
-                        {
+                        if let Some(fr) = self.pfc_in[pk.port as usize].on_dequeue(
+                            now,
+                            prio,
+                            Bytes(pk.wire as u64),
+                        ) {
                             self.send_pfc(pk.port, fr);
                         }
                     }
@@ -1773,15 +1786,16 @@ impl<Q: EventQueue> Sim<Q> {
         if self.flows_done == self.flows.len() as u64 {
             return;
         }
-        if self.delivered == self.watchdog_mark {
-            if let Some(cycle) = self.find_pause_cycle() {
-                self.report_deadlock(cycle);
-                self.stop = Stop::Deadlock;
-                return;
-            }
+        if self.delivered == self.watchdog_mark
+            && let Some(cycle) = self.find_pause_cycle()
+        {
+            self.report_deadlock(cycle);
+            self.stop = Stop::Deadlock;
+            return;
         }
         self.watchdog_mark = self.delivered;
-        self.q.push(self.now + self.cfg.watchdog.as_picos(), EV_WATCHDOG, 0);
+        self.q
+            .push(self.now + self.cfg.watchdog.as_picos(), EV_WATCHDOG, 0);
     }
 
     /// A cycle of switch egress ports, each paused with data queued, each waiting
@@ -1858,7 +1872,11 @@ impl<Q: EventQueue> Sim<Q> {
                 .iter()
                 .map(|&p| {
                     let n = self.net.port_node[p as usize];
-                    (n, (p - self.net.port_off[n as usize]) as u16, self.net.peer_node(p))
+                    (
+                        n,
+                        (p - self.net.port_off[n as usize]) as u16,
+                        self.net.peer_node(p),
+                    )
                 })
                 .collect(),
             stuck_bytes: stuck,
@@ -1889,7 +1907,12 @@ impl<Q: EventQueue> Sim<Q> {
             let rate = self
                 .cfg
                 .ideal_rate
-                .or_else(|| self.net.ports_of(fl.src).map(|p| self.net.port_rate[p as usize]).min())
+                .or_else(|| {
+                    self.net
+                        .ports_of(fl.src)
+                        .map(|p| self.net.port_rate[p as usize])
+                        .min()
+                })
                 .unwrap_or(Rate::gbps(100));
             let (ideal, fct) = if fl.size == u64::MAX {
                 (None, None)

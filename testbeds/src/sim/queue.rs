@@ -196,7 +196,7 @@ impl EventQueue for CalendarQueue {
         loop {
             if !self.buckets[self.cur].is_empty() {
                 if !self.cur_sorted {
-                    self.buckets[self.cur].sort_unstable_by(|a, b| b.key().cmp(&a.key()));
+                    self.buckets[self.cur].sort_unstable_by_key(|e| std::cmp::Reverse(e.key()));
                     self.cur_sorted = true;
                 }
                 self.len -= 1;

@@ -363,7 +363,9 @@ impl SimResults {
                 None
             };
             let algbw = match (g.collective, end) {
-                (Some(_), Some(e)) if e > start => Some(g.size.0 as f64 * 8.0 / ((e - start) * 1e-6) / 1e9),
+                (Some(_), Some(e)) if e > start => {
+                    Some(g.size.0 as f64 * 8.0 / ((e - start) * 1e-6) / 1e9)
+                }
                 _ => None,
             };
             let n = g.ranks as f64;
