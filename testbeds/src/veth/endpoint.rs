@@ -582,6 +582,9 @@ impl Host {
             self.nic_free_at = self.nic_free_at.max(now - self.cfg.pacing_burst) + nic;
             self.c.tx_packets += 1;
             out.push(b);
+            // Something was sent: every flow gets another turn (a loop that woke late
+            // catches up within the pacing buckets).
+            tried = 0;
         }
     }
 
