@@ -7,17 +7,60 @@
 //!
 //! Layout:
 //! - [`units`]: `Instant`, `Duration` (integer picoseconds), `Bytes`, `Rate` (bit/s).
-//! - [`traits`]: the sender, receiver and switch-side interfaces every algorithm implements.
+//! - [`traits`]: the interfaces: [`SenderCc`] (sender), [`ReceiverCc`] (receiver:
+//!   CNPs, credit), [`EcnMarker`] (switch).
+//! - [`dcqcn`]: DCQCN reaction point [`DcqcnRp`] and notification point [`DcqcnNp`],
+//!   with `paper`, `mellanox` and `hpcc-ns3` presets ([`DcqcnConfig`]).
+//! - [`dctcp`]: DCTCP baseline ([`Dctcp`]).
+//! - [`marking`]: RED-style ECN marking ([`RedEcn`], the DCQCN congestion point).
+//! - [`pfc`]: 802.1Qbb XOFF/XON ingress state machine and pause application.
+//! - [`trim`]: UEC packet-trimming policy.
+//! - [`any`]: [`AnyCc`], enum dispatch over all senders, built by name ([`CcKind`]) or
+//!   from a serialisable [`CcConfig`].
+//! - [`error`]: [`Error`] and [`Result`].
+//!
+//! # Driving a sender
+//!
+//! A driver owns the clock and the packets. For each flow it keeps one [`AnyCc`] and:
+//! calls `on_send` when a packet leaves, `on_ack`/`on_cnp`/`on_nack` when feedback
+//! arrives, `on_timeout(now)` whenever `now >= next_timeout()`, and before sending asks
+//! `rate()` (pace at that rate), `window()` (bytes in flight allowed, if `Some`) and
+//! `credit()` (bytes allowed by receiver credit, if `Some`).
 //!
 //! ```
-//! use cc_algos::{Duration, Instant, Rate, Bytes};
-//! let t = Instant::ZERO + Duration::micros(55);
-//! assert_eq!(t.picos(), 55_000_000);
-//! assert_eq!(Rate::gbps(100).tx_time(Bytes(1250)), Duration::nanos(100));
+//! use cc_algos::{Bytes, CcKind, DcqcnNp, Duration, Instant, PathParams, Rate, RedEcn, SenderCc};
+//! let path = PathParams { line_rate: Rate::gbps(100), base_rtt: Duration::micros(10), mtu: Bytes(4096) };
+//! let mut cc = "dcqcn".parse::<CcKind>().unwrap().build(&path).unwrap();
+//! let mut np = DcqcnNp::new(Duration::micros(50));
+//! let red = RedEcn::dcqcn_paper();
+//!
+//! // The switch sees 300 KB queued and marks (u comes from the driver's seeded RNG).
+//! let ce = red.should_mark(Bytes::kb(300), 0.42);
+//! // The receiver turns the mark into a CNP, the sender halves its rate (α = 1).
+//! let t = Instant::ZERO + Duration::micros(3);
+//! if np.on_packet(t, 7, ce) { cc.on_cnp(t); }
+//! assert_eq!(cc.rate(), Rate::gbps(50));
+//! // Five rate-increase timer expiries later (fast recovery), RC = 100 − 50/2⁵ Gb/s.
+//! for _ in 0..5 { let d = cc.next_timeout().unwrap(); cc.on_timeout(d); }
+//! assert_eq!(cc.rate(), Rate::bps(98_437_500_000));
 //! ```
 
+pub mod any;
+pub mod dcqcn;
+pub mod dctcp;
+pub mod error;
+pub mod marking;
+pub mod pfc;
 pub mod traits;
+pub mod trim;
 pub mod units;
 
-pub use traits::{Ack, CcMetrics, SenderCc};
+pub use any::{AnyCc, CcConfig, CcKind, PathParams};
+pub use dcqcn::{DcqcnConfig, DcqcnNp, DcqcnPreset, DcqcnRp};
+pub use dctcp::{Dctcp, DctcpConfig};
+pub use error::{Error, Result};
+pub use marking::RedEcn;
+pub use pfc::{PfcConfig, PfcEgress, PfcFrame, PfcIngress};
+pub use traits::{Ack, CcMetrics, DataArrival, EcnMarker, Feedback, FlowId, ReceiverCc, SenderCc};
+pub use trim::{TrimDecision, TrimPolicy};
 pub use units::{Bytes, Duration, Instant, Rate};

@@ -51,4 +51,60 @@ pub trait SenderCc {
     fn window(&self) -> Option<Bytes>;
     /// A snapshot for telemetry and plots.
     fn metrics(&self) -> CcMetrics;
+    /// `bytes` of credit arrived from the receiver (credit-based algorithms such as UEC
+    /// RCCC). Others ignore it.
+    fn on_credit(&mut self, _now: Instant, _bytes: Bytes) {}
+    /// Bytes the sender may still transmit against credit already received, for
+    /// credit-based algorithms; `None` means "not credit-limited".
+    fn credit(&self) -> Option<Bytes> {
+        None
+    }
+}
+
+/// Identifies a flow (RoCE QP, UEC PDC, simulator flow) at a receiver or switch.
+pub type FlowId = u64;
+
+/// A data packet as seen by a receiver-side controller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DataArrival {
+    /// The flow the packet belongs to.
+    pub flow: FlowId,
+    /// Payload bytes carried (the original size for a trimmed packet).
+    pub bytes: Bytes,
+    /// The packet carried a CE mark (ECN congestion experienced).
+    pub ce: bool,
+    /// A switch trimmed the payload away (UEC packet trimming); only the header arrived.
+    pub trimmed: bool,
+}
+
+/// Feedback a receiver-side controller asks the driver to send back to a sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Feedback {
+    /// Send a congestion notification packet (RoCEv2 CNP, BTH opcode 0x81) to `flow`'s sender.
+    Cnp { flow: FlowId },
+    /// Grant `bytes` of credit to `flow`'s sender (UEC RCCC).
+    Credit { flow: FlowId, bytes: Bytes },
+}
+
+/// Receiver-side congestion control (DCQCN NP, UEC RCCC receiver): data in, feedback out.
+///
+/// The driver calls [`ReceiverCc::on_data`] for each arriving data packet, then drains
+/// [`ReceiverCc::poll_feedback`] until it returns `None`, and calls `poll_feedback` again at
+/// [`ReceiverCc::next_timeout`] (credit pacing is timer-driven).
+pub trait ReceiverCc {
+    /// A data packet arrived at `now`.
+    fn on_data(&mut self, now: Instant, pkt: DataArrival);
+    /// The next feedback packet to send at `now`, if any.
+    fn poll_feedback(&mut self, now: Instant) -> Option<Feedback>;
+    /// When `poll_feedback` may next return something without a new arrival.
+    fn next_timeout(&self) -> Option<Instant>;
+}
+
+/// Switch-side ECN marking decision for one egress queue.
+///
+/// `u` is a uniform random number in `[0, 1)` supplied by the driver, so that the
+/// driver's seeded RNG keeps the simulation deterministic.
+pub trait EcnMarker {
+    /// Whether to set CE on a packet leaving (or joining) a queue holding `qlen` bytes.
+    fn should_mark(&self, qlen: Bytes, u: f64) -> bool;
 }

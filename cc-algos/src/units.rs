@@ -125,6 +125,14 @@ impl Duration {
 
 impl Bytes {
     pub const ZERO: Bytes = Bytes(0);
+    /// Decimal kilobytes (1 KB = 1000 B), as papers and switch configs count them.
+    pub const fn kb(n: u64) -> Self {
+        Bytes(scale(n, 1_000))
+    }
+    /// Decimal megabytes (1 MB = 10⁶ B).
+    pub const fn mb(n: u64) -> Self {
+        Bytes(scale(n, 1_000_000))
+    }
     pub const fn kib(n: u64) -> Self {
         Bytes(n * 1024)
     }
@@ -139,6 +147,10 @@ impl Bytes {
     }
     pub const fn saturating_sub(self, o: Bytes) -> Bytes {
         Bytes(self.0.saturating_sub(o.0))
+    }
+    /// Multiply by a float factor, rounded to the nearest byte (saturating at zero).
+    pub fn mul_f64(self, f: f64) -> Bytes {
+        Bytes((self.0 as f64 * f).round().clamp(0.0, u64::MAX as f64) as u64)
     }
 }
 
@@ -189,6 +201,24 @@ impl Rate {
     pub fn mul_f64(self, f: f64) -> Rate {
         Rate::from_bps_f64(self.0 as f64 * f)
     }
+    /// The rate as floating-point bit/s (for algorithms that compute in `f64`).
+    pub fn as_bps_f64(self) -> f64 {
+        self.0 as f64
+    }
+    /// The rate at which `b` bytes are carried in `d` (rounded down); zero for an empty span.
+    pub fn from_bytes_per(b: Bytes, d: Duration) -> Rate {
+        if d.0 == 0 {
+            return Rate::ZERO;
+        }
+        let r = b.0 as u128 * 8 * PS_PER_S as u128 / d.0 as u128;
+        Rate(r.min(u64::MAX as u128) as u64)
+    }
+    pub const fn saturating_add(self, o: Rate) -> Rate {
+        Rate(self.0.saturating_add(o.0))
+    }
+    pub const fn saturating_sub(self, o: Rate) -> Rate {
+        Rate(self.0.saturating_sub(o.0))
+    }
 }
 
 impl Add<Duration> for Instant {
@@ -230,6 +260,12 @@ impl Sub for Duration {
     type Output = Duration;
     fn sub(self, o: Duration) -> Duration {
         self.saturating_sub(o)
+    }
+}
+impl Mul<u64> for Bytes {
+    type Output = Bytes;
+    fn mul(self, k: u64) -> Bytes {
+        Bytes(self.0.checked_mul(k).expect("Bytes overflow"))
     }
 }
 impl Mul<u64> for Duration {

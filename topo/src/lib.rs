@@ -1,3 +1,107 @@
-//! `topo`: the fabric model and everything computed from it, purely (no I/O
-//! beyond what a caller hands in, no clock): specs, generators, presets,
-//! addressing, routing engines, verification, failures and exporters.
+//! `topo`: the fabric model and everything computed from it, purely (no I/O beyond
+//! parsing text a caller hands in, no clock): specs, generators, presets, addressing,
+//! routing engines, verification and failures.
+//!
+//! # Layout
+//! * [`model`] — [`Fabric`]: compact ids ([`NodeId`] `u32`, hosts first), ports per node
+//!   ([`Port`] `u16`, down ports first), CSR adjacency, [`Link`]s with a rate in bits/s
+//!   and an optional delay in ns, planes, pods, tiers (0 host, 1 leaf, 2 spine/agg, 3 core).
+//! * [`spec`] — declarative specs (TOML/YAML/JSON) → [`Fabric`], with precise errors.
+//! * [`generators`] — fat-tree, leaf–spine, multi-plane, Dragonfly+ constructors.
+//! * [`routing`] — up*/down* ECMP tables per destination ToR, deduplicated next-hop
+//!   groups, incremental re-routing after link/switch failures.
+//! * [`lft`] — single-path balanced (d-mod-k / ftree-style) tables, one byte per entry.
+//! * [`addressing`] — IPv4/IPv6 ToR prefixes, loopbacks, /31 and /127 link subnets,
+//!   RFC 7938 ASNs, LIDs and GUIDs.
+//! * [`units`] — [`Rate`] parsing (`"400G"`).
+//!
+//! # Example
+//! ```
+//! use topo::{generators, Rate, Routes, NodeId};
+//! use topo::lft::Lft;
+//! use topo::addressing::AddressPlan;
+//!
+//! let f = generators::fat_tree(4, Rate::gbps(400)).unwrap();
+//! assert_eq!((f.num_hosts(), f.num_switches()), (16, 20));
+//!
+//! // ECMP: every switch's equal-cost next hops toward a host.
+//! let mut routes = Routes::compute(&f);
+//! let leaf = f.attachment(NodeId(0), 0).unwrap().leaf;
+//! let far = NodeId(15);
+//! assert_eq!(routes.next_hops(leaf, far).len(), 2); // both uplinks
+//! // A host picks its NIC port/plane among those that reach the destination.
+//! assert_eq!(routes.pick_host_port(NodeId(0), far, 7), Some((0, 0)));
+//!
+//! // Single-path tables (one port per destination, balanced like OpenSM ftree).
+//! let mut lft = Lft::compute(&f, &routes);
+//! assert!(lft.port(&f, leaf, far).is_some());
+//!
+//! // Fail a leaf uplink: incremental re-route, then patch the single-path tables.
+//! let up = f.port_link(leaf, 2);
+//! let report = routes.fail_links(&f, &[up]);
+//! assert_eq!(routes.next_hops(leaf, far).len(), 1);
+//! lft.update(&f, &routes, &report.changed);
+//! assert_eq!(lft.port(&f, leaf, far), Some(3));
+//!
+//! // Addresses.
+//! let plan = AddressPlan::new(&f).unwrap();
+//! assert_eq!(plan.host_v4(&f, NodeId(0), 0).unwrap().to_string(), "10.0.0.2");
+//! ```
+
+pub mod addressing;
+pub mod generators;
+pub mod lft;
+pub mod model;
+pub mod routing;
+pub mod spec;
+pub mod units;
+
+pub use model::*;
+pub use routing::Routes;
+pub use spec::{Format, Spec};
+pub use units::Rate;
+
+/// Errors of the `topo` crate.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A spec could not be read (syntax or type error), with the field path.
+    #[error("{origin}: {path}: {msg}")]
+    Parse {
+        /// File name or other origin given by the caller.
+        origin: String,
+        /// Field path, e.g. `planes[0].leaf.radix`.
+        path: String,
+        /// What was wrong and what was expected.
+        msg: String,
+    },
+    /// A spec was read but is inconsistent.
+    #[error("{origin}: {path}: {msg}")]
+    Spec {
+        /// File name or other origin given by the caller.
+        origin: String,
+        /// Field path.
+        path: String,
+        /// What was wrong and what was expected.
+        msg: String,
+    },
+    /// The address plan does not fit in its blocks.
+    #[error("address plan: {0}")]
+    Addressing(String),
+    /// No preset with this name.
+    #[error("unknown preset `{name}` (known: {known})")]
+    UnknownPreset {
+        /// Name asked for.
+        name: String,
+        /// Names available.
+        known: String,
+    },
+    /// No node with this name.
+    #[error("no node named `{0}`")]
+    UnknownNode(String),
+    /// A failure specification is invalid.
+    #[error("invalid failure `{0}`: {1}")]
+    BadFailure(String, String),
+}
+
+/// Result with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,1 +1,3 @@
-//! `sim` (being built).
+//! `sim` (being built): deterministic packet-level simulator.
+
+pub mod rng;

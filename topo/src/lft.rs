@@ -1,0 +1,312 @@
+//! Single-path balanced forwarding tables (the InfiniBand fat-tree way): one output port
+//! per (switch, destination host port), like OpenSM's `ftree` / d-mod-k routing
+//! (Zahavi, "Fat-tree routing and node ordering providing contention free traffic for MPI
+//! global collectives", JPDC 2012; Gómez et al., "Deterministic versus adaptive routing in
+//! fat-trees", IPDPS 2007).
+//!
+//! Each plane is its own subnet: its columns are the host ports attached to it, ordered by
+//! (leaf, leaf port), so destination `c` is the `c`-th host port of the plane. The port is
+//! taken from the up*/down* ECMP group of [`Routes`]: at a switch of tier `t` the choice is
+//! `group[(c / div_t) mod len]` with `div_1 = 1`, `div_2 = up-width of a leaf`, `div_3 =
+//! div_2 × up-width of a tier-2 switch` — d-mod-k: destinations that share a leaf uplink
+//! are spread over the next tier's uplinks, so every top switch carries a distinct set of
+//! destinations.
+//!
+//! Storage: one flat array per plane, `switches × columns`, one byte per entry when every
+//! port number fits below 255 (`0xFF` = no route), two bytes otherwise.
+
+use crate::model::*;
+use crate::routing::{LOCAL, NO_ROUTE, Routes};
+
+/// Port storage of a plane's table.
+#[derive(Debug, Clone)]
+pub enum LftPorts {
+    /// One byte per entry; 0xFF = no route.
+    U8(Vec<u8>),
+    /// Two bytes per entry; 0xFFFF = no route.
+    U16(Vec<u16>),
+}
+
+/// Single-path table of one plane.
+#[derive(Debug, Clone)]
+pub struct PlaneLft {
+    /// Plane.
+    pub plane: u16,
+    /// First switch id of the plane (rows are `switch - first_switch`).
+    pub first_switch: u32,
+    /// Number of switches (rows).
+    pub rows: u32,
+    /// Destination host of each column.
+    pub columns: Vec<NodeId>,
+    /// First column of each leaf of the plane (len = leaves + 1).
+    leaf_col: Vec<u32>,
+    /// Per switch: divisor of the d-mod-k choice.
+    div: Vec<u32>,
+    /// The table.
+    pub ports: LftPorts,
+}
+
+/// Single-path tables of all planes.
+#[derive(Debug, Clone)]
+pub struct Lft {
+    /// One table per plane.
+    pub planes: Vec<PlaneLft>,
+    /// `[host * planes + plane]` → column (u32::MAX: not in plane).
+    col_of: Vec<u32>,
+}
+
+impl Lft {
+    /// Computes the single-path tables from the ECMP tables.
+    pub fn compute(f: &Fabric, r: &Routes) -> Lft {
+        let np = f.num_planes();
+        let mut col_of = vec![u32::MAX; f.num_hosts() * np];
+        let mut planes = Vec::with_capacity(np);
+        for (pi, p) in f.planes().iter().enumerate() {
+            let leaves = p.leaves();
+            let nl = leaves.len();
+            // Columns ordered by (leaf, leaf port).
+            let mut cols: Vec<(u32, Port, NodeId)> = f
+                .hosts()
+                .filter_map(|h| {
+                    f.attachment(h, pi as u16)
+                        .map(|a| (a.leaf.0, a.leaf_port, h))
+                })
+                .collect();
+            cols.sort_unstable();
+            let mut leaf_col = vec![0u32; nl + 1];
+            for &(l, _, _) in &cols {
+                leaf_col[(l - leaves.start) as usize + 1] += 1;
+            }
+            for i in 0..nl {
+                leaf_col[i + 1] += leaf_col[i];
+            }
+            let columns: Vec<NodeId> = cols.iter().map(|c| c.2).collect();
+            for (c, &h) in columns.iter().enumerate() {
+                col_of[h.idx() * np + pi] = c as u32;
+            }
+            let sw = p.switches();
+            // d-mod-k divisors per tier from the typical up-width.
+            let upw = |t: usize| -> u32 {
+                p.tiers[t]
+                    .clone()
+                    .next()
+                    .map(|s| {
+                        let n = NodeId(s);
+                        (0..f.degree(n) as Port)
+                            .filter(|&k| f.direction(n, k) == Direction::Up)
+                            .count() as u32
+                    })
+                    .unwrap_or(1)
+                    .max(1)
+            };
+            let tier_div = [1u32, upw(0), upw(0) * upw(1)];
+            let div: Vec<u32> = sw
+                .clone()
+                .map(|s| tier_div[f.tier(NodeId(s)) as usize - 1])
+                .collect();
+            let rows = sw.len();
+            let ncol = columns.len();
+            let wide = sw.clone().any(|s| f.degree(NodeId(s)) >= 255);
+            let mut t = PlaneLft {
+                plane: pi as u16,
+                first_switch: sw.start,
+                rows: rows as u32,
+                columns,
+                leaf_col,
+                div,
+                ports: if wide {
+                    LftPorts::U16(vec![u16::MAX; rows * ncol])
+                } else {
+                    LftPorts::U8(vec![u8::MAX; rows * ncol])
+                },
+            };
+            for s in sw {
+                t.fill_row(f, r, NodeId(s), None);
+            }
+            planes.push(t);
+        }
+        Lft { planes, col_of }
+    }
+
+    /// Output port of `switch` toward host `dst` (`None`: no route or not in plane).
+    pub fn port(&self, f: &Fabric, switch: NodeId, dst: NodeId) -> Option<Port> {
+        let pl = f.plane(switch)? as usize;
+        let c = self.col_of[dst.idx() * self.planes.len() + pl];
+        if c == u32::MAX {
+            return None;
+        }
+        self.planes[pl].get(switch, c as usize)
+    }
+
+    /// Column of host `dst` in `plane`'s table.
+    pub fn column(&self, dst: NodeId, plane: u16) -> Option<usize> {
+        let c = self.col_of[dst.idx() * self.planes.len() + plane as usize];
+        (c != u32::MAX).then_some(c as usize)
+    }
+
+    /// Updates the rows touched by a re-route (`changed` from
+    /// [`crate::routing::RerouteReport::changed`]): only the columns of the changed
+    /// destination leaves are rewritten.
+    pub fn update(&mut self, f: &Fabric, r: &Routes, changed: &[(NodeId, NodeId)]) {
+        for &(s, leaf) in changed {
+            if let Some(pl) = f.plane(s) {
+                self.planes[pl as usize].fill_row(f, r, s, Some(leaf));
+            }
+        }
+    }
+
+    /// Total entries over all planes.
+    pub fn num_entries(&self) -> usize {
+        self.planes
+            .iter()
+            .map(|p| p.rows as usize * p.columns.len())
+            .sum()
+    }
+
+    /// Bytes of table storage.
+    pub fn bytes(&self) -> usize {
+        self.planes
+            .iter()
+            .map(|p| match &p.ports {
+                LftPorts::U8(v) => v.len(),
+                LftPorts::U16(v) => v.len() * 2,
+            })
+            .sum()
+    }
+}
+
+impl PlaneLft {
+    /// Entry of row `switch`, column `c`.
+    #[inline]
+    pub fn get(&self, switch: NodeId, c: usize) -> Option<Port> {
+        let i = (switch.0 - self.first_switch) as usize * self.columns.len() + c;
+        match &self.ports {
+            LftPorts::U8(v) => (v[i] != u8::MAX).then_some(v[i] as Port),
+            LftPorts::U16(v) => (v[i] != u16::MAX).then_some(v[i]),
+        }
+    }
+
+    /// Destinations per output port of `switch` (index = port number).
+    pub fn port_loads(&self, f: &Fabric, switch: NodeId) -> Vec<u32> {
+        let mut loads = vec![0u32; f.degree(switch)];
+        for c in 0..self.columns.len() {
+            if let Some(p) = self.get(switch, c) {
+                loads[p as usize] += 1;
+            }
+        }
+        loads
+    }
+
+    fn fill_row(&mut self, f: &Fabric, r: &Routes, s: NodeId, only_leaf: Option<NodeId>) {
+        let row = (s.0 - self.first_switch) as usize;
+        let ncol = self.columns.len();
+        let div = self.div[row];
+        let leaf0 = f.plane_info(self.plane).leaves().start;
+        let nl = self.leaf_col.len() - 1;
+        let range = match only_leaf {
+            Some(l) => {
+                let li = (l.0 - leaf0) as usize;
+                li..li + 1
+            }
+            None => 0..nl,
+        };
+        for li in range {
+            let (c0, c1) = (self.leaf_col[li] as usize, self.leaf_col[li + 1] as usize);
+            let e = r.entry(s, NodeId(leaf0 + li as u32));
+            let base = row * ncol;
+            match e {
+                LOCAL => {
+                    for c in c0..c1 {
+                        let h = self.columns[c];
+                        let p = r.next_hops(s, h).first().copied();
+                        match &mut self.ports {
+                            LftPorts::U8(v) => v[base + c] = p.map_or(u8::MAX, |p| p as u8),
+                            LftPorts::U16(v) => v[base + c] = p.unwrap_or(u16::MAX),
+                        }
+                    }
+                }
+                NO_ROUTE => match &mut self.ports {
+                    LftPorts::U8(v) => v[base + c0..base + c1].fill(u8::MAX),
+                    LftPorts::U16(v) => v[base + c0..base + c1].fill(u16::MAX),
+                },
+                g => {
+                    let grp = r.groups().get(g);
+                    let n = grp.len() as u32;
+                    let mut q = (c0 as u32 / div) % n;
+                    let mut rem = c0 as u32 % div;
+                    match &mut self.ports {
+                        LftPorts::U8(v) => {
+                            for x in &mut v[base + c0..base + c1] {
+                                *x = grp[q as usize] as u8;
+                                rem += 1;
+                                if rem == div {
+                                    rem = 0;
+                                    q += 1;
+                                    if q == n {
+                                        q = 0;
+                                    }
+                                }
+                            }
+                        }
+                        LftPorts::U16(v) => {
+                            for x in &mut v[base + c0..base + c1] {
+                                *x = grp[q as usize];
+                                rem += 1;
+                                if rem == div {
+                                    rem = 0;
+                                    q += 1;
+                                    if q == n {
+                                        q = 0;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generators::fat_tree;
+    use crate::units::Rate;
+
+    #[test]
+    fn d_mod_k_balances_fat_tree() {
+        let k = 8u32;
+        let f = fat_tree(k, Rate::gbps(100)).unwrap();
+        let r = Routes::compute(&f);
+        let t = Lft::compute(&f, &r);
+        assert_eq!(t.num_entries(), f.num_switches() * f.num_hosts());
+        assert_eq!(t.bytes(), t.num_entries());
+        let hosts = k * k * k / 4;
+        // Each leaf: its k/2 hosts once each on down ports, the other hosts spread evenly on up ports.
+        for s in f.switches_in_tier(1) {
+            let loads = t.planes[0].port_loads(&f, s);
+            assert!(loads[..(k / 2) as usize].iter().all(|&x| x == 1));
+            let up = &loads[(k / 2) as usize..];
+            assert!(up.iter().all(|&x| x == (hosts - k / 2) / (k / 2)), "{up:?}");
+        }
+        // Every core carries exactly hosts / cores destinations per... each destination once.
+        for s in f.switches_in_tier(3) {
+            let loads = t.planes[0].port_loads(&f, s);
+            assert_eq!(loads.iter().sum::<u32>(), hosts);
+        }
+        // d-mod-k: from any leaf, destination d's core is unique per destination within a pod's view:
+        // the upward paths of all hosts to one destination go through the same core (ftree property).
+        let dst = NodeId(hosts - 1);
+        let mut cores = std::collections::HashSet::new();
+        for src_leaf in f.switches_in_tier(1).take(((k / 2) * (k - 1)) as usize) {
+            let mut n = src_leaf;
+            while f.tier(n) < 3 {
+                let p = t.port(&f, n, dst).unwrap();
+                n = f.peer(n, p);
+            }
+            cores.insert(n);
+        }
+        assert_eq!(cores.len(), 1);
+    }
+}

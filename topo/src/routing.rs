@@ -1,0 +1,731 @@
+//! Up*/down* ECMP routing tables, aggregated per destination leaf (ToR prefix), with
+//! deduplicated next-hop groups and incremental re-routing after failures.
+//!
+//! # The rule
+//! Every switch of a plane has one entry per leaf of that plane: the set of equal-cost
+//! next-hop ports toward that leaf (the ToR's prefix, as a real L3 fabric would install
+//! it). Entries are computed per destination leaf `d` on the tiered graph:
+//!
+//! 1. `down[v]`: hops from `v` to `d` going only down (BFS upward from `d`).
+//! 2. Dragonfly+ only: a spine one global (same-tier) link away from a spine with a finite
+//!    `down` gets `1 + down[w]`.
+//! 3. All other switches, top tier first: `1 + min` over up neighbours.
+//!
+//! A switch with a finite `down` distance only ever uses down ports, so a packet that has
+//! gone down never goes up again (the up*/down* rule of Autonet, Schroeder et al. 1991);
+//! after a global hop the packet is at a switch with a finite `down` and goes down.
+//! Every path is therefore `up* [global] down*`, which orders the channels
+//! (up < global < down, and up channels by rising tier, down channels by falling tier),
+//! so the channel dependency graph is acyclic and PFC cannot deadlock with one traffic
+//! class (Dally & Seitz 1987; checked by [`crate::verify`]). For Dragonfly+ this is
+//! *minimal* routing (one global hop; Shpiner et al., HiPINEB 2017): no VL change is
+//! needed because no path takes a second global hop. Non-minimal (Valiant) routing would
+//! need a VL/priority increment at the intermediate group and is not implemented.
+//!
+//! In a strictly tiered fabric a switch with a finite `down` distance is always closer
+//! going down than going up, so the tables are the shortest up*/down* paths.
+//!
+//! # Storage
+//! `entries[row(switch) + leaf]` is a `u32` group id; groups are deduplicated port lists
+//! (like hardware ECMP groups) shared by every switch whose next hops have the same port
+//! numbers. At a leaf, the entry for itself is [`LOCAL`] and the last hop is the host port.
+
+use std::collections::HashMap;
+
+use crate::model::*;
+
+/// Entry marker: the destination leaf is this switch (deliver on the host's port).
+pub const LOCAL: u32 = u32::MAX - 1;
+/// Entry marker: no up*/down* path.
+pub const NO_ROUTE: u32 = u32::MAX;
+const NO_PORT: Port = Port::MAX;
+const INF: u8 = u8::MAX;
+
+/// Deduplicated next-hop groups (sorted port lists).
+#[derive(Debug, Clone, Default)]
+pub struct Groups {
+    off: Vec<u32>,
+    ports: Vec<Port>,
+    index: HashMap<Box<[Port]>, u32>,
+}
+
+impl Groups {
+    fn intern(&mut self, ports: &[Port]) -> u32 {
+        if let Some(&g) = self.index.get(ports) {
+            return g;
+        }
+        if self.off.is_empty() {
+            self.off.push(0);
+        }
+        let g = (self.off.len() - 1) as u32;
+        self.ports.extend_from_slice(ports);
+        self.off.push(self.ports.len() as u32);
+        self.index.insert(ports.into(), g);
+        g
+    }
+    /// Ports of a group.
+    #[inline]
+    pub fn get(&self, g: u32) -> &[Port] {
+        &self.ports[self.off[g as usize] as usize..self.off[g as usize + 1] as usize]
+    }
+    /// Number of distinct groups.
+    pub fn len(&self) -> usize {
+        self.off.len().saturating_sub(1)
+    }
+    /// True when there are no groups.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Up*/down* ECMP tables of a whole fabric, plus the link state they were computed for.
+#[derive(Debug, Clone)]
+pub struct Routes {
+    nh: u32,
+    np: usize,
+    /// `[host * np + plane]` → leaf index within the plane, or NONE.
+    host_leaf: Vec<u32>,
+    /// `[host * np + plane]` → leaf port toward the host (NO_PORT if none / link down).
+    host_leaf_port: Vec<Port>,
+    /// `[host * np + plane]` → host port in that plane.
+    host_port: Vec<Port>,
+    /// `[host * np + plane]` → host link.
+    host_link: Vec<u32>,
+    /// Per switch (id − nh): plane, row start, first up port, first global port.
+    sw_plane: Vec<u16>,
+    sw_row: Vec<u32>,
+    first_up: Vec<Port>,
+    first_global: Vec<Port>,
+    plane_leaf0: Vec<u32>,
+    plane_leaves: Vec<u32>,
+    entries: Vec<u32>,
+    dist: Vec<u8>,
+    groups: Groups,
+    link_up: Vec<bool>,
+}
+
+/// Summary of ECMP widths over all (switch, destination leaf) entries that route
+/// through a next hop (LOCAL and NO_ROUTE entries excluded).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WidthStats {
+    /// Entries counted.
+    pub entries: u64,
+    /// Entries with no route.
+    pub no_route: u64,
+    /// Sum of widths (total next hops).
+    pub total_next_hops: u64,
+    /// Narrowest group.
+    pub min: u32,
+    /// Widest group.
+    pub max: u32,
+    /// Mean width.
+    pub mean: f64,
+    /// Distinct next-hop groups.
+    pub groups: usize,
+}
+
+/// What a failure changed.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct RerouteReport {
+    /// Links newly marked down.
+    pub links_failed: usize,
+    /// Destination leaves recomputed from scratch.
+    pub dests_recomputed: usize,
+    /// Entries patched in place (one port removed from a group).
+    pub entries_patched: usize,
+    /// (switch, destination leaf) entries whose next hops changed.
+    pub changed: Vec<(NodeId, NodeId)>,
+    /// Next hops lost: sum of ECMP widths before minus after.
+    pub width_lost: u64,
+}
+
+struct Scratch {
+    down: Vec<u8>,
+    frontier: Vec<u32>,
+    next: Vec<u32>,
+    buf: Vec<Port>,
+    last: Vec<u32>,
+}
+
+impl Routes {
+    /// Computes the tables of every plane with all links up.
+    pub fn compute(f: &Fabric) -> Routes {
+        let nh = f.num_hosts() as u32;
+        let np = f.num_planes();
+        let ns = f.num_switches();
+        let mut r = Routes {
+            nh,
+            np,
+            host_leaf: vec![NONE; nh as usize * np],
+            host_leaf_port: vec![NO_PORT; nh as usize * np],
+            host_port: vec![NO_PORT; nh as usize * np],
+            host_link: vec![NONE; nh as usize * np],
+            sw_plane: vec![0; ns],
+            sw_row: vec![0; ns],
+            first_up: vec![0; ns],
+            first_global: vec![0; ns],
+            plane_leaf0: Vec::with_capacity(np),
+            plane_leaves: Vec::with_capacity(np),
+            entries: Vec::new(),
+            dist: Vec::new(),
+            groups: Groups::default(),
+            link_up: vec![true; f.num_links()],
+        };
+        let mut rows = 0u64;
+        for (pi, p) in f.planes().iter().enumerate() {
+            let leaves = p.leaves();
+            r.plane_leaf0.push(leaves.start);
+            r.plane_leaves.push(leaves.len() as u32);
+            for s in p.switches() {
+                let i = (s - nh) as usize;
+                r.sw_plane[i] = pi as u16;
+                r.sw_row[i] = rows as u32;
+                rows += leaves.len() as u64;
+                let n = NodeId(s);
+                let t = f.tier(n);
+                let mut fu = f.degree(n) as Port;
+                let mut fg = f.degree(n) as Port;
+                for (port, (peer, _)) in f.ports(n).enumerate() {
+                    let pt = f.tier(peer);
+                    if pt > t && fu == f.degree(n) as Port {
+                        fu = port as Port;
+                    }
+                    if pt == t && fg == f.degree(n) as Port {
+                        fg = port as Port;
+                    }
+                }
+                r.first_up[i] = fu.min(fg);
+                r.first_global[i] = fg;
+            }
+        }
+        assert!(
+            rows < u32::MAX as u64,
+            "routing table too large: {rows} entries"
+        );
+        for h in 0..nh {
+            for pl in 0..np {
+                if let Some(a) = f.attachment(NodeId(h), pl as u16) {
+                    let k = h as usize * np + pl;
+                    r.host_leaf[k] = a.leaf.0 - r.plane_leaf0[pl];
+                    r.host_leaf_port[k] = a.leaf_port;
+                    r.host_port[k] = a.host_port;
+                    r.host_link[k] = a.link.0;
+                }
+            }
+        }
+        r.entries = vec![NO_ROUTE; rows as usize];
+        r.dist = vec![INF; rows as usize];
+        let mut sc = r.scratch(f);
+        for pl in 0..np {
+            for li in 0..r.plane_leaves[pl] {
+                r.compute_dest(f, pl, li, &mut sc, None);
+            }
+        }
+        r
+    }
+
+    fn scratch(&self, f: &Fabric) -> Scratch {
+        Scratch {
+            down: vec![INF; f.num_switches()],
+            frontier: Vec::new(),
+            next: Vec::new(),
+            buf: Vec::new(),
+            last: vec![NO_ROUTE; f.num_switches()],
+        }
+    }
+
+    #[inline]
+    fn row(&self, sw: u32) -> usize {
+        self.sw_row[(sw - self.nh) as usize] as usize
+    }
+
+    /// Recomputes every switch's entry for destination leaf `li` of plane `pl`.
+    fn compute_dest(
+        &mut self,
+        f: &Fabric,
+        pl: usize,
+        li: u32,
+        sc: &mut Scratch,
+        mut changed: Option<&mut Vec<(NodeId, NodeId)>>,
+    ) {
+        let nh = self.nh;
+        let p = &f.planes()[pl];
+        let d = self.plane_leaf0[pl] + li;
+        let li = li as usize;
+        // 1. down distances: BFS upward from d along live up links.
+        let down = &mut sc.down;
+        sc.frontier.clear();
+        sc.frontier.push(d);
+        down[(d - nh) as usize] = 0;
+        let mut touched: Vec<u32> = vec![d];
+        let mut level = 0u8;
+        while !sc.frontier.is_empty() {
+            sc.next.clear();
+            level += 1;
+            for &v in &sc.frontier {
+                let vi = (v - nh) as usize;
+                let n = NodeId(v);
+                let off = f.port_off[v as usize] as usize;
+                let (a, b) = (self.first_up[vi] as usize, self.first_global[vi] as usize);
+                for k in a..b {
+                    let l = f.port_link[off + k];
+                    if !self.link_up[l.idx()] {
+                        continue;
+                    }
+                    let u = f.port_peer[off + k].0;
+                    let ui = (u - nh) as usize;
+                    if down[ui] == INF {
+                        down[ui] = level;
+                        sc.next.push(u);
+                        touched.push(u);
+                    }
+                }
+                let _ = n;
+            }
+            std::mem::swap(&mut sc.frontier, &mut sc.next);
+        }
+        // 2 + 3. top tier first.
+        for t in (0..3).rev() {
+            let range = p.tiers[t].clone();
+            for v in range {
+                let vi = (v - nh) as usize;
+                let off = f.port_off[v as usize] as usize;
+                let deg = (f.port_off[v as usize + 1] - f.port_off[v as usize]) as usize;
+                let idx = self.sw_row[vi] as usize + li;
+                sc.buf.clear();
+                let dd = down[vi];
+                let (g, dist) = if v == d {
+                    (LOCAL, 0)
+                } else if dd != INF {
+                    for k in 0..self.first_up[vi] as usize {
+                        if !self.link_up[f.port_link[off + k].idx()] {
+                            continue;
+                        }
+                        let w = f.port_peer[off + k].0;
+                        if w >= nh && down[(w - nh) as usize] == dd - 1 {
+                            sc.buf.push(k as Port);
+                        }
+                    }
+                    (NO_ROUTE, dd)
+                } else {
+                    let mut best = INF;
+                    for k in self.first_up[vi] as usize..deg {
+                        if !self.link_up[f.port_link[off + k].idx()] {
+                            continue;
+                        }
+                        let w = f.port_peer[off + k].0;
+                        let wi = (w - nh) as usize;
+                        let c = if k >= self.first_global[vi] as usize {
+                            down[wi]
+                        } else {
+                            self.dist[self.sw_row[wi] as usize + li]
+                        };
+                        if c == INF {
+                            continue;
+                        }
+                        if c < best {
+                            best = c;
+                            sc.buf.clear();
+                        }
+                        if c == best {
+                            sc.buf.push(k as Port);
+                        }
+                    }
+                    (NO_ROUTE, best.saturating_add(1))
+                };
+                let g = if g == LOCAL || sc.buf.is_empty() {
+                    g
+                } else {
+                    let last = sc.last[vi];
+                    if last != NO_ROUTE && self.groups.get(last) == sc.buf.as_slice() {
+                        last
+                    } else {
+                        let id = self.groups.intern(&sc.buf);
+                        sc.last[vi] = id;
+                        id
+                    }
+                };
+                if let Some(ch) = changed.as_deref_mut()
+                    && self.entries[idx] != g
+                {
+                    ch.push((NodeId(v), NodeId(d)));
+                }
+                self.entries[idx] = g;
+                self.dist[idx] = if g == NO_ROUTE { INF } else { dist };
+            }
+        }
+        for v in touched {
+            sc.down[(v - nh) as usize] = INF;
+        }
+    }
+
+    /// Equal-cost next-hop ports of `switch` toward host `dst` (empty if `dst` has no
+    /// port in the switch's plane, or there is no route). At the destination's leaf this
+    /// is the one port facing the host.
+    #[inline]
+    pub fn next_hops(&self, switch: NodeId, dst: NodeId) -> &[Port] {
+        let si = (switch.0 - self.nh) as usize;
+        let pl = self.sw_plane[si] as usize;
+        let k = dst.idx() * self.np + pl;
+        let li = self.host_leaf[k];
+        if li == NONE {
+            return &[];
+        }
+        match self.entries[self.sw_row[si] as usize + li as usize] {
+            LOCAL => {
+                if self.host_leaf_port[k] == NO_PORT {
+                    &[]
+                } else {
+                    std::slice::from_ref(&self.host_leaf_port[k])
+                }
+            }
+            NO_ROUTE => &[],
+            g => self.groups.get(g),
+        }
+    }
+
+    /// Next-hop group id of `switch` toward destination leaf `leaf` (same plane), or
+    /// [`LOCAL`] / [`NO_ROUTE`].
+    #[inline]
+    pub fn entry(&self, switch: NodeId, leaf: NodeId) -> u32 {
+        let si = (switch.0 - self.nh) as usize;
+        let pl = self.sw_plane[si] as usize;
+        let li = leaf.0.wrapping_sub(self.plane_leaf0[pl]);
+        if li >= self.plane_leaves[pl] {
+            return NO_ROUTE;
+        }
+        self.entries[self.sw_row[si] as usize + li as usize]
+    }
+
+    /// Hops from `switch` to destination leaf `leaf` along the tables (`None`: no route).
+    pub fn distance(&self, switch: NodeId, leaf: NodeId) -> Option<u8> {
+        let si = (switch.0 - self.nh) as usize;
+        let pl = self.sw_plane[si] as usize;
+        let li = leaf.0.wrapping_sub(self.plane_leaf0[pl]);
+        if li >= self.plane_leaves[pl] {
+            return None;
+        }
+        let d = self.dist[self.sw_row[si] as usize + li as usize];
+        (d != INF).then_some(d)
+    }
+
+    /// The deduplicated groups.
+    pub fn groups(&self) -> &Groups {
+        &self.groups
+    }
+
+    /// Is the link up in this routing state?
+    pub fn link_is_up(&self, l: LinkId) -> bool {
+        self.link_up[l.idx()]
+    }
+
+    /// Leaf of `host` in `plane` and the leaf port facing it.
+    pub fn host_leaf(&self, host: NodeId, plane: u16) -> Option<NodeId> {
+        let li = self.host_leaf[host.idx() * self.np + plane as usize];
+        (li != NONE).then(|| NodeId(self.plane_leaf0[plane as usize] + li))
+    }
+
+    /// Whether `src` can reach `dst` through its port in `plane` (both host links up and a
+    /// route between their leaves).
+    pub fn plane_reaches(&self, src: NodeId, dst: NodeId, plane: u16) -> bool {
+        let pl = plane as usize;
+        let ks = src.idx() * self.np + pl;
+        let kd = dst.idx() * self.np + pl;
+        if self.host_leaf[ks] == NONE || self.host_leaf[kd] == NONE {
+            return false;
+        }
+        if !self.link_up[self.host_link[ks] as usize] || self.host_leaf_port[kd] == NO_PORT {
+            return false;
+        }
+        let ls = self.plane_leaf0[pl] + self.host_leaf[ks];
+        let e = self.entries[self.row(ls) + self.host_leaf[kd] as usize];
+        e != NO_ROUTE
+    }
+
+    /// Host ports of `src` that can reach `dst` (one per usable plane), in plane order.
+    /// This is how a host picks its NIC port / plane: any of these, e.g. by flow hash
+    /// ([`Self::pick_host_port`]).
+    pub fn host_ports(&self, src: NodeId, dst: NodeId) -> impl Iterator<Item = (u16, Port)> + '_ {
+        (0..self.np as u16)
+            .filter(move |&p| self.plane_reaches(src, dst, p))
+            .map(move |p| (p, self.host_port[src.idx() * self.np + p as usize]))
+    }
+
+    /// Picks one usable `(plane, host port)` of `src` toward `dst` by `hash`.
+    pub fn pick_host_port(&self, src: NodeId, dst: NodeId, hash: u64) -> Option<(u16, Port)> {
+        let n = self.host_ports(src, dst).count();
+        if n == 0 {
+            return None;
+        }
+        self.host_ports(src, dst).nth((hash % n as u64) as usize)
+    }
+
+    /// ECMP width statistics.
+    pub fn width_stats(&self) -> WidthStats {
+        let mut s = WidthStats {
+            entries: 0,
+            no_route: 0,
+            total_next_hops: 0,
+            min: u32::MAX,
+            max: 0,
+            mean: 0.0,
+            groups: self.groups.len(),
+        };
+        for &e in &self.entries {
+            match e {
+                LOCAL => {}
+                NO_ROUTE => s.no_route += 1,
+                g => {
+                    let w = self.groups.get(g).len() as u32;
+                    s.entries += 1;
+                    s.total_next_hops += w as u64;
+                    s.min = s.min.min(w);
+                    s.max = s.max.max(w);
+                }
+            }
+        }
+        if s.entries == 0 {
+            s.min = 0;
+        } else {
+            s.mean = s.total_next_hops as f64 / s.entries as f64;
+        }
+        s
+    }
+
+    /// Total table entries (switch × destination leaf).
+    pub fn num_entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Leaves below `v` (reachable going only down over live links), as plane-local indices.
+    fn descendants(&self, f: &Fabric, v: NodeId, out: &mut Vec<u32>, seen: &mut [bool]) {
+        let mut stack = vec![v];
+        let pl = self.sw_plane[(v.0 - self.nh) as usize] as usize;
+        while let Some(n) = stack.pop() {
+            if f.tier(n) == TIER_LEAF {
+                let li = n.0 - self.plane_leaf0[pl];
+                if !seen[li as usize] {
+                    seen[li as usize] = true;
+                    out.push(li);
+                }
+                continue;
+            }
+            let ni = (n.0 - self.nh) as usize;
+            for k in 0..self.first_up[ni] {
+                let l = f.port_link(n, k);
+                if self.link_up[l.idx()] {
+                    stack.push(f.peer(n, k));
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::needless_range_loop)]
+    /// Marks links down and re-routes incrementally: destinations below a failed link are
+    /// recomputed; elsewhere the failed port is removed from the one group that used it
+    /// (unless that empties the group, which forces a recompute of that destination).
+    pub fn fail_links(&mut self, f: &Fabric, links: &[LinkId]) -> RerouteReport {
+        let before = self.width_stats().total_next_hops;
+        let mut rep = RerouteReport::default();
+        let np = self.np;
+        let mut full: Vec<Vec<u32>> = vec![Vec::new(); np];
+        let mut seen: Vec<Vec<bool>> = self
+            .plane_leaves
+            .iter()
+            .map(|&n| vec![false; n as usize])
+            .collect();
+        let mut patches: Vec<(NodeId, Port, usize)> = Vec::new();
+        let mut newly = Vec::new();
+        for &l in links {
+            if !self.link_up[l.idx()] {
+                continue;
+            }
+            newly.push(l);
+            let link = *f.link(l);
+            if f.is_host(link.a) {
+                continue;
+            }
+            let pl = self.sw_plane[(link.a.0 - self.nh) as usize] as usize;
+            let lateral = f.tier(link.a) == f.tier(link.b);
+            self.descendants(f, link.a, &mut full[pl], &mut seen[pl]);
+            if lateral {
+                self.descendants(f, link.b, &mut full[pl], &mut seen[pl]);
+            } else {
+                patches.push((link.a, link.a_port, pl));
+            }
+        }
+        for &l in &newly {
+            self.link_up[l.idx()] = false;
+            let link = *f.link(l);
+            if f.is_host(link.a) {
+                for pl in 0..np {
+                    let k = link.a.idx() * np + pl;
+                    if self.host_link[k] == l.0 {
+                        self.host_leaf_port[k] = NO_PORT;
+                    }
+                }
+            }
+        }
+        rep.links_failed = newly.len();
+        let mut buf = Vec::new();
+        for (v, port, pl) in patches {
+            let row = self.row(v.0);
+            for li in 0..self.plane_leaves[pl] as usize {
+                if seen[pl][li] {
+                    continue;
+                }
+                let e = self.entries[row + li];
+                if e == LOCAL || e == NO_ROUTE {
+                    continue;
+                }
+                let g = self.groups.get(e);
+                if !g.contains(&port) {
+                    continue;
+                }
+                buf.clear();
+                buf.extend(g.iter().copied().filter(|&p| p != port));
+                if buf.is_empty() {
+                    seen[pl][li] = true;
+                    full[pl].push(li as u32);
+                } else {
+                    let id = self.groups.intern(&buf);
+                    self.entries[row + li] = id;
+                    rep.entries_patched += 1;
+                    rep.changed
+                        .push((v, NodeId(self.plane_leaf0[pl] + li as u32)));
+                }
+            }
+        }
+        let mut sc = self.scratch(f);
+        for (pl, list) in full.iter().enumerate() {
+            for &li in list {
+                self.compute_dest(f, pl, li, &mut sc, Some(&mut rep.changed));
+                rep.dests_recomputed += 1;
+            }
+        }
+        rep.width_lost = before.saturating_sub(self.width_stats().total_next_hops);
+        rep
+    }
+
+    /// Fails every link of the given switches (or hosts).
+    pub fn fail_nodes(&mut self, f: &Fabric, nodes: &[NodeId]) -> RerouteReport {
+        let links: Vec<LinkId> = nodes
+            .iter()
+            .flat_map(|&n| f.ports(n).map(|(_, l)| l))
+            .collect();
+        self.fail_links(f, &links)
+    }
+
+    /// Brings links back up and recomputes all tables (not incremental).
+    pub fn restore_links(&mut self, f: &Fabric, links: &[LinkId]) {
+        let mut up = std::mem::take(&mut self.link_up);
+        for &l in links {
+            up[l.idx()] = true;
+        }
+        let mut r = Routes::compute(f);
+        for (i, &u) in up.iter().enumerate() {
+            if !u {
+                r.link_up[i] = true;
+            }
+        }
+        let down: Vec<LinkId> = (0..up.len())
+            .filter(|&i| !up[i])
+            .map(|i| LinkId(i as u32))
+            .collect();
+        r.fail_links(f, &down);
+        *self = r;
+    }
+
+    /// Links currently down.
+    pub fn failed_links(&self) -> impl Iterator<Item = LinkId> + '_ {
+        self.link_up
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| !**u)
+            .map(|(i, _)| LinkId(i as u32))
+    }
+
+    /// Number of planes.
+    pub fn num_planes(&self) -> usize {
+        self.np
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generators::*;
+    use crate::units::Rate;
+
+    #[test]
+    fn fat_tree_widths() {
+        let k = 8u32;
+        let f = fat_tree(k, Rate::gbps(100)).unwrap();
+        let r = Routes::compute(&f);
+        let h = k / 2;
+        // leaf of host 0 is the first switch; a leaf in another pod goes up on all k/2 ports
+        let leaf0 = NodeId(f.num_hosts() as u32);
+        let far_host = NodeId(f.num_hosts() as u32 - 1);
+        assert_eq!(r.next_hops(leaf0, far_host).len() as u32, h);
+        assert!(
+            r.next_hops(leaf0, far_host)
+                .iter()
+                .all(|&p| f.direction(leaf0, p) == Direction::Up)
+        );
+        // delivering leaf
+        assert_eq!(r.next_hops(leaf0, NodeId(1)), &[1]);
+        // a core goes down on exactly one port
+        let core = f.switches_in_tier(3).next().unwrap();
+        assert_eq!(r.next_hops(core, far_host).len(), 1);
+        let ws = r.width_stats();
+        assert_eq!(ws.no_route, 0);
+        assert_eq!(ws.max, h);
+        assert!(r.groups().len() < 3 * k as usize);
+    }
+
+    #[test]
+    fn incremental_matches_full_recompute() {
+        let f = fat_tree(8, Rate::gbps(100)).unwrap();
+        let sw_links: Vec<LinkId> = (0..f.num_links() as u32)
+            .map(LinkId)
+            .filter(|&l| !f.is_host(f.link(l).a))
+            .collect();
+        for pick in [0usize, 7, 40, 100, 200, sw_links.len() - 1] {
+            let l = sw_links[pick];
+            let mut inc = Routes::compute(&f);
+            let rep = inc.fail_links(&f, &[l]);
+            assert_eq!(rep.links_failed, 1);
+            let mut full = Routes::compute(&f);
+            full.link_up[l.idx()] = false;
+            let mut sc = full.scratch(&f);
+            for li in 0..full.plane_leaves[0] {
+                full.compute_dest(&f, 0, li, &mut sc, None);
+            }
+            for s in f.switches() {
+                for d in f.hosts() {
+                    assert_eq!(
+                        inc.next_hops(s, d),
+                        full.next_hops(s, d),
+                        "link {pick} sw {s} dst {d}"
+                    );
+                }
+            }
+            assert!(rep.width_lost > 0);
+        }
+    }
+
+    #[test]
+    fn host_port_choice_multi_plane() {
+        let f = multi_plane_spec(fat_tree_spec(4, Rate::gbps(100)), 2)
+            .build("x")
+            .unwrap();
+        let mut r = Routes::compute(&f);
+        let (a, b) = (NodeId(0), NodeId(15));
+        assert_eq!(r.host_ports(a, b).collect::<Vec<_>>(), vec![(0, 0), (1, 1)]);
+        let att = f.attachment(b, 0).unwrap();
+        r.fail_links(&f, &[att.link]);
+        assert_eq!(r.host_ports(a, b).collect::<Vec<_>>(), vec![(1, 1)]);
+        assert_eq!(r.pick_host_port(a, b, 12345), Some((1, 1)));
+        assert!(r.next_hops(att.leaf, b).is_empty());
+    }
+}
