@@ -45,9 +45,15 @@ pub fn hostlist<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
             plain.push(n);
             continue;
         };
-        let width = if digits.len() > 1 && digits.starts_with('0') { digits.len() } else { 0 };
+        let padded = digits.len() > 1 && digits.starts_with('0');
+        let width = if padded { digits.len() } else { 0 };
+        // An unpadded number as wide as a padded group belongs to it (`n08,n09,n10`).
+        let found = groups
+            .iter()
+            .position(|(k, _)| *k == (prefix, width))
+            .or_else(|| (!padded).then(|| groups.iter().position(|(k, _)| *k == (prefix, digits.len()))).flatten());
         let key = (prefix, width);
-        match groups.iter_mut().position(|(k, _)| *k == key) {
+        match found {
             Some(i) => groups[i].1.push(num),
             None => {
                 order.push((true, groups.len()));
