@@ -5,6 +5,11 @@
 //!   reads every switch's forwarding table back over (simulated) MADs: it must
 //!   equal the dump entry for entry, at the LIDs of our `guid2lid`.
 //! - `dot` renders `fabric.dot` without warnings.
+//! - `vtysh --dryrun` (FRR 8.4) accepts every `frr/bgp/*.conf` and `frr/static/*.conf`.
+//! - `ip -batch` applies every switch's `ip/*.batch` inside a network namespace whose
+//!   interfaces carry the addressing plan (root only: without root the test fails
+//!   with a message unless `FABRIC_SKIP_NETNS=1`), and `ip route` then lists exactly
+//!   the exported routes with their ECMP next hops.
 //!
 //! The tools come from Debian packages (`scripts/install-deps.sh`: opensm,
 //! ibsim-utils, libumad2sim0, infiniband-diags, graphviz). Without them the
@@ -18,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use topo::export::routes::{LinuxIf, own_addr};
 use topo::export::{self, Format, MemSink, Routed, Tables};
 
 const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
@@ -206,5 +212,122 @@ fn dot_renders_the_topology() {
     let svg = fs::read_to_string(dir.join("f.svg")).unwrap();
     assert_eq!(svg.matches("class=\"node\"").count(), 36);
     assert_eq!(svg.matches("class=\"edge\"").count(), 48);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+fn k4_ecmp(formats: &[Format]) -> (topo::Fabric, topo::addressing::AddressPlan, MemSink) {
+    let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+    let routes = topo::Routes::compute(&f);
+    let addr = topo::addressing::AddressPlan::new(&f).unwrap();
+    let mut sink = MemSink::new();
+    {
+        let routed = Routed { fabric: &f, addr: &addr, tables: Tables::Ecmp(&routes) };
+        for &fmt in formats {
+            export::export(&routed, fmt, &mut sink).unwrap();
+        }
+    }
+    (f, addr, sink)
+}
+
+#[test]
+fn frr_accepts_every_config() {
+    if !require(&["vtysh"], &[]) {
+        return;
+    }
+    let (f, _, sink) = k4_ecmp(&[Format::FrrBgp, Format::FrrStatic]);
+    let dir = scratch("frr");
+    write_all(&sink, &dir);
+    let mut checked = 0;
+    for flavour in ["bgp", "static"] {
+        for s in f.switches() {
+            let file = dir.join(format!("frr/{flavour}/{}.conf", f.node_name(s)));
+            let out = Command::new("vtysh").arg("--dryrun").arg("-f").arg(&file).output().unwrap();
+            assert!(
+                out.status.success(),
+                "vtysh rejects {}: {}{}",
+                file.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 40);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Deletes the namespace even if an assertion fails.
+struct Netns(String);
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn ip(args: &[&str]) -> String {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn ip_batch_applies_in_a_namespace() {
+    // /proc/self belongs to the process's effective user.
+    let root = std::os::unix::fs::MetadataExt::uid(&fs::metadata("/proc/self").unwrap()) == 0;
+    if !root {
+        if std::env::var("FABRIC_SKIP_NETNS").as_deref() == Ok("1") {
+            eprintln!("skipped: needs root to create network namespaces (FABRIC_SKIP_NETNS=1)");
+            return;
+        }
+        panic!("needs root to create network namespaces; run as root or set FABRIC_SKIP_NETNS=1");
+    }
+    if !require(&["ip"], &[]) {
+        return;
+    }
+    let (f, addr, sink) = k4_ecmp(&[Format::IpBatch]);
+    let dir = scratch("ipbatch");
+    write_all(&sink, &dir);
+    for (i, s) in f.switches().enumerate() {
+        let ns = Netns(format!("fxe{}-{i}", std::process::id()));
+        ip(&["netns", "add", &ns.0]);
+        // Interfaces named and addressed as the export expects: veth pairs whose far
+        // ends stay in the namespace, up, so the routes' gateways are on-link.
+        let mut setup = String::new();
+        for p in 0..f.degree(s) as u16 {
+            let dev = LinuxIf(p);
+            let a = match own_addr(&f, &addr, s, p) {
+                Some((net, a)) => format!("{a}/{}", net.len),
+                None => format!("{}/32", addr.gateway_v4(s).unwrap()),
+            };
+            setup += &format!("link add {dev} type veth peer name x{dev}\nlink set x{dev} up\nlink set {dev} up\naddr add {a} dev {dev}\n");
+        }
+        let setup_file = dir.join(format!("setup-{i}.batch"));
+        fs::write(&setup_file, setup).unwrap();
+        ip(&["-n", &ns.0, "-batch", setup_file.to_str().unwrap()]);
+        let batch = dir.join(format!("ip/{}.batch", f.node_name(s)));
+        ip(&["-n", &ns.0, "-batch", batch.to_str().unwrap()]);
+        // What the kernel holds equals the file: same prefixes, same next-hop counts.
+        let table = ip(&["-n", &ns.0, "route", "show", "proto", "static"]);
+        let mut got: BTreeMap<String, usize> = BTreeMap::new();
+        let mut last = String::new();
+        for line in table.lines() {
+            if line.starts_with(char::is_whitespace) {
+                *got.get_mut(&last).unwrap() += usize::from(line.trim_start().starts_with("nexthop"));
+            } else {
+                let prefix = line.split_whitespace().next().unwrap();
+                let prefix = if prefix.contains('/') { prefix.to_owned() } else { format!("{prefix}/32") };
+                let single = usize::from(line.contains(" via ") || line.contains(" dev "));
+                got.insert(prefix.clone(), single);
+                last = prefix;
+            }
+        }
+        let mut want: BTreeMap<String, usize> = BTreeMap::new();
+        for line in sink.text(&format!("ip/{}.batch", f.node_name(s))).unwrap().lines().skip(1) {
+            let prefix = line.split_whitespace().nth(2).unwrap().to_owned();
+            let hops = line.matches(" nexthop ").count().max(1);
+            want.insert(prefix, hops);
+        }
+        assert_eq!(got, want, "{}: kernel table differs from the batch file", f.node_name(s));
+    }
     let _ = fs::remove_dir_all(&dir);
 }
