@@ -32,7 +32,12 @@ pub struct Args {
     #[arg(long, value_name = "DIR", default_value = "out")]
     pub out: PathBuf,
     /// Formats to write (default: all).
-    #[arg(long, value_delimiter = ',', default_value = "all", value_name = "FORMAT")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "all",
+        value_name = "FORMAT"
+    )]
     pub format: Vec<String>,
 }
 
@@ -71,7 +76,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         w.mean,
         w.max,
         w.groups,
-        c.lft.as_ref().map(|l| format!(", {} single-path entries", l.num_entries())).unwrap_or_default(),
+        c.lft
+            .as_ref()
+            .map(|l| format!(", {} single-path entries", l.num_entries()))
+            .unwrap_or_default(),
         ms(t)
     );
 
@@ -89,7 +97,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if v.cdg_acyclic { "acyclic" } else { "CYCLIC" },
         v.cdg_channels,
         v.cdg_edges,
-        if v.cdg_acyclic { "deadlock-free" } else { "may deadlock under PFC" },
+        if v.cdg_acyclic {
+            "deadlock-free"
+        } else {
+            "may deadlock under PFC"
+        },
         ms(t)
     );
     if !v.ok() {
@@ -111,7 +123,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("wrote under {}/:", args.out.display());
     cmd_export::print_written(&sink.written);
     if formats.contains(&Format::Opensm) {
-        println!("(opensm/plane*/ load unchanged in ibsim and `opensm -R file -U lfts.dump`: see docs/exports.md)");
+        println!(
+            "(opensm/plane*/ load unchanged in ibsim and `opensm -R file -U lfts.dump`: see docs/exports.md)"
+        );
     }
     Ok(())
 }

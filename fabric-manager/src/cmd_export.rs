@@ -60,7 +60,10 @@ pub(crate) fn parse_formats(names: &[String]) -> anyhow::Result<BTreeSet<Format>
             set.insert(f);
         } else {
             let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-            bail!("--format: unknown format `{n}`; expected one of {}, or all", known.join(", "));
+            bail!(
+                "--format: unknown format `{n}`; expected one of {}, or all",
+                known.join(", ")
+            );
         }
     }
     Ok(set)
@@ -110,14 +113,26 @@ pub(crate) struct DirSink {
 impl DirSink {
     /// A sink writing `root/<relative path>`.
     pub fn dir(root: &Path) -> Self {
-        Self { root: root.to_path_buf(), single: false, written: Vec::new() }
+        Self {
+            root: root.to_path_buf(),
+            single: false,
+            written: Vec::new(),
+        }
     }
     /// A sink writing the one file of a single-file format to `path`.
     pub fn file(path: &Path) -> Self {
-        Self { root: path.to_path_buf(), single: true, written: Vec::new() }
+        Self {
+            root: path.to_path_buf(),
+            single: true,
+            written: Vec::new(),
+        }
     }
     fn target(&self, rel: &str) -> PathBuf {
-        if self.single { self.root.clone() } else { self.root.join(rel) }
+        if self.single {
+            self.root.clone()
+        } else {
+            self.root.join(rel)
+        }
     }
 }
 
@@ -134,14 +149,22 @@ impl Sink for DirSink {
             fs::create_dir_all(dir).map_err(|e| with_path(e, "creating directory", dir))?;
         }
         let file = File::create(&p).map_err(|e| with_path(e, "creating", &p))?;
-        Ok(Counted { inner: BufWriter::with_capacity(256 * 1024, file), bytes: 0 })
+        Ok(Counted {
+            inner: BufWriter::with_capacity(256 * 1024, file),
+            bytes: 0,
+        })
     }
 
     fn finish(&mut self, rel: &str, mut w: Self::Writer) -> io::Result<()> {
         let p = self.target(rel);
         w.flush().map_err(|e| with_path(e, "writing", &p))?;
-        w.inner.into_inner().map_err(|e| with_path(e.into_error(), "writing", &p))?;
-        self.written.push(Written { path: p, bytes: w.bytes });
+        w.inner
+            .into_inner()
+            .map_err(|e| with_path(e.into_error(), "writing", &p))?;
+        self.written.push(Written {
+            path: p,
+            bytes: w.bytes,
+        });
         Ok(())
     }
 }
@@ -155,10 +178,18 @@ pub(crate) fn sink_for(out: &Path, formats: &BTreeSet<Format>) -> anyhow::Result
         bail!(
             "--out {}: looks like a file, but {} write several files; give a directory",
             out.display(),
-            formats.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+            formats
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
-    Ok(if looks_like_file { DirSink::file(out) } else { DirSink::dir(out) })
+    Ok(if looks_like_file {
+        DirSink::file(out)
+    } else {
+        DirSink::dir(out)
+    })
 }
 
 /// Loads the fabric named by `--fabric SPEC` or `--preset NAME`, or `default`
@@ -166,18 +197,27 @@ pub(crate) fn sink_for(out: &Path, formats: &BTreeSet<Format>) -> anyhow::Result
 pub(crate) fn load_fabric(a: &FabricArgs, default: Option<&str>) -> anyhow::Result<Fabric> {
     if let Some(path) = &a.fabric {
         let origin = path.display().to_string();
-        let format = topo::Format::from_path(&origin)
-            .with_context(|| format!("--fabric {origin}: unknown extension; expected .toml, .yaml, .yml or .json"))?;
-        let text = fs::read_to_string(path).with_context(|| format!("--fabric {origin}: cannot read"))?;
+        let format = topo::Format::from_path(&origin).with_context(|| {
+            format!("--fabric {origin}: unknown extension; expected .toml, .yaml, .yml or .json")
+        })?;
+        let text =
+            fs::read_to_string(path).with_context(|| format!("--fabric {origin}: cannot read"))?;
         return Ok(topo::Spec::parse(&text, format, &origin)?.build(&origin)?);
     }
-    let name = a.preset.as_deref().or(default).context("give --fabric SPEC or --preset NAME")?;
+    let name = a
+        .preset
+        .as_deref()
+        .or(default)
+        .context("give --fabric SPEC or --preset NAME")?;
     preset(name)
 }
 
 /// Built-in fabrics by name: `fat-tree-k<K>` (3-tier k-ary fat-tree, 400 Gb/s links).
 fn preset(name: &str) -> anyhow::Result<Fabric> {
-    if let Some(k) = name.strip_prefix("fat-tree-k").and_then(|k| k.parse::<u32>().ok()) {
+    if let Some(k) = name
+        .strip_prefix("fat-tree-k")
+        .and_then(|k| k.parse::<u32>().ok())
+    {
         return Ok(topo::generators::fat_tree(k, topo::Rate::gbps(400))?);
     }
     bail!("--preset {name}: unknown preset (known: fat-tree-k<K> for even K, e.g. fat-tree-k8)")
@@ -214,9 +254,14 @@ pub(crate) fn write_formats(
     sink: &mut DirSink,
     out: &Path,
 ) -> anyhow::Result<()> {
-    let routed = Routed { fabric: f, addr: &c.addr, tables: c.tables() };
+    let routed = Routed {
+        fabric: f,
+        addr: &c.addr,
+        tables: c.tables(),
+    };
     for &fmt in formats {
-        export::export(&routed, fmt, sink).with_context(|| format!("exporting {fmt} to {}", out.display()))?;
+        export::export(&routed, fmt, sink)
+            .with_context(|| format!("exporting {fmt} to {}", out.display()))?;
     }
     Ok(())
 }
@@ -237,7 +282,10 @@ pub(crate) fn print_written(written: &[Written]) {
     let mut i = 0;
     while i < written.len() {
         let dir = written[i].path.parent();
-        let n = written[i..].iter().take_while(|w| w.path.parent() == dir).count();
+        let n = written[i..]
+            .iter()
+            .take_while(|w| w.path.parent() == dir)
+            .count();
         let group = &written[i..i + n];
         if n <= 3 {
             for w in group {
@@ -261,7 +309,11 @@ pub(crate) fn human(b: u64) -> String {
         v /= 1000.0;
         i += 1;
     }
-    if i == 0 { format!("{b} B") } else { format!("{v:.1} {}", U[i]) }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
 }
 
 #[cfg(test)]
@@ -273,18 +325,32 @@ mod tests {
         let all = parse_formats(&["all".into()]).unwrap();
         assert_eq!(all.len(), Format::ALL.len());
         let two = parse_formats(&["ip".into(), "dot".into()]).unwrap();
-        assert_eq!(two.into_iter().collect::<Vec<_>>(), vec![Format::IpBatch, Format::Dot]);
+        assert_eq!(
+            two.into_iter().collect::<Vec<_>>(),
+            vec![Format::IpBatch, Format::Dot]
+        );
         let e = parse_formats(&["xml".into()]).unwrap_err().to_string();
-        assert!(e.contains("unknown format `xml`") && e.contains("frr-bgp"), "{e}");
+        assert!(
+            e.contains("unknown format `xml`") && e.contains("frr-bgp"),
+            "{e}"
+        );
     }
 
     #[test]
     fn out_file_only_for_one_single_file_format() {
         let json = parse_formats(&["json".into()]).unwrap();
-        assert!(sink_for(Path::new("/nonexistent/routes.json"), &json).unwrap().single);
+        assert!(
+            sink_for(Path::new("/nonexistent/routes.json"), &json)
+                .unwrap()
+                .single
+        );
         let ip = parse_formats(&["ip".into()]).unwrap();
         assert!(sink_for(Path::new("/nonexistent/routes.json"), &ip).is_err());
-        assert!(!sink_for(Path::new("/nonexistent/outdir"), &ip).unwrap().single);
+        assert!(
+            !sink_for(Path::new("/nonexistent/outdir"), &ip)
+                .unwrap()
+                .single
+        );
     }
 
     #[test]

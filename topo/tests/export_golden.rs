@@ -24,7 +24,11 @@ fn k4() -> (Fabric, Routes, AddressPlan) {
 }
 
 fn export_all(f: &Fabric, tables: Tables<'_>, addr: &AddressPlan) -> MemSink {
-    let routed = Routed { fabric: f, addr, tables };
+    let routed = Routed {
+        fabric: f,
+        addr,
+        tables,
+    };
     let mut sink = MemSink::new();
     for fmt in Format::ALL {
         export::export(&routed, fmt, &mut sink).unwrap_or_else(|e| panic!("{fmt}: {e}"));
@@ -38,7 +42,14 @@ fn golden_ecmp() {
     let sink = export_all(&f, Tables::Ecmp(&r), &a);
     // Per-switch formats write one file per switch.
     for dir in ["ip", "frr/bgp", "frr/static", "sonic"] {
-        let n = sink.files.keys().filter(|k| k.starts_with(&format!("{dir}/")) && k.matches('/').count() == dir.matches('/').count() + 1).count();
+        let n = sink
+            .files
+            .keys()
+            .filter(|k| {
+                k.starts_with(&format!("{dir}/"))
+                    && k.matches('/').count() == dir.matches('/').count() + 1
+            })
+            .count();
         assert_eq!(n, 20, "{dir}");
     }
     for file in [
@@ -58,7 +69,10 @@ fn golden_ecmp() {
         "topology.conf",
     ] {
         let name = file.replace(['/', '.'], "_");
-        insta::assert_snapshot!(name, sink.text(file).unwrap_or_else(|| panic!("{file} missing")));
+        insta::assert_snapshot!(
+            name,
+            sink.text(file).unwrap_or_else(|| panic!("{file} missing"))
+        );
     }
 }
 
@@ -67,8 +81,14 @@ fn golden_single_path() {
     let (f, r, a) = k4();
     let lft = Lft::compute(&f, &r);
     let sink = export_all(&f, Tables::SinglePath(&r, &lft), &a);
-    insta::assert_snapshot!("single_path_ip_pod0-agg0", sink.text("ip/pod0-agg0.batch").unwrap());
-    insta::assert_snapshot!("single_path_lfts", sink.text("opensm/plane0/lfts.dump").unwrap());
+    insta::assert_snapshot!(
+        "single_path_ip_pod0-agg0",
+        sink.text("ip/pod0-agg0.batch").unwrap()
+    );
+    insta::assert_snapshot!(
+        "single_path_lfts",
+        sink.text("opensm/plane0/lfts.dump").unwrap()
+    );
     // Every LFT entry toward a host equals the single-path table.
     let dump = sink.text("opensm/plane0/lfts.dump").unwrap();
     let mut sw = None;
@@ -142,19 +162,35 @@ fn json_round_trips_and_matches_the_tables() {
     let (f, r, a) = k4();
     let sink = export_all(&f, Tables::Ecmp(&r), &a);
     let doc: Doc = serde_json::from_str(sink.text("routes.json").unwrap()).unwrap();
-    assert_eq!((doc.schema.as_str(), doc.fabric.as_str(), doc.engine.as_str()), ("fabric-routes/v1", "fat-tree-k4", "ecmp"));
+    assert_eq!(
+        (
+            doc.schema.as_str(),
+            doc.fabric.as_str(),
+            doc.engine.as_str()
+        ),
+        ("fabric-routes/v1", "fat-tree-k4", "ecmp")
+    );
     assert_eq!((doc.planes, doc.hosts, doc.switches.len()), (1, 16, 20));
     let names = f.name_index();
     for s in &doc.switches {
         let id = names[s.name.as_str()];
-        assert_eq!((id.0, s.plane, s.tier, s.pod), (s.id, 0, f.tier(id), f.pod(id)));
+        assert_eq!(
+            (id.0, s.plane, s.tier, s.pod),
+            (s.id, 0, f.tier(id), f.pod(id))
+        );
         assert_eq!(s.asn, a.asn(&f, id));
         assert_eq!(s.loopback, a.loopback_v4(id));
         assert_eq!(s.lid, a.switch_lid(&f, id));
         for route in &s.routes {
             let dst = names[route.dst.as_str()];
             // The next hops are exactly the ECMP group toward any host behind `dst`.
-            let host = if f.is_host(dst) { dst } else { f.hosts().find(|&h| f.attachment(h, 0).unwrap().leaf == dst).unwrap() };
+            let host = if f.is_host(dst) {
+                dst
+            } else {
+                f.hosts()
+                    .find(|&h| f.attachment(h, 0).unwrap().leaf == dst)
+                    .unwrap()
+            };
             let want: Vec<u16> = r.next_hops(id, host).to_vec();
             let got: Vec<u16> = route.nexthops.iter().map(|h| h.port).collect();
             assert_eq!(got, want, "{} -> {}", s.name, route.prefix);
@@ -179,22 +215,41 @@ fn json_round_trips_and_matches_the_tables() {
 #[test]
 fn ip_batch_lines_parse_and_count() {
     let (f, r, a) = k4();
-    for sink in [export_all(&f, Tables::Ecmp(&r), &a), export_all(&f, Tables::SinglePath(&r, &Lft::compute(&f, &r)), &a)] {
+    for sink in [
+        export_all(&f, Tables::Ecmp(&r), &a),
+        export_all(&f, Tables::SinglePath(&r, &Lft::compute(&f, &r)), &a),
+    ] {
         for s in f.switches() {
             let text = sink.text(&format!("ip/{}.batch", f.node_name(s))).unwrap();
-            let header: usize = text.lines().next().unwrap().split_whitespace().nth(2).unwrap().parse().unwrap();
+            let header: usize = text
+                .lines()
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .nth(2)
+                .unwrap()
+                .parse()
+                .unwrap();
             let mut routes = 0;
             let mut prefixes = BTreeSet::new();
             for (i, line) in text.lines().enumerate() {
                 if line.contains("scope link") {
                     // Directly attached host: `route replace H/32 proto static dev swpN scope link`.
                     let t: Vec<&str> = line.split_whitespace().collect();
-                    assert_eq!((t.len(), t[0], t[1], t[3], t[4], t[5], t[7], t[8]), (9, "route", "replace", "proto", "static", "dev", "scope", "link"), "{line}");
+                    assert_eq!(
+                        (t.len(), t[0], t[1], t[3], t[4], t[5], t[7], t[8]),
+                        (
+                            9, "route", "replace", "proto", "static", "dev", "scope", "link"
+                        ),
+                        "{line}"
+                    );
                     assert!(prefixes.insert(t[2].to_owned()));
                     routes += 1;
                     continue;
                 }
-                if let Some(p) = ipbatch::parse_line(i + 1, line).unwrap_or_else(|e| panic!("{}: {e}", f.node_name(s))) {
+                if let Some(p) = ipbatch::parse_line(i + 1, line)
+                    .unwrap_or_else(|e| panic!("{}: {e}", f.node_name(s)))
+                {
                     assert!(!p.nexthops.is_empty());
                     assert!(prefixes.insert(p.prefix));
                     routes += 1;
@@ -210,11 +265,18 @@ fn sonic_entries_are_well_formed() {
     let (f, r, a) = k4();
     let sink = export_all(&f, Tables::Ecmp(&r), &a);
     for s in f.switches() {
-        let v: serde_json::Value = serde_json::from_str(sink.text(&format!("sonic/{}.json", f.node_name(s))).unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(
+            sink.text(&format!("sonic/{}.json", f.node_name(s)))
+                .unwrap(),
+        )
+        .unwrap();
         for e in v.as_array().unwrap() {
             let o = e.as_object().unwrap();
             assert_eq!(o["OP"], "SET");
-            let (key, fields) = o.iter().find(|(k, _)| k.starts_with("ROUTE_TABLE:")).unwrap();
+            let (key, fields) = o
+                .iter()
+                .find(|(k, _)| k.starts_with("ROUTE_TABLE:"))
+                .unwrap();
             assert!(key["ROUTE_TABLE:".len()..].contains('/'));
             let nh = fields["nexthop"].as_str().unwrap().split(',').count();
             let ifs: Vec<&str> = fields["ifname"].as_str().unwrap().split(',').collect();
@@ -248,13 +310,19 @@ fn slurm_tree_covers_every_server_once() {
     }
     assert_eq!(seen.len(), 16);
     assert!(seen.values().all(|&c| c == 1));
-    assert!(children.is_subset(&switches), "every child switch is defined");
+    assert!(
+        children.is_subset(&switches),
+        "every child switch is defined"
+    );
     assert_eq!(switches.difference(&children).count(), 1, "one root");
 }
 
 #[test]
 fn multi_plane_writes_one_subnet_per_plane() {
-    let spec = topo::generators::multi_plane_spec(topo::generators::leaf_spine_spec(4, 2, 4, 1, topo::Rate::gbps(400)), 2);
+    let spec = topo::generators::multi_plane_spec(
+        topo::generators::leaf_spine_spec(4, 2, 4, 1, topo::Rate::gbps(400)),
+        2,
+    );
     let f = spec.build("test").unwrap();
     let r = Routes::compute(&f);
     let a = AddressPlan::new(&f).unwrap();

@@ -49,7 +49,10 @@ fn require(tools: &[&str], files: &[&str]) -> bool {
         return true;
     }
     if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
-        eprintln!("skipped: {} not installed (FABRIC_SKIP_TOOLS=1)", missing.join(", "));
+        eprintln!(
+            "skipped: {} not installed (FABRIC_SKIP_TOOLS=1)",
+            missing.join(", ")
+        );
         return false;
     }
     panic!(
@@ -89,7 +92,13 @@ fn parse_lft(text: &str) -> BTreeMap<u64, BTreeMap<u16, u8>> {
     for line in text.lines() {
         let line = line.trim_start();
         if line.starts_with("Unicast lids") {
-            let g = line.split(" guid 0x").nth(1).expect("guid").split_whitespace().next().unwrap();
+            let g = line
+                .split(" guid 0x")
+                .nth(1)
+                .expect("guid")
+                .split_whitespace()
+                .next()
+                .unwrap();
             let guid = u64::from_str_radix(g, 16).unwrap();
             out.entry(guid).or_default();
             cur = Some(guid);
@@ -105,14 +114,21 @@ fn parse_lft(text: &str) -> BTreeMap<u64, BTreeMap<u16, u8>> {
 
 #[test]
 fn ibsim_loads_net_and_opensm_programs_our_lfts() {
-    if !require(&["ibsim", "opensm", "ibroute", "ibnetdiscover"], &[UMAD2SIM]) {
+    if !require(
+        &["ibsim", "opensm", "ibroute", "ibnetdiscover"],
+        &[UMAD2SIM],
+    ) {
         return;
     }
     let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
     let routes = topo::Routes::compute(&f);
     let lft = topo::lft::Lft::compute(&f, &routes);
     let addr = topo::addressing::AddressPlan::new(&f).unwrap();
-    let routed = Routed { fabric: &f, addr: &addr, tables: Tables::SinglePath(&routes, &lft) };
+    let routed = Routed {
+        fabric: &f,
+        addr: &addr,
+        tables: Tables::SinglePath(&routes, &lft),
+    };
     let mut sink = MemSink::new();
     export::export(&routed, Format::Opensm, &mut sink).unwrap();
     let dir = scratch("ibsim");
@@ -130,7 +146,9 @@ fn ibsim_loads_net_and_opensm_programs_our_lfts() {
         .env("IBSIM_SOCKNAME", &sock)
         .stdin(Stdio::null())
         .stdout(fs::File::create(&sim_log).unwrap())
-        .stderr(Stdio::from(fs::File::create(dir.join("ibsim.err")).unwrap()))
+        .stderr(Stdio::from(
+            fs::File::create(dir.join("ibsim.err")).unwrap(),
+        ))
         .current_dir(&dir)
         .spawn()
         .expect("spawn ibsim");
@@ -141,11 +159,17 @@ fn ibsim_loads_net_and_opensm_programs_our_lfts() {
         if log.contains("Network simulator ready") {
             break;
         }
-        assert!(t0.elapsed() < Duration::from_secs(20), "ibsim did not start: {log}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "ibsim did not start: {log}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let err = fs::read_to_string(dir.join("ibsim.err")).unwrap();
-    assert!(!err.contains("ibwarn") && !err.contains("ibpanic"), "ibsim complained about fabric.net:\n{err}");
+    assert!(
+        !err.contains("ibwarn") && !err.contains("ibpanic"),
+        "ibsim complained about fabric.net:\n{err}"
+    );
 
     let tool = |cmd: &str, args: &[&str]| {
         let out = Command::new(cmd)
@@ -158,25 +182,53 @@ fn ibsim_loads_net_and_opensm_programs_our_lfts() {
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("{cmd}: {e}"));
-        assert!(out.status.success(), "{cmd} {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{cmd} {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
 
     // ibsim built exactly our nodes.
     let nodes = tool("ibnetdiscover", &["-l"]);
-    assert_eq!(nodes.lines().filter(|l| l.starts_with("Switch")).count(), 20, "{nodes}");
-    assert_eq!(nodes.lines().filter(|l| l.starts_with("Ca")).count(), 16, "{nodes}");
+    assert_eq!(
+        nodes.lines().filter(|l| l.starts_with("Switch")).count(),
+        20,
+        "{nodes}"
+    );
+    assert_eq!(
+        nodes.lines().filter(|l| l.starts_with("Ca")).count(),
+        16,
+        "{nodes}"
+    );
 
     // OpenSM loads our LFT dump with the `file` routing engine and keeps our LIDs.
     let dump = plane.join("lfts.dump");
     let osm_log = dir.join("osm.log");
     tool(
         "opensm",
-        &["-o", "-R", "file", "-U", dump.to_str().unwrap(), "-f", osm_log.to_str().unwrap(), "-D", "0x03"],
+        &[
+            "-o",
+            "-R",
+            "file",
+            "-U",
+            dump.to_str().unwrap(),
+            "-f",
+            osm_log.to_str().unwrap(),
+            "-D",
+            "0x03",
+        ],
     );
     let log = fs::read_to_string(&osm_log).unwrap();
-    assert!(log.contains("file tables configured on all switches"), "opensm did not use our tables:\n{log}");
-    assert!(!log.contains("PARSE ERROR") && !log.contains(" ERR "), "opensm reported errors:\n{log}");
+    assert!(
+        log.contains("file tables configured on all switches"),
+        "opensm did not use our tables:\n{log}"
+    );
+    assert!(
+        !log.contains("PARSE ERROR") && !log.contains(" ERR "),
+        "opensm reported errors:\n{log}"
+    );
 
     // Every switch's table, read back over MADs, equals the dump.
     let ours = parse_lft(sink.text("opensm/plane0/lfts.dump").unwrap());
@@ -187,10 +239,23 @@ fn ibsim_loads_net_and_opensm_programs_our_lfts() {
         let lid = guid2lid
             .lines()
             .find(|l| l.starts_with(&format!("0x{guid:016x} ")))
-            .map(|l| u16::from_str_radix(l.split_whitespace().nth(1).unwrap().trim_start_matches("0x"), 16).unwrap())
+            .map(|l| {
+                u16::from_str_radix(
+                    l.split_whitespace()
+                        .nth(1)
+                        .unwrap()
+                        .trim_start_matches("0x"),
+                    16,
+                )
+                .unwrap()
+            })
             .expect("switch in guid2lid");
         let read = parse_lft(&tool("ibroute", &[&lid.to_string()]));
-        assert_eq!(read.get(guid), Some(table), "switch lid {lid} guid 0x{guid:016x}: table differs");
+        assert_eq!(
+            read.get(guid),
+            Some(table),
+            "switch lid {lid} guid 0x{guid:016x}: table differs"
+        );
         checked += table.len();
     }
     assert_eq!(checked, 20 * 36);
@@ -207,8 +272,17 @@ fn dot_renders_the_topology() {
     export::export_topology(&f, Format::Dot, &mut sink).unwrap();
     let dir = scratch("dot");
     write_all(&sink, &dir);
-    let out = Command::new("dot").args(["-Tsvg", "-o"]).arg(dir.join("f.svg")).arg(dir.join("fabric.dot")).output().unwrap();
-    assert!(out.status.success() && out.stderr.is_empty(), "dot: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("dot")
+        .args(["-Tsvg", "-o"])
+        .arg(dir.join("f.svg"))
+        .arg(dir.join("fabric.dot"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "dot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let svg = fs::read_to_string(dir.join("f.svg")).unwrap();
     assert_eq!(svg.matches("class=\"node\"").count(), 36);
     assert_eq!(svg.matches("class=\"edge\"").count(), 48);
@@ -221,7 +295,11 @@ fn k4_ecmp(formats: &[Format]) -> (topo::Fabric, topo::addressing::AddressPlan, 
     let addr = topo::addressing::AddressPlan::new(&f).unwrap();
     let mut sink = MemSink::new();
     {
-        let routed = Routed { fabric: &f, addr: &addr, tables: Tables::Ecmp(&routes) };
+        let routed = Routed {
+            fabric: &f,
+            addr: &addr,
+            tables: Tables::Ecmp(&routes),
+        };
         for &fmt in formats {
             export::export(&routed, fmt, &mut sink).unwrap();
         }
@@ -241,7 +319,12 @@ fn frr_accepts_every_config() {
     for flavour in ["bgp", "static"] {
         for s in f.switches() {
             let file = dir.join(format!("frr/{flavour}/{}.conf", f.node_name(s)));
-            let out = Command::new("vtysh").arg("--dryrun").arg("-f").arg(&file).output().unwrap();
+            let out = Command::new("vtysh")
+                .arg("--dryrun")
+                .arg("-f")
+                .arg(&file)
+                .output()
+                .unwrap();
             assert!(
                 out.status.success(),
                 "vtysh rejects {}: {}{}",
@@ -266,7 +349,11 @@ impl Drop for Netns {
 
 fn ip(args: &[&str]) -> String {
     let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -299,7 +386,9 @@ fn ip_batch_applies_in_a_namespace() {
                 Some((net, a)) => format!("{a}/{}", net.len),
                 None => format!("{}/32", addr.gateway_v4(s).unwrap()),
             };
-            setup += &format!("link add {dev} type veth peer name x{dev}\nlink set x{dev} up\nlink set {dev} up\naddr add {a} dev {dev}\n");
+            setup += &format!(
+                "link add {dev} type veth peer name x{dev}\nlink set x{dev} up\nlink set {dev} up\naddr add {a} dev {dev}\n"
+            );
         }
         let setup_file = dir.join(format!("setup-{i}.batch"));
         fs::write(&setup_file, setup).unwrap();
@@ -312,22 +401,37 @@ fn ip_batch_applies_in_a_namespace() {
         let mut last = String::new();
         for line in table.lines() {
             if line.starts_with(char::is_whitespace) {
-                *got.get_mut(&last).unwrap() += usize::from(line.trim_start().starts_with("nexthop"));
+                *got.get_mut(&last).unwrap() +=
+                    usize::from(line.trim_start().starts_with("nexthop"));
             } else {
                 let prefix = line.split_whitespace().next().unwrap();
-                let prefix = if prefix.contains('/') { prefix.to_owned() } else { format!("{prefix}/32") };
+                let prefix = if prefix.contains('/') {
+                    prefix.to_owned()
+                } else {
+                    format!("{prefix}/32")
+                };
                 let single = usize::from(line.contains(" via ") || line.contains(" dev "));
                 got.insert(prefix.clone(), single);
                 last = prefix;
             }
         }
         let mut want: BTreeMap<String, usize> = BTreeMap::new();
-        for line in sink.text(&format!("ip/{}.batch", f.node_name(s))).unwrap().lines().skip(1) {
+        for line in sink
+            .text(&format!("ip/{}.batch", f.node_name(s)))
+            .unwrap()
+            .lines()
+            .skip(1)
+        {
             let prefix = line.split_whitespace().nth(2).unwrap().to_owned();
             let hops = line.matches(" nexthop ").count().max(1);
             want.insert(prefix, hops);
         }
-        assert_eq!(got, want, "{}: kernel table differs from the batch file", f.node_name(s));
+        assert_eq!(
+            got,
+            want,
+            "{}: kernel table differs from the batch file",
+            f.node_name(s)
+        );
     }
     let _ = fs::remove_dir_all(&dir);
 }

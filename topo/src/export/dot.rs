@@ -27,7 +27,10 @@ pub fn tier<'a, W: Write>(
     label: &str,
     names: impl IntoIterator<Item = &'a str>,
 ) -> io::Result<()> {
-    writeln!(w, "  subgraph tier{tier} {{\n    rank=same;\n    // {label}")?;
+    writeln!(
+        w,
+        "  subgraph tier{tier} {{\n    rank=same;\n    // {label}"
+    )?;
     let colour = COLOURS[tier % COLOURS.len()];
     for n in names {
         w.write_all(b"    ")?;

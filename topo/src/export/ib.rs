@@ -12,7 +12,7 @@
 use std::io::{self, Write};
 
 use super::opensm::{self, IbKind, NetNode, NetPort};
-use super::ExportError;
+use super::{ExportError, fastfmt};
 use crate::addressing::AddressPlan;
 use crate::model::{Fabric, NodeId, Port};
 
@@ -33,13 +33,21 @@ impl LidPlan {
         let info = f.plane_info(plane);
         let mut lid = vec![0u16; f.num_nodes()];
         let mut by_lid = Vec::new();
-        let needed = f.hosts().filter(|&h| f.attachment(h, plane).is_some()).count() + info.switches().len();
+        let needed = f
+            .hosts()
+            .filter(|&h| f.attachment(h, plane).is_some())
+            .count()
+            + info.switches().len();
         for h in f.hosts().filter(|&h| f.attachment(h, plane).is_some()) {
-            lid[h.idx()] = addr.host_lid(h, plane).ok_or(ExportError::TooManyLids { plane, needed })?;
+            lid[h.idx()] = addr
+                .host_lid(h, plane)
+                .ok_or(ExportError::TooManyLids { plane, needed })?;
             by_lid.push(h);
         }
         for s in info.switches().map(NodeId) {
-            lid[s.idx()] = addr.switch_lid(f, s).ok_or(ExportError::TooManyLids { plane, needed })?;
+            lid[s.idx()] = addr
+                .switch_lid(f, s)
+                .ok_or(ExportError::TooManyLids { plane, needed })?;
             by_lid.push(s);
         }
         by_lid.sort_by_key(|n| lid[n.idx()]);
@@ -72,7 +80,11 @@ pub fn lid_port_guid(f: &Fabric, addr: &AddressPlan, n: NodeId, plane: u16) -> u
 }
 
 fn kind(f: &Fabric, n: NodeId) -> IbKind {
-    if f.is_host(n) { IbKind::Ca } else { IbKind::Switch }
+    if f.is_host(n) {
+        IbKind::Ca
+    } else {
+        IbKind::Switch
+    }
 }
 
 /// Min-hop distances (in switch hops inside the plane) from every node to `dst`.
@@ -142,11 +154,31 @@ pub fn write_lfts<W: Write>(
         }
     }
     let max_lid = plan.max_lid();
+    // The part of an entry after the port depends only on the destination: render it
+    // once per plane, not once per (switch, destination).
+    let suffix: Vec<Vec<u8>> = plan
+        .nodes()
+        .iter()
+        .map(|&d| {
+            let mut b = Vec::new();
+            let _ = opensm::lft_entry(
+                &mut b,
+                0,
+                0,
+                kind(f, d),
+                lid_port_guid(f, addr, d, plan.plane),
+                f.node_name(d),
+            );
+            b.split_off(b.iter().position(|&c| c == b'#').unwrap_or(0) - 1)
+        })
+        .collect();
     let mut hops = Vec::new();
+    let mut block = Vec::new();
     for (si, &s) in switches.iter().enumerate() {
         let slid = plan.lid(s);
-        opensm::lft_switch_header(w, max_lid, slid, addr.node_guid(s), f.node_name(s))?;
-        for &d in plan.nodes() {
+        block.clear();
+        opensm::lft_switch_header(&mut block, max_lid, slid, addr.node_guid(s), f.node_name(s))?;
+        for (di, &d) in plan.nodes().iter().enumerate() {
             let dlid = plan.lid(d);
             let port = if d == s {
                 0
@@ -163,19 +195,32 @@ pub fn write_lfts<W: Write>(
             } else {
                 to_switch[si * ns + (d.0 - base) as usize]
             };
-            opensm::lft_entry(w, dlid, port, kind(f, d), lid_port_guid(f, addr, d, plan.plane), f.node_name(d))?;
+            // Same bytes as opensm::lft_entry.
+            block.extend_from_slice(b"0x");
+            fastfmt::hex_pad(&mut block, u64::from(dlid), 4);
+            block.push(b' ');
+            fastfmt::dec_pad(&mut block, u64::from(port), 3);
+            block.extend_from_slice(&suffix[di]);
         }
-        opensm::lft_switch_trailer(w, plan.nodes().len())?;
+        opensm::lft_switch_trailer(&mut block, plan.nodes().len())?;
+        w.write_all(&block)?;
     }
     Ok(())
 }
 
 fn ib_port(p: Port) -> Result<u8, ExportError> {
-    u8::try_from(u32::from(p) + 1).map_err(|_| ExportError::PortTooHigh { port: u32::from(p) + 1 })
+    u8::try_from(u32::from(p) + 1).map_err(|_| ExportError::PortTooHigh {
+        port: u32::from(p) + 1,
+    })
 }
 
 /// Writes the `guid2lid` file of one plane.
-pub fn write_guid2lid<W: Write>(w: &mut W, f: &Fabric, addr: &AddressPlan, plan: &LidPlan) -> io::Result<()> {
+pub fn write_guid2lid<W: Write>(
+    w: &mut W,
+    f: &Fabric,
+    addr: &AddressPlan,
+    plan: &LidPlan,
+) -> io::Result<()> {
     for &n in plan.nodes() {
         opensm::guid2lid_entry(w, lid_port_guid(f, addr, n, plan.plane), plan.lid(n))?;
     }
@@ -184,7 +229,12 @@ pub fn write_guid2lid<W: Write>(w: &mut W, f: &Fabric, addr: &AddressPlan, plan:
 
 /// Writes the ibnetdiscover/ibsim topology of one plane: every switch of the
 /// plane and every host NIC with a port in it, with all in-plane links.
-pub fn write_net<W: Write>(w: &mut W, f: &Fabric, addr: &AddressPlan, plan: &LidPlan) -> Result<(), ExportError> {
+pub fn write_net<W: Write>(
+    w: &mut W,
+    f: &Fabric,
+    addr: &AddressPlan,
+    plan: &LidPlan,
+) -> Result<(), ExportError> {
     let nsw = f.plane_info(plan.plane).switches().len();
     opensm::net_header(
         w,
@@ -216,7 +266,12 @@ pub fn write_net<W: Write>(w: &mut W, f: &Fabric, addr: &AddressPlan, plan: &Lid
     Ok(())
 }
 
-fn net_node<'f>(f: &'f Fabric, addr: &AddressPlan, n: NodeId, plan: &LidPlan) -> Result<NetNode<'f>, ExportError> {
+fn net_node<'f>(
+    f: &'f Fabric,
+    addr: &AddressPlan,
+    n: NodeId,
+    plan: &LidPlan,
+) -> Result<NetNode<'f>, ExportError> {
     Ok(NetNode {
         kind: kind(f, n),
         guid: addr.node_guid(n),

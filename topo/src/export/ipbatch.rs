@@ -42,7 +42,11 @@ pub fn write_route<W: Write, P: Display, A: Display, D: Display>(
         [one] if one.weight == 1 => write!(w, " via {} dev {}", one.via, one.dev)?,
         many => {
             for nh in many {
-                write!(w, " nexthop via {} dev {} weight {}", nh.via, nh.dev, nh.weight)?;
+                write!(
+                    w,
+                    " nexthop via {} dev {} weight {}",
+                    nh.via, nh.dev, nh.weight
+                )?;
             }
         }
     }
@@ -96,19 +100,27 @@ pub fn parse_line(lineno: usize, line: &str) -> Result<Option<ParsedRoute>, Pars
         t.next();
         match t.next() {
             Some("static") => {}
-            other => return Err(err(format!("expected `static` after proto, found {other:?}"))),
+            other => {
+                return Err(err(format!(
+                    "expected `static` after proto, found {other:?}"
+                )));
+            }
         }
     }
     let mut nexthops = Vec::new();
     let read_hop = |t: &mut std::iter::Peekable<std::str::SplitAsciiWhitespace<'_>>,
-                        with_weight: bool|
+                    with_weight: bool|
      -> Result<(String, String, u32), ParseError> {
         expect("via", t)?;
-        let via = t.next().ok_or_else(|| err("missing gateway after via".into()))?;
+        let via = t
+            .next()
+            .ok_or_else(|| err("missing gateway after via".into()))?;
         via.parse::<std::net::IpAddr>()
             .map_err(|_| err(format!("gateway `{via}` is not an IP address")))?;
         expect("dev", t)?;
-        let dev = t.next().ok_or_else(|| err("missing device after dev".into()))?;
+        let dev = t
+            .next()
+            .ok_or_else(|| err("missing device after dev".into()))?;
         if dev.is_empty() || dev.len() > 15 || dev.contains(['/', ':']) {
             return Err(err(format!("`{dev}` is not a valid Linux interface name")));
         }
@@ -135,12 +147,19 @@ pub fn parse_line(lineno: usize, line: &str) -> Result<Option<ParsedRoute>, Pars
                 nexthops.push(read_hop(&mut t, true)?);
             }
         }
-        other => return Err(err(format!("expected `via`, `nexthop` or `blackhole`, found {other:?}"))),
+        other => {
+            return Err(err(format!(
+                "expected `via`, `nexthop` or `blackhole`, found {other:?}"
+            )));
+        }
     }
     if let Some(extra) = t.next() {
         return Err(err(format!("unexpected `{extra}` at end of line")));
     }
-    Ok(Some(ParsedRoute { prefix: prefix.to_owned(), nexthops }))
+    Ok(Some(ParsedRoute {
+        prefix: prefix.to_owned(),
+        nexthops,
+    }))
 }
 
 fn check_prefix(p: &str) -> Result<(), String> {
@@ -167,8 +186,16 @@ mod tests {
 
     #[test]
     fn single_and_ecmp_forms() {
-        let a = NextHop { via: Ipv4Addr::new(10, 1, 0, 1), dev: "swp3", weight: 1 };
-        let b = NextHop { via: Ipv4Addr::new(10, 1, 0, 5), dev: "swp4", weight: 2 };
+        let a = NextHop {
+            via: Ipv4Addr::new(10, 1, 0, 1),
+            dev: "swp3",
+            weight: 1,
+        };
+        let b = NextHop {
+            via: Ipv4Addr::new(10, 1, 0, 5),
+            dev: "swp4",
+            weight: 2,
+        };
         assert_eq!(
             line("10.0.1.0/24", &[a]),
             "route replace 10.0.1.0/24 proto static via 10.1.0.1 dev swp3\n"
@@ -178,7 +205,9 @@ mod tests {
             "route replace 10.0.1.0/24 proto static nexthop via 10.1.0.1 dev swp3 weight 1 \
              nexthop via 10.1.0.5 dev swp4 weight 2\n"
         );
-        let p = parse_line(1, &line("10.0.1.0/24", &[a, b])).unwrap().unwrap();
+        let p = parse_line(1, &line("10.0.1.0/24", &[a, b]))
+            .unwrap()
+            .unwrap();
         assert_eq!(p.nexthops.len(), 2);
         assert_eq!(p.nexthops[1], ("10.1.0.5".into(), "swp4".into(), 2));
     }

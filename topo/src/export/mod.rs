@@ -26,6 +26,7 @@
 //! ```
 
 pub mod dot;
+mod fastfmt;
 mod formats;
 pub mod frr;
 pub mod ib;
@@ -144,7 +145,9 @@ pub enum ExportError {
         port: u32,
     },
     /// The routing table has no route between two nodes that must reach each other.
-    #[error("no route from {from} to {to}; verify the tables (`fabric routes verify`) before exporting")]
+    #[error(
+        "no route from {from} to {to}; verify the tables (`fabric routes verify`) before exporting"
+    )]
     Unreachable {
         /// Source switch.
         from: String,
@@ -160,7 +163,11 @@ pub enum ExportError {
 }
 
 /// Writes a topology-only format ([`Format::Dot`] or [`Format::Slurm`]).
-pub fn export_topology<S: Sink>(f: &Fabric, format: Format, sink: &mut S) -> Result<(), ExportError> {
+pub fn export_topology<S: Sink>(
+    f: &Fabric,
+    format: Format,
+    sink: &mut S,
+) -> Result<(), ExportError> {
     match format {
         Format::Dot => sink::with_file(sink, "fabric.dot", |w| topology::write_dot(w, f)),
         Format::Slurm => sink::with_file(sink, "topology.conf", |w| topology::write_slurm(w, f)),
@@ -198,10 +205,16 @@ pub fn export_opensm<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Export
     for p in 0..f.num_planes() as u16 {
         let plan = ib::LidPlan::new(f, addr, p)?;
         let dir = format!("opensm/plane{p}");
-        sink::with_file(sink, &format!("{dir}/fabric.net"), |w| ib::write_net(w, f, addr, &plan))?;
-        sink::with_file(sink, &format!("{dir}/guid2lid"), |w| Ok(ib::write_guid2lid(w, f, addr, &plan)?))?;
+        sink::with_file(sink, &format!("{dir}/fabric.net"), |w| {
+            ib::write_net(w, f, addr, &plan)
+        })?;
+        sink::with_file(sink, &format!("{dir}/guid2lid"), |w| {
+            Ok(ib::write_guid2lid(w, f, addr, &plan)?)
+        })?;
         sink::with_file(sink, &format!("{dir}/lfts.dump"), |w| {
-            ib::write_lfts(w, f, addr, &plan, |s, d, out| r.tables.next_hops(f, s, d, out))
+            ib::write_lfts(w, f, addr, &plan, |s, d, out| {
+                r.tables.next_hops(f, s, d, out)
+            })
         })?;
     }
     Ok(())

@@ -68,7 +68,12 @@ pub struct Route {
 }
 
 /// Address of `node`'s neighbour on `node`'s `port` (the far end of the link).
-pub fn peer_addr(f: &Fabric, addr: &AddressPlan, node: NodeId, port: Port) -> Option<(NodeId, Ipv4Addr)> {
+pub fn peer_addr(
+    f: &Fabric,
+    addr: &AddressPlan,
+    node: NodeId,
+    port: Port,
+) -> Option<(NodeId, Ipv4Addr)> {
     let peer = f.peer(node, port);
     if f.is_host(peer) {
         let plane = f.plane(node)?;
@@ -81,7 +86,12 @@ pub fn peer_addr(f: &Fabric, addr: &AddressPlan, node: NodeId, port: Port) -> Op
 
 /// Address of `node`'s own end of the link on `port` (`None` toward hosts:
 /// the leaf uses its gateway address there).
-pub fn own_addr(f: &Fabric, addr: &AddressPlan, node: NodeId, port: Port) -> Option<(V4Net, Ipv4Addr)> {
+pub fn own_addr(
+    f: &Fabric,
+    addr: &AddressPlan,
+    node: NodeId,
+    port: Port,
+) -> Option<(V4Net, Ipv4Addr)> {
     let l = f.port_link(node, port);
     let (net, a, b) = addr.link_v4(l)?;
     Some((net, if f.link(l).a == node { a } else { b }))
@@ -92,7 +102,9 @@ fn missing(f: &Fabric, s: NodeId, what: &str) -> ExportError {
 }
 
 fn host_route(f: &Fabric, addr: &AddressPlan, plane: u16, h: NodeId) -> Result<V4Net, ExportError> {
-    let ip = addr.host_v4(f, h, plane).ok_or_else(|| missing(f, h, "host address"))?;
+    let ip = addr
+        .host_v4(f, h, plane)
+        .ok_or_else(|| missing(f, h, "host address"))?;
     Ok(V4Net { addr: ip, len: 32 })
 }
 
@@ -128,7 +140,14 @@ pub fn for_each_route(
             hops.clear();
             resolve(p, hops)?;
             let prefix = host_route(f, addr, plane, h)?;
-            emit(&Route { prefix, dst: h, local: true }, hops)?;
+            emit(
+                &Route {
+                    prefix,
+                    dst: h,
+                    local: true,
+                },
+                hops,
+            )?;
         }
         Ok(())
     };
@@ -143,8 +162,17 @@ pub fn for_each_route(
                         for &p in r.groups().get(g) {
                             resolve(p, &mut hops)?;
                         }
-                        let prefix = addr.tor_prefix_v4(leaf).ok_or_else(|| missing(f, leaf, "ToR prefix"))?;
-                        emit(&Route { prefix, dst: leaf, local: false }, &hops)?;
+                        let prefix = addr
+                            .tor_prefix_v4(leaf)
+                            .ok_or_else(|| missing(f, leaf, "ToR prefix"))?;
+                        emit(
+                            &Route {
+                                prefix,
+                                dst: leaf,
+                                local: false,
+                            },
+                            &hops,
+                        )?;
                     }
                 }
             }
@@ -167,7 +195,14 @@ pub fn for_each_route(
                         hops.clear();
                         resolve(p, &mut hops)?;
                         let prefix = host_route(f, addr, plane, h)?;
-                        emit(&Route { prefix, dst: h, local: false }, &hops)?;
+                        emit(
+                            &Route {
+                                prefix,
+                                dst: h,
+                                local: false,
+                            },
+                            &hops,
+                        )?;
                     }
                 }
             }

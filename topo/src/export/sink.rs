@@ -34,7 +34,9 @@ impl MemSink {
 
     /// The contents of `path` as UTF-8 text, if such a file was written.
     pub fn text(&self, path: &str) -> Option<&str> {
-        self.files.get(path).and_then(|b| std::str::from_utf8(b).ok())
+        self.files
+            .get(path)
+            .and_then(|b| std::str::from_utf8(b).ok())
     }
 }
 

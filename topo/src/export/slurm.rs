@@ -51,7 +51,15 @@ pub fn hostlist<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
         let found = groups
             .iter()
             .position(|(k, _)| *k == (prefix, width))
-            .or_else(|| (!padded).then(|| groups.iter().position(|(k, _)| *k == (prefix, digits.len()))).flatten());
+            .or_else(|| {
+                (!padded)
+                    .then(|| {
+                        groups
+                            .iter()
+                            .position(|(k, _)| *k == (prefix, digits.len()))
+                    })
+                    .flatten()
+            });
         let key = (prefix, width);
         match found {
             Some(i) => groups[i].1.push(num),
@@ -129,7 +137,9 @@ pub fn expand_hostlist(expr: &str) -> Result<Vec<String>, String> {
             continue;
         };
         let prefix = &item[..open];
-        let body = item[open + 1..].strip_suffix(']').ok_or(format!("`{item}`: text after `]`"))?;
+        let body = item[open + 1..]
+            .strip_suffix(']')
+            .ok_or(format!("`{item}`: text after `]`"))?;
         for range in body.split(',') {
             let (a, b) = range.split_once('-').unwrap_or((range, range));
             let width = a.len();
@@ -155,7 +165,10 @@ mod tests {
     fn compresses_runs_and_keeps_padding() {
         assert_eq!(hostlist(["gpu0", "gpu1", "gpu2", "gpu5"]), "gpu[0-2,5]");
         assert_eq!(hostlist(["n08", "n09", "n10"]), "n[08-10]");
-        assert_eq!(hostlist(["leaf-0-1", "leaf-0-0", "spine"]), "leaf-0-[0-1],spine");
+        assert_eq!(
+            hostlist(["leaf-0-1", "leaf-0-0", "spine"]),
+            "leaf-0-[0-1],spine"
+        );
         assert_eq!(hostlist(["a7"]), "a7");
         assert_eq!(hostlist(["x9", "x10"]), "x[9-10]");
     }

@@ -19,7 +19,6 @@
 use std::fmt::Display;
 use std::io::{self, Write};
 
-
 /// Streams the entries of one switch's file; call [`SonicWriter::finish`] at the end.
 #[derive(Debug)]
 pub struct SonicWriter {
@@ -44,7 +43,10 @@ impl SonicWriter {
     ) -> io::Result<()> {
         w.write_all(if self.first { b"\n" } else { b",\n" })?;
         self.first = false;
-        write!(w, "  {{\n    \"ROUTE_TABLE:{prefix}\": {{\n      \"nexthop\": \"")?;
+        write!(
+            w,
+            "  {{\n    \"ROUTE_TABLE:{prefix}\": {{\n      \"nexthop\": \""
+        )?;
         for (i, (a, _, _)) in hops.iter().enumerate() {
             if i > 0 {
                 w.write_all(b",")?;
