@@ -13,7 +13,9 @@
 use crate::dcqcn::{DcqcnConfig, DcqcnPreset, DcqcnRp};
 use crate::dctcp::{Dctcp, DctcpConfig};
 use crate::error::{Error, Result};
-use crate::traits::{Ack, CcMetrics, SenderCc};
+use crate::hpcc::{Hpcc, HpccConfig};
+use crate::traits::{Ack, CcMetrics, DataArrival, Feedback, IntHop, ReceiverCc, SenderCc};
+use crate::uec::{Nscc, NsccConfig, RcccConfig, RcccReceiver, RcccSender};
 use crate::units::{Bytes, Duration, Instant, Rate};
 use serde::{Deserialize, Serialize};
 
@@ -28,9 +30,10 @@ pub struct PathParams {
     pub mtu: Bytes,
 }
 
-/// An algorithm by name (what a CLI flag or scenario file says).
+/// An algorithm by name (what a CLI flag or scenario file says). Serialises as its name
+/// string (`"dcqcn-mellanox"`), parsing with the same rules as [`core::str::FromStr`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(try_from = "String", into = "String")]
 #[non_exhaustive]
 pub enum CcKind {
     /// DCQCN with a parameter preset. Names: `dcqcn` (= paper), `dcqcn-paper`,
@@ -38,11 +41,19 @@ pub enum CcKind {
     Dcqcn(DcqcnPreset),
     /// DCTCP (window, ECN fraction).
     Dctcp,
+    /// UEC NSCC (window, ECN + delay). `trimming` selects the target delay (0.75·RTT with
+    /// trimming, 1.0·RTT without). Names: `nscc` (trimming on), `nscc-notrim`.
+    Nscc { trimming: bool },
+    /// UEC RCCC (receiver credit). Name: `rccc`.
+    Rccc,
+    /// HPCC (INT). Name: `hpcc`. Needs `on_ack_int` from the driver.
+    Hpcc,
 }
 
 impl CcKind {
     /// The names [`core::str::FromStr`] accepts.
-    pub const NAMES: &'static str = "dcqcn, dcqcn-paper, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp";
+    pub const NAMES: &'static str =
+        "dcqcn, dcqcn-paper, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp, nscc, nscc-notrim, rccc, hpcc";
 
     /// The full configuration this kind gets on `path`.
     pub fn config(&self, path: &PathParams) -> CcConfig {
@@ -51,7 +62,25 @@ impl CcKind {
             CcKind::Dctcp => {
                 CcConfig::Dctcp(DctcpConfig::new(path.line_rate, path.base_rtt, path.mtu))
             }
+            CcKind::Nscc { trimming } => CcConfig::Nscc(NsccConfig::new(
+                path.line_rate,
+                path.base_rtt,
+                path.mtu,
+                trimming,
+            )),
+            CcKind::Rccc => {
+                CcConfig::Rccc(RcccConfig::new(path.line_rate, path.base_rtt, path.mtu))
+            }
+            CcKind::Hpcc => {
+                CcConfig::Hpcc(HpccConfig::new(path.line_rate, path.base_rtt, path.mtu))
+            }
         }
+    }
+
+    /// The receiver-side half this algorithm needs, if any: the DCQCN notification point
+    /// (CNPs) or the RCCC credit pacer. DCTCP and NSCC need none (ACKs echo ECN).
+    pub fn build_receiver(&self, path: &PathParams) -> Result<Option<AnyReceiver>> {
+        self.config(path).build_receiver()
     }
 
     /// Build the controller with this kind's defaults on `path`.
@@ -67,6 +96,10 @@ impl core::str::FromStr for CcKind {
         match lower.as_str() {
             "dcqcn" => Ok(CcKind::Dcqcn(DcqcnPreset::Paper)),
             "dctcp" => Ok(CcKind::Dctcp),
+            "nscc" => Ok(CcKind::Nscc { trimming: true }),
+            "nscc-notrim" => Ok(CcKind::Nscc { trimming: false }),
+            "rccc" => Ok(CcKind::Rccc),
+            "hpcc" => Ok(CcKind::Hpcc),
             other => {
                 if let Some(p) = other.strip_prefix("dcqcn-")
                     && let Ok(p) = p.parse::<DcqcnPreset>()
@@ -83,6 +116,19 @@ impl core::str::FromStr for CcKind {
     }
 }
 
+impl TryFrom<String> for CcKind {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self> {
+        s.parse()
+    }
+}
+
+impl From<CcKind> for String {
+    fn from(k: CcKind) -> String {
+        k.to_string()
+    }
+}
+
 impl core::fmt::Display for CcKind {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
@@ -90,6 +136,10 @@ impl core::fmt::Display for CcKind {
             CcKind::Dcqcn(DcqcnPreset::Mellanox) => f.write_str("dcqcn-mellanox"),
             CcKind::Dcqcn(DcqcnPreset::HpccNs3) => f.write_str("dcqcn-hpcc-ns3"),
             CcKind::Dctcp => f.write_str("dctcp"),
+            CcKind::Nscc { trimming: true } => f.write_str("nscc"),
+            CcKind::Nscc { trimming: false } => f.write_str("nscc-notrim"),
+            CcKind::Rccc => f.write_str("rccc"),
+            CcKind::Hpcc => f.write_str("hpcc"),
         }
     }
 }
@@ -101,6 +151,9 @@ impl core::fmt::Display for CcKind {
 pub enum CcConfig {
     Dcqcn(DcqcnConfig),
     Dctcp(DctcpConfig),
+    Nscc(NsccConfig),
+    Rccc(RcccConfig),
+    Hpcc(HpccConfig),
 }
 
 impl CcConfig {
@@ -109,7 +162,51 @@ impl CcConfig {
         Ok(match self {
             CcConfig::Dcqcn(c) => AnyCc::Dcqcn(c.build()?),
             CcConfig::Dctcp(c) => AnyCc::Dctcp(c.build()?),
+            CcConfig::Nscc(c) => AnyCc::Nscc(c.build()?),
+            CcConfig::Rccc(c) => AnyCc::Rccc(c.build_sender()?),
+            CcConfig::Hpcc(c) => AnyCc::Hpcc(c.build()?),
         })
+    }
+
+    /// Validate and build the receiver-side half, if the algorithm has one.
+    pub fn build_receiver(&self) -> Result<Option<AnyReceiver>> {
+        Ok(match self {
+            CcConfig::Dcqcn(c) => {
+                c.validate()?;
+                Some(AnyReceiver::DcqcnNp(c.build_np()))
+            }
+            CcConfig::Rccc(c) => Some(AnyReceiver::Rccc(c.build_receiver()?)),
+            CcConfig::Dctcp(_) | CcConfig::Nscc(_) | CcConfig::Hpcc(_) => None,
+        })
+    }
+}
+
+/// Any receiver-side controller, dispatched by `match`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum AnyReceiver {
+    DcqcnNp(crate::dcqcn::DcqcnNp),
+    Rccc(RcccReceiver),
+}
+
+impl ReceiverCc for AnyReceiver {
+    fn on_data(&mut self, now: Instant, pkt: DataArrival) {
+        match self {
+            AnyReceiver::DcqcnNp(r) => r.on_data(now, pkt),
+            AnyReceiver::Rccc(r) => r.on_data(now, pkt),
+        }
+    }
+    fn poll_feedback(&mut self, now: Instant) -> Option<Feedback> {
+        match self {
+            AnyReceiver::DcqcnNp(r) => r.poll_feedback(now),
+            AnyReceiver::Rccc(r) => r.poll_feedback(now),
+        }
+    }
+    fn next_timeout(&self) -> Option<Instant> {
+        match self {
+            AnyReceiver::DcqcnNp(r) => r.next_timeout(),
+            AnyReceiver::Rccc(r) => r.next_timeout(),
+        }
     }
 }
 
@@ -119,6 +216,9 @@ impl CcConfig {
 pub enum AnyCc {
     Dcqcn(DcqcnRp),
     Dctcp(Dctcp),
+    Nscc(Nscc),
+    Rccc(RcccSender),
+    Hpcc(Hpcc),
 }
 
 macro_rules! dispatch {
@@ -126,6 +226,9 @@ macro_rules! dispatch {
         match $self {
             AnyCc::Dcqcn($c) => $e,
             AnyCc::Dctcp($c) => $e,
+            AnyCc::Nscc($c) => $e,
+            AnyCc::Rccc($c) => $e,
+            AnyCc::Hpcc($c) => $e,
         }
     };
 }
@@ -136,6 +239,9 @@ impl AnyCc {
         match self {
             AnyCc::Dcqcn(_) => "dcqcn",
             AnyCc::Dctcp(_) => "dctcp",
+            AnyCc::Nscc(_) => "nscc",
+            AnyCc::Rccc(_) => "rccc",
+            AnyCc::Hpcc(_) => "hpcc",
         }
     }
 }
@@ -171,6 +277,9 @@ impl SenderCc for AnyCc {
     fn on_credit(&mut self, now: Instant, bytes: Bytes) {
         dispatch!(self, c => c.on_credit(now, bytes))
     }
+    fn on_ack_int(&mut self, now: Instant, ack: Ack, int: &[IntHop]) {
+        dispatch!(self, c => c.on_ack_int(now, ack, int))
+    }
     fn credit(&self) -> Option<Bytes> {
         dispatch!(self, c => c.credit())
     }
@@ -202,6 +311,20 @@ mod tests {
     }
 
     #[test]
+    fn kind_serialises_as_its_name() {
+        let k: CcKind = serde_json::from_str("\"dcqcn-mellanox\"").unwrap();
+        assert_eq!(k, CcKind::Dcqcn(DcqcnPreset::Mellanox));
+        assert_eq!(
+            serde_json::to_string(&CcKind::Nscc { trimming: false }).unwrap(),
+            "\"nscc-notrim\""
+        );
+        let e = serde_json::from_str::<CcKind>("\"reno\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reno") && e.contains("expected one of"), "{e}");
+    }
+
+    #[test]
     fn config_is_serde_round_trippable() {
         let cfg = CcKind::Dcqcn(DcqcnPreset::Mellanox).config(&path());
         let json = serde_json::to_string(&cfg).unwrap();
@@ -219,5 +342,35 @@ mod tests {
         assert!(cc.window().is_none());
         let cc = CcKind::Dctcp.build(&path()).unwrap();
         assert_eq!(cc.window(), Some(Bytes(125_000)));
+        let cc = "nscc".parse::<CcKind>().unwrap().build(&path()).unwrap();
+        assert_eq!(cc.window(), Some(Bytes(187_500)));
+        let cc = "rccc".parse::<CcKind>().unwrap().build(&path()).unwrap();
+        assert_eq!(cc.credit(), Some(Bytes(187_500)));
+    }
+
+    #[test]
+    fn receivers_exist_where_needed() {
+        let p = path();
+        for (name, has) in [
+            ("dcqcn", true),
+            ("rccc", true),
+            ("dctcp", false),
+            ("nscc", false),
+        ] {
+            let k: CcKind = name.parse().unwrap();
+            assert_eq!(k.build_receiver(&p).unwrap().is_some(), has, "{name}");
+        }
+        let mut rx = CcKind::Rccc.build_receiver(&p).unwrap().unwrap();
+        let AnyReceiver::Rccc(r) = &mut rx else {
+            panic!()
+        };
+        r.on_request(Instant::ZERO, 5, Bytes(100));
+        assert_eq!(
+            rx.poll_feedback(Instant::ZERO),
+            Some(Feedback::Credit {
+                flow: 5,
+                bytes: Bytes(100)
+            })
+        );
     }
 }

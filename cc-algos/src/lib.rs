@@ -11,12 +11,18 @@
 //!   CNPs, credit), [`EcnMarker`] (switch).
 //! - [`dcqcn`]: DCQCN reaction point [`DcqcnRp`] and notification point [`DcqcnNp`],
 //!   with `paper`, `mellanox` and `hpcc-ns3` presets ([`DcqcnConfig`]).
+//! - [`uec`]: Ultra Ethernet 1.0: NSCC sender window ([`Nscc`]), RCCC receiver credit
+//!   ([`RcccReceiver`] paces credit, [`RcccSender`] spends it), entropy-value path
+//!   selection for packet spraying ([`EvPolicy`]: oblivious, bitmap, REPS, mixed).
 //! - [`dctcp`]: DCTCP baseline ([`Dctcp`]).
+//! - [`hpcc`]: HPCC baseline ([`Hpcc`], INT-driven; feed it with
+//!   [`SenderCc::on_ack_int`]).
 //! - [`marking`]: RED-style ECN marking ([`RedEcn`], the DCQCN congestion point).
 //! - [`pfc`]: 802.1Qbb XOFF/XON ingress state machine and pause application.
 //! - [`trim`]: UEC packet-trimming policy.
 //! - [`any`]: [`AnyCc`], enum dispatch over all senders, built by name ([`CcKind`]) or
-//!   from a serialisable [`CcConfig`].
+//!   from a serialisable [`CcConfig`]; [`AnyReceiver`] for the receiver half (DCQCN NP,
+//!   RCCC credit pacer), from [`CcKind::build_receiver`].
 //! - [`error`]: [`Error`] and [`Result`].
 //!
 //! # Driving a sender
@@ -26,6 +32,17 @@
 //! arrives, `on_timeout(now)` whenever `now >= next_timeout()`, and before sending asks
 //! `rate()` (pace at that rate), `window()` (bytes in flight allowed, if `Some`) and
 //! `credit()` (bytes allowed by receiver credit, if `Some`).
+//!
+//! Per algorithm, what the driver must feed:
+//! - DCQCN: CE marks at the receiver → [`DcqcnNp`] → CNP → `on_cnp`. ACKs are ignored.
+//! - DCTCP / NSCC: ACKs with `acked` bytes, `ecn_echo` and (NSCC) an `rtt` sample; NACKs
+//!   for trimmed/lost packets. NSCC's [`Nscc::last_quadrant`] = `SwitchPath` is the cue to
+//!   move the flow's EV ([`EvPolicy::on_feedback`] with `PathSignal::Ecn`).
+//! - RCCC: at flow start, `RcccReceiver::on_request(flow, sender.request_for(size))`; drain
+//!   `poll_feedback` at `next_timeout` and deliver each `Credit` with `on_credit`; the
+//!   sender sends only while `credit() > 0`.
+//! - Switches: [`RedEcn::should_mark`] at dequeue, [`PfcIngress`] on enqueue/dequeue per
+//!   ingress port, [`TrimPolicy::decide`] on enqueue.
 //!
 //! ```
 //! use cc_algos::{Bytes, CcKind, DcqcnNp, Duration, Instant, PathParams, Rate, RedEcn, SenderCc};
@@ -49,18 +66,24 @@ pub mod any;
 pub mod dcqcn;
 pub mod dctcp;
 pub mod error;
+pub mod hpcc;
 pub mod marking;
 pub mod pfc;
 pub mod traits;
 pub mod trim;
+pub mod uec;
 pub mod units;
 
-pub use any::{AnyCc, CcConfig, CcKind, PathParams};
+pub use any::{AnyCc, AnyReceiver, CcConfig, CcKind, PathParams};
 pub use dcqcn::{DcqcnConfig, DcqcnNp, DcqcnPreset, DcqcnRp};
 pub use dctcp::{Dctcp, DctcpConfig};
 pub use error::{Error, Result};
+pub use hpcc::{Hpcc, HpccConfig};
 pub use marking::RedEcn;
 pub use pfc::{PfcConfig, PfcEgress, PfcFrame, PfcIngress};
 pub use traits::{Ack, CcMetrics, DataArrival, EcnMarker, Feedback, FlowId, ReceiverCc, SenderCc};
 pub use trim::{TrimDecision, TrimPolicy};
+pub use uec::{
+    EvPolicy, EvPolicyKind, Nscc, NsccConfig, PathSignal, RcccConfig, RcccReceiver, RcccSender,
+};
 pub use units::{Bytes, Duration, Instant, Rate};

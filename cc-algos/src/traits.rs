@@ -51,6 +51,11 @@ pub trait SenderCc {
     fn window(&self) -> Option<Bytes>;
     /// A snapshot for telemetry and plots.
     fn metrics(&self) -> CcMetrics;
+    /// An acknowledgement carrying in-band network telemetry (one record per hop, in
+    /// path order), for INT-based algorithms (HPCC). Others treat it as a plain ACK.
+    fn on_ack_int(&mut self, now: Instant, ack: Ack, _int: &[IntHop]) {
+        self.on_ack(now, ack)
+    }
     /// `bytes` of credit arrived from the receiver (credit-based algorithms such as UEC
     /// RCCC). Others ignore it.
     fn on_credit(&mut self, _now: Instant, _bytes: Bytes) {}
@@ -59,6 +64,20 @@ pub trait SenderCc {
     fn credit(&self) -> Option<Bytes> {
         None
     }
+}
+
+/// One hop's in-band network telemetry record, as HPCC's switches stamp it on data
+/// packets and receivers echo it in ACKs (Li et al., SIGCOMM 2019, §3.2, Fig. 4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct IntHop {
+    /// Egress queue length when the packet left.
+    pub qlen: Bytes,
+    /// Cumulative bytes the egress port has transmitted (a free-running counter).
+    pub tx_bytes: u64,
+    /// When the packet left the port.
+    pub ts: Instant,
+    /// The port's line rate.
+    pub link_rate: Rate,
 }
 
 /// Identifies a flow (RoCE QP, UEC PDC, simulator flow) at a receiver or switch.

@@ -13,7 +13,9 @@
 //! destinations.
 //!
 //! Storage: one flat array per plane, `switches × columns`, one byte per entry when every
-//! port number fits below 255 (`0xFF` = no route), two bytes otherwise.
+//! port number fits below 255, two bytes otherwise. The stored value is **port + 1**, and
+//! 0 means "no route" (so a fresh table is zero pages from the allocator and every entry
+//! is written once); [`PlaneLft::get`] returns the port itself.
 
 use crate::model::*;
 use crate::routing::{LOCAL, NO_ROUTE, Routes};
@@ -21,9 +23,9 @@ use crate::routing::{LOCAL, NO_ROUTE, Routes};
 /// Port storage of a plane's table.
 #[derive(Debug, Clone)]
 pub enum LftPorts {
-    /// One byte per entry; 0xFF = no route.
+    /// One byte per entry: port + 1, 0 = no route.
     U8(Vec<u8>),
-    /// Two bytes per entry; 0xFFFF = no route.
+    /// Two bytes per entry: port + 1, 0 = no route.
     U16(Vec<u16>),
 }
 
@@ -115,13 +117,14 @@ impl Lft {
                 leaf_col,
                 div,
                 ports: if wide {
-                    LftPorts::U16(vec![u16::MAX; rows * ncol])
+                    LftPorts::U16(vec![0; rows * ncol])
                 } else {
-                    LftPorts::U8(vec![u8::MAX; rows * ncol])
+                    LftPorts::U8(vec![0; rows * ncol])
                 },
             };
+            let mut pat = Patterns::default();
             for s in sw {
-                t.fill_row(f, r, NodeId(s), None);
+                t.fill_row(f, r, NodeId(s), None, &mut pat);
             }
             planes.push(t);
         }
@@ -148,9 +151,10 @@ impl Lft {
     /// [`crate::routing::RerouteReport::changed`]): only the columns of the changed
     /// destination leaves are rewritten.
     pub fn update(&mut self, f: &Fabric, r: &Routes, changed: &[(NodeId, NodeId)]) {
+        let mut pat = Patterns::default();
         for &(s, leaf) in changed {
             if let Some(pl) = f.plane(s) {
-                self.planes[pl as usize].fill_row(f, r, s, Some(leaf));
+                self.planes[pl as usize].fill_row(f, r, s, Some(leaf), &mut pat);
             }
         }
     }
@@ -180,10 +184,11 @@ impl PlaneLft {
     #[inline]
     pub fn get(&self, switch: NodeId, c: usize) -> Option<Port> {
         let i = (switch.0 - self.first_switch) as usize * self.columns.len() + c;
-        match &self.ports {
-            LftPorts::U8(v) => (v[i] != u8::MAX).then_some(v[i] as Port),
-            LftPorts::U16(v) => (v[i] != u16::MAX).then_some(v[i]),
-        }
+        let x = match &self.ports {
+            LftPorts::U8(v) => v[i] as Port,
+            LftPorts::U16(v) => v[i],
+        };
+        x.checked_sub(1)
     }
 
     /// Destinations per output port of `switch` (index = port number).
@@ -197,10 +202,17 @@ impl PlaneLft {
         loads
     }
 
-    fn fill_row(&mut self, f: &Fabric, r: &Routes, s: NodeId, only_leaf: Option<NodeId>) {
+    fn fill_row(
+        &mut self,
+        f: &Fabric,
+        r: &Routes,
+        s: NodeId,
+        only_leaf: Option<NodeId>,
+        pat: &mut Patterns,
+    ) {
         let row = (s.0 - self.first_switch) as usize;
         let ncol = self.columns.len();
-        let div = self.div[row];
+        let div = self.div[row] as usize;
         let leaf0 = f.plane_info(self.plane).leaves().start;
         let nl = self.leaf_col.len() - 1;
         let range = match only_leaf {
@@ -210,61 +222,91 @@ impl PlaneLft {
             }
             None => 0..nl,
         };
-        for li in range {
-            let (c0, c1) = (self.leaf_col[li] as usize, self.leaf_col[li + 1] as usize);
-            let e = r.entry(s, NodeId(leaf0 + li as u32));
-            let base = row * ncol;
+        let base = row * ncol;
+        let entries = r.row_entries(s);
+        let mut li = range.start;
+        while li < range.end {
+            let e = entries[li];
+            // Coalesce a run of leaves with the same group: the d-mod-k choice depends on
+            // the column only, so the run is one pattern copy / fill.
+            let mut lj = li + 1;
+            if e != LOCAL {
+                while lj < range.end && entries[lj] == e {
+                    lj += 1;
+                }
+            }
+            let (c0, c1) = (self.leaf_col[li] as usize, self.leaf_col[lj] as usize);
+            li = lj;
             match e {
                 LOCAL => {
                     for c in c0..c1 {
                         let h = self.columns[c];
-                        let p = r.next_hops(s, h).first().copied();
+                        let p = r.next_hops(s, h).first().map_or(0, |&p| p + 1);
                         match &mut self.ports {
-                            LftPorts::U8(v) => v[base + c] = p.map_or(u8::MAX, |p| p as u8),
-                            LftPorts::U16(v) => v[base + c] = p.unwrap_or(u16::MAX),
+                            LftPorts::U8(v) => v[base + c] = p as u8,
+                            LftPorts::U16(v) => v[base + c] = p,
                         }
                     }
                 }
                 NO_ROUTE => match &mut self.ports {
-                    LftPorts::U8(v) => v[base + c0..base + c1].fill(u8::MAX),
-                    LftPorts::U16(v) => v[base + c0..base + c1].fill(u16::MAX),
+                    LftPorts::U8(v) => v[base + c0..base + c1].fill(0),
+                    LftPorts::U16(v) => v[base + c0..base + c1].fill(0),
                 },
                 g => {
                     let grp = r.groups().get(g);
-                    let n = grp.len() as u32;
-                    let mut q = (c0 as u32 / div) % n;
-                    let mut rem = c0 as u32 % div;
+                    let n = grp.len();
                     match &mut self.ports {
                         LftPorts::U8(v) => {
-                            for x in &mut v[base + c0..base + c1] {
-                                *x = grp[q as usize] as u8;
-                                rem += 1;
-                                if rem == div {
-                                    rem = 0;
-                                    q += 1;
-                                    if q == n {
-                                        q = 0;
-                                    }
+                            let out = &mut v[base + c0..base + c1];
+                            if div == 1 {
+                                // value at column c is grp[c mod n]: copy from a repeated pattern
+                                let p = pat.get(g, grp, c1 - c0);
+                                let s0 = c0 % n;
+                                out.copy_from_slice(&p[s0..s0 + (c1 - c0)]);
+                            } else {
+                                let mut c = c0;
+                                while c < c1 {
+                                    let q = c / div;
+                                    let end = ((q + 1) * div).min(c1);
+                                    let val = grp[q % n] as u8 + 1;
+                                    out[c - c0..end - c0].fill(val);
+                                    c = end;
                                 }
                             }
                         }
                         LftPorts::U16(v) => {
-                            for x in &mut v[base + c0..base + c1] {
-                                *x = grp[q as usize];
-                                rem += 1;
-                                if rem == div {
-                                    rem = 0;
-                                    q += 1;
-                                    if q == n {
-                                        q = 0;
-                                    }
-                                }
+                            for c in c0..c1 {
+                                v[base + c] = grp[(c / div) % n] + 1;
                             }
                         }
                     }
                 }
             }
         }
+    }
+}
+
+/// Cache of `group ports + 1` repeated, per group id (for d-mod-k rows with divisor 1).
+#[derive(Debug, Default)]
+struct Patterns {
+    by_group: Vec<Vec<u8>>,
+}
+
+impl Patterns {
+    fn get(&mut self, g: u32, grp: &[Port], len: usize) -> &[u8] {
+        let g = g as usize;
+        if self.by_group.len() <= g {
+            self.by_group.resize(g + 1, Vec::new());
+        }
+        let need = len + grp.len();
+        let p = &mut self.by_group[g];
+        if p.len() < need {
+            p.clear();
+            while p.len() < need {
+                p.extend(grp.iter().map(|&x| x as u8 + 1));
+            }
+        }
+        p
     }
 }
 

@@ -56,6 +56,7 @@ pub mod model;
 pub mod routing;
 pub mod spec;
 pub mod units;
+pub mod verify;
 
 pub use model::*;
 pub use routing::Routes;

@@ -1,0 +1,491 @@
+//! Verification of routing tables, by walking them (never by trusting how they were built):
+//!
+//! * **Reachability**: for every destination leaf, every ECMP branch from every switch is
+//!   followed; a (source leaf, destination leaf) pair is reachable only if *every* branch
+//!   delivers. Host pairs are then counted per plane (a pair needs one common plane where
+//!   both host links are up and the leaves reach each other). Pairs with no common plane
+//!   (e.g. DeepSeek's one-NIC-per-plane layout, where cross-plane traffic is forwarded
+//!   inside the server over NVLink) are reported separately, not as violations.
+//! * **Loops**: a branch that revisits a switch in the same phase.
+//! * **Up/down turns**: after a down (or global) hop, no up or global hop.
+//! * **Deadlock freedom**: the channel dependency graph (directed links; an edge when a
+//!   packet arriving on one may leave on the other at the switch between) must be acyclic
+//!   (Dally & Seitz, IEEE Trans. Computers 1987); checked with Kahn's algorithm.
+//! * **ECMP widths** (see [`WidthStats`]).
+
+use crate::model::*;
+use crate::routing::{LOCAL, NO_ROUTE, Routes, WidthStats};
+
+const MAX_EXAMPLES: usize = 20;
+
+/// A violation found on a (switch, destination leaf) entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct EntryIssue {
+    /// Switch where it shows.
+    pub switch: NodeId,
+    /// Destination leaf.
+    pub dest_leaf: NodeId,
+}
+
+/// Result of [`verify`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct VerifyReport {
+    /// Hosts (NICs).
+    pub hosts: u64,
+    /// Ordered host pairs that share at least one plane.
+    pub pairs_with_common_plane: u64,
+    /// Ordered host pairs without a common plane (not a violation).
+    pub pairs_without_common_plane: u64,
+    /// Pairs (sharing a plane) that reach each other.
+    pub reachable_pairs: u64,
+    /// Pairs (sharing a plane) that do not.
+    pub unreachable_pairs: u64,
+    /// Some unreachable pairs `(src, dst)`.
+    pub unreachable_examples: Vec<(NodeId, NodeId)>,
+    /// Destination hosts that at least one source sharing a plane cannot reach.
+    pub unreachable_hosts: Vec<NodeId>,
+    /// (source leaf, destination leaf) pairs checked, over all planes.
+    pub leaf_pairs: u64,
+    /// Entries where a branch loops.
+    pub loops: u64,
+    /// Entries where a branch turns up after going down.
+    pub updown_violations: u64,
+    /// Entries reached by traffic that have no next hop (black holes).
+    pub black_holes: u64,
+    /// Example entries for each kind.
+    pub loop_examples: Vec<EntryIssue>,
+    /// Example entries.
+    pub updown_examples: Vec<EntryIssue>,
+    /// Example entries.
+    pub black_hole_examples: Vec<EntryIssue>,
+    /// Channels (directed links) in the dependency graph.
+    pub cdg_channels: u64,
+    /// Dependencies.
+    pub cdg_edges: u64,
+    /// Whether the channel dependency graph is acyclic.
+    pub cdg_acyclic: bool,
+    /// ECMP widths.
+    pub ecmp: WidthStats,
+}
+
+impl VerifyReport {
+    /// True when nothing is violated.
+    pub fn ok(&self) -> bool {
+        self.unreachable_pairs == 0
+            && self.loops == 0
+            && self.updown_violations == 0
+            && self.black_holes == 0
+            && self.cdg_acyclic
+    }
+}
+
+const UNSEEN: u8 = 0;
+const BUSY: u8 = 1;
+const GOOD: u8 = 2;
+const BAD: u8 = 3;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Loop,
+    UpDown,
+    Hole,
+}
+
+struct Walk<'a> {
+    f: &'a Fabric,
+    r: &'a Routes,
+    first: u32,
+    d: NodeId,
+    state: Vec<u8>,
+    faults: Vec<(Fault, NodeId)>,
+}
+
+impl Walk<'_> {
+    /// phase 0: may still go up; 1: down only.
+    fn visit(&mut self, v: NodeId, phase: u8) -> bool {
+        if v == self.d {
+            return true;
+        }
+        let si = ((v.0 - self.first) * 2 + phase as u32) as usize;
+        match self.state[si] {
+            GOOD => return true,
+            BAD => return false,
+            BUSY => {
+                self.faults.push((Fault::Loop, v));
+                return false;
+            }
+            _ => {}
+        }
+        self.state[si] = BUSY;
+        let e = self.r.entry(v, self.d);
+        let mut ok = true;
+        if e == NO_ROUTE || e == LOCAL {
+            // At the source leaf this is plain unreachability; deeper it is a black hole.
+            if !(self.f.tier(v) == TIER_LEAF && phase == 0) {
+                self.faults.push((Fault::Hole, v));
+            }
+            ok = false;
+        } else {
+            let t = self.f.tier(v);
+            for &p in self.r.groups().get(e) {
+                let w = self.f.peer(v, p);
+                let wt = self.f.tier(w);
+                if !self.r.link_is_up(self.f.port_link(v, p)) || wt == TIER_HOST {
+                    self.faults.push((Fault::Hole, v));
+                    ok = false;
+                    continue;
+                }
+                let next_phase = if wt > t {
+                    if phase == 1 {
+                        self.faults.push((Fault::UpDown, v));
+                        ok = false;
+                        continue;
+                    }
+                    0
+                } else {
+                    if wt == t && phase == 1 {
+                        self.faults.push((Fault::UpDown, v));
+                        ok = false;
+                        continue;
+                    }
+                    1
+                };
+                if !self.visit(w, next_phase) {
+                    ok = false;
+                }
+            }
+        }
+        self.state[si] = if ok { GOOD } else { BAD };
+        ok
+    }
+}
+
+/// Verifies the tables of every plane.
+pub fn verify(f: &Fabric, r: &Routes) -> VerifyReport {
+    let np = f.num_planes();
+    let nh = f.num_hosts();
+    let mut rep = VerifyReport {
+        hosts: nh as u64,
+        pairs_with_common_plane: 0,
+        pairs_without_common_plane: 0,
+        reachable_pairs: 0,
+        unreachable_pairs: 0,
+        unreachable_examples: Vec::new(),
+        unreachable_hosts: Vec::new(),
+        leaf_pairs: 0,
+        loops: 0,
+        updown_violations: 0,
+        black_holes: 0,
+        loop_examples: Vec::new(),
+        updown_examples: Vec::new(),
+        black_hole_examples: Vec::new(),
+        cdg_channels: 0,
+        cdg_edges: 0,
+        cdg_acyclic: true,
+        ecmp: r.width_stats(),
+    };
+    // Leaf-pair reachability per plane: bad[(src li, dst li)] listed.
+    let mut bad_pairs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); np];
+    for (pi, p) in f.planes().iter().enumerate() {
+        let sw = p.switches();
+        let leaves = p.leaves();
+        let mut walk = Walk {
+            f,
+            r,
+            first: sw.start,
+            d: NodeId(0),
+            state: vec![UNSEEN; sw.len() * 2],
+            faults: Vec::new(),
+        };
+        for d in leaves.clone() {
+            walk.d = NodeId(d);
+            walk.state.fill(UNSEEN);
+            walk.faults.clear();
+            for s in leaves.clone() {
+                if s == d {
+                    continue;
+                }
+                rep.leaf_pairs += 1;
+                if !walk.visit(NodeId(s), 0) {
+                    bad_pairs[pi].push((s - leaves.start, d - leaves.start));
+                }
+            }
+            walk.faults.sort_by_key(|&(k, n)| (k as u8, n));
+            walk.faults.dedup();
+            for &(k, n) in &walk.faults {
+                let issue = EntryIssue {
+                    switch: n,
+                    dest_leaf: NodeId(d),
+                };
+                let (count, ex) = match k {
+                    Fault::Loop => (&mut rep.loops, &mut rep.loop_examples),
+                    Fault::UpDown => (&mut rep.updown_violations, &mut rep.updown_examples),
+                    Fault::Hole => (&mut rep.black_holes, &mut rep.black_hole_examples),
+                };
+                *count += 1;
+                if ex.len() < MAX_EXAMPLES {
+                    ex.push(issue);
+                }
+            }
+        }
+    }
+    host_pairs(f, r, &bad_pairs, &mut rep);
+    cdg(f, r, &mut rep);
+    rep
+}
+
+/// Counts host pairs from the leaf-pair results.
+fn host_pairs(f: &Fabric, r: &Routes, bad_pairs: &[Vec<(u32, u32)>], rep: &mut VerifyReport) {
+    let np = f.num_planes();
+    let nh = f.num_hosts();
+    // Pairs sharing a plane, by plane-mask histogram.
+    let mut hist: std::collections::HashMap<u64, u64> = Default::default();
+    for h in f.hosts() {
+        let m = f.host_planes(h).fold(0u64, |m, p| m | 1 << p);
+        *hist.entry(m).or_default() += 1;
+    }
+    let mut share = 0u64;
+    for (&m1, &c1) in &hist {
+        for (&m2, &c2) in &hist {
+            if m1 & m2 != 0 {
+                share += c1 * c2;
+            }
+        }
+        if m1 != 0 {
+            share -= c1; // (a, a)
+        }
+    }
+    rep.pairs_with_common_plane = share;
+    rep.pairs_without_common_plane = (nh as u64) * (nh as u64).saturating_sub(1) - share;
+    // Candidate unreachable pairs: under failing leaf pairs, and involving a down host link.
+    let mut hosts_on: Vec<Vec<Vec<NodeId>>> = Vec::with_capacity(np);
+    for (pi, p) in f.planes().iter().enumerate() {
+        let mut v = vec![Vec::new(); p.leaves().len()];
+        for h in f.hosts() {
+            if let Some(a) = f.attachment(h, pi as u16) {
+                v[(a.leaf.0 - p.leaves().start) as usize].push(h);
+            }
+        }
+        hosts_on.push(v);
+    }
+    let mut cand: std::collections::HashSet<(NodeId, NodeId)> = Default::default();
+    let reaches = |a: NodeId, b: NodeId| (0..np as u16).any(|p| r.plane_reaches(a, b, p));
+    let check = |a: NodeId, b: NodeId, cand: &mut std::collections::HashSet<(NodeId, NodeId)>| {
+        if a != b && !reaches(a, b) && f.host_planes(a).any(|p| f.attachment(b, p).is_some()) {
+            cand.insert((a, b));
+        }
+    };
+    for (pi, list) in bad_pairs.iter().enumerate() {
+        for &(ls, ld) in list {
+            for &a in &hosts_on[pi][ls as usize] {
+                for &b in &hosts_on[pi][ld as usize] {
+                    check(a, b, &mut cand);
+                }
+            }
+        }
+    }
+    let down_hosts: Vec<NodeId> = r
+        .failed_links()
+        .map(|l| f.link(l).a)
+        .filter(|&a| f.is_host(a))
+        .collect();
+    for a in down_hosts {
+        for b in f.hosts() {
+            check(a, b, &mut cand);
+            check(b, a, &mut cand);
+        }
+    }
+    rep.unreachable_pairs = cand.len() as u64;
+    rep.reachable_pairs = share - rep.unreachable_pairs;
+    let mut ex: Vec<_> = cand.iter().copied().collect();
+    ex.sort_unstable();
+    let mut dsts: Vec<NodeId> = ex.iter().map(|p| p.1).collect();
+    dsts.sort_unstable();
+    dsts.dedup();
+    rep.unreachable_hosts = dsts;
+    ex.truncate(MAX_EXAMPLES);
+    rep.unreachable_examples = ex;
+}
+
+/// Builds the channel dependency graph from the tables and checks it for cycles.
+fn cdg(f: &Fabric, r: &Routes, rep: &mut VerifyReport) {
+    // Channel id: port slot (node, port) of the *sending* end = port_off[node] + port.
+    let nslots = f.port_off[f.num_nodes()] as usize;
+    let words_of = |n: NodeId| f.degree(n).div_ceil(64);
+    // dep[slot_in at w] -> bitset over w's out ports; slot_in indexed by w's port slot.
+    let mut woff = vec![0usize; f.num_nodes() + 1];
+    for n in 0..f.num_nodes() {
+        let nn = NodeId(n as u32);
+        woff[n + 1] = woff[n]
+            + if f.is_host(nn) {
+                0
+            } else {
+                f.degree(nn) * words_of(nn)
+            };
+    }
+    let mut dep = vec![0u64; woff[f.num_nodes()]];
+    for p in f.planes() {
+        let leaves = p.leaves();
+        for d in leaves.clone() {
+            let d = NodeId(d);
+            for u in p.switches() {
+                let u = NodeId(u);
+                let e = r.entry(u, d);
+                if e == NO_ROUTE || e == LOCAL {
+                    continue;
+                }
+                for &port in r.groups().get(e) {
+                    let w = f.peer(u, port);
+                    if f.is_host(w) || w == d {
+                        continue;
+                    }
+                    let ew = r.entry(w, d);
+                    if ew == NO_ROUTE || ew == LOCAL {
+                        continue;
+                    }
+                    let in_port = f.link(f.port_link(u, port)).other(u).1 as usize;
+                    let wn = words_of(w);
+                    let base = woff[w.idx()] + in_port * wn;
+                    for &o in r.groups().get(ew) {
+                        dep[base + o as usize / 64] |= 1 << (o % 64);
+                    }
+                }
+            }
+        }
+    }
+    // Kahn: channel c = (u, port) slot; edges c -> (w, o).
+    let slot = |n: NodeId, p: Port| f.port_off[n.idx()] as usize + p as usize;
+    let mut indeg = vec![0u32; nslots];
+    let mut edges = 0u64;
+    let for_each_edge = |c_node: NodeId, c_port: Port, out: &mut dyn FnMut(usize)| {
+        let w = f.peer(c_node, c_port);
+        if f.is_host(w) {
+            return;
+        }
+        let in_port = f.link(f.port_link(c_node, c_port)).other(c_node).1 as usize;
+        let wn = words_of(w);
+        let base = woff[w.idx()] + in_port * wn;
+        for wi in 0..wn {
+            let mut bits = dep[base + wi];
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                out(slot(w, (wi * 64 + b) as Port));
+            }
+        }
+    };
+    for n in 0..f.num_nodes() as u32 {
+        let n = NodeId(n);
+        for p in 0..f.degree(n) as Port {
+            for_each_edge(n, p, &mut |t| {
+                indeg[t] += 1;
+                edges += 1;
+            });
+        }
+    }
+    let mut owner = vec![(NodeId(0), 0 as Port); nslots];
+    for n in 0..f.num_nodes() as u32 {
+        let n = NodeId(n);
+        for p in 0..f.degree(n) as Port {
+            owner[slot(n, p)] = (n, p);
+        }
+    }
+    let mut queue: Vec<usize> = (0..nslots).filter(|&c| indeg[c] == 0).collect();
+    let mut done = 0usize;
+    while let Some(c) = queue.pop() {
+        done += 1;
+        let (n, p) = owner[c];
+        for_each_edge(n, p, &mut |t| {
+            indeg[t] -= 1;
+            if indeg[t] == 0 {
+                queue.push(t);
+            }
+        });
+    }
+    rep.cdg_channels = nslots as u64;
+    rep.cdg_edges = edges;
+    rep.cdg_acyclic = done == nslots;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generators::*;
+    use crate::units::Rate;
+
+    #[test]
+    fn fat_tree_verifies() {
+        let f = fat_tree(8, Rate::gbps(100)).unwrap();
+        let r = Routes::compute(&f);
+        let v = verify(&f, &r);
+        assert!(v.ok(), "{v:?}");
+        assert_eq!(v.pairs_with_common_plane, 128 * 127);
+        assert_eq!(v.reachable_pairs, 128 * 127);
+        assert_eq!(v.leaf_pairs, 32 * 31);
+        assert!(v.cdg_edges > 0);
+    }
+
+    #[test]
+    fn dragonfly_plus_is_deadlock_free_with_minimal_routing() {
+        let f = dragonfly_plus_spec(5, 2, 2, 2, 2, Rate::gbps(100))
+            .build("x")
+            .unwrap();
+        let r = Routes::compute(&f);
+        let v = verify(&f, &r);
+        assert!(v.ok(), "{v:?}");
+        assert_eq!(v.reachable_pairs, 20 * 19);
+    }
+
+    #[test]
+    fn isolated_host_is_listed() {
+        let f = fat_tree(4, Rate::gbps(100)).unwrap();
+        let mut r = Routes::compute(&f);
+        let a = f.attachment(NodeId(5), 0).unwrap();
+        r.fail_links(&f, &[a.link]);
+        let v = verify(&f, &r);
+        assert!(!v.ok());
+        assert_eq!(v.unreachable_pairs, 2 * 15);
+        assert_eq!(v.unreachable_hosts.len(), 16);
+        assert!(v.unreachable_examples.contains(&(NodeId(0), NodeId(5))));
+    }
+
+    #[test]
+    fn corrupted_tables_are_caught() {
+        let f = leaf_spine(2, 2, 1, Rate::gbps(100)).unwrap();
+        let mut r = Routes::compute(&f);
+        assert!(verify(&f, &r).ok());
+        // spine0 sends leaf1's traffic back down to leaf0, which goes up again: a bounce.
+        let (leaf0, leaf1, spine0) = (NodeId(2), NodeId(3), NodeId(4));
+        r.set_entry(spine0, leaf1, &[0]);
+        let v = verify(&f, &r);
+        assert!(v.updown_violations > 0, "{v:?}");
+        assert!(!v.cdg_acyclic);
+        assert!(
+            v.updown_examples
+                .iter()
+                .any(|e| e.switch == leaf0 && e.dest_leaf == leaf1)
+        );
+        assert!(!v.ok());
+        // An empty group is a black hole.
+        let mut r = Routes::compute(&f);
+        r.set_entry(leaf0, leaf1, &[]);
+        let v = verify(&f, &r);
+        assert_eq!(v.black_holes, 1);
+        assert_eq!(v.unreachable_pairs, 1);
+    }
+
+    #[test]
+    fn partition_is_reported() {
+        let f = leaf_spine(2, 1, 1, Rate::gbps(100)).unwrap();
+        let r = Routes::compute(&f);
+        let v = verify(&f, &r);
+        assert!(v.ok());
+        // Partition: fail the only spine's link to leaf 1.
+        let mut r2 = r.clone();
+        let leaf1 = NodeId(3);
+        r2.fail_links(&f, &[f.port_link(leaf1, 1)]);
+        let v = verify(&f, &r2);
+        assert_eq!(v.unreachable_pairs, 2);
+        assert!(!v.ok());
+    }
+}

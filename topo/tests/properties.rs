@@ -1,0 +1,289 @@
+//! Property tests: for random fabrics (k, tiers, planes, oversubscription, Dragonfly+) and
+//! random failure sets, the incremental routing tables equal a naive reference, every
+//! host pair connected by an up*/down* path in the surviving graph is reachable through
+//! the tables, and the tables are loop-free, obey up/down and have an acyclic channel
+//! dependency graph.
+
+use proptest::prelude::*;
+use topo::generators::*;
+use topo::lft::Lft;
+use topo::routing::{LOCAL, NO_ROUTE};
+use topo::spec::{HostSpec, PlaneSpec, TierSpec};
+use topo::{Fabric, LinkId, NodeId, PlaneKind, Port, Rate, Routes, Spec};
+
+fn tier(radix: u32, down: u32, up: u32) -> TierSpec {
+    TierSpec {
+        radix,
+        port_rate: None,
+        down: Some(down),
+        up,
+        uplink_rate: None,
+        delay_ns: None,
+    }
+}
+
+/// A random fabric spec that is valid by construction.
+fn arb_spec() -> impl Strategy<Value = Spec> {
+    let ft = (1u32..=4).prop_map(|h| fat_tree_spec(2 * h, Rate::gbps(100)));
+    let ls = (1u32..=5, 1u32..=3, 1u32..=3, 1u32..=2)
+        .prop_map(|(l, s, h, par)| leaf_spine_spec(l, s, h, par, Rate::gbps(100)));
+    // 3-tier folded Clos with oversubscription between pods.
+    let clos = (1u32..=3, 1u32..=3, 1u32..=2, 1u32..=2, 1u32..=2, 1u32..=2).prop_map(
+        |(pods, lpp, aggs, hosts, cores, m)| {
+            let leaf_up = aggs * m;
+            let spine_down = lpp * m;
+            let spine_up = cores; // one link to each core of the group
+            Spec {
+                name: "clos".into(),
+                description: String::new(),
+                source: vec![],
+                hosts: HostSpec {
+                    servers: None,
+                    gpus_per_server: 1,
+                    nics_per_server: 1,
+                    ports_per_nic: 1,
+                    rail_optimized: false,
+                    scale_up_domain: None,
+                    rate: Rate::gbps(100),
+                    delay_ns: None,
+                },
+                planes: vec![PlaneSpec {
+                    copies: 1,
+                    kind: PlaneKind::Clos,
+                    pods,
+                    leaves_per_pod: lpp,
+                    leaf: tier(hosts + leaf_up, hosts, leaf_up),
+                    spine: tier(spine_down + spine_up, spine_down, spine_up),
+                    core: Some(tier(pods, pods, 0)),
+                }],
+            }
+        },
+    );
+    let df = (3u32..=5, 1u32..=2, 1u32..=2, 1u32..=2).prop_filter_map(
+        "global ports must spread",
+        |(g, l, s, h)| {
+            // global ports per spine so that s * global is a multiple of g - 1
+            let global = (1..=4).find(|x| (s * x) % (g - 1) == 0)?;
+            Some(dragonfly_plus_spec(g, l, s, h, global, Rate::gbps(100)))
+        },
+    );
+    let base = prop_oneof![ft, ls, clos, df];
+    (base, 1u32..=2, any::<bool>()).prop_map(|(s, planes, rail)| {
+        let mut s = if planes > 1 {
+            multi_plane_spec(s, planes)
+        } else {
+            s
+        };
+        if rail && planes > 1 {
+            // one single-port NIC per plane instead of one multi-port NIC
+            s.hosts.nics_per_server = planes;
+            s.hosts.ports_per_nic = 1;
+        }
+        s
+    })
+}
+
+const INF: u8 = u8::MAX;
+
+/// Naive up*/[global]/down* distances to destination leaf `d` over live links.
+fn reference_dist(f: &Fabric, up: &[bool], d: NodeId) -> Vec<u8> {
+    let n = f.num_nodes();
+    let mut down = vec![INF; n];
+    down[d.idx()] = 0;
+    // relax upward repeatedly (tiers are few)
+    for _ in 0..4 {
+        for l in f.links() {
+            let id = f.port_link(l.a, l.a_port);
+            if !up[id.idx()] || f.is_host(l.a) || f.tier(l.a) == f.tier(l.b) {
+                continue;
+            }
+            if down[l.a.idx()] != INF && down[l.b.idx()] > down[l.a.idx()] + 1 {
+                down[l.b.idx()] = down[l.a.idx()] + 1;
+            }
+        }
+    }
+    let mut dist = down.clone();
+    for l in f.links() {
+        let id = f.port_link(l.a, l.a_port);
+        if up[id.idx()] && !f.is_host(l.a) && f.tier(l.a) == f.tier(l.b) {
+            for (x, y) in [(l.a, l.b), (l.b, l.a)] {
+                if down[x.idx()] == INF && down[y.idx()] != INF {
+                    dist[x.idx()] = dist[x.idx()].min(down[y.idx()] + 1);
+                }
+            }
+        }
+    }
+    for _ in 0..4 {
+        for l in f.links() {
+            let id = f.port_link(l.a, l.a_port);
+            if !up[id.idx()] || f.is_host(l.a) || f.tier(l.a) == f.tier(l.b) {
+                continue;
+            }
+            if down[l.a.idx()] == INF && dist[l.b.idx()] != INF {
+                dist[l.a.idx()] = dist[l.a.idx()].min(dist[l.b.idx()] + 1);
+            }
+        }
+    }
+    dist
+}
+
+/// Reference next hops of switch `v` toward `d` given reference distances.
+fn reference_group(f: &Fabric, up: &[bool], dist: &[u8], v: NodeId, d: NodeId) -> Vec<Port> {
+    if dist[v.idx()] == INF || v == d {
+        return vec![];
+    }
+    let t = f.tier(v);
+    let mut down_dist = vec![INF; f.num_nodes()];
+    // recompute down-only distance for the rule "finite down ⇒ down only"
+    down_dist[d.idx()] = 0;
+    for _ in 0..4 {
+        for l in f.links() {
+            let id = f.port_link(l.a, l.a_port);
+            if up[id.idx()]
+                && !f.is_host(l.a)
+                && f.tier(l.a) < f.tier(l.b)
+                && down_dist[l.a.idx()] != INF
+            {
+                down_dist[l.b.idx()] = down_dist[l.b.idx()].min(down_dist[l.a.idx()] + 1);
+            }
+        }
+    }
+    let mut out = vec![];
+    for (k, (w, l)) in f.ports(v).enumerate() {
+        if !up[l.idx()] || f.is_host(w) {
+            continue;
+        }
+        let wt = f.tier(w);
+        let ok = if down_dist[v.idx()] != INF {
+            wt < t && down_dist[w.idx()].saturating_add(1) == down_dist[v.idx()]
+        } else if wt == t {
+            down_dist[w.idx()] != INF && down_dist[w.idx()].saturating_add(1) == dist[v.idx()]
+        } else {
+            wt > t && dist[w.idx()] != INF && dist[w.idx()].saturating_add(1) == dist[v.idx()]
+        };
+        if ok {
+            out.push(k as Port);
+        }
+    }
+    out
+}
+
+fn check(f: &Fabric, r: &Routes) -> Result<(), TestCaseError> {
+    let up: Vec<bool> = (0..f.num_links() as u32)
+        .map(|l| r.link_is_up(LinkId(l)))
+        .collect();
+    // 1. tables equal the reference
+    for p in f.planes() {
+        for d in p.leaves() {
+            let d = NodeId(d);
+            let dist = reference_dist(f, &up, d);
+            for v in p.switches() {
+                let v = NodeId(v);
+                let e = r.entry(v, d);
+                let got: Vec<Port> = match e {
+                    LOCAL | NO_ROUTE => vec![],
+                    g => r.groups().get(g).to_vec(),
+                };
+                let want = reference_group(f, &up, &dist, v, d);
+                prop_assert_eq!(
+                    &got,
+                    &want,
+                    "switch {} dest {}",
+                    f.node_name(v),
+                    f.node_name(d)
+                );
+                prop_assert_eq!(e == LOCAL, v == d);
+            }
+        }
+    }
+    // 2. verification: loop-free, up/down, acyclic CDG, no black holes
+    let rep = topo::verify::verify(f, r);
+    prop_assert_eq!(rep.loops, 0);
+    prop_assert_eq!(rep.updown_violations, 0);
+    prop_assert_eq!(rep.black_holes, 0);
+    prop_assert!(rep.cdg_acyclic);
+    // 3. every host pair with an up*/down* path in some common plane is reachable, and
+    //    the verifier's unreachable count is exactly the pairs without one.
+    let mut unreachable = 0u64;
+    let mut leaf_dist = std::collections::HashMap::new();
+    for a in f.hosts() {
+        for b in f.hosts() {
+            if a == b {
+                continue;
+            }
+            let mut common = false;
+            let mut ok = false;
+            for pl in 0..f.num_planes() as u16 {
+                let (Some(x), Some(y)) = (f.attachment(a, pl), f.attachment(b, pl)) else {
+                    continue;
+                };
+                common = true;
+                if !up[x.link.idx()] || !up[y.link.idx()] {
+                    continue;
+                }
+                let dist = leaf_dist
+                    .entry(y.leaf)
+                    .or_insert_with(|| reference_dist(f, &up, y.leaf));
+                if dist[x.leaf.idx()] != INF {
+                    ok = true;
+                    prop_assert!(r.plane_reaches(a, b, pl));
+                }
+            }
+            if common && !ok {
+                unreachable += 1;
+            }
+        }
+    }
+    prop_assert_eq!(rep.unreachable_pairs, unreachable);
+    Ok(())
+}
+
+fn lft_consistent(f: &Fabric, r: &Routes, t: &Lft) -> Result<(), TestCaseError> {
+    for s in f.switches() {
+        for h in f.hosts() {
+            let hops = r.next_hops(s, h);
+            let p = t.port(f, s, h);
+            match p {
+                Some(p) => prop_assert!(hops.contains(&p), "LFT port {} not in ECMP {:?}", p, hops),
+                None => prop_assert!(hops.is_empty()),
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_fabrics_and_failures(spec in arb_spec(), picks in prop::collection::vec(any::<u32>(), 0..6), fail_switch in any::<Option<u32>>()) {
+        let f = spec.build("prop").unwrap();
+        let mut r = Routes::compute(&f);
+        check(&f, &r)?;
+        let mut lft = Lft::compute(&f, &r);
+        lft_consistent(&f, &r, &lft)?;
+        // random link failures, applied incrementally in two batches
+        let links: Vec<LinkId> = picks.iter().map(|&x| LinkId(x % f.num_links() as u32)).collect();
+        let (a, b) = links.split_at(links.len() / 2);
+        let rep = r.fail_links(&f, a);
+        lft.update(&f, &r, &rep.changed);
+        let rep = r.fail_links(&f, b);
+        lft.update(&f, &r, &rep.changed);
+        if let Some(s) = fail_switch {
+            let sw = NodeId(f.num_hosts() as u32 + s % f.num_switches() as u32);
+            let rep = r.fail_nodes(&f, &[sw]);
+            lft.update(&f, &r, &rep.changed);
+        }
+        check(&f, &r)?;
+        lft_consistent(&f, &r, &lft)?;
+        // restoring everything gives back the original tables
+        let down: Vec<LinkId> = r.failed_links().collect();
+        r.restore_links(&f, &down);
+        let fresh = Routes::compute(&f);
+        for s in f.switches() {
+            for h in f.hosts() {
+                prop_assert_eq!(r.next_hops(s, h), fresh.next_hops(s, h));
+            }
+        }
+    }
+}
