@@ -108,6 +108,9 @@ fn host_route(f: &Fabric, addr: &AddressPlan, plane: u16, h: NodeId) -> Result<V
     Ok(V4Net { addr: ip, len: 32 })
 }
 
+/// The callback of [`for_each_route`] as a trait object.
+type EmitFn<'e> = dyn FnMut(&Route, &[Hop]) -> Result<(), ExportError> + 'e;
+
 /// Calls `emit(route, hops)` for every route of switch `s`, in destination
 /// order (leaf order for ECMP, host LID-column order for single path). Entries
 /// without a route are skipped and counted in the return value.
@@ -129,9 +132,7 @@ pub fn for_each_route(
         Ok(())
     };
     // Directly attached hosts of a leaf (both engines).
-    let local_hosts = |emit: &mut dyn FnMut(&Route, &[Hop]) -> Result<(), ExportError>,
-                       hops: &mut Vec<Hop>|
-     -> Result<(), ExportError> {
+    let local_hosts = |emit: &mut EmitFn<'_>, hops: &mut Vec<Hop>| -> Result<(), ExportError> {
         for p in 0..f.degree(s) as Port {
             let h = f.peer(s, p);
             if !f.is_host(h) || !routes.link_is_up(f.port_link(s, p)) {
