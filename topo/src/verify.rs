@@ -269,7 +269,22 @@ fn host_pairs(f: &Fabric, r: &Routes, bad_pairs: &[Vec<(u32, u32)>], rep: &mut V
         hosts_on.push(v);
     }
     let mut cand: std::collections::HashSet<(NodeId, NodeId)> = Default::default();
-    let reaches = |a: NodeId, b: NodeId| (0..np as u16).any(|p| r.plane_reaches(a, b, p));
+    let bad_set: Vec<std::collections::HashSet<(u32, u32)>> = bad_pairs
+        .iter()
+        .map(|l| l.iter().copied().collect())
+        .collect();
+    let reaches = |a: NodeId, b: NodeId| {
+        (0..np as u16).any(|p| {
+            let (Some(x), Some(y)) = (f.attachment(a, p), f.attachment(b, p)) else {
+                return false;
+            };
+            let l0 = f.plane_info(p).leaves().start;
+            r.link_is_up(x.link)
+                && r.link_is_up(y.link)
+                && (x.leaf == y.leaf
+                    || !bad_set[p as usize].contains(&(x.leaf.0 - l0, y.leaf.0 - l0)))
+        })
+    };
     let check = |a: NodeId, b: NodeId, cand: &mut std::collections::HashSet<(NodeId, NodeId)>| {
         if a != b && !reaches(a, b) && f.host_planes(a).any(|p| f.attachment(b, p).is_some()) {
             cand.insert((a, b));
@@ -466,12 +481,18 @@ mod tests {
                 .any(|e| e.switch == leaf0 && e.dest_leaf == leaf1)
         );
         assert!(!v.ok());
-        // An empty group is a black hole.
+        // An empty group on the way is a black hole.
+        let mut r = Routes::compute(&f);
+        r.set_entry(spine0, leaf1, &[]);
+        let v = verify(&f, &r);
+        assert_eq!(v.black_holes, 1);
+        assert_eq!(v.black_hole_examples[0].switch, spine0);
+        assert_eq!(v.unreachable_pairs, 1);
+        // No route at the source leaf is unreachability, not a black hole.
         let mut r = Routes::compute(&f);
         r.set_entry(leaf0, leaf1, &[]);
         let v = verify(&f, &r);
-        assert_eq!(v.black_holes, 1);
-        assert_eq!(v.unreachable_pairs, 1);
+        assert_eq!((v.black_holes, v.unreachable_pairs), (0, 1));
     }
 
     #[test]
