@@ -49,6 +49,7 @@
 //! ```
 
 pub mod addressing;
+pub mod export;
 pub mod generators;
 pub mod lft;
 pub mod model;

@@ -250,3 +250,37 @@ impl SimConfig {
         Ok(())
     }
 }
+
+impl SimConfig {
+    /// Switch-side defaults that suit an algorithm (applied by `fabric sim` unless
+    /// overridden):
+    /// - DCQCN: RED ECN Kmin 5 KB, Kmax 200 KB, Pmax 1 % (Zhu et al. 2015, §5).
+    /// - DCTCP: step marking at K = 100 KB (≈ 65 × 1.5 KB packets, the DCTCP paper's
+    ///   K for 10 Gb/s scaled as it recommends, Alizadeh et al. 2010 §3.4).
+    /// - NSCC / RCCC: RED 20 KB–80 KB with Pmax 1 (htsim's UEC runs mark between 20 %
+    ///   and 80 % of a ~100 KB queue) and, where the variant trims, trimming above
+    ///   200 KB (UEC packet trimming).
+    /// - none: no marking.
+    pub fn with_cc_defaults(mut self, cc: CcChoice) -> Self {
+        use cc_algos::CcKind;
+        self.cc = cc;
+        let red = |a, b, p| RedEcn::new(Bytes(a), Bytes(b), p).expect("valid constants");
+        let (ecn, trim) = match cc {
+            CcChoice::None => (None, None),
+            CcChoice::Algo(CcKind::Dcqcn(_)) => (Some(RedEcn::dcqcn_paper()), None),
+            CcChoice::Algo(CcKind::Dctcp) => (Some(RedEcn::step(Bytes(100_000))), None),
+            CcChoice::Algo(CcKind::Nscc { trimming }) => (
+                Some(red(20_000, 80_000, 1.0)),
+                trimming.then(|| TrimPolicy::new(Bytes(200_000), self.ctrl_size).expect("valid")),
+            ),
+            CcChoice::Algo(CcKind::Rccc) => (
+                Some(red(20_000, 80_000, 1.0)),
+                Some(TrimPolicy::new(Bytes(200_000), self.ctrl_size).expect("valid")),
+            ),
+            CcChoice::Algo(_) => (Some(red(20_000, 80_000, 1.0)), None),
+        };
+        self.ecn = ecn;
+        self.trim = trim;
+        self
+    }
+}

@@ -310,6 +310,11 @@ impl<Q: EventQueue> Sim<Q> {
                 plan.flows.len()
             )));
         }
+        if matches!(cfg.cc, CcChoice::Algo(cc_algos::CcKind::Hpcc)) {
+            return Err(SimError::Config(
+                "hpcc needs per-hop INT telemetry, which the simulator does not model; use dcqcn, nscc, rccc or dctcp".into(),
+            ));
+        }
         if cfg.mtu.0 == 0 || cfg.mtu.0 > 1 << 20 {
             return Err(SimError::Config(format!(
                 "mtu {} B out of range",
