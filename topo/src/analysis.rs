@@ -143,7 +143,11 @@ pub fn summarize(f: &Fabric, r: &Routes, prices: &PriceList) -> Summary {
         }
     }
     s.cost_usd = cost;
-    s.cost_per_gpu_usd = if s.gpus > 0 { cost / s.gpus as f64 } else { 0.0 };
+    s.cost_per_gpu_usd = if s.gpus > 0 {
+        cost / s.gpus as f64
+    } else {
+        0.0
+    };
     // Per-tier bandwidth.
     let mut down = [0u128; 3];
     let mut up = [0u128; 3];
@@ -161,7 +165,8 @@ pub fn summarize(f: &Fabric, r: &Routes, prices: &PriceList) -> Summary {
                         Direction::Up | Direction::Global => up[t as usize - 1] += rate,
                     }
                 }
-                up[t as usize - 1] += p.external_up[t as usize - 1] as u128 * p.external_up_rate_bps[t as usize - 1] as u128;
+                up[t as usize - 1] += p.external_up[t as usize - 1] as u128
+                    * p.external_up_rate_bps[t as usize - 1] as u128;
             }
         }
         s.bisection_bps += plane_bisection(f, p);
@@ -171,7 +176,11 @@ pub fn summarize(f: &Fabric, r: &Routes, prices: &PriceList) -> Summary {
             s.oversubscription[t] = Some(down[t] as f64 / up[t] as f64);
         }
     }
-    s.bisection_ratio = if s.injection_bps > 0 { s.bisection_bps as f64 / (s.injection_bps as f64 / 2.0) } else { 0.0 };
+    s.bisection_ratio = if s.injection_bps > 0 {
+        s.bisection_bps as f64 / (s.injection_bps as f64 / 2.0)
+    } else {
+        0.0
+    };
     // Diameter and path diversity.
     let mut diam = 0u32;
     let (mut pmin, mut psum, mut pn) = (f64::INFINITY, 0.0, 0u64);
@@ -300,7 +309,7 @@ fn fmt_int(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -311,33 +320,72 @@ fn fmt_int(v: u64) -> String {
 /// The rows of the comparison table: (label, one value per design).
 pub fn table_rows(designs: &[Summary]) -> Vec<(String, Vec<String>)> {
     let over = |o: Option<f64>| o.map_or("-".to_string(), |x| format!("{x:.3}:1"));
-    let rows: Vec<(&str, Box<dyn Fn(&Summary) -> String>)> = vec![
+    type Cell = Box<dyn Fn(&Summary) -> String>;
+    let rows: Vec<(&str, Cell)> = vec![
         ("planes", Box::new(|s| s.planes.to_string())),
         ("servers", Box::new(|s| fmt_int(s.servers))),
         ("GPUs", Box::new(|s| fmt_int(s.gpus))),
         ("NICs (endpoints)", Box::new(|s| fmt_int(s.nics))),
-        ("leaf switches", Box::new(|s| fmt_int(s.switches_per_tier[0]))),
-        ("spine/agg switches", Box::new(|s| fmt_int(s.switches_per_tier[1]))),
-        ("core switches", Box::new(|s| fmt_int(s.switches_per_tier[2]))),
+        (
+            "leaf switches",
+            Box::new(|s| fmt_int(s.switches_per_tier[0])),
+        ),
+        (
+            "spine/agg switches",
+            Box::new(|s| fmt_int(s.switches_per_tier[1])),
+        ),
+        (
+            "core switches",
+            Box::new(|s| fmt_int(s.switches_per_tier[2])),
+        ),
         ("switches", Box::new(|s| fmt_int(s.switches))),
         ("links (cables)", Box::new(|s| fmt_int(s.cables))),
         ("  host links", Box::new(|s| fmt_int(s.host_links))),
         ("  switch links", Box::new(|s| fmt_int(s.switch_links))),
         ("optics", Box::new(|s| fmt_int(s.optics))),
-        ("injection bandwidth", Box::new(|s| fmt_bps(s.injection_bps))),
-        ("bisection bandwidth", Box::new(|s| fmt_bps(s.bisection_bps))),
-        ("bisection / full", Box::new(|s| format!("{:.3}", s.bisection_ratio))),
-        ("oversubscription leaf", Box::new(move |s| over(s.oversubscription[0]))),
-        ("oversubscription tier 2", Box::new(move |s| over(s.oversubscription[1]))),
+        (
+            "injection bandwidth",
+            Box::new(|s| fmt_bps(s.injection_bps)),
+        ),
+        (
+            "bisection bandwidth",
+            Box::new(|s| fmt_bps(s.bisection_bps)),
+        ),
+        (
+            "bisection / full",
+            Box::new(|s| format!("{:.3}", s.bisection_ratio)),
+        ),
+        (
+            "oversubscription leaf",
+            Box::new(move |s| over(s.oversubscription[0])),
+        ),
+        (
+            "oversubscription tier 2",
+            Box::new(move |s| over(s.oversubscription[1])),
+        ),
         ("diameter (links)", Box::new(|s| s.diameter.to_string())),
-        ("path diversity min", Box::new(|s| format!("{}", s.path_diversity_min))),
-        ("path diversity mean", Box::new(|s| format!("{:.1}", s.path_diversity_mean))),
+        (
+            "path diversity min",
+            Box::new(|s| format!("{}", s.path_diversity_min)),
+        ),
+        (
+            "path diversity mean",
+            Box::new(|s| format!("{:.1}", s.path_diversity_mean)),
+        ),
         ("ECMP width max", Box::new(|s| s.ecmp.max.to_string())),
         ("ECMP groups", Box::new(|s| s.ecmp.groups.to_string())),
-        ("cost (USD)", Box::new(|s| format!("${}", fmt_int(s.cost_usd.round() as u64)))),
-        ("cost per GPU (USD)", Box::new(|s| format!("${}", fmt_int(s.cost_per_gpu_usd.round() as u64)))),
+        (
+            "cost (USD)",
+            Box::new(|s| format!("${}", fmt_int(s.cost_usd.round() as u64))),
+        ),
+        (
+            "cost per GPU (USD)",
+            Box::new(|s| format!("${}", fmt_int(s.cost_per_gpu_usd.round() as u64))),
+        ),
     ];
-    rows.into_iter().map(|(l, f)| (l.to_string(), designs.iter().map(|d| f(d)).collect())).collect()
+    rows.into_iter()
+        .map(|(l, f)| (l.to_string(), designs.iter().map(&f).collect()))
+        .collect()
 }
 
 /// A plain-text side-by-side table.
@@ -346,7 +394,13 @@ pub fn render_table(designs: &[Summary]) -> String {
     let names: Vec<&str> = designs.iter().map(|d| d.name.as_str()).collect();
     let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(6);
     let widths: Vec<usize> = (0..designs.len())
-        .map(|i| rows.iter().map(|r| r.1[i].len()).max().unwrap_or(0).max(names[i].len()))
+        .map(|i| {
+            rows.iter()
+                .map(|r| r.1[i].len())
+                .max()
+                .unwrap_or(0)
+                .max(names[i].len())
+        })
         .collect();
     let mut out = format!("{:w0$}", "");
     for (i, n) in names.iter().enumerate() {
@@ -407,6 +461,9 @@ mod tests {
         assert_eq!(s.diameter, 4);
         assert_eq!(s.path_diversity_min, 2.0);
         let t = render_table(&[s.clone(), s]);
-        assert!(t.contains("oversubscription leaf") && t.contains("2.000:1"), "{t}");
+        assert!(
+            t.contains("oversubscription leaf") && t.contains("2.000:1"),
+            "{t}"
+        );
     }
 }

@@ -30,7 +30,10 @@ pub fn resolve(f: &Fabric, names: &[String]) -> Result<FailureSet> {
                 .parse()
                 .map_err(|_| Error::BadFailure(s.into(), "expected link:<number>".into()))?;
             if id as usize >= f.num_links() {
-                return Err(Error::BadFailure(s.into(), format!("the fabric has {} links", f.num_links())));
+                return Err(Error::BadFailure(
+                    s.into(),
+                    format!("the fabric has {} links", f.num_links()),
+                ));
             }
             set.links.push(LinkId(id));
         } else if let Some((a, b)) = s.split_once("--") {
@@ -49,7 +52,9 @@ pub fn resolve(f: &Fabric, names: &[String]) -> Result<FailureSet> {
                 .filter(|&(p, _)| p == nb)
                 .map(|(_, l)| l)
                 .nth(nth)
-                .ok_or_else(|| Error::BadFailure(s.into(), format!("no link {nth} between {a} and {b}")))?;
+                .ok_or_else(|| {
+                    Error::BadFailure(s.into(), format!("no link {nth} between {a} and {b}"))
+                })?;
             set.links.push(l);
         } else {
             let n = *index.get(s).ok_or_else(|| Error::UnknownNode(s.into()))?;
@@ -112,14 +117,30 @@ mod tests {
     #[test]
     fn names_resolve() {
         let f = fat_tree(4, Rate::gbps(100)).unwrap();
-        let s = resolve(&f, &["pod0-leaf0--pod0-agg1".into(), "core0-0".into(), "link:3".into()]).unwrap();
+        let s = resolve(
+            &f,
+            &[
+                "pod0-leaf0--pod0-agg1".into(),
+                "core0-0".into(),
+                "link:3".into(),
+            ],
+        )
+        .unwrap();
         assert_eq!(s.nodes.len(), 1);
         assert_eq!(s.links.len(), 1 + 4 + 1);
         let l = f.link(s.links[0]);
-        assert_eq!((f.node_name(l.a), f.node_name(l.b)), ("pod0-leaf0", "pod0-agg1"));
-        assert_eq!(resolve(&f, &["nope".into()]).unwrap_err().to_string(), "no node named `nope`");
         assert_eq!(
-            resolve(&f, &["pod0-leaf0--pod1-agg0".into()]).unwrap_err().to_string(),
+            (f.node_name(l.a), f.node_name(l.b)),
+            ("pod0-leaf0", "pod0-agg1")
+        );
+        assert_eq!(
+            resolve(&f, &["nope".into()]).unwrap_err().to_string(),
+            "no node named `nope`"
+        );
+        assert_eq!(
+            resolve(&f, &["pod0-leaf0--pod1-agg0".into()])
+                .unwrap_err()
+                .to_string(),
             "invalid failure `pod0-leaf0--pod1-agg0`: no link 0 between pod0-leaf0 and pod1-agg0"
         );
         assert!(resolve(&f, &["link:99999".into()]).is_err());

@@ -13,10 +13,19 @@ use crate::{Error, Result};
 
 /// Spec files shipped with the crate: (name, TOML text).
 pub const FILES: &[(&str, &str)] = &[
-    ("deepseek-mpft", include_str!("../presets/deepseek-mpft.toml")),
+    (
+        "deepseek-mpft",
+        include_str!("../presets/deepseek-mpft.toml"),
+    ),
     ("alibaba-hpn", include_str!("../presets/alibaba-hpn.toml")),
-    ("superpod-h100", include_str!("../presets/superpod-h100.toml")),
-    ("dragonfly-plus", include_str!("../presets/dragonfly-plus.toml")),
+    (
+        "superpod-h100",
+        include_str!("../presets/superpod-h100.toml"),
+    ),
+    (
+        "dragonfly-plus",
+        include_str!("../presets/dragonfly-plus.toml"),
+    ),
 ];
 
 /// One line of the preset list.
@@ -36,7 +45,8 @@ pub fn list() -> Vec<PresetInfo> {
         let s = crate::generators::fat_tree_spec(8, Rate::gbps(400));
         PresetInfo {
             name: "fat-tree-k{N}".into(),
-            description: "3-tier k-ary fat-tree (N even): N³/4 hosts, 5N²/4 switches, 400G links".into(),
+            description: "3-tier k-ary fat-tree (N even): N³/4 hosts, 5N²/4 switches, 400G links"
+                .into(),
             source: s.source,
         }
     }];
@@ -46,20 +56,31 @@ pub fn list() -> Vec<PresetInfo> {
         if *name == "dragonfly-plus" {
             description.push_str(" (dragonfly-plus-g{G}: G groups)");
         }
-        v.push(PresetInfo { name: name.to_string(), description, source: s.source });
+        v.push(PresetInfo {
+            name: name.to_string(),
+            description,
+            source: s.source,
+        });
     }
     v
 }
 
 fn known() -> String {
-    list().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
+    list()
+        .iter()
+        .map(|p| p.name.clone())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The spec of a preset by name.
 pub fn spec(name: &str) -> Result<Spec> {
     if let Some(k) = name.strip_prefix("fat-tree-k") {
-        let k: u32 = k.parse().map_err(|_| Error::UnknownPreset { name: name.into(), known: known() })?;
-        if k < 2 || k % 2 != 0 || k > 256 {
+        let k: u32 = k.parse().map_err(|_| Error::UnknownPreset {
+            name: name.into(),
+            known: known(),
+        })?;
+        if !(2..=256).contains(&k) || !k.is_multiple_of(2) {
             return Err(Error::Spec {
                 origin: format!("preset {name}"),
                 path: "k".into(),
@@ -69,17 +90,24 @@ pub fn spec(name: &str) -> Result<Spec> {
         return Ok(crate::generators::fat_tree_spec(k, Rate::gbps(400)));
     }
     if let Some(g) = name.strip_prefix("dragonfly-plus-g") {
-        let g: u32 = g.parse().map_err(|_| Error::UnknownPreset { name: name.into(), known: known() })?;
+        let g: u32 = g.parse().map_err(|_| Error::UnknownPreset {
+            name: name.into(),
+            known: known(),
+        })?;
         let mut s = spec("dragonfly-plus")?;
         s.planes[0].pods = g;
         s.name = name.to_string();
-        s.description = format!("Dragonfly+: {g} groups × (32 leaves + 32 spines), 64-port switches");
+        s.description =
+            format!("Dragonfly+: {g} groups × (32 leaves + 32 spines), 64-port switches");
         return Ok(s);
     }
     let (_, text) = FILES
         .iter()
         .find(|(n, _)| *n == name)
-        .ok_or_else(|| Error::UnknownPreset { name: name.into(), known: known() })?;
+        .ok_or_else(|| Error::UnknownPreset {
+            name: name.into(),
+            known: known(),
+        })?;
     Spec::parse(text, Format::Toml, &format!("preset {name}"))
 }
 
@@ -149,9 +177,15 @@ mod tests {
         let f = build("dragonfly-plus-g9").unwrap();
         assert_eq!(f.num_hosts(), 9 * 32 * 32);
         let e = build("dragonfly-plus-g10").unwrap_err().to_string();
-        assert!(e.contains("planes[0].spine.up") && e.contains("9 other groups"), "{e}");
+        assert!(
+            e.contains("planes[0].spine.up") && e.contains("9 other groups"),
+            "{e}"
+        );
         let e = spec("nope").unwrap_err().to_string();
-        assert!(e.starts_with("unknown preset `nope` (known: fat-tree-k{N}, deepseek-mpft"), "{e}");
+        assert!(
+            e.starts_with("unknown preset `nope` (known: fat-tree-k{N}, deepseek-mpft"),
+            "{e}"
+        );
         assert!(spec("fat-tree-k7").is_err());
         assert_eq!(build("fat-tree-k4").unwrap().num_hosts(), 16);
     }
