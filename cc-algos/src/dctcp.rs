@@ -21,7 +21,8 @@ pub struct DctcpConfig {
     /// α before any feedback; 1 (RFC 8257 §3.3 recommends starting conservatively at 1).
     pub initial_alpha: f64,
     /// Initial window; one BDP of the unloaded path (fabric practice: HPCC ns-3 starts
-    /// window-based senders at the maximum BDP).
+    /// window-based senders at the maximum BDP), but never below `min_window` (on slow
+    /// or short paths, e.g. 1 Gb/s veth links, the BDP is smaller than two segments).
     pub initial_window: Bytes,
     /// The window never falls below this; 2·MSS (RFC 5681 §3.1 loss window floor).
     pub min_window: Bytes,
@@ -37,7 +38,7 @@ impl DctcpConfig {
             mss,
             g: 1.0 / 16.0,
             initial_alpha: 1.0,
-            initial_window: line_rate.bdp(base_rtt).max(mss),
+            initial_window: line_rate.bdp(base_rtt).max(mss * 2),
             min_window: mss * 2,
             max_window: None,
         }
@@ -214,6 +215,14 @@ impl SenderCc for Dctcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slow_short_paths_start_at_the_min_window() {
+        // 1 Gb/s × 8 µs = 1000 B, less than two 4150 B segments.
+        let cfg = DctcpConfig::new(Rate::gbps(1), Duration::micros(8), Bytes(4150));
+        assert_eq!(cfg.initial_window, Bytes(8300));
+        assert_eq!(cfg.build().unwrap().cwnd(), Bytes(8300));
+    }
 
     fn dctcp() -> Dctcp {
         DctcpConfig::new(Rate::gbps(100), Duration::micros(10), Bytes(1000))

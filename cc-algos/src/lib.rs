@@ -81,7 +81,9 @@ pub use error::{Error, Result};
 pub use hpcc::{Hpcc, HpccConfig};
 pub use marking::RedEcn;
 pub use pfc::{PfcConfig, PfcEgress, PfcFrame, PfcIngress};
-pub use traits::{Ack, CcMetrics, DataArrival, EcnMarker, Feedback, FlowId, ReceiverCc, SenderCc};
+pub use traits::{
+    Ack, CcMetrics, DataArrival, EcnMarker, Feedback, FlowId, IntHop, ReceiverCc, SenderCc,
+};
 pub use trim::{TrimDecision, TrimPolicy};
 pub use uec::{
     EvPolicy, EvPolicyKind, Nscc, NsccConfig, PathSignal, RcccConfig, RcccReceiver, RcccSender,

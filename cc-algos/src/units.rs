@@ -367,6 +367,25 @@ mod tests {
     }
 
     #[test]
+    fn helpers_added_for_the_algorithms() {
+        assert_eq!(Bytes::kb(5), Bytes(5_000));
+        assert_eq!(Bytes::mb(10), Bytes(10_000_000));
+        assert_eq!(Bytes(175_284).mul_f64(1.5), Bytes(262_926));
+        assert_eq!(Bytes(4150) * 8, Bytes(33_200));
+        // 125,000 B in 10 µs is 100 Gb/s; an empty span is no rate.
+        assert_eq!(
+            Rate::from_bytes_per(Bytes(125_000), Duration::micros(10)),
+            Rate::gbps(100)
+        );
+        assert_eq!(Rate::from_bytes_per(Bytes(1), Duration::ZERO), Rate::ZERO);
+        assert_eq!(Rate::gbps(1).saturating_sub(Rate::gbps(2)), Rate::ZERO);
+        assert_eq!(
+            Rate::bps(u64::MAX).saturating_add(Rate::bps(1)),
+            Rate::bps(u64::MAX)
+        );
+    }
+
+    #[test]
     fn instant_arithmetic_saturates_backwards() {
         let a = Instant::ZERO + Duration::micros(5);
         let b = Instant::ZERO + Duration::micros(7);

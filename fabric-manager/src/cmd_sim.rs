@@ -1,8 +1,547 @@
-//! `fabric sim` (being built; see the open issues).
+//! `fabric sim`: run a scenario on a fabric in the packet simulator, and
+//! `fabric sim compare-lb`: one workload under every load-balancing scheme.
+//!
+//! ```text
+//! fabric sim --preset fat-tree-k8 --scenario scenarios/incast.toml --cc nscc --lb spray --json out.json --plot plots/
+//! fabric sim compare-lb                      # permutation, all-to-all, ring all-reduce on
+//!                                            # a k=8 fat-tree and a two-plane leaf-spine
+//! ```
 
+use crate::common::FabricArgs;
+use anyhow::{Context, bail};
+use cc_algos::{Duration, Instant, Rate};
+use std::path::{Path, PathBuf};
+use testbeds::report;
+use testbeds::scenario::{CompileCtx, Scenario, Workplan};
+use testbeds::sim::{CcChoice, LbScheme, Progress, Sim, SimConfig, SimResults};
+
+/// `fabric sim [OPTIONS]` or `fabric sim compare-lb [OPTIONS]`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Box<SimCommand>>,
+    #[command(flatten)]
+    pub run: Box<RunArgs>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`fabric sim` is not implemented yet")
+/// Subcommands of `fabric sim`.
+#[derive(Debug, clap::Subcommand)]
+pub enum SimCommand {
+    /// Run one workload under every load-balancing scheme and print one table
+    /// (bus bandwidth, FCT slowdown, up-link load, drops, pauses) and an SVG chart.
+    CompareLb(CompareArgs),
+    /// Write a scenario's flows as an htsim connection matrix (`.cm`).
+    ExportCm(ExportCmArgs),
+}
+
+/// Options of a single run.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub fabric: FabricArgs,
+    /// Scenario file (TOML; see scenarios/ for examples).
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Congestion control: none, dcqcn[-paper|-mellanox|-hpcc-ns3], nscc, nscc-notrim, rccc, dctcp.
+    #[arg(long, default_value = "nscc")]
+    pub cc: String,
+    /// Load balancing: ecmp, flowlet, spray, reps, bitmap, adaptive.
+    #[arg(long, default_value = "ecmp")]
+    pub lb: String,
+    /// Enable PFC (lossless priorities).
+    #[arg(long)]
+    pub pfc: bool,
+    /// Seed (same seed, same inputs: byte-identical results).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Stop at this simulated time even if flows are unfinished (e.g. 10ms).
+    #[arg(long, value_name = "TIME")]
+    pub stop: Option<String>,
+    /// Time-series sampling period (default 10us when --plot is given).
+    #[arg(long, value_name = "TIME")]
+    pub sample: Option<String>,
+    /// Write the full results as JSON.
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Write SVG plots into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Options of `compare-lb`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub fabric: FabricArgs,
+    /// Workloads: permutation, all-to-all, ring (comma-separated), or a scenario file.
+    #[arg(long, default_value = "permutation,all-to-all,ring")]
+    pub workloads: String,
+    /// Schemes to compare (comma-separated).
+    #[arg(long, default_value = "ecmp,flowlet,spray,reps,bitmap,adaptive")]
+    pub schemes: String,
+    /// Congestion control.
+    #[arg(long, default_value = "nscc")]
+    pub cc: String,
+    /// Enable PFC.
+    #[arg(long)]
+    pub pfc: bool,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Bytes per flow for permutation (all-to-all uses size/16 per pair, ring uses
+    /// 4× per rank).
+    #[arg(long, default_value = "2MB")]
+    pub size: String,
+    /// Write all rows as JSON.
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Write bar charts (busbw % of line rate, p99 slowdown) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Options of `export-cm`.
+#[derive(Debug, clap::Args)]
+pub struct ExportCmArgs {
+    #[command(flatten)]
+    pub fabric: FabricArgs,
+    /// Scenario file.
+    #[arg(long, value_name = "FILE")]
+    pub scenario: PathBuf,
+    /// Seed for the scenario's random parts.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output `.cm` file (default: stdout).
+    #[arg(long, value_name = "OUT")]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    match args.command.map(|c| *c) {
+        Some(SimCommand::CompareLb(a)) => compare_lb(a),
+        Some(SimCommand::ExportCm(a)) => export_cm(a),
+        None => run_one(*args.run),
+    }
+}
+
+/// Parse `fat-tree-k<K>`, `leaf-spine-<L>x<S>` (S hosts per leaf), each with an
+/// optional `-x<P>` suffix for P planes; or a spec file.
+pub fn load_fabric(f: &FabricArgs, default: &str) -> anyhow::Result<topo::Fabric> {
+    if let Some(path) = &f.fabric {
+        let origin = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("{origin}: cannot read"))?;
+        let format = topo::Format::from_path(&origin).with_context(|| {
+            format!("{origin}: unknown spec format (use a .toml, .yaml or .json extension)")
+        })?;
+        let spec = topo::Spec::parse(&text, format, &origin)?;
+        return Ok(spec.build(&origin)?);
+    }
+    let name = f.preset.as_deref().unwrap_or(default);
+    preset(name)
+}
+
+fn preset(name: &str) -> anyhow::Result<topo::Fabric> {
+    let rate = topo::Rate::gbps(100);
+    let bad = || {
+        anyhow::anyhow!(
+            "unknown preset `{name}`: the simulator knows fat-tree-k<K> (e.g. fat-tree-k8, fat-tree-k16 = 1024 hosts) \
+             and leaf-spine-<LEAVES>x<SPINES> (SPINES hosts per leaf), each optionally with -x<PLANES> (e.g. leaf-spine-8x16-x2)"
+        )
+    };
+    let (base, planes) = match name.rsplit_once("-x") {
+        Some((b, p)) if p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() => {
+            (b, p.parse::<u32>().map_err(|_| bad())?)
+        }
+        _ => (name, 1),
+    };
+    let spec = if let Some(k) = base.strip_prefix("fat-tree-k") {
+        let k: u32 = k.parse().map_err(|_| bad())?;
+        if k < 2 || !k.is_multiple_of(2) {
+            bail!("preset `{name}`: a fat-tree needs an even k ≥ 2");
+        }
+        topo::generators::fat_tree_spec(k, rate)
+    } else if let Some(ls) = base.strip_prefix("leaf-spine-") {
+        let (l, s) = ls.split_once('x').ok_or_else(bad)?;
+        let (l, s): (u32, u32) = (l.parse().map_err(|_| bad())?, s.parse().map_err(|_| bad())?);
+        topo::generators::leaf_spine_spec(l, s, s, 1, rate)
+    } else {
+        return Err(bad());
+    };
+    let spec = if planes > 1 {
+        topo::generators::multi_plane_spec(spec, planes)
+    } else {
+        spec
+    };
+    Ok(spec.build(name)?)
+}
+
+fn parse_time(what: &str, s: &str) -> anyhow::Result<Duration> {
+    testbeds::scenario::units::parse_time(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+}
+
+fn host_rate(f: &topo::Fabric) -> Rate {
+    f.links()
+        .iter()
+        .find(|l| l.a.idx() < f.num_hosts())
+        .map(|l| Rate::bps(l.rate_bps))
+        .unwrap_or(Rate::gbps(100))
+}
+
+fn sim_config(
+    cc: &str,
+    lb: &str,
+    pfc: bool,
+    seed: u64,
+    plan: &Workplan,
+) -> anyhow::Result<SimConfig> {
+    let cc: CcChoice = cc
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--cc: {e}"))?;
+    let lb: LbScheme = lb
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--lb: {e}"))?;
+    let mut cfg = SimConfig {
+        seed,
+        lb,
+        pfc,
+        stop: plan.stop,
+        ..SimConfig::default()
+    }
+    .with_cc_defaults(cc);
+    cfg.apply(&plan.network)
+        .map_err(|e| anyhow::anyhow!("scenario [network]: {e}"))?;
+    if pfc {
+        cfg.pfc = true;
+    }
+    Ok(cfg)
+}
+
+fn simulate(
+    fabric: &topo::Fabric,
+    cfg: SimConfig,
+    plan: &Workplan,
+    quiet: bool,
+) -> anyhow::Result<(SimResults, f64)> {
+    let mut sim = Sim::from_fabric(fabric, cfg, plan)?;
+    let wall = std::time::Instant::now();
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let b = indicatif::ProgressBar::new(plan.flows.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} flows · {msg}",
+            )
+            .expect("valid template"),
+        );
+        b
+    };
+    let r = sim.run_with_progress(1 << 18, &mut |p: Progress| {
+        let secs = wall.elapsed().as_secs_f64().max(1e-9);
+        bar.set_position(p.flows_done);
+        bar.set_message(format!(
+            "sim t = {:.1} µs · {:.2} M events/s",
+            p.now.picos() as f64 / 1e6,
+            p.events as f64 / secs / 1e6
+        ));
+    });
+    bar.finish_and_clear();
+    Ok((r, wall.elapsed().as_secs_f64()))
+}
+
+fn run_one(a: RunArgs) -> anyhow::Result<()> {
+    let Some(path) = &a.scenario else {
+        bail!(
+            "--scenario FILE is required (see scenarios/ for examples), or use `fabric sim compare-lb`"
+        );
+    };
+    let fabric = load_fabric(&a.fabric, "fat-tree-k8")?;
+    let scen = Scenario::from_file(path)?;
+    let plan = scen.compile(&CompileCtx::new(
+        fabric.num_hosts() as u32,
+        host_rate(&fabric),
+        a.seed,
+    ))?;
+    let mut cfg = sim_config(&a.cc, &a.lb, a.pfc, a.seed, &plan)?;
+    if let Some(s) = &a.stop {
+        cfg.stop = Some(Instant::ZERO + parse_time("--stop", s)?);
+    }
+    cfg.sample = match (&a.sample, &a.plot) {
+        (Some(s), _) => Some(parse_time("--sample", s)?),
+        (None, Some(_)) => Some(Duration::micros(10)),
+        _ => None,
+    };
+    let (r, wall) = simulate(&fabric, cfg, &plan, a.quiet)?;
+    print!("{}", report::summary(&r));
+    println!(
+        "wall {:.2} s · {:.2} M events/s",
+        wall,
+        r.run.events as f64 / wall.max(1e-9) / 1e6
+    );
+    if let Some(out) = &a.json {
+        write_json(out, &r)?;
+        println!("wrote {}", out.display());
+    }
+    if let Some(dir) = &a.plot {
+        for p in report::plots::write_all(&r, dir)? {
+            println!("wrote {}", p.display());
+        }
+    }
+    if r.deadlock.is_some() {
+        bail!("the run deadlocked (see the report above)");
+    }
+    Ok(())
+}
+
+fn write_json<T: serde::Serialize>(out: &Path, v: &T) -> anyhow::Result<()> {
+    let f =
+        std::fs::File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    serde_json::to_writer(std::io::BufWriter::new(f), v)?;
+    Ok(())
+}
+
+fn export_cm(a: ExportCmArgs) -> anyhow::Result<()> {
+    let fabric = load_fabric(&a.fabric, "fat-tree-k8")?;
+    let n = fabric.num_hosts() as u32;
+    let plan = Scenario::from_file(&a.scenario)?.compile(&CompileCtx::new(
+        n,
+        host_rate(&fabric),
+        a.seed,
+    ))?;
+    let (m, skipped) = testbeds::scenario::cm::ConnectionMatrix::from_plan(&plan, n);
+    let text = m.to_text();
+    match &a.out {
+        Some(p) => {
+            std::fs::write(p, text).with_context(|| format!("{}: cannot write", p.display()))?
+        }
+        None => print!("{text}"),
+    }
+    if skipped > 0 {
+        eprintln!(
+            "note: {skipped} flows with dependencies or no size have no .cm equivalent and were left out"
+        );
+    }
+    Ok(())
+}
+
+/// One row of the comparison.
+#[derive(Debug, serde::Serialize)]
+struct Row {
+    fabric: String,
+    workload: String,
+    scheme: String,
+    busbw_gbps: Option<f64>,
+    busbw_of_line: Option<f64>,
+    slowdown_p50: f64,
+    slowdown_p99: f64,
+    fct_p99_us: f64,
+    uplink_max_over_mean: f64,
+    drops: u64,
+    pauses: u64,
+    unfinished: usize,
+    sim_us: f64,
+    wall_s: f64,
+}
+
+fn workload_toml(w: &str, size: &str, hosts_per_leaf: u32) -> anyhow::Result<(String, String)> {
+    let b =
+        testbeds::scenario::units::parse_size(size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
+    Ok(match w {
+        "permutation" => (
+            "permutation".into(),
+            format!(
+                "name = \"permutation\"\n[[workload]]\nkind = \"permutation\"\nsize = {}\n",
+                b.0
+            ),
+        ),
+        "all-to-all" | "alltoall" | "all_to_all" => (
+            "all-to-all".into(),
+            format!(
+                "name = \"all-to-all\"\n[[workload]]\nkind = \"all_to_all\"\nsize = {}\n",
+                (b.0 / 16).max(1)
+            ),
+        ),
+        "ring" | "ring-allreduce" => (
+            "ring all-reduce".into(),
+            // A stride one more than the hosts per leaf makes ring neighbours sit on
+            // different leaves (and is coprime with power-of-two host counts).
+            format!(
+                "name = \"ring all-reduce\"\n[[workload]]\nkind = \"ring_allreduce\"\nsize = {}\nstride = {}\n",
+                b.0 * 4,
+                hosts_per_leaf + 1
+            ),
+        ),
+        path => {
+            let s = std::fs::read_to_string(path).with_context(|| {
+                format!(
+                    "`{path}` is neither permutation, all-to-all, ring nor a readable scenario file"
+                )
+            })?;
+            (path.to_string(), s)
+        }
+    })
+}
+
+fn compare_lb(a: CompareArgs) -> anyhow::Result<()> {
+    let fabrics: Vec<topo::Fabric> = if a.fabric.fabric.is_some() || a.fabric.preset.is_some() {
+        vec![load_fabric(&a.fabric, "fat-tree-k8")?]
+    } else {
+        vec![preset("fat-tree-k8")?, preset("leaf-spine-8x16-x2")?]
+    };
+    let schemes: Vec<LbScheme> = a
+        .schemes
+        .split(',')
+        .map(|s| {
+            s.parse()
+                .map_err(|e: String| anyhow::anyhow!("--schemes: {e}"))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let mut rows = Vec::new();
+    for fabric in &fabrics {
+        let n = fabric.num_hosts() as u32;
+        let hosts_per_leaf = fabric
+            .switches_in_tier(1)
+            .next()
+            .map(|l| fabric.ports(l).filter(|(p, _)| fabric.is_host(*p)).count() as u32)
+            .unwrap_or(1);
+        for w in a.workloads.split(',') {
+            let (wname, text) = workload_toml(w.trim(), &a.size, hosts_per_leaf)?;
+            let plan = Scenario::from_toml_str(&text, &wname)?.compile(&CompileCtx::new(
+                n,
+                host_rate(fabric),
+                a.seed,
+            ))?;
+            for &lb in &schemes {
+                let cfg = sim_config(&a.cc, &lb.to_string(), a.pfc, a.seed, &plan)?;
+                eprintln!("{} · {wname} · {lb} ...", fabric.name());
+                let (r, wall) = simulate(fabric, cfg, &plan, true)?;
+                let g = r.groups.first();
+                rows.push(Row {
+                    fabric: fabric.name().to_string(),
+                    workload: wname.clone(),
+                    scheme: lb.to_string(),
+                    busbw_gbps: g.and_then(|g| g.busbw_gbps),
+                    busbw_of_line: g.and_then(|g| g.busbw_of_ideal),
+                    slowdown_p50: r.fct.slowdown_p50,
+                    slowdown_p99: r.fct.slowdown_p99,
+                    fct_p99_us: r.fct.p99_us,
+                    uplink_max_over_mean: r.load_balance.max_over_mean,
+                    drops: r.totals.drops,
+                    pauses: r.totals.pauses_sent,
+                    unfinished: r.fct.unfinished,
+                    sim_us: r.run.end_us,
+                    wall_s: wall,
+                });
+            }
+        }
+    }
+    let opt = |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or("-".into());
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.fabric.clone(),
+                r.workload.clone(),
+                r.scheme.clone(),
+                opt(r.busbw_gbps, 1),
+                opt(r.busbw_of_line.map(|x| x * 100.0), 0),
+                format!("{:.2}", r.slowdown_p50),
+                format!("{:.2}", r.slowdown_p99),
+                format!("{:.2}", r.uplink_max_over_mean),
+                r.drops.to_string(),
+                r.pauses.to_string(),
+                r.unfinished.to_string(),
+            ]
+        })
+        .collect();
+    println!(
+        "cc {} · pfc {} · seed {}",
+        a.cc,
+        if a.pfc { "on" } else { "off" },
+        a.seed
+    );
+    print!(
+        "{}",
+        report::table(
+            &[
+                "fabric",
+                "workload",
+                "lb",
+                "busbw Gb/s",
+                "busbw % of line",
+                "slowdown p50",
+                "slowdown p99",
+                "max/mean up-link load",
+                "drops",
+                "pauses",
+                "unfinished",
+            ],
+            &table_rows,
+        )
+    );
+    if let Some(out) = &a.json {
+        write_json(out, &rows)?;
+        println!("wrote {}", out.display());
+    }
+    if let Some(dir) = &a.plot {
+        std::fs::create_dir_all(dir)?;
+        for fabric in &fabrics {
+            let name = fabric.name().to_string();
+            let mine: Vec<&Row> = rows.iter().filter(|r| r.fabric == name).collect();
+            let mut cats: Vec<String> = mine.iter().map(|r| r.workload.clone()).collect();
+            cats.dedup();
+            let series: Vec<(String, Vec<f64>)> = schemes
+                .iter()
+                .map(|s| {
+                    let v = cats
+                        .iter()
+                        .map(|c| {
+                            mine.iter()
+                                .find(|r| &r.workload == c && r.scheme == s.to_string())
+                                .and_then(|r| r.busbw_of_line)
+                                .unwrap_or(0.0)
+                                * 100.0
+                        })
+                        .collect();
+                    (s.to_string(), v)
+                })
+                .collect();
+            let p = dir.join(format!("compare-lb-{name}.svg"));
+            report::plots::bars(
+                &p,
+                &format!("bus bandwidth by load balancing — {name}, cc {}", a.cc),
+                "busbw, % of line rate",
+                &cats,
+                &series,
+            )?;
+            println!("wrote {}", p.display());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_parse_and_reject_precisely() {
+        assert_eq!(preset("fat-tree-k4").unwrap().num_hosts(), 16);
+        let f = preset("leaf-spine-4x8-x2").unwrap();
+        assert_eq!(f.num_hosts(), 32);
+        assert_eq!(f.num_planes(), 2);
+        let e = preset("torus-3d").unwrap_err().to_string();
+        assert!(e.contains("unknown preset `torus-3d`"), "{e}");
+        assert!(
+            preset("fat-tree-k5")
+                .unwrap_err()
+                .to_string()
+                .contains("even k")
+        );
+    }
 }

@@ -50,6 +50,7 @@
 
 pub mod addressing;
 pub mod analysis;
+pub mod export;
 pub mod failures;
 pub mod generators;
 pub mod lft;

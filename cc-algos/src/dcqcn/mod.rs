@@ -159,7 +159,11 @@ impl DcqcnConfig {
     /// dce_tcp_rtt = 1 µs, initial_alpha_value = 1023 (/1024), rpg_time_reset = 300 µs,
     /// rpg_byte_reset = 32,767 B, rpg_threshold = 1, rpg_ai_rate = 5 Mb/s,
     /// rpg_hai_rate = 50 Mb/s, rate_reduce_monitor_period = 4 µs, rpg_min_rate = 1 Mb/s,
-    /// clamp_tgt_rate = 0. NP min_time_between_cnps = 4 µs. The firmware's hyper-increase
+    /// clamp_tgt_rate = 0 with clamp_tgt_rate_after_time_inc = 1 (RT = RC on a cut only if
+    /// a timer increase happened since the last cut). NP min_time_between_cnps = 4 µs
+    /// (NVConfig `MIN_TIME_BETWEEN_CNPS` default, as `mlxconfig query` lists it, with
+    /// `RATE_REDUCE_MONITOR_PERIOD 4`, `DCE_TCP_G 1019`, `INITIAL_ALPHA_VALUE 1023`).
+    /// The firmware's hyper-increase
     /// step is not documented; we use HPCC ns-3's model of it ("Mellanox's version of
     /// DCQCN", `HyperIncreaseMlx`: flat R_HAI).
     pub fn mellanox(line_rate: Rate) -> Self {
@@ -186,7 +190,8 @@ impl DcqcnConfig {
     /// simulation/run.py `--cc dcqcn` and rdma-hw.cc "Mellanox's version of DCQCN"):
     /// ALPHA_RESUME_INTERVAL 1 µs, RATE_DECREASE_INTERVAL 4 µs, RP_TIMER 300 µs,
     /// EWMA_GAIN 1/256, FAST_RECOVERY_TIMES 1, RATE_AI 5 Mb/s and RATE_HAI 50 Mb/s per
-    /// 25 Gb/s of NIC rate, MIN_RATE 1000 Mb/s, CLAMP_TARGET_RATE 0, α = 1 at the first
+    /// 25 Gb/s of NIC rate, MIN_RATE 1000 Mb/s (capped at the line rate here, so slow
+    /// testbed links still build), CLAMP_TARGET_RATE 0, α = 1 at the first
     /// CNP, no byte counter (increases are timer-only), flat hyper increase. HPCC's
     /// receiver echoes every CE mark (CNP interval 0); its 4 µs decrease check is what
     /// limits cuts. Difference: HPCC checks for a pending cut on a fixed 4 µs grid that
@@ -197,7 +202,7 @@ impl DcqcnConfig {
             |mbps: u64| Rate::from_bps_f64(mbps as f64 * 1e6 * line_rate.as_bps_f64() / 25e9);
         DcqcnConfig {
             line_rate,
-            min_rate: Rate::mbps(1000),
+            min_rate: Rate::mbps(1000).min(line_rate),
             g: 1.0 / 256.0,
             initial_alpha: 1.0,
             alpha_update: AlphaUpdate::Periodic,

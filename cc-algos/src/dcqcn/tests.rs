@@ -275,3 +275,29 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn unclamped_target_stays_at_line_until_a_timer_increase() {
+    // Firmware semantics (clamp_tgt_rate = 0, clamp after a timer increase only): a
+    // byte-counter step recovers half the gap to RT = line rate, and the next cut does
+    // not lower RT because no timer increase happened in between.
+    let mut rp = DcqcnConfig::mellanox(G100).build().unwrap();
+    rp.on_cnp(at_us(0));
+    let r1 = rp.rate_bps();
+    rp.on_send(at_us(1), Bytes(32_767));
+    assert_eq!(rp.stages(), (0, 1));
+    assert!((rp.rate_bps() - (r1 + 100e9) / 2.0).abs() < 1e-3);
+    rp.on_cnp(at_us(5));
+    assert_eq!(rp.target_rate(), G100);
+    // After a timer increase, the next cut clamps RT to the current rate.
+    let t = tick(&mut rp);
+    assert_eq!(t, at_us(305));
+    let before = rp.rate();
+    rp.on_cnp(at_us(306));
+    assert_eq!(rp.target_rate(), before);
+    // The paper always clamps.
+    let mut p = paper();
+    p.on_cnp(at_us(0));
+    p.on_cnp(at_us(1));
+    assert_eq!(p.target_rate(), Rate::gbps(50));
+}

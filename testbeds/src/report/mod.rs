@@ -1,1 +1,150 @@
-//! `report` (being built).
+//! `report`: readable summaries and SVG plots of simulator (and testbed) results.
+//!
+//! - [`summary`]: a text report of a [`SimResults`] (FCTs, slowdowns, collectives'
+//!   bus bandwidth, drops, pauses, ECN marks, load balance, deadlock).
+//! - [`plots`]: SVG charts (rate per flow, queue depth, utilisation heat map,
+//!   Jain's index over time, grouped bars for comparisons) drawn with `plotters`.
+//! - [`table`]: a Markdown table writer used by the comparison commands.
+//!
+//! ```
+//! use testbeds::report::table;
+//! let t = table(&["scheme", "busbw"], &[vec!["ecmp".into(), "31%".into()]]);
+//! assert!(t.contains("| ecmp | 31% |"));
+//! ```
+
+pub mod plots;
+
+use crate::sim::SimResults;
+use std::fmt::Write as _;
+
+/// A Markdown table.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "| {} |", header.join(" | "));
+    let _ = writeln!(
+        s,
+        "|{}|",
+        header.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+    );
+    for r in rows {
+        let _ = writeln!(s, "| {} |", r.join(" | "));
+    }
+    s
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) => format!("{x:.digits$}"),
+        None => "-".into(),
+    }
+}
+
+/// A readable summary of one run.
+pub fn summary(r: &SimResults) -> String {
+    let mut s = String::new();
+    let t = &r.totals;
+    let _ = writeln!(
+        s,
+        "fabric {} ({} hosts) · scenario {} · cc {} · lb {} · pfc {} · seed {} · mtu {} B",
+        r.fabric,
+        r.run.hosts,
+        r.scenario,
+        r.run.cc,
+        r.run.lb,
+        if r.run.pfc { "on" } else { "off" },
+        r.run.seed,
+        r.run.mtu
+    );
+    let _ = writeln!(
+        s,
+        "simulated {:.1} µs, {} events, goodput {:.1} Gb/s",
+        r.run.end_us, r.run.events, r.goodput_gbps
+    );
+    let f = &r.fct;
+    let _ = writeln!(
+        s,
+        "flows: {} finished, {} unfinished · FCT p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs · slowdown p50 {:.2}, p99 {:.2}, max {:.2}",
+        f.finished,
+        f.unfinished,
+        f.p50_us,
+        f.p99_us,
+        f.max_us,
+        f.slowdown_p50,
+        f.slowdown_p99,
+        f.slowdown_max
+    );
+    if !r.groups.is_empty() {
+        let rows: Vec<Vec<String>> = r
+            .groups
+            .iter()
+            .map(|g| {
+                vec![
+                    g.name.clone(),
+                    g.ranks.to_string(),
+                    g.flows.to_string(),
+                    g.unfinished.to_string(),
+                    format!("{:.1}", g.fct.p50_us),
+                    format!("{:.1}", g.fct.p99_us),
+                    format!("{:.2}", g.fct.slowdown_p99),
+                    opt(g.algbw_gbps, 1),
+                    opt(g.busbw_gbps, 1),
+                    opt(g.busbw_of_ideal.map(|x| x * 100.0), 0),
+                    opt(g.jain, 3),
+                ]
+            })
+            .collect();
+        s.push_str(&table(
+            &[
+                "workload",
+                "ranks",
+                "flows",
+                "unfinished",
+                "FCT p50 µs",
+                "FCT p99 µs",
+                "slowdown p99",
+                "algbw Gb/s",
+                "busbw Gb/s",
+                "busbw % of line",
+                "Jain",
+            ],
+            &rows,
+        ));
+    }
+    let _ = writeln!(
+        s,
+        "drops {} (buffer {}, failed links {}, no route {}) · trims {} · retransmits {} · timeouts {}",
+        t.drops,
+        t.drops_buffer,
+        t.drops_failure,
+        t.drops_noroute,
+        t.trims,
+        t.retransmits,
+        t.timeouts
+    );
+    let _ = writeln!(
+        s,
+        "PFC: {} pauses + {} resumes sent, {} received, {:.1} µs paused (sum over ports) · ECN marks {} · CNPs {} · max queue {} B",
+        t.pauses_sent, t.resumes_sent, t.pauses_rcvd, t.paused_us, t.ecn_marks, t.cnps, t.max_queue
+    );
+    if r.load_balance.uplinks > 0 {
+        let _ = writeln!(
+            s,
+            "up-link load: max/mean {:.2}, CV {:.2} over {} up-links",
+            r.load_balance.max_over_mean, r.load_balance.cv, r.load_balance.uplinks
+        );
+    }
+    if let Some(d) = &r.deadlock {
+        let _ = writeln!(
+            s,
+            "DEADLOCK at {:.1} µs: {} B stuck; cycle of paused ports: {}",
+            d.at_us,
+            d.stuck_bytes,
+            d.cycle
+                .iter()
+                .map(|(n, p, peer)| format!("n{n}:p{p}→n{peer}"))
+                .collect::<Vec<_>>()
+                .join(" → ")
+        );
+    }
+    s
+}
