@@ -149,7 +149,7 @@ fn run_path(
             Some(std::thread::spawn(move || -> (u64, StdDuration) {
                 let mut socks = socks;
                 let fds: Vec<i32> = socks.iter().map(|s| s.raw_fd()).collect();
-                let mut ready = vec![true; 2];
+                let mut ready = [true; 2];
                 let t0 = StdInstant::now();
                 let mut out: Vec<Vec<u8>> = Vec::new();
                 let (mut fwd, mut cpu0, mut fwd0) = (0u64, None, 0u64);
