@@ -72,6 +72,10 @@ pub struct RunArgs {
     /// Wall-clock limit in seconds.
     #[arg(long, default_value_t = 120)]
     pub wall_limit: u64,
+    /// Also run the same workplan in the packet simulator on a star with the same
+    /// parameters (at the virtual rate) and print both side by side.
+    #[arg(long)]
+    pub compare_sim: bool,
 }
 
 fn need_root() -> anyhow::Result<()> {
@@ -239,6 +243,70 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     }
     if let Some(p) = &a.pcap {
         println!("capture of switch port {} in {}", a.pcap_port, p.display());
+    }
+    if a.compare_sim {
+        compare_with_sim(&cfg, &plan, hosts, &r)?;
+    }
+    Ok(())
+}
+
+/// Run `plan` in `testbeds::sim` on a star of `hosts` at the virtual rate with the
+/// veth run's buffer, ECN, PFC, MTU and congestion control, and print both.
+fn compare_with_sim(
+    cfg: &CongestionConfig,
+    plan: &testbeds::scenario::Workplan,
+    hosts: usize,
+    veth: &testbeds::veth::engine::CongestionReport,
+) -> anyhow::Result<()> {
+    use testbeds::sim::{config::CcChoice, config::SimConfig, engine::Sim, net::NetBuilder};
+    let mut sc = SimConfig {
+        mtu: cc_algos::Bytes(cfg.payload as u64 + 58),
+        header: cc_algos::Bytes(58),
+        cc: CcChoice::Algo(cfg.cc),
+        pfc: cfg.pfc.is_some(),
+        buffer: cfg.buffer,
+        ecn: cfg.ecn,
+        trim: cfg.trim,
+        ..SimConfig::default()
+    };
+    if let Some(p) = cfg.pfc {
+        sc.pfc_xoff = p.xoff;
+        sc.pfc_xon = p.xon;
+    }
+    let net = NetBuilder::star(hosts as u32, cfg.virtual_rate, sc.link_delay);
+    let mut sim = Sim::from_net(net, sc, plan)?;
+    let s = sim.run();
+    println!(
+        "simulator (star of {hosts} at {}, same buffer/ECN/PFC/cc): drops {}, ECN marks {}, PFC pauses {}, CNPs {}",
+        cfg.virtual_rate, s.totals.drops, s.totals.ecn_marks, s.totals.pauses_sent, s.totals.cnps
+    );
+    println!("| flow | veth FCT (µs) | sim FCT (µs) | veth/sim |");
+    println!("|---|---|---|---|");
+    let (mut vmax, mut smax) = (0f64, 0f64);
+    for (v, sf) in veth.flows.iter().zip(&s.flows) {
+        let vf = v.completed_us.map(|t| t - v.start_us);
+        if let Some(x) = vf {
+            vmax = vmax.max(x);
+        }
+        if let Some(x) = sf.fct_us {
+            smax = smax.max(x);
+        }
+        println!(
+            "| {} | {} | {} | {} |",
+            v.id,
+            vf.map_or("-".into(), |x| format!("{x:.0}")),
+            sf.fct_us.map_or("-".into(), |x| format!("{x:.0}")),
+            match (vf, sf.fct_us) {
+                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+                _ => "-".into(),
+            }
+        );
+    }
+    if smax > 0.0 {
+        println!(
+            "last completion: veth {vmax:.0} µs, sim {smax:.0} µs (ratio {:.2})",
+            vmax / smax
+        );
     }
     Ok(())
 }
