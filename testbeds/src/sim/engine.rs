@@ -50,6 +50,23 @@ const EV_SAMPLE: u32 = 11;
 const EV_WATCHDOG: u32 = 12;
 const EV_RXTIMER: u32 = 13;
 
+const EV_NAMES: [&str; 14] = [
+    "tx_done",
+    "arrive",
+    "flow_start",
+    "host_wake",
+    "cc_timer",
+    "rto",
+    "port_wake",
+    "pfc_refresh",
+    "fail",
+    "reroute",
+    "restore",
+    "sample",
+    "watchdog",
+    "rx_timer",
+];
+
 // Packet kinds.
 const K_DATA: u8 = 0;
 const K_ACK: u8 = 1;
@@ -213,6 +230,7 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     now: u64,
     rng: Rng,
     events: u64,
+    by_kind: [u64; 16],
     // Packets.
     pkts: Vec<Pkt>,
     free: Vec<u32>,
@@ -221,7 +239,11 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     prio_of: Vec<u8>,
     // Ports.
     up: Vec<bool>,
-    busy: Vec<bool>,
+    /// The port is transmitting until this time.
+    busy_until: Vec<u64>,
+    /// Time of the port's valid `TxDone` event (u64::MAX: none); scheduled only
+    /// when something waits for the port. Events at other times are stale.
+    txdone_at: Vec<u64>,
     pause_q: Vec<VecDeque<u32>>,
     ctrl_q: Vec<VecDeque<u32>>,
     data_q: Vec<VecDeque<u32>>,
@@ -458,12 +480,14 @@ impl<Q: EventQueue> Sim<Q> {
             now: 0,
             rng,
             events: 0,
+            by_kind: [0; 16],
             pkts: Vec::with_capacity(1 << 16),
             free: Vec::new(),
             nclass,
             prio_of: prios.clone(),
             up: vec![true; np],
-            busy: vec![false; np],
+            busy_until: vec![0; np],
+            txdone_at: vec![u64::MAX; np],
             pause_q: (0..np).map(|_| VecDeque::new()).collect(),
             ctrl_q: (0..np).map(|_| VecDeque::new()).collect(),
             data_q: (0..np * nclass).map(|_| VecDeque::new()).collect(),
@@ -600,11 +624,14 @@ impl<Q: EventQueue> Sim<Q> {
             debug_assert!(ev.t >= self.now);
             self.now = ev.t;
             self.events += 1;
+            self.by_kind[ev.kind() as usize] += 1;
             let id = ev.id();
             match ev.kind() {
                 EV_TXDONE => {
-                    self.busy[id as usize] = false;
-                    self.try_tx(id);
+                    if self.txdone_at[id as usize] == self.now {
+                        self.txdone_at[id as usize] = u64::MAX;
+                        self.try_tx(id);
+                    }
                 }
                 EV_ARRIVE => self.arrive(id),
                 EV_FLOWSTART => self.flow_start(id),
@@ -696,7 +723,15 @@ impl<Q: EventQueue> Sim<Q> {
 
     fn try_tx(&mut self, p: u32) {
         let pu = p as usize;
-        if self.busy[pu] || !self.up[pu] {
+        if !self.up[pu] {
+            return;
+        }
+        if self.busy_until[pu] > self.now {
+            // Busy: make sure the port comes back for what is waiting.
+            if self.txdone_at[pu] != self.busy_until[pu] {
+                self.txdone_at[pu] = self.busy_until[pu];
+                self.q.push(self.busy_until[pu], EV_TXDONE, p);
+            }
             return;
         }
         let node = self.net.port_node[pu];
@@ -781,7 +816,7 @@ impl<Q: EventQueue> Sim<Q> {
         let pu = p as usize;
         let wire = self.pkts[pid as usize].wire as u64;
         let dur = self.net.port_rate[pu].tx_time(Bytes(wire)).as_picos();
-        self.busy[pu] = true;
+        self.busy_until[pu] = self.now + dur;
         let c = &mut self.pc[pu];
         c.tx_bytes += wire;
         c.tx_pkts += 1;
@@ -789,7 +824,18 @@ impl<Q: EventQueue> Sim<Q> {
             c.data_bytes += wire;
         }
         let end = self.now + dur;
-        self.q.push(end, EV_TXDONE, p);
+        // A TxDone is needed only if something waits for this port: queued frames,
+        // or a host with flows that may pull more data. Otherwise the next arrival
+        // finds the port free by `busy_until` (this halves the events on idle hops).
+        let node = self.net.port_node[pu];
+        if self.qtotal[pu] > 0
+            || !self.ctrl_q[pu].is_empty()
+            || !self.pause_q[pu].is_empty()
+            || (self.net.is_host(node) && !self.hosts[node as usize].active.is_empty())
+        {
+            self.txdone_at[pu] = end;
+            self.q.push(end, EV_TXDONE, p);
+        }
         let peer = self.net.port_peer[pu];
         let peer_node = self.net.port_node[peer as usize];
         let mut at = end + self.net.port_delay[pu].as_picos();
@@ -965,7 +1011,7 @@ impl<Q: EventQueue> Sim<Q> {
                 for k in 0..n {
                     let h = hops[(start + k) % n];
                     let e = (base + h as u32) as usize;
-                    let q = self.qtotal[e] + if self.busy[e] { 1 } else { 0 };
+                    let q = self.qtotal[e] + u64::from(self.busy_until[e] > self.now);
                     if q < best_q {
                         best_q = q;
                         best = h;
@@ -1052,9 +1098,7 @@ impl<Q: EventQueue> Sim<Q> {
 
     fn kick_host(&mut self, h: u32) {
         for p in self.net.ports_of(h) {
-            if !self.busy[p as usize] {
-                self.try_tx(p);
-            }
+            self.try_tx(p);
         }
     }
 
@@ -1996,6 +2040,12 @@ impl<Q: EventQueue> Sim<Q> {
                 hosts: self.net.hosts,
                 end_us: end as f64 / 1e6,
                 events: self.events,
+                events_by_kind: EV_NAMES
+                    .iter()
+                    .zip(self.by_kind)
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(k, n)| (k.to_string(), n))
+                    .collect(),
                 peak_packets: self.pkts.len() as u64,
             },
             flows,

@@ -237,6 +237,8 @@ pub struct RunInfo {
     pub end_us: f64,
     /// Events processed.
     pub events: u64,
+    /// Events per kind.
+    pub events_by_kind: Vec<(String, u64)>,
     /// Most packets alive at once (slab size).
     pub peak_packets: u64,
 }
