@@ -85,8 +85,53 @@ const S_INFLIGHT: u8 = 1;
 const S_ACKED: u8 = 2;
 const S_RETXQ: u8 = 3;
 
+/// A FIFO of packets linked through `Pkt::next` (no per-queue allocation: a
+/// queue is 8 bytes and pushing/popping touches only the packets involved).
+#[derive(Clone, Copy, Debug)]
+struct Fifo {
+    head: u32,
+    tail: u32,
+}
+
+impl Fifo {
+    const EMPTY: Fifo = Fifo {
+        head: NIL,
+        tail: NIL,
+    };
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+    #[inline]
+    fn push(&mut self, pkts: &mut [Pkt], id: u32) {
+        pkts[id as usize].next = NIL;
+        if self.tail == NIL {
+            self.head = id;
+        } else {
+            pkts[self.tail as usize].next = id;
+        }
+        self.tail = id;
+    }
+    #[inline]
+    fn pop(&mut self, pkts: &mut [Pkt]) -> Option<u32> {
+        if self.head == NIL {
+            return None;
+        }
+        let id = self.head;
+        self.head = pkts[id as usize].next;
+        if self.head == NIL {
+            self.tail = NIL;
+        }
+        Some(id)
+    }
+}
+
+const NIL: u32 = u32::MAX;
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
+    /// Next packet in the same queue.
+    next: u32,
     flow: u32,
     seq: u32,
     wire: u32,
@@ -244,9 +289,9 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     /// Time of the port's valid `TxDone` event (u64::MAX: none); scheduled only
     /// when something waits for the port. Events at other times are stale.
     txdone_at: Vec<u64>,
-    pause_q: Vec<VecDeque<u32>>,
-    ctrl_q: Vec<VecDeque<u32>>,
-    data_q: Vec<VecDeque<u32>>,
+    pause_q: Vec<Fifo>,
+    ctrl_q: Vec<Fifo>,
+    data_q: Vec<Fifo>,
     qbytes: Vec<u64>,
     qtotal: Vec<u64>,
     pfc_in: Vec<PfcIngress>,
@@ -488,9 +533,9 @@ impl<Q: EventQueue> Sim<Q> {
             up: vec![true; np],
             busy_until: vec![0; np],
             txdone_at: vec![u64::MAX; np],
-            pause_q: (0..np).map(|_| VecDeque::new()).collect(),
-            ctrl_q: (0..np).map(|_| VecDeque::new()).collect(),
-            data_q: (0..np * nclass).map(|_| VecDeque::new()).collect(),
+            pause_q: vec![Fifo::EMPTY; np],
+            ctrl_q: vec![Fifo::EMPTY; np],
+            data_q: vec![Fifo::EMPTY; np * nclass],
             qbytes: vec![0; np * nclass],
             qtotal: vec![0; np],
             pfc_in,
@@ -735,9 +780,9 @@ impl<Q: EventQueue> Sim<Q> {
             return;
         }
         let node = self.net.port_node[pu];
-        let pid = if let Some(i) = self.pause_q[pu].pop_front() {
+        let pid = if let Some(i) = self.pause_q[pu].pop(&mut self.pkts) {
             i
-        } else if let Some(i) = self.ctrl_q[pu].pop_front() {
+        } else if let Some(i) = self.ctrl_q[pu].pop(&mut self.pkts) {
             if !self.net.is_host(node) {
                 self.node_buf[node as usize] -= self.pkts[i as usize].wire as u64;
             }
@@ -775,7 +820,7 @@ impl<Q: EventQueue> Sim<Q> {
                     continue;
                 }
             }
-            let i = self.data_q[k].pop_front().expect("non-empty");
+            let i = self.data_q[k].pop(&mut self.pkts).expect("non-empty");
             let w = self.pkts[i as usize].wire as u64;
             self.pc[pu].q_area += self.qtotal[pu] as u128 * (self.now - self.pc[pu].q_last) as u128;
             self.pc[pu].q_last = self.now;
@@ -854,7 +899,7 @@ impl<Q: EventQueue> Sim<Q> {
             wire: 64,
             ..Pkt::default()
         });
-        self.pause_q[port as usize].push_back(pid);
+        self.pause_q[port as usize].push(&mut self.pkts, pid);
         if fr.is_resume() {
             self.t.resumes_sent += 1;
         } else {
@@ -894,7 +939,7 @@ impl<Q: EventQueue> Sim<Q> {
                         wire: 64,
                         ..Pkt::default()
                     });
-                    self.pause_q[pu].push_back(pid);
+                    self.pause_q[pu].push(&mut self.pkts, pid);
                     self.t.pauses_sent += 1;
                 }
                 None => break,
@@ -1034,7 +1079,7 @@ impl<Q: EventQueue> Sim<Q> {
                 return;
             }
             self.node_buf[node as usize] += pk.wire as u64;
-            self.ctrl_q[eu].push_back(pid);
+            self.ctrl_q[eu].push(&mut self.pkts, pid);
             self.try_tx(e);
             return;
         }
@@ -1057,7 +1102,7 @@ impl<Q: EventQueue> Sim<Q> {
                 return;
             }
             self.node_buf[node as usize] += w;
-            self.ctrl_q[eu].push_back(pid);
+            self.ctrl_q[eu].push(&mut self.pkts, pid);
             self.try_tx(e);
             return;
         }
@@ -1083,7 +1128,7 @@ impl<Q: EventQueue> Sim<Q> {
             self.pc[eu].max_q = self.qtotal[eu];
         }
         self.pkts[pid as usize].port = in_port;
-        self.data_q[k].push_back(pid);
+        self.data_q[k].push(&mut self.pkts, pid);
         if self.cfg.pfc {
             let now = Instant::from_picos(self.now);
             let prio = self.prio_of[c];
@@ -1296,6 +1341,7 @@ impl<Q: EventQueue> Sim<Q> {
         let req = fl.to_request.min(u32::MAX as u64);
         fl.to_request -= req;
         let pk = Pkt {
+            next: NIL,
             flow: f,
             seq,
             wire: wire as u32,
@@ -1418,7 +1464,7 @@ impl<Q: EventQueue> Sim<Q> {
             return;
         };
         let pid = self.alloc(pk);
-        self.ctrl_q[p as usize].push_back(pid);
+        self.ctrl_q[p as usize].push(&mut self.pkts, pid);
         self.try_tx(p);
     }
 
@@ -1685,12 +1731,19 @@ impl<Q: EventQueue> Sim<Q> {
             let node = self.net.port_node[pu];
             let is_switch = !self.net.is_host(node);
             let mut lost = Vec::new();
-            lost.extend(self.ctrl_q[pu].drain(..));
+            while let Some(i) = self.ctrl_q[pu].pop(&mut self.pkts) {
+                lost.push(i);
+            }
             for c in 0..self.nclass {
-                lost.extend(self.data_q[pu * self.nclass + c].drain(..));
+                let k = pu * self.nclass + c;
+                while let Some(i) = self.data_q[k].pop(&mut self.pkts) {
+                    lost.push(i);
+                }
                 self.qbytes[pu * self.nclass + c] = 0;
             }
-            self.pause_q[pu].clear();
+            while let Some(i) = self.pause_q[pu].pop(&mut self.pkts) {
+                self.free.push(i);
+            }
             self.qtotal[pu] = 0;
             for pid in lost {
                 let pk = self.pkts[pid as usize];
