@@ -433,11 +433,7 @@ impl<Q: EventQueue> Sim<Q> {
         }
         if let CcChoice::Algo(k) = cfg.cc {
             for (h, hs) in hosts.iter_mut().enumerate() {
-                let line = net
-                    .ports_of(h as u32)
-                    .map(|p| net.port_rate[p as usize])
-                    .max()
-                    .unwrap_or(Rate::gbps(100));
+                let line = net.nic_rate(h as u32);
                 let path = PathParams {
                     line_rate: line,
                     base_rtt: Duration::micros(10),
@@ -1157,12 +1153,8 @@ impl<Q: EventQueue> Sim<Q> {
         fl.last_progress = self.now;
         fl.next_tx = self.now;
         let src = fl.src;
-        let line = self
-            .net
-            .ports_of(src)
-            .map(|p| self.net.port_rate[p as usize])
-            .max();
-        let line = line.unwrap_or(Rate::gbps(100));
+        // A multi-plane NIC's line rate is the sum of its ports.
+        let line = self.net.nic_rate(src);
         if let CcChoice::Algo(k) = self.cfg.cc {
             let path = PathParams {
                 line_rate: line,
@@ -2009,13 +2001,7 @@ impl<Q: EventQueue> Sim<Q> {
             let rate = self
                 .cfg
                 .ideal_rate
-                .or_else(|| {
-                    self.net
-                        .ports_of(fl.src)
-                        .map(|p| self.net.port_rate[p as usize])
-                        .min()
-                })
-                .unwrap_or(Rate::gbps(100));
+                .unwrap_or_else(|| self.net.nic_rate(fl.src));
             let (ideal, fct) = if fl.size == u64::MAX {
                 (None, None)
             } else {
