@@ -2,9 +2,12 @@
 # Installs the system packages the tests use, only those missing.
 # iproute2: veth testbeds are checked against `ip`; tshark: pcaps must decode as RoCE/PFC;
 # tmux: the TUI is driven as a user would.
+# opensm, ibsim-utils, libumad2sim0, infiniband-diags: the OpenSM LFT dump and ibnetdiscover
+# topology exports are loaded by ibsim + `opensm -R file -U` and read back with ibroute;
+# graphviz: `dot` renders the DOT export; frr: `vtysh --dryrun` checks the FRR exports.
 set -euo pipefail
 need=()
-for pkg in iproute2 tshark tmux; do
+for pkg in iproute2 tshark tmux opensm ibsim-utils libumad2sim0 infiniband-diags graphviz frr; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,0 +1,221 @@
+//! Exporters: routing tables and topology in formats other tools read.
+//!
+//! | format | files | read by |
+//! |---|---|---|
+//! | [`Format::Json`] | `routes.json` | anything; schema in `docs/exports.md` |
+//! | [`Format::IpBatch`] | `ip/<switch>.batch` | `ip -batch` (iproute2) |
+//! | [`Format::FrrBgp`] | `frr/bgp/<switch>.conf` | FRR (eBGP per RFC 7938) |
+//! | [`Format::FrrStatic`] | `frr/static/<switch>.conf` | FRR (static routes) |
+//! | [`Format::Sonic`] | `sonic/<switch>.json` | SONiC `swssconfig` (APPL_DB `ROUTE_TABLE`) |
+//! | [`Format::Opensm`] | `opensm/plane<p>/{lfts.dump,fabric.net,guid2lid}` | `opensm -R file -U`, `ibsim` |
+//! | [`Format::Dot`] | `fabric.dot` | Graphviz |
+//! | [`Format::Slurm`] | `topology.conf` | Slurm `topology/tree` |
+//!
+//! Everything streams: exporters write through a [`Sink`] that hands out one
+//! `impl Write` per file, so memory does not grow with the output (a 100k-GPU
+//! fabric's tables run to gigabytes). The format layer (`ipbatch`, `frr`,
+//! `sonic`, `opensm`, `dot`, `slurm`, `json`) writes records; the adapters
+//! (`ib`, `topology`, `routes`) walk the model and the tables.
+//!
+//! ```
+//! use topo::export::{self, Format, MemSink};
+//! let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+//! let mut sink = MemSink::new();
+//! export::export_topology(&f, Format::Dot, &mut sink).unwrap();
+//! assert!(sink.text("fabric.dot").unwrap().starts_with("graph"));
+//! ```
+
+pub mod dot;
+mod fastfmt;
+mod formats;
+pub mod frr;
+pub mod ib;
+pub mod ipbatch;
+pub mod json;
+pub mod opensm;
+pub mod routes;
+mod sink;
+pub mod slurm;
+pub mod sonic;
+mod tables;
+pub mod topology;
+
+pub use sink::{Counter, CountingSink, MemSink, Sink};
+pub use tables::Tables;
+
+use crate::addressing::AddressPlan;
+use crate::model::Fabric;
+
+/// An export format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Format {
+    /// JSON document of all tables (documented schema).
+    Json,
+    /// Linux `ip -batch` route commands per switch.
+    IpBatch,
+    /// FRR eBGP configuration per switch (RFC 7938).
+    FrrBgp,
+    /// FRR static-route configuration per switch.
+    FrrStatic,
+    /// SONiC APPL_DB ROUTE_TABLE entries (swssconfig JSON) per switch.
+    Sonic,
+    /// OpenSM LFT dump + ibnetdiscover/ibsim topology + guid2lid, per plane.
+    Opensm,
+    /// Graphviz DOT of the topology.
+    Dot,
+    /// Slurm topology.conf (tree plugin).
+    Slurm,
+}
+
+impl Format {
+    /// Every format, in the order `fabric build` writes them.
+    pub const ALL: [Format; 8] = [
+        Format::Json,
+        Format::IpBatch,
+        Format::FrrBgp,
+        Format::FrrStatic,
+        Format::Sonic,
+        Format::Opensm,
+        Format::Dot,
+        Format::Slurm,
+    ];
+
+    /// The command-line name (`ip`, `frr-bgp`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::IpBatch => "ip",
+            Format::FrrBgp => "frr-bgp",
+            Format::FrrStatic => "frr-static",
+            Format::Sonic => "sonic",
+            Format::Opensm => "opensm",
+            Format::Dot => "dot",
+            Format::Slurm => "slurm",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(s: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == s)
+    }
+
+    /// True if the format needs routing tables (false: topology only).
+    pub fn needs_routes(self) -> bool {
+        !matches!(self, Format::Dot | Format::Slurm)
+    }
+
+    /// The single file this format writes, if it writes exactly one.
+    pub fn single_file(self) -> Option<&'static str> {
+        match self {
+            Format::Json => Some("routes.json"),
+            Format::Dot => Some("fabric.dot"),
+            Format::Slurm => Some("topology.conf"),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// Writing an output failed.
+    #[error("writing export: {0}")]
+    Io(#[from] std::io::Error),
+    /// An IB plane has more nodes than one subnet has unicast LIDs.
+    #[error(
+        "plane {plane} needs {needed} LIDs but one InfiniBand subnet has only 49151 unicast LIDs \
+         (0x0001-0xbfff); split the fabric into more planes or export an IP format instead"
+    )]
+    TooManyLids {
+        /// The plane.
+        plane: u16,
+        /// LIDs it would need.
+        needed: usize,
+    },
+    /// A port number does not fit InfiniBand's 8-bit port numbers.
+    #[error("port {port} does not fit an InfiniBand port number (1..=254)")]
+    PortTooHigh {
+        /// The IB port number that was needed.
+        port: u32,
+    },
+    /// The routing table has no route between two nodes that must reach each other.
+    #[error(
+        "no route from {from} to {to}; verify the tables (`fabric routes verify`) before exporting"
+    )]
+    Unreachable {
+        /// Source switch.
+        from: String,
+        /// Destination node.
+        to: String,
+    },
+    /// The address plan has no address for something the format needs.
+    #[error("address plan: {0}")]
+    Addressing(String),
+    /// The format needs routing tables; use the routing exporter.
+    #[error("format `{0}` exports routing tables; it needs a routed fabric")]
+    NeedsRoutes(Format),
+}
+
+/// Writes a topology-only format ([`Format::Dot`] or [`Format::Slurm`]).
+pub fn export_topology<S: Sink>(
+    f: &Fabric,
+    format: Format,
+    sink: &mut S,
+) -> Result<(), ExportError> {
+    match format {
+        Format::Dot => sink::with_file(sink, "fabric.dot", |w| topology::write_dot(w, f)),
+        Format::Slurm => sink::with_file(sink, "topology.conf", |w| topology::write_slurm(w, f)),
+        other => Err(ExportError::NeedsRoutes(other)),
+    }
+}
+
+/// A routed fabric: what the routing exporters read.
+#[derive(Debug, Clone, Copy)]
+pub struct Routed<'a> {
+    /// The topology.
+    pub fabric: &'a Fabric,
+    /// Its addresses, LIDs, GUIDs and ASNs.
+    pub addr: &'a AddressPlan,
+    /// The tables to export.
+    pub tables: Tables<'a>,
+}
+
+/// Writes one format of a routed fabric into `sink` (file names in the module table).
+pub fn export<S: Sink>(r: &Routed<'_>, format: Format, sink: &mut S) -> Result<(), ExportError> {
+    match format {
+        Format::Json => formats::export_json(r, sink),
+        Format::IpBatch => formats::export_ip(r, sink),
+        Format::FrrBgp => formats::export_frr_bgp(r, sink),
+        Format::FrrStatic => formats::export_frr_static(r, sink),
+        Format::Sonic => formats::export_sonic(r, sink),
+        Format::Opensm => export_opensm(r, sink),
+        Format::Dot | Format::Slurm => export_topology(r.fabric, format, sink),
+    }
+}
+
+/// Writes `opensm/plane<p>/{lfts.dump,fabric.net,guid2lid}` for every plane.
+pub fn export_opensm<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportError> {
+    let (f, addr) = (r.fabric, r.addr);
+    for p in 0..f.num_planes() as u16 {
+        let plan = ib::LidPlan::new(f, addr, p)?;
+        let dir = format!("opensm/plane{p}");
+        sink::with_file(sink, &format!("{dir}/fabric.net"), |w| {
+            ib::write_net(w, f, addr, &plan)
+        })?;
+        sink::with_file(sink, &format!("{dir}/guid2lid"), |w| {
+            Ok(ib::write_guid2lid(w, f, addr, &plan)?)
+        })?;
+        sink::with_file(sink, &format!("{dir}/lfts.dump"), |w| {
+            ib::write_lfts(w, f, addr, &plan, |s, d, out| {
+                r.tables.next_hops(f, s, d, out)
+            })
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,337 @@
+//! Golden tests of every export format on a k=4 fat-tree (16 hosts, 20
+//! switches), plus parse-back checks where the format allows: the JSON
+//! document round-trips through serde into the documented schema and agrees
+//! with the routing tables; every `ip -batch` line parses under the `ip route`
+//! grammar; SONiC files are valid JSON with matching `nexthop`/`ifname`
+//! lists; Slurm hostlists expand to every server exactly once.
+//!
+//! Snapshots live in `tests/snapshots/`; after an intended format change,
+//! review and accept them with `INSTA_UPDATE=always cargo test -p topo --test export_golden`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+use topo::addressing::AddressPlan;
+use topo::export::{self, Format, MemSink, Routed, Tables, ipbatch, slurm};
+use topo::lft::Lft;
+use topo::{Fabric, Routes};
+
+fn k4() -> (Fabric, Routes, AddressPlan) {
+    let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+    let r = Routes::compute(&f);
+    let a = AddressPlan::new(&f).unwrap();
+    (f, r, a)
+}
+
+fn export_all(f: &Fabric, tables: Tables<'_>, addr: &AddressPlan) -> MemSink {
+    let routed = Routed {
+        fabric: f,
+        addr,
+        tables,
+    };
+    let mut sink = MemSink::new();
+    for fmt in Format::ALL {
+        export::export(&routed, fmt, &mut sink).unwrap_or_else(|e| panic!("{fmt}: {e}"));
+    }
+    sink
+}
+
+#[test]
+fn golden_ecmp() {
+    let (f, r, a) = k4();
+    let sink = export_all(&f, Tables::Ecmp(&r), &a);
+    // Per-switch formats write one file per switch.
+    for dir in ["ip", "frr/bgp", "frr/static", "sonic"] {
+        let n = sink
+            .files
+            .keys()
+            .filter(|k| {
+                k.starts_with(&format!("{dir}/"))
+                    && k.matches('/').count() == dir.matches('/').count() + 1
+            })
+            .count();
+        assert_eq!(n, 20, "{dir}");
+    }
+    for file in [
+        "routes.json",
+        "ip/pod0-leaf0.batch",
+        "ip/pod0-agg0.batch",
+        "ip/core0-0.batch",
+        "frr/bgp/pod0-leaf0.conf",
+        "frr/bgp/pod0-agg0.conf",
+        "frr/bgp/core0-0.conf",
+        "frr/static/pod0-agg0.conf",
+        "sonic/pod0-leaf0.json",
+        "opensm/plane0/lfts.dump",
+        "opensm/plane0/fabric.net",
+        "opensm/plane0/guid2lid",
+        "fabric.dot",
+        "topology.conf",
+    ] {
+        let name = file.replace(['/', '.'], "_");
+        insta::assert_snapshot!(
+            name,
+            sink.text(file).unwrap_or_else(|| panic!("{file} missing"))
+        );
+    }
+}
+
+#[test]
+fn golden_single_path() {
+    let (f, r, a) = k4();
+    let lft = Lft::compute(&f, &r);
+    let sink = export_all(&f, Tables::SinglePath(&r, &lft), &a);
+    insta::assert_snapshot!(
+        "single_path_ip_pod0-agg0",
+        sink.text("ip/pod0-agg0.batch").unwrap()
+    );
+    insta::assert_snapshot!(
+        "single_path_lfts",
+        sink.text("opensm/plane0/lfts.dump").unwrap()
+    );
+    // Every LFT entry toward a host equals the single-path table.
+    let dump = sink.text("opensm/plane0/lfts.dump").unwrap();
+    let mut sw = None;
+    let mut checked = 0;
+    for line in dump.lines() {
+        if let Some(rest) = line.strip_prefix("Unicast lids") {
+            let name = rest.rsplit("('").next().unwrap().trim_end_matches("'):");
+            sw = Some(f.name_index()[name]);
+        } else if let Some(rest) = line.strip_prefix("0x") {
+            let mut it = rest.split_whitespace();
+            let _lid = it.next();
+            let port: u16 = it.next().unwrap().parse().unwrap();
+            let dst = rest.rsplit(": '").next().unwrap().trim_end_matches('\'');
+            let d = f.name_index()[dst];
+            if f.is_host(d) {
+                assert_eq!(Some(port - 1), lft.port(&f, sw.unwrap(), d), "{line}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 20 * 16);
+}
+
+/// The documented JSON schema (docs/exports.md), as a reader would declare it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Doc {
+    schema: String,
+    fabric: String,
+    engine: String,
+    planes: u32,
+    hosts: u32,
+    switches: Vec<Switch>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Switch {
+    name: String,
+    id: u32,
+    plane: u16,
+    tier: u8,
+    pod: Option<u32>,
+    asn: Option<u32>,
+    loopback: Option<std::net::Ipv4Addr>,
+    lid: Option<u16>,
+    routes: Vec<JRoute>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JRoute {
+    prefix: String,
+    dst: String,
+    local: bool,
+    nexthops: Vec<JHop>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JHop {
+    port: u16,
+    ifname: String,
+    neighbor: String,
+    via: std::net::Ipv4Addr,
+    weight: u32,
+}
+
+#[test]
+fn json_round_trips_and_matches_the_tables() {
+    let (f, r, a) = k4();
+    let sink = export_all(&f, Tables::Ecmp(&r), &a);
+    let doc: Doc = serde_json::from_str(sink.text("routes.json").unwrap()).unwrap();
+    assert_eq!(
+        (
+            doc.schema.as_str(),
+            doc.fabric.as_str(),
+            doc.engine.as_str()
+        ),
+        ("fabric-routes/v1", "fat-tree-k4", "ecmp")
+    );
+    assert_eq!((doc.planes, doc.hosts, doc.switches.len()), (1, 16, 20));
+    let names = f.name_index();
+    for s in &doc.switches {
+        let id = names[s.name.as_str()];
+        assert_eq!(
+            (id.0, s.plane, s.tier, s.pod),
+            (s.id, 0, f.tier(id), f.pod(id))
+        );
+        assert_eq!(s.asn, a.asn(&f, id));
+        assert_eq!(s.loopback, a.loopback_v4(id));
+        assert_eq!(s.lid, a.switch_lid(&f, id));
+        for route in &s.routes {
+            let dst = names[route.dst.as_str()];
+            // The next hops are exactly the ECMP group toward any host behind `dst`.
+            let host = if f.is_host(dst) {
+                dst
+            } else {
+                f.hosts()
+                    .find(|&h| f.attachment(h, 0).unwrap().leaf == dst)
+                    .unwrap()
+            };
+            let want: Vec<u16> = r.next_hops(id, host).to_vec();
+            let got: Vec<u16> = route.nexthops.iter().map(|h| h.port).collect();
+            assert_eq!(got, want, "{} -> {}", s.name, route.prefix);
+            assert_eq!(route.local, f.is_host(dst));
+            for h in &route.nexthops {
+                assert_eq!(names[h.neighbor.as_str()], f.peer(id, h.port));
+                assert_eq!(h.ifname, format!("swp{}", h.port + 1));
+                assert_eq!(h.weight, 1);
+                assert_ne!(h.via, std::net::Ipv4Addr::UNSPECIFIED);
+            }
+            if !route.local {
+                assert_eq!(route.prefix, a.tor_prefix_v4(dst).unwrap().to_string());
+            }
+        }
+        // Every leaf of the plane is reachable from every switch: leaves route to 7
+        // other ToR prefixes + 2 local hosts, other switches to all 8 prefixes.
+        let expect = if f.tier(id) == 1 { 9 } else { 8 };
+        assert_eq!(s.routes.len(), expect, "{}", s.name);
+    }
+}
+
+#[test]
+fn ip_batch_lines_parse_and_count() {
+    let (f, r, a) = k4();
+    for sink in [
+        export_all(&f, Tables::Ecmp(&r), &a),
+        export_all(&f, Tables::SinglePath(&r, &Lft::compute(&f, &r)), &a),
+    ] {
+        for s in f.switches() {
+            let text = sink.text(&format!("ip/{}.batch", f.node_name(s))).unwrap();
+            let header: usize = text
+                .lines()
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .nth(2)
+                .unwrap()
+                .parse()
+                .unwrap();
+            let mut routes = 0;
+            let mut prefixes = BTreeSet::new();
+            for (i, line) in text.lines().enumerate() {
+                if line.contains("scope link") {
+                    // Directly attached host: `route replace H/32 proto static dev swpN scope link`.
+                    let t: Vec<&str> = line.split_whitespace().collect();
+                    assert_eq!(
+                        (t.len(), t[0], t[1], t[3], t[4], t[5], t[7], t[8]),
+                        (
+                            9, "route", "replace", "proto", "static", "dev", "scope", "link"
+                        ),
+                        "{line}"
+                    );
+                    assert!(prefixes.insert(t[2].to_owned()));
+                    routes += 1;
+                    continue;
+                }
+                if let Some(p) = ipbatch::parse_line(i + 1, line)
+                    .unwrap_or_else(|e| panic!("{}: {e}", f.node_name(s)))
+                {
+                    assert!(!p.nexthops.is_empty());
+                    assert!(prefixes.insert(p.prefix));
+                    routes += 1;
+                }
+            }
+            assert_eq!(routes, header, "{}", f.node_name(s));
+        }
+    }
+}
+
+#[test]
+fn sonic_entries_are_well_formed() {
+    let (f, r, a) = k4();
+    let sink = export_all(&f, Tables::Ecmp(&r), &a);
+    for s in f.switches() {
+        let v: serde_json::Value = serde_json::from_str(
+            sink.text(&format!("sonic/{}.json", f.node_name(s)))
+                .unwrap(),
+        )
+        .unwrap();
+        for e in v.as_array().unwrap() {
+            let o = e.as_object().unwrap();
+            assert_eq!(o["OP"], "SET");
+            let (key, fields) = o
+                .iter()
+                .find(|(k, _)| k.starts_with("ROUTE_TABLE:"))
+                .unwrap();
+            assert!(key["ROUTE_TABLE:".len()..].contains('/'));
+            let nh = fields["nexthop"].as_str().unwrap().split(',').count();
+            let ifs: Vec<&str> = fields["ifname"].as_str().unwrap().split(',').collect();
+            assert_eq!(nh, ifs.len());
+            assert!(ifs.iter().all(|i| i.starts_with("Ethernet")));
+        }
+    }
+}
+
+#[test]
+fn slurm_tree_covers_every_server_once() {
+    let (f, _, _) = k4();
+    let mut sink = MemSink::new();
+    export::export_topology(&f, Format::Slurm, &mut sink).unwrap();
+    let text = sink.text("topology.conf").unwrap();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut switches = BTreeSet::new();
+    let mut children = BTreeSet::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let mut it = line.split_whitespace();
+        let name = it.next().unwrap().strip_prefix("SwitchName=").unwrap();
+        switches.insert(name.to_owned());
+        let kv = it.next().unwrap();
+        if let Some(nodes) = kv.strip_prefix("Nodes=") {
+            for n in slurm::expand_hostlist(nodes).unwrap() {
+                *seen.entry(n).or_default() += 1;
+            }
+        } else {
+            children.extend(slurm::expand_hostlist(kv.strip_prefix("Switches=").unwrap()).unwrap());
+        }
+    }
+    assert_eq!(seen.len(), 16);
+    assert!(seen.values().all(|&c| c == 1));
+    assert!(
+        children.is_subset(&switches),
+        "every child switch is defined"
+    );
+    assert_eq!(switches.difference(&children).count(), 1, "one root");
+}
+
+#[test]
+fn multi_plane_writes_one_subnet_per_plane() {
+    let spec = topo::generators::multi_plane_spec(
+        topo::generators::leaf_spine_spec(4, 2, 4, 1, topo::Rate::gbps(400)),
+        2,
+    );
+    let f = spec.build("test").unwrap();
+    let r = Routes::compute(&f);
+    let a = AddressPlan::new(&f).unwrap();
+    let sink = export_all(&f, Tables::Ecmp(&r), &a);
+    for p in 0..2 {
+        let net = sink.text(&format!("opensm/plane{p}/fabric.net")).unwrap();
+        assert_eq!(net.matches("\nSwitch\t").count(), 6, "plane {p}");
+        assert_eq!(net.matches("\nCa\t").count(), f.num_hosts(), "plane {p}");
+        let g2l = sink.text(&format!("opensm/plane{p}/guid2lid")).unwrap();
+        assert_eq!(g2l.lines().count(), 6 + f.num_hosts());
+    }
+}

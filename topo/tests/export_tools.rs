@@ -1,0 +1,437 @@
+//! The exports loaded by the real tools that read them:
+//!
+//! - `ibsim` loads `opensm/plane0/fabric.net` (a k=4 fat-tree), `opensm -R file -U
+//!   lfts.dump` programs the simulated switches from our LFT dump, and `ibroute`
+//!   reads every switch's forwarding table back over (simulated) MADs: it must
+//!   equal the dump entry for entry, at the LIDs of our `guid2lid`.
+//! - `dot` renders `fabric.dot` without warnings.
+//! - `vtysh --dryrun` (FRR 8.4) accepts every `frr/bgp/*.conf` and `frr/static/*.conf`.
+//! - `ip -batch` applies every switch's `ip/*.batch` inside a network namespace whose
+//!   interfaces carry the addressing plan (root only: without root the test fails
+//!   with a message unless `FABRIC_SKIP_NETNS=1`), and `ip route` then lists exactly
+//!   the exported routes with their ECMP next hops.
+//!
+//! The tools come from Debian packages (`scripts/install-deps.sh`: opensm,
+//! ibsim-utils, libumad2sim0, infiniband-diags, graphviz). Without them the
+//! test fails and says so, unless `FABRIC_SKIP_TOOLS=1` is set. No root needed:
+//! ibsim talks to OpenSM through `LD_PRELOAD=libumad2sim.so` over a private
+//! socket (`IBSIM_SOCKNAME`).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use topo::export::routes::{LinuxIf, own_addr};
+use topo::export::{self, Format, MemSink, Routed, Tables};
+
+const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Returns false (test skipped) when tools are missing and FABRIC_SKIP_TOOLS=1.
+fn require(tools: &[&str], files: &[&str]) -> bool {
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|t| !have(t))
+        .chain(files.iter().copied().filter(|f| !Path::new(f).exists()))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
+        eprintln!(
+            "skipped: {} not installed (FABRIC_SKIP_TOOLS=1)",
+            missing.join(", ")
+        );
+        return false;
+    }
+    panic!(
+        "{} not installed: run scripts/install-deps.sh (as root), or set FABRIC_SKIP_TOOLS=1 to skip",
+        missing.join(", ")
+    );
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fabric-export-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write_all(sink: &MemSink, dir: &Path) {
+    for (path, bytes) in &sink.files {
+        let p = dir.join(path);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, bytes).unwrap();
+    }
+}
+
+/// Kills the simulator even if an assertion fails.
+struct KillOnDrop(Child);
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `0xLID PORT` pairs of every LFT block, keyed by the block's switch GUID.
+fn parse_lft(text: &str) -> BTreeMap<u64, BTreeMap<u16, u8>> {
+    let mut out: BTreeMap<u64, BTreeMap<u16, u8>> = BTreeMap::new();
+    let mut cur = None;
+    for line in text.lines() {
+        let line = line.trim_start();
+        if line.starts_with("Unicast lids") {
+            let g = line
+                .split(" guid 0x")
+                .nth(1)
+                .expect("guid")
+                .split_whitespace()
+                .next()
+                .unwrap();
+            let guid = u64::from_str_radix(g, 16).unwrap();
+            out.entry(guid).or_default();
+            cur = Some(guid);
+        } else if let (Some(g), Some(rest)) = (cur, line.strip_prefix("0x")) {
+            let mut it = rest.split_whitespace();
+            let lid = u16::from_str_radix(it.next().unwrap(), 16).unwrap();
+            let port: u8 = it.next().unwrap().parse().unwrap();
+            out.get_mut(&g).unwrap().insert(lid, port);
+        }
+    }
+    out
+}
+
+#[test]
+fn ibsim_loads_net_and_opensm_programs_our_lfts() {
+    if !require(
+        &["ibsim", "opensm", "ibroute", "ibnetdiscover"],
+        &[UMAD2SIM],
+    ) {
+        return;
+    }
+    let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+    let routes = topo::Routes::compute(&f);
+    let lft = topo::lft::Lft::compute(&f, &routes);
+    let addr = topo::addressing::AddressPlan::new(&f).unwrap();
+    let routed = Routed {
+        fabric: &f,
+        addr: &addr,
+        tables: Tables::SinglePath(&routes, &lft),
+    };
+    let mut sink = MemSink::new();
+    export::export(&routed, Format::Opensm, &mut sink).unwrap();
+    let dir = scratch("ibsim");
+    write_all(&sink, &dir);
+    let plane = dir.join("opensm/plane0");
+    let cache = dir.join("cache");
+    fs::create_dir_all(&cache).unwrap();
+    fs::copy(plane.join("guid2lid"), cache.join("guid2lid")).unwrap();
+    let sock = format!("fabric-test-{}", std::process::id());
+
+    let sim_log = dir.join("ibsim.log");
+    let sim = Command::new("ibsim")
+        .args(["-s", "-n"])
+        .arg(plane.join("fabric.net"))
+        .env("IBSIM_SOCKNAME", &sock)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&sim_log).unwrap())
+        .stderr(Stdio::from(
+            fs::File::create(dir.join("ibsim.err")).unwrap(),
+        ))
+        .current_dir(&dir)
+        .spawn()
+        .expect("spawn ibsim");
+    let _sim = KillOnDrop(sim);
+    let t0 = Instant::now();
+    loop {
+        let log = fs::read_to_string(&sim_log).unwrap_or_default();
+        if log.contains("Network simulator ready") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "ibsim did not start: {log}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let err = fs::read_to_string(dir.join("ibsim.err")).unwrap();
+    assert!(
+        !err.contains("ibwarn") && !err.contains("ibpanic"),
+        "ibsim complained about fabric.net:\n{err}"
+    );
+
+    let tool = |cmd: &str, args: &[&str]| {
+        let out = Command::new(cmd)
+            .args(args)
+            .env("LD_PRELOAD", UMAD2SIM)
+            .env("IBSIM_SOCKNAME", &sock)
+            .env("OSM_CACHE_DIR", &cache)
+            .env("OSM_TMP_DIR", &dir)
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+        assert!(
+            out.status.success(),
+            "{cmd} {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+
+    // ibsim built exactly our nodes.
+    let nodes = tool("ibnetdiscover", &["-l"]);
+    assert_eq!(
+        nodes.lines().filter(|l| l.starts_with("Switch")).count(),
+        20,
+        "{nodes}"
+    );
+    assert_eq!(
+        nodes.lines().filter(|l| l.starts_with("Ca")).count(),
+        16,
+        "{nodes}"
+    );
+
+    // OpenSM loads our LFT dump with the `file` routing engine and keeps our LIDs.
+    let dump = plane.join("lfts.dump");
+    let osm_log = dir.join("osm.log");
+    tool(
+        "opensm",
+        &[
+            "-o",
+            "-R",
+            "file",
+            "-U",
+            dump.to_str().unwrap(),
+            "-f",
+            osm_log.to_str().unwrap(),
+            "-D",
+            "0x03",
+        ],
+    );
+    let log = fs::read_to_string(&osm_log).unwrap();
+    assert!(
+        log.contains("file tables configured on all switches"),
+        "opensm did not use our tables:\n{log}"
+    );
+    assert!(
+        !log.contains("PARSE ERROR") && !log.contains(" ERR "),
+        "opensm reported errors:\n{log}"
+    );
+
+    // Every switch's table, read back over MADs, equals the dump.
+    let ours = parse_lft(sink.text("opensm/plane0/lfts.dump").unwrap());
+    assert_eq!(ours.len(), 20);
+    let guid2lid = sink.text("opensm/plane0/guid2lid").unwrap();
+    let mut checked = 0;
+    for (guid, table) in &ours {
+        let lid = guid2lid
+            .lines()
+            .find(|l| l.starts_with(&format!("0x{guid:016x} ")))
+            .map(|l| {
+                u16::from_str_radix(
+                    l.split_whitespace()
+                        .nth(1)
+                        .unwrap()
+                        .trim_start_matches("0x"),
+                    16,
+                )
+                .unwrap()
+            })
+            .expect("switch in guid2lid");
+        let read = parse_lft(&tool("ibroute", &[&lid.to_string()]));
+        assert_eq!(
+            read.get(guid),
+            Some(table),
+            "switch lid {lid} guid 0x{guid:016x}: table differs"
+        );
+        checked += table.len();
+    }
+    assert_eq!(checked, 20 * 36);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dot_renders_the_topology() {
+    if !require(&["dot"], &[]) {
+        return;
+    }
+    let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+    let mut sink = MemSink::new();
+    export::export_topology(&f, Format::Dot, &mut sink).unwrap();
+    let dir = scratch("dot");
+    write_all(&sink, &dir);
+    let out = Command::new("dot")
+        .args(["-Tsvg", "-o"])
+        .arg(dir.join("f.svg"))
+        .arg(dir.join("fabric.dot"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "dot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = fs::read_to_string(dir.join("f.svg")).unwrap();
+    assert_eq!(svg.matches("class=\"node\"").count(), 36);
+    assert_eq!(svg.matches("class=\"edge\"").count(), 48);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+fn k4_ecmp(formats: &[Format]) -> (topo::Fabric, topo::addressing::AddressPlan, MemSink) {
+    let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+    let routes = topo::Routes::compute(&f);
+    let addr = topo::addressing::AddressPlan::new(&f).unwrap();
+    let mut sink = MemSink::new();
+    {
+        let routed = Routed {
+            fabric: &f,
+            addr: &addr,
+            tables: Tables::Ecmp(&routes),
+        };
+        for &fmt in formats {
+            export::export(&routed, fmt, &mut sink).unwrap();
+        }
+    }
+    (f, addr, sink)
+}
+
+#[test]
+fn frr_accepts_every_config() {
+    if !require(&["vtysh"], &[]) {
+        return;
+    }
+    let (f, _, sink) = k4_ecmp(&[Format::FrrBgp, Format::FrrStatic]);
+    let dir = scratch("frr");
+    write_all(&sink, &dir);
+    let mut checked = 0;
+    for flavour in ["bgp", "static"] {
+        for s in f.switches() {
+            let file = dir.join(format!("frr/{flavour}/{}.conf", f.node_name(s)));
+            let out = Command::new("vtysh")
+                .arg("--dryrun")
+                .arg("-f")
+                .arg(&file)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "vtysh rejects {}: {}{}",
+                file.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 40);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Deletes the namespace even if an assertion fails.
+struct Netns(String);
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn ip(args: &[&str]) -> String {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn ip_batch_applies_in_a_namespace() {
+    // /proc/self belongs to the process's effective user.
+    let root = std::os::unix::fs::MetadataExt::uid(&fs::metadata("/proc/self").unwrap()) == 0;
+    if !root {
+        if std::env::var("FABRIC_SKIP_NETNS").as_deref() == Ok("1") {
+            eprintln!("skipped: needs root to create network namespaces (FABRIC_SKIP_NETNS=1)");
+            return;
+        }
+        panic!("needs root to create network namespaces; run as root or set FABRIC_SKIP_NETNS=1");
+    }
+    if !require(&["ip"], &[]) {
+        return;
+    }
+    let (f, addr, sink) = k4_ecmp(&[Format::IpBatch]);
+    let dir = scratch("ipbatch");
+    write_all(&sink, &dir);
+    for (i, s) in f.switches().enumerate() {
+        let ns = Netns(format!("fxe{}-{i}", std::process::id()));
+        ip(&["netns", "add", &ns.0]);
+        // Interfaces named and addressed as the export expects: veth pairs whose far
+        // ends stay in the namespace, up, so the routes' gateways are on-link.
+        let mut setup = String::new();
+        for p in 0..f.degree(s) as u16 {
+            let dev = LinuxIf(p);
+            let a = match own_addr(&f, &addr, s, p) {
+                Some((net, a)) => format!("{a}/{}", net.len),
+                None => format!("{}/32", addr.gateway_v4(s).unwrap()),
+            };
+            setup += &format!(
+                "link add {dev} type veth peer name x{dev}\nlink set x{dev} up\nlink set {dev} up\naddr add {a} dev {dev}\n"
+            );
+        }
+        let setup_file = dir.join(format!("setup-{i}.batch"));
+        fs::write(&setup_file, setup).unwrap();
+        ip(&["-n", &ns.0, "-batch", setup_file.to_str().unwrap()]);
+        let batch = dir.join(format!("ip/{}.batch", f.node_name(s)));
+        ip(&["-n", &ns.0, "-batch", batch.to_str().unwrap()]);
+        // What the kernel holds equals the file: same prefixes, same next-hop counts.
+        let table = ip(&["-n", &ns.0, "route", "show", "proto", "static"]);
+        let mut got: BTreeMap<String, usize> = BTreeMap::new();
+        let mut last = String::new();
+        for line in table.lines() {
+            if line.starts_with(char::is_whitespace) {
+                *got.get_mut(&last).unwrap() +=
+                    usize::from(line.trim_start().starts_with("nexthop"));
+            } else {
+                let prefix = line.split_whitespace().next().unwrap();
+                let prefix = if prefix.contains('/') {
+                    prefix.to_owned()
+                } else {
+                    format!("{prefix}/32")
+                };
+                let single = usize::from(line.contains(" via ") || line.contains(" dev "));
+                got.insert(prefix.clone(), single);
+                last = prefix;
+            }
+        }
+        let mut want: BTreeMap<String, usize> = BTreeMap::new();
+        for line in sink
+            .text(&format!("ip/{}.batch", f.node_name(s)))
+            .unwrap()
+            .lines()
+            .skip(1)
+        {
+            let prefix = line.split_whitespace().nth(2).unwrap().to_owned();
+            let hops = line.matches(" nexthop ").count().max(1);
+            want.insert(prefix, hops);
+        }
+        assert_eq!(
+            got,
+            want,
+            "{}: kernel table differs from the batch file",
+            f.node_name(s)
+        );
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
