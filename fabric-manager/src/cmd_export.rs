@@ -30,11 +30,62 @@ pub enum Engine {
     SinglePath,
 }
 
+/// Failures applied before the tables are exported (topo re-routes
+/// incrementally: `Routes::fail_links`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct FailArgs {
+    /// Fail the link(s) between two nodes, by name: `A:B` (e.g.
+    /// `pod0-leaf0:pod0-agg0`). Repeatable.
+    #[arg(long = "fail-link", value_name = "A:B")]
+    pub fail_link: Vec<String>,
+    /// Fail every link of a node (switch or host NIC), by name. Repeatable.
+    #[arg(long = "fail-node", value_name = "NAME")]
+    pub fail_node: Vec<String>,
+}
+
+impl FailArgs {
+    /// The links these options name, checked against the fabric.
+    pub fn links(&self, f: &Fabric) -> anyhow::Result<Vec<topo::LinkId>> {
+        let names = f.name_index();
+        let node = |n: &str, opt: &str| {
+            names
+                .get(n)
+                .copied()
+                .with_context(|| format!("{opt}: no node named `{n}` in fabric {}", f.name()))
+        };
+        let mut links = Vec::new();
+        for spec in &self.fail_link {
+            let (a, b) = spec
+                .split_once(':')
+                .with_context(|| format!("--fail-link {spec}: expected two node names as A:B"))?;
+            let (a, b) = (node(a, "--fail-link")?, node(b, "--fail-link")?);
+            let before = links.len();
+            links.extend(f.ports(a).filter(|&(peer, _)| peer == b).map(|(_, l)| l));
+            if links.len() == before {
+                bail!(
+                    "--fail-link {spec}: {} and {} are not linked",
+                    f.node_name(a),
+                    f.node_name(b)
+                );
+            }
+        }
+        for n in &self.fail_node {
+            let id = node(n, "--fail-node")?;
+            links.extend(f.ports(id).map(|(_, l)| l));
+        }
+        links.sort_unstable();
+        links.dedup();
+        Ok(links)
+    }
+}
+
 /// Arguments of `fabric routes export`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
     pub fabric: FabricArgs,
+    #[command(flatten)]
+    pub fail: FailArgs,
     /// Routing engine. The OpenSM LFT is single-path either way: with `ecmp` each
     /// entry takes ECMP member `lid mod width`.
     #[arg(long, value_enum, default_value_t = Engine::Ecmp)]
@@ -223,19 +274,28 @@ fn preset(name: &str) -> anyhow::Result<Fabric> {
     bail!("--preset {name}: unknown preset (known: fat-tree-k<K> for even K, e.g. fat-tree-k8)")
 }
 
-/// The tables of `engine` for `fabric`, computed once.
+/// The tables of `engine` for `fabric`, computed once (after failures).
 pub(crate) struct Computed {
     pub routes: Routes,
     pub lft: Option<Lft>,
     pub addr: AddressPlan,
+    /// What the failures changed, if any were given.
+    pub reroute: Option<topo::routing::RerouteReport>,
 }
 
 impl Computed {
-    pub fn new(f: &Fabric, engine: Engine) -> anyhow::Result<Self> {
-        let routes = Routes::compute(f);
+    pub fn new(f: &Fabric, engine: Engine, fail: &FailArgs) -> anyhow::Result<Self> {
+        let links = fail.links(f)?;
+        let mut routes = Routes::compute(f);
+        let reroute = (!links.is_empty()).then(|| routes.fail_links(f, &links));
         let lft = (engine == Engine::SinglePath).then(|| Lft::compute(f, &routes));
         let addr = AddressPlan::new(f)?;
-        Ok(Self { routes, lft, addr })
+        Ok(Self {
+            routes,
+            lft,
+            addr,
+            reroute,
+        })
     }
 
     pub fn tables(&self) -> Tables<'_> {
@@ -270,7 +330,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let formats = parse_formats(&args.format)?;
     let fabric = load_fabric(&args.fabric, None)?;
     let mut sink = sink_for(&args.out, &formats)?;
-    let computed = Computed::new(&fabric, args.engine)?;
+    let computed = Computed::new(&fabric, args.engine, &args.fail)?;
+    if let Some(rep) = &computed.reroute {
+        println!(
+            "failed {} link(s): {} entries changed, {} next hops lost",
+            rep.links_failed,
+            rep.changed.len(),
+            rep.width_lost
+        );
+    }
     write_formats(&fabric, &computed, &formats, &mut sink, &args.out)?;
     print_written(&sink.written);
     Ok(())
@@ -351,6 +419,28 @@ mod tests {
                 .unwrap()
                 .single
         );
+    }
+
+    #[test]
+    fn failures_name_links_or_fail_precisely() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+        let ok = FailArgs {
+            fail_link: vec!["pod0-leaf0:pod0-agg0".into()],
+            fail_node: vec!["core0-0".into()],
+        };
+        assert_eq!(ok.links(&f).unwrap().len(), 1 + 4);
+        let bad = |l: &str| {
+            FailArgs {
+                fail_link: vec![l.into()],
+                fail_node: vec![],
+            }
+            .links(&f)
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(bad("pod0-leaf0").contains("expected two node names as A:B"));
+        assert!(bad("pod0-leaf0:nosuch").contains("no node named `nosuch`"));
+        assert!(bad("pod0-leaf0:core0-0").contains("are not linked"));
     }
 
     #[test]

@@ -144,16 +144,6 @@ pub enum ExportError {
         /// The IB port number that was needed.
         port: u32,
     },
-    /// The routing table has no route between two nodes that must reach each other.
-    #[error(
-        "no route from {from} to {to}; verify the tables (`fabric routes verify`) before exporting"
-    )]
-    Unreachable {
-        /// Source switch.
-        from: String,
-        /// Destination node.
-        to: String,
-    },
     /// The address plan has no address for something the format needs.
     #[error("address plan: {0}")]
     Addressing(String),
@@ -212,7 +202,8 @@ pub fn export_opensm<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Export
             Ok(ib::write_guid2lid(w, f, addr, &plan)?)
         })?;
         sink::with_file(sink, &format!("{dir}/lfts.dump"), |w| {
-            ib::write_lfts(w, f, addr, &plan, |s, d, out| {
+            let up = |l| r.tables.routes().link_is_up(l);
+            ib::write_lfts(w, f, addr, &plan, &up, |s, d, out| {
                 r.tables.next_hops(f, s, d, out)
             })
         })?;
