@@ -233,24 +233,10 @@ fn ip_batch_lines_parse_and_count() {
             let mut routes = 0;
             let mut prefixes = BTreeSet::new();
             for (i, line) in text.lines().enumerate() {
-                if line.contains("scope link") {
-                    // Directly attached host: `route replace H/32 proto static dev swpN scope link`.
-                    let t: Vec<&str> = line.split_whitespace().collect();
-                    assert_eq!(
-                        (t.len(), t[0], t[1], t[3], t[4], t[5], t[7], t[8]),
-                        (
-                            9, "route", "replace", "proto", "static", "dev", "scope", "link"
-                        ),
-                        "{line}"
-                    );
-                    assert!(prefixes.insert(t[2].to_owned()));
-                    routes += 1;
-                    continue;
-                }
                 if let Some(p) = ipbatch::parse_line(i + 1, line)
                     .unwrap_or_else(|e| panic!("{}: {e}", f.node_name(s)))
                 {
-                    assert!(!p.nexthops.is_empty());
+                    assert!(p.nexthops.is_empty() != p.onlink.is_none(), "{line}");
                     assert!(prefixes.insert(p.prefix));
                     routes += 1;
                 }
