@@ -18,10 +18,17 @@
 //! (`ib`, `topology`, `routes`) walk the model and the tables.
 //!
 //! ```
-//! use topo::export::{self, Format, MemSink};
+//! use topo::addressing::AddressPlan;
+//! use topo::export::{self, Format, MemSink, Routed, Tables};
 //! let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
-//! let mut sink = MemSink::new();
-//! export::export_topology(&f, Format::Dot, &mut sink).unwrap();
+//! let routes = topo::Routes::compute(&f);
+//! let addr = AddressPlan::new(&f).unwrap();
+//! let routed = Routed { fabric: &f, addr: &addr, tables: Tables::Ecmp(&routes) };
+//! let mut sink = MemSink::new(); // fabric-manager streams to files instead
+//! export::export(&routed, Format::IpBatch, &mut sink).unwrap();
+//! let leaf = sink.text("ip/pod0-leaf0.batch").unwrap();
+//! assert!(leaf.contains("route replace 10.0.0.4/30 proto static nexthop via 10.64.0.1 dev swp3 weight 1"));
+//! export::export(&routed, Format::Dot, &mut sink).unwrap();
 //! assert!(sink.text("fabric.dot").unwrap().starts_with("graph"));
 //! ```
 
