@@ -1,8 +1,259 @@
-//! `fabric routes verify` (being built; see the open issues).
+//! `fabric routes verify`: build the up*/down* tables, optionally fail links/switches
+//! (re-routing incrementally), and verify reachability, loop freedom, up/down turns and
+//! deadlock freedom. Exits non-zero on any violation.
+
+use std::fmt::Write;
+
+use crate::common::FabricArgs;
 
 #[derive(Debug, clap::Args)]
-pub struct VerifyArgs {}
+pub struct VerifyArgs {
+    /// Spec file or preset name (alternative to --fabric / --preset).
+    pub design: Option<String>,
+    #[command(flatten)]
+    pub fabric: FabricArgs,
+    /// Fail a link (`A--B`, `A--B#i`, `link:N`) or a switch (its name). Repeatable.
+    #[arg(long = "fail", value_name = "LINK|SWITCH")]
+    pub fail: Vec<String>,
+    /// Fail this many random switch–switch links.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fail_links: usize,
+    /// Fail this many random switches.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fail_switches: usize,
+    /// Seed of the random failures.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn verify(_args: VerifyArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`fabric routes verify` is not implemented yet")
+#[derive(Debug, serde::Serialize)]
+struct Output<'a> {
+    fabric: String,
+    failed_links: usize,
+    failed_switches: Vec<String>,
+    reroute: Option<topo::routing::RerouteReport>,
+    isolated_host_names: Vec<String>,
+    unreachable_host_names: Vec<String>,
+    report: &'a topo::verify::VerifyReport,
+}
+
+pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
+    let f = match &a.design {
+        Some(d) => crate::common::load_design(d)?,
+        None => a.fabric.load()?,
+    };
+    let mut routes = topo::Routes::compute(&f);
+    let mut set = topo::failures::resolve(&f, &a.fail)?;
+    set.links
+        .extend(topo::failures::random_links(&f, a.fail_links, a.seed));
+    let sw = topo::failures::random_switches(&f, a.fail_switches, a.seed ^ 0x5eed);
+    for &s in &sw {
+        set.nodes.push(s);
+        set.links.extend(f.ports(s).map(|(_, l)| l));
+    }
+    let reroute = (!set.links.is_empty()).then(|| routes.fail_links(&f, &set.links));
+    let rep = topo::verify::verify(&f, &routes);
+    let failed_links = routes.failed_links().count();
+    let out = Output {
+        fabric: f.name().to_string(),
+        failed_links,
+        failed_switches: set
+            .nodes
+            .iter()
+            .map(|&n| f.node_name(n).to_string())
+            .collect(),
+        isolated_host_names: rep
+            .isolated_hosts
+            .iter()
+            .map(|&n| f.node_name(n).to_string())
+            .collect(),
+        unreachable_host_names: rep
+            .unreachable_hosts
+            .iter()
+            .map(|&n| f.node_name(n).to_string())
+            .collect(),
+        reroute,
+        report: &rep,
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!("{}", render(&f, &out));
+    }
+    if !rep.ok() {
+        eprintln!(
+            "fabric routes verify: verification failed ({})",
+            problems(&rep)
+        );
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn problems(r: &topo::verify::VerifyReport) -> String {
+    let mut v = Vec::new();
+    if r.unreachable_pairs > 0 {
+        v.push(format!("{} unreachable host pairs", r.unreachable_pairs));
+    }
+    if r.loops > 0 {
+        v.push(format!("{} looping entries", r.loops));
+    }
+    if r.updown_violations > 0 {
+        v.push(format!("{} up/down violations", r.updown_violations));
+    }
+    if r.black_holes > 0 {
+        v.push(format!("{} black holes", r.black_holes));
+    }
+    if !r.cdg_acyclic {
+        v.push("cyclic channel dependency graph".into());
+    }
+    v.join(", ")
+}
+
+fn render(f: &topo::Fabric, o: &Output<'_>) -> String {
+    let r = o.report;
+    let mark = |ok: bool| if ok { "ok  " } else { "FAIL" };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "fabric {}: {} hosts, {} switches, {} links, {} planes",
+        o.fabric,
+        f.num_hosts(),
+        f.num_switches(),
+        f.num_links(),
+        f.num_planes()
+    );
+    if o.failed_links > 0 {
+        let _ = writeln!(
+            s,
+            "failures: {} links down ({} switches: {})",
+            o.failed_links,
+            o.failed_switches.len(),
+            o.failed_switches.join(", ")
+        );
+    }
+    if let Some(rr) = &o.reroute {
+        let _ = writeln!(
+            s,
+            "re-route: {} destination leaves recomputed, {} entries patched, {} entries changed, ECMP width lost {}",
+            rr.dests_recomputed,
+            rr.entries_patched,
+            rr.changed.len(),
+            rr.width_lost
+        );
+    }
+    let _ = writeln!(
+        s,
+        "[{}] reachability: {} of {} host pairs sharing a plane ({} leaf pairs walked)",
+        mark(r.unreachable_pairs == 0),
+        r.reachable_pairs,
+        r.pairs_with_common_plane,
+        r.leaf_pairs
+    );
+    if r.pairs_without_common_plane > 0 {
+        let _ = writeln!(
+            s,
+            "       {} host pairs share no plane (forwarded inside the server / scale-up domain)",
+            r.pairs_without_common_plane
+        );
+    }
+    if !o.isolated_host_names.is_empty() {
+        let _ = writeln!(
+            s,
+            "       isolated hosts (no live host link) ({}): {}",
+            o.isolated_host_names.len(),
+            list(&o.isolated_host_names, 40)
+        );
+    }
+    if !o.unreachable_host_names.is_empty() {
+        let _ = writeln!(
+            s,
+            "       unreachable destinations ({}): {}",
+            o.unreachable_host_names.len(),
+            list(&o.unreachable_host_names, 40)
+        );
+    }
+    if r.unreachable_pairs > 0 {
+        let ex: Vec<String> = r
+            .unreachable_examples
+            .iter()
+            .map(|(a, b)| format!("{}->{}", f.node_name(*a), f.node_name(*b)))
+            .collect();
+        let _ = writeln!(s, "       e.g. {}", list(&ex, 10));
+    }
+    let issues = |v: &[topo::verify::EntryIssue]| -> String {
+        list(
+            &v.iter()
+                .map(|e| format!("{}→{}", f.node_name(e.switch), f.node_name(e.dest_leaf)))
+                .collect::<Vec<_>>(),
+            5,
+        )
+    };
+    let _ = writeln!(
+        s,
+        "[{}] forwarding loops: {}{}",
+        mark(r.loops == 0),
+        r.loops,
+        if r.loops > 0 {
+            format!(" ({})", issues(&r.loop_examples))
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        s,
+        "[{}] up/down turn rule: {} violations{}",
+        mark(r.updown_violations == 0),
+        r.updown_violations,
+        if r.updown_violations > 0 {
+            format!(" ({})", issues(&r.updown_examples))
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        s,
+        "[{}] black holes: {}{}",
+        mark(r.black_holes == 0),
+        r.black_holes,
+        if r.black_holes > 0 {
+            format!(" ({})", issues(&r.black_hole_examples))
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        s,
+        "[{}] channel dependency graph acyclic (PFC deadlock-free): {} channels, {} dependencies",
+        mark(r.cdg_acyclic),
+        r.cdg_channels,
+        r.cdg_edges
+    );
+    let e = &r.ecmp;
+    let _ = writeln!(
+        s,
+        "ECMP width: min {} / mean {:.2} / max {} over {} entries, {} distinct next-hop groups, {} entries without route",
+        e.min, e.mean, e.max, e.entries, e.groups, e.no_route
+    );
+    let _ = writeln!(
+        s,
+        "{}",
+        if r.ok() {
+            "verification passed"
+        } else {
+            "VERIFICATION FAILED"
+        }
+    );
+    s
+}
+
+fn list(v: &[String], max: usize) -> String {
+    if v.len() <= max {
+        v.join(", ")
+    } else {
+        format!("{} … (+{} more)", v[..max].join(", "), v.len() - max)
+    }
 }

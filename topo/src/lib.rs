@@ -49,10 +49,13 @@
 //! ```
 
 pub mod addressing;
+pub mod analysis;
 pub mod export;
+pub mod failures;
 pub mod generators;
 pub mod lft;
 pub mod model;
+pub mod presets;
 pub mod routing;
 pub mod spec;
 pub mod units;

@@ -153,6 +153,8 @@ pub struct PlaneInfo {
     /// Up ports per switch tier that lead outside the modelled fabric (e.g. to a core that
     /// is not modelled), counted for oversubscription only: `external_up[t - 1]`.
     pub external_up: [u32; 3],
+    /// Rate of each of those external up links (bits/s), per tier.
+    pub external_up_rate_bps: [u64; 3],
 }
 
 impl PlaneInfo {

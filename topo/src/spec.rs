@@ -661,6 +661,7 @@ fn generate(spec: &Spec, plan: &Plan) -> Fabric {
             tiers: [leaf0..spine0, spine0..core0, core0..end],
             pods: pp.pods,
             external_up: [0, if pp.cores == 0 && !df { pp.spine_up } else { 0 }, 0],
+            external_up_rate_bps: [0, pp.spine_up_rate, 0],
         });
         starts.push((leaf0, spine0, core0));
     }

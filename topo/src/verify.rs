@@ -42,7 +42,10 @@ pub struct VerifyReport {
     pub unreachable_pairs: u64,
     /// Some unreachable pairs `(src, dst)`.
     pub unreachable_examples: Vec<(NodeId, NodeId)>,
-    /// Destination hosts that at least one source sharing a plane cannot reach.
+    /// Hosts cut off entirely (every host link down, e.g. their only leaf failed).
+    pub isolated_hosts: Vec<NodeId>,
+    /// Destination hosts, not isolated, that some non-isolated source sharing a plane
+    /// cannot reach.
     pub unreachable_hosts: Vec<NodeId>,
     /// (source leaf, destination leaf) pairs checked, over all planes.
     pub leaf_pairs: u64,
@@ -171,6 +174,7 @@ pub fn verify(f: &Fabric, r: &Routes) -> VerifyReport {
         reachable_pairs: 0,
         unreachable_pairs: 0,
         unreachable_examples: Vec::new(),
+        isolated_hosts: Vec::new(),
         unreachable_hosts: Vec::new(),
         leaf_pairs: 0,
         loops: 0,
@@ -312,12 +316,32 @@ fn host_pairs(f: &Fabric, r: &Routes, bad_pairs: &[Vec<(u32, u32)>], rep: &mut V
     }
     rep.unreachable_pairs = cand.len() as u64;
     rep.reachable_pairs = share - rep.unreachable_pairs;
+    let isolated: Vec<NodeId> = f
+        .hosts()
+        .filter(|&h| {
+            let mut any = false;
+            let mut live = false;
+            for p in 0..np as u16 {
+                if let Some(a) = f.attachment(h, p) {
+                    any = true;
+                    live |= r.link_is_up(a.link);
+                }
+            }
+            any && !live
+        })
+        .collect();
+    let is_isolated = |h: NodeId| isolated.binary_search(&h).is_ok();
     let mut ex: Vec<_> = cand.iter().copied().collect();
     ex.sort_unstable();
-    let mut dsts: Vec<NodeId> = ex.iter().map(|p| p.1).collect();
+    let mut dsts: Vec<NodeId> = ex
+        .iter()
+        .filter(|p| !is_isolated(p.0) && !is_isolated(p.1))
+        .map(|p| p.1)
+        .collect();
     dsts.sort_unstable();
     dsts.dedup();
     rep.unreachable_hosts = dsts;
+    rep.isolated_hosts = isolated;
     ex.truncate(MAX_EXAMPLES);
     rep.unreachable_examples = ex;
 }
@@ -460,7 +484,8 @@ mod tests {
         let v = verify(&f, &r);
         assert!(!v.ok());
         assert_eq!(v.unreachable_pairs, 2 * 15);
-        assert_eq!(v.unreachable_hosts.len(), 16);
+        assert_eq!(v.isolated_hosts, vec![NodeId(5)]);
+        assert!(v.unreachable_hosts.is_empty());
         assert!(v.unreachable_examples.contains(&(NodeId(0), NodeId(5))));
     }
 

@@ -1,0 +1,306 @@
+//! Links, addresses, routes and link statistics inside a namespace, through rtnetlink.
+//!
+//! A netlink socket belongs to the namespace it was created in (NOTES.md), so [`Nl::open`]
+//! creates the socket with the thread switched into the namespace ([`super::netns::in_netns`])
+//! and then drives it from a private current-thread tokio runtime: the synchronous API
+//! below hides the async client.
+//!
+//! Messages are built as values by pure functions ([`veth_message`], [`multipath_route`])
+//! that are unit-tested without root; only [`Nl`] methods do I/O (STYLE.md point 14).
+
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+
+use futures::TryStreamExt;
+use netlink_packet_route::link::{InfoData, InfoVeth, LinkAttribute, LinkMessage};
+use netlink_packet_route::route::{RouteAttribute, RouteMessage, RouteNextHop};
+use rtnetlink::{Handle, LinkUnspec, LinkVeth, RouteMessageBuilder};
+
+use super::netns::{Netns, in_netns};
+use super::{Error, Result};
+
+/// Link counters from `IFLA_STATS64`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub rx_dropped: u64,
+    pub tx_dropped: u64,
+}
+
+/// A netlink client bound to one namespace.
+#[derive(Debug)]
+pub struct Nl {
+    ns: String,
+    rt: tokio::runtime::Runtime,
+    handle: Handle,
+}
+
+fn nl_err(ns: &str, what: impl std::fmt::Display, e: rtnetlink::Error) -> Error {
+    Error::Netlink {
+        what: format!("{what} (netns {ns})"),
+        source: e,
+    }
+}
+
+/// The `add` message for a veth pair `name` ↔ `peer`, the peer created directly in the
+/// namespace whose file descriptor is `peer_ns_fd` (IFLA_NET_NS_FD inside the peer's
+/// info), so names only need to be unique per namespace and nothing ever appears in the
+/// root namespace.
+pub fn veth_message(
+    name: &str,
+    peer: &str,
+    peer_ns_fd: i32,
+    mac: [u8; 6],
+    peer_mac: [u8; 6],
+) -> LinkMessage {
+    let peer_msg = LinkUnspec::new_with_name(peer)
+        .setns_by_fd(peer_ns_fd)
+        .address(peer_mac.to_vec())
+        .build();
+    LinkVeth::new(name, peer)
+        .address(mac.to_vec())
+        .set_info_data(InfoData::Veth(InfoVeth::Peer(peer_msg)))
+        .build()
+}
+
+/// A multipath route to `dst/len` over `(gateway, weight)` next hops. The kernel stores
+/// a next hop's weight minus one (`rtnh_hops`), so `ip route` weight `w` is passed as `w-1`.
+pub fn multipath_route(dst: Ipv4Addr, len: u8, hops: &[(Ipv4Addr, u8)]) -> RouteMessage {
+    let b = RouteMessageBuilder::<Ipv4Addr>::new().destination_prefix(dst, len);
+    if let [(gw, _)] = hops {
+        return b.gateway(*gw).build();
+    }
+    let nhs = hops
+        .iter()
+        .map(|(gw, w)| {
+            let mut nh = RouteNextHop::default();
+            nh.hops = w.saturating_sub(1);
+            nh.attributes.push(RouteAttribute::Gateway(
+                netlink_packet_route::route::RouteAddress::Inet(*gw),
+            ));
+            nh
+        })
+        .collect();
+    b.multipath(nhs).build()
+}
+
+impl Nl {
+    /// Open a netlink connection inside `ns`.
+    pub fn open(ns: &Netns) -> Result<Nl> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Os {
+                what: "tokio runtime".into(),
+                source: e,
+            })?;
+        let (conn, handle, _) = {
+            let _enter = rt.enter();
+            in_netns(ns, rtnetlink::new_connection)?.map_err(|e| Error::Os {
+                what: format!("netlink socket in netns {}", ns.name()),
+                source: e,
+            })?
+        };
+        rt.spawn(conn);
+        Ok(Nl {
+            ns: ns.name().to_string(),
+            rt,
+            handle,
+        })
+    }
+
+    /// Create a veth pair: `name` here, `peer` in `peer_ns`, both down.
+    pub fn add_veth(
+        &self,
+        name: &str,
+        mac: [u8; 6],
+        peer_ns: &Netns,
+        peer: &str,
+        peer_mac: [u8; 6],
+    ) -> Result<()> {
+        let fd = peer_ns.open()?;
+        let msg = veth_message(name, peer, fd.as_raw_fd(), mac, peer_mac);
+        self.rt
+            .block_on(self.handle.link().add(msg).execute())
+            .map_err(|e| {
+                nl_err(
+                    &self.ns,
+                    format!("add veth {name} <-> {}:{peer}", peer_ns.name()),
+                    e,
+                )
+            })
+    }
+
+    /// The index of link `name`.
+    pub fn index(&self, name: &str) -> Result<u32> {
+        let name2 = name.to_string();
+        let r = self.rt.block_on(async {
+            self.handle
+                .link()
+                .get()
+                .match_name(name2)
+                .execute()
+                .try_next()
+                .await
+        });
+        match r {
+            Ok(Some(m)) => Ok(m.header.index),
+            Ok(None) => Err(Error::Invalid(format!(
+                "no link {name} in netns {}",
+                self.ns
+            ))),
+            Err(e) => Err(nl_err(&self.ns, format!("get link {name}"), e)),
+        }
+    }
+
+    fn set(&self, name: &str, up: bool) -> Result<()> {
+        let idx = self.index(name)?;
+        let b = LinkUnspec::new_with_index(idx);
+        let msg = if up { b.up() } else { b.down() }.build();
+        self.rt
+            .block_on(self.handle.link().set(msg).execute())
+            .map_err(|e| {
+                nl_err(
+                    &self.ns,
+                    format!("set {name} {}", if up { "up" } else { "down" }),
+                    e,
+                )
+            })
+    }
+
+    pub fn set_up(&self, name: &str) -> Result<()> {
+        self.set(name, true)
+    }
+
+    pub fn set_down(&self, name: &str) -> Result<()> {
+        self.set(name, false)
+    }
+
+    /// Set the MTU of link `name`.
+    pub fn set_mtu(&self, name: &str, mtu: u32) -> Result<()> {
+        let idx = self.index(name)?;
+        let msg = LinkUnspec::new_with_index(idx).mtu(mtu).build();
+        self.rt
+            .block_on(self.handle.link().set(msg).execute())
+            .map_err(|e| nl_err(&self.ns, format!("set {name} mtu {mtu}"), e))
+    }
+
+    /// Add `addr/len` to link `name`.
+    pub fn add_addr(&self, name: &str, addr: Ipv4Addr, len: u8) -> Result<()> {
+        let idx = self.index(name)?;
+        self.rt
+            .block_on(self.handle.address().add(idx, addr.into(), len).execute())
+            .map_err(|e| nl_err(&self.ns, format!("add {addr}/{len} to {name}"), e))
+    }
+
+    /// Add or replace a route (see [`multipath_route`]).
+    pub fn replace_route(&self, msg: RouteMessage) -> Result<()> {
+        let what = format!("replace route {:?}", msg.attributes.first());
+        self.rt
+            .block_on(self.handle.route().add(msg).replace().execute())
+            .map_err(|e| nl_err(&self.ns, what, e))
+    }
+
+    /// Every IPv4 route of the main table (for checks).
+    pub fn routes(&self) -> Result<Vec<RouteMessage>> {
+        let q = RouteMessageBuilder::<Ipv4Addr>::new().build();
+        self.rt
+            .block_on(self.handle.route().get(q).execute().try_collect())
+            .map_err(|e| nl_err(&self.ns, "dump routes", e))
+    }
+
+    /// Names of all links in the namespace.
+    pub fn link_names(&self) -> Result<Vec<String>> {
+        Ok(self.stats()?.into_iter().map(|(n, _)| n).collect())
+    }
+
+    /// `(name, stats64)` of every link.
+    pub fn stats(&self) -> Result<Vec<(String, LinkStats)>> {
+        let msgs: Vec<LinkMessage> = self
+            .rt
+            .block_on(self.handle.link().get().execute().try_collect())
+            .map_err(|e| nl_err(&self.ns, "dump links", e))?;
+        let mut out = Vec::new();
+        for m in msgs {
+            let mut name = String::new();
+            let mut st = LinkStats::default();
+            for a in &m.attributes {
+                match a {
+                    LinkAttribute::IfName(n) => name = n.clone(),
+                    LinkAttribute::Stats64(s) => {
+                        st = LinkStats {
+                            rx_packets: s.rx_packets,
+                            tx_packets: s.tx_packets,
+                            rx_bytes: s.rx_bytes,
+                            tx_bytes: s.tx_bytes,
+                            rx_dropped: s.rx_dropped,
+                            tx_dropped: s.tx_dropped,
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out.push((name, st));
+        }
+        Ok(out)
+    }
+}
+
+/// Bring link `name` up in `ns` (opens a short-lived connection).
+pub fn set_up_by_name(ns: &Netns, name: &str) -> Result<()> {
+    Nl::open(ns)?.set_up(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn veth_message_carries_peer_namespace_and_macs() {
+        let m = veth_message("p0", "p1", 42, [2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        let dbg = format!("{m:?}");
+        assert!(dbg.contains("NetNsFd(42)"), "{dbg}");
+        assert!(dbg.contains("IfName(\"p1\")"), "{dbg}");
+        assert!(dbg.contains("IfName(\"p0\")"), "{dbg}");
+        assert!(dbg.contains("Address([2, 0, 0, 0, 0, 2])"), "{dbg}");
+    }
+
+    #[test]
+    fn multipath_weights_are_stored_minus_one() {
+        let m = multipath_route(
+            Ipv4Addr::new(10, 1, 0, 0),
+            24,
+            &[
+                (Ipv4Addr::new(10, 0, 0, 1), 1),
+                (Ipv4Addr::new(10, 0, 0, 3), 3),
+            ],
+        );
+        let hops = m
+            .attributes
+            .iter()
+            .find_map(|a| match a {
+                RouteAttribute::MultiPath(h) => Some(h.clone()),
+                _ => None,
+            })
+            .expect("multipath attribute");
+        assert_eq!(hops.iter().map(|h| h.hops).collect::<Vec<_>>(), vec![0, 2]);
+        assert_eq!(m.header.destination_prefix_length, 24);
+    }
+
+    #[test]
+    fn single_next_hop_is_a_plain_gateway_route() {
+        let m = multipath_route(
+            Ipv4Addr::new(10, 1, 0, 0),
+            24,
+            &[(Ipv4Addr::new(10, 0, 0, 1), 1)],
+        );
+        assert!(
+            m.attributes
+                .iter()
+                .any(|a| matches!(a, RouteAttribute::Gateway(_)))
+        );
+    }
+}

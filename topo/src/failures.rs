@@ -1,0 +1,162 @@
+//! Failure sets: links or switches named by the user, or drawn at random with a seed
+//! (SplitMix64, so the same seed gives the same set everywhere).
+//!
+//! Names: a node name (`pod0-agg1`) fails all its links; `A--B` fails the link between
+//! nodes A and B (the first one when there are parallel links; `A--B#2` the third);
+//! `link:N` fails link id N.
+
+use std::collections::HashMap;
+
+use crate::model::*;
+use crate::{Error, Result};
+
+/// A resolved failure set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FailureSet {
+    /// Links to fail (a failed switch contributes all its links).
+    pub links: Vec<LinkId>,
+    /// Switches failed whole.
+    pub nodes: Vec<NodeId>,
+}
+
+/// Resolves user-given names (see the module docs).
+pub fn resolve(f: &Fabric, names: &[String]) -> Result<FailureSet> {
+    let index: HashMap<&str, NodeId> = f.name_index();
+    let mut set = FailureSet::default();
+    for item in names {
+        let s = item.trim();
+        if let Some(n) = s.strip_prefix("link:") {
+            let id: u32 = n
+                .parse()
+                .map_err(|_| Error::BadFailure(s.into(), "expected link:<number>".into()))?;
+            if id as usize >= f.num_links() {
+                return Err(Error::BadFailure(
+                    s.into(),
+                    format!("the fabric has {} links", f.num_links()),
+                ));
+            }
+            set.links.push(LinkId(id));
+        } else if let Some((a, b)) = s.split_once("--") {
+            let (b, nth) = match b.split_once('#') {
+                Some((b, n)) => (
+                    b,
+                    n.parse::<usize>()
+                        .map_err(|_| Error::BadFailure(s.into(), "expected A--B#<index>".into()))?,
+                ),
+                None => (b, 0),
+            };
+            let na = *index.get(a).ok_or_else(|| Error::UnknownNode(a.into()))?;
+            let nb = *index.get(b).ok_or_else(|| Error::UnknownNode(b.into()))?;
+            let l = f
+                .ports(na)
+                .filter(|&(p, _)| p == nb)
+                .map(|(_, l)| l)
+                .nth(nth)
+                .ok_or_else(|| {
+                    Error::BadFailure(s.into(), format!("no link {nth} between {a} and {b}"))
+                })?;
+            set.links.push(l);
+        } else {
+            let n = *index.get(s).ok_or_else(|| Error::UnknownNode(s.into()))?;
+            set.nodes.push(n);
+            set.links.extend(f.ports(n).map(|(_, l)| l));
+        }
+    }
+    Ok(set)
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014).
+#[derive(Debug, Clone)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    /// Next value.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+fn sample<T: Copy>(items: &mut [T], count: usize, seed: u64) -> Vec<T> {
+    let mut rng = SplitMix64(seed);
+    let count = count.min(items.len());
+    for i in 0..count {
+        let j = i + rng.below((items.len() - i) as u64) as usize;
+        items.swap(i, j);
+    }
+    items[..count].to_vec()
+}
+
+/// `count` distinct switch–switch links, drawn with `seed`.
+pub fn random_links(f: &Fabric, count: usize, seed: u64) -> Vec<LinkId> {
+    let mut all: Vec<LinkId> = (0..f.num_links() as u32)
+        .map(LinkId)
+        .filter(|&l| !f.is_host(f.link(l).a))
+        .collect();
+    sample(&mut all, count, seed)
+}
+
+/// `count` distinct switches, drawn with `seed`.
+pub fn random_switches(f: &Fabric, count: usize, seed: u64) -> Vec<NodeId> {
+    let mut all: Vec<NodeId> = f.switches().collect();
+    sample(&mut all, count, seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generators::fat_tree;
+    use crate::units::Rate;
+
+    #[test]
+    fn names_resolve() {
+        let f = fat_tree(4, Rate::gbps(100)).unwrap();
+        let s = resolve(
+            &f,
+            &[
+                "pod0-leaf0--pod0-agg1".into(),
+                "core0-0".into(),
+                "link:3".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.nodes.len(), 1);
+        assert_eq!(s.links.len(), 1 + 4 + 1);
+        let l = f.link(s.links[0]);
+        assert_eq!(
+            (f.node_name(l.a), f.node_name(l.b)),
+            ("pod0-leaf0", "pod0-agg1")
+        );
+        assert_eq!(
+            resolve(&f, &["nope".into()]).unwrap_err().to_string(),
+            "no node named `nope`"
+        );
+        assert_eq!(
+            resolve(&f, &["pod0-leaf0--pod1-agg0".into()])
+                .unwrap_err()
+                .to_string(),
+            "invalid failure `pod0-leaf0--pod1-agg0`: no link 0 between pod0-leaf0 and pod1-agg0"
+        );
+        assert!(resolve(&f, &["link:99999".into()]).is_err());
+    }
+
+    #[test]
+    fn random_is_seeded_and_distinct() {
+        let f = fat_tree(8, Rate::gbps(100)).unwrap();
+        let a = random_links(&f, 10, 42);
+        assert_eq!(a, random_links(&f, 10, 42));
+        assert_ne!(a, random_links(&f, 10, 43));
+        let mut d = a.clone();
+        d.sort();
+        d.dedup();
+        assert_eq!(d.len(), 10);
+        assert!(a.iter().all(|&l| !f.is_host(f.link(l).a)));
+        assert_eq!(random_switches(&f, 3, 1).len(), 3);
+    }
+}
