@@ -30,52 +30,36 @@ pub enum Engine {
     SinglePath,
 }
 
-/// Failures applied before the tables are exported (topo re-routes
-/// incrementally: `Routes::fail_links`).
+/// Failures applied before the tables are exported, as `fabric routes verify`
+/// takes them (topo re-routes incrementally with `Routes::fail_links`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct FailArgs {
-    /// Fail the link(s) between two nodes, by name: `A:B` (e.g.
-    /// `pod0-leaf0:pod0-agg0`). Repeatable.
-    #[arg(long = "fail-link", value_name = "A:B")]
-    pub fail_link: Vec<String>,
-    /// Fail every link of a node (switch or host NIC), by name. Repeatable.
-    #[arg(long = "fail-node", value_name = "NAME")]
-    pub fail_node: Vec<String>,
+    /// Fail a link (`A--B`, `A--B#i`, `link:N`) or a switch (its name). Repeatable.
+    #[arg(long = "fail", value_name = "LINK|SWITCH")]
+    pub fail: Vec<String>,
+    /// Fail this many random switch–switch links.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fail_links: usize,
+    /// Fail this many random switches.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fail_switches: usize,
+    /// Seed of the random failures.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 impl FailArgs {
-    /// The links these options name, checked against the fabric.
+    /// The links these options fail (same resolution and seeds as `fabric routes verify`).
     pub fn links(&self, f: &Fabric) -> anyhow::Result<Vec<topo::LinkId>> {
-        let names = f.name_index();
-        let node = |n: &str, opt: &str| {
-            names
-                .get(n)
-                .copied()
-                .with_context(|| format!("{opt}: no node named `{n}` in fabric {}", f.name()))
-        };
-        let mut links = Vec::new();
-        for spec in &self.fail_link {
-            let (a, b) = spec
-                .split_once(':')
-                .with_context(|| format!("--fail-link {spec}: expected two node names as A:B"))?;
-            let (a, b) = (node(a, "--fail-link")?, node(b, "--fail-link")?);
-            let before = links.len();
-            links.extend(f.ports(a).filter(|&(peer, _)| peer == b).map(|(_, l)| l));
-            if links.len() == before {
-                bail!(
-                    "--fail-link {spec}: {} and {} are not linked",
-                    f.node_name(a),
-                    f.node_name(b)
-                );
-            }
+        let mut set = topo::failures::resolve(f, &self.fail)?;
+        set.links
+            .extend(topo::failures::random_links(f, self.fail_links, self.seed));
+        for s in topo::failures::random_switches(f, self.fail_switches, self.seed ^ 0x5eed) {
+            set.links.extend(f.ports(s).map(|(_, l)| l));
         }
-        for n in &self.fail_node {
-            let id = node(n, "--fail-node")?;
-            links.extend(f.ports(id).map(|(_, l)| l));
-        }
-        links.sort_unstable();
-        links.dedup();
-        Ok(links)
+        set.links.sort_unstable();
+        set.links.dedup();
+        Ok(set.links)
     }
 }
 
@@ -243,35 +227,13 @@ pub(crate) fn sink_for(out: &Path, formats: &BTreeSet<Format>) -> anyhow::Result
     })
 }
 
-/// Loads the fabric named by `--fabric SPEC` or `--preset NAME`, or `default`
-/// when neither is given.
+/// Loads the fabric named by `--fabric SPEC` or `--preset NAME`, or the preset
+/// `default` when neither is given.
 pub(crate) fn load_fabric(a: &FabricArgs, default: Option<&str>) -> anyhow::Result<Fabric> {
-    if let Some(path) = &a.fabric {
-        let origin = path.display().to_string();
-        let format = topo::Format::from_path(&origin).with_context(|| {
-            format!("--fabric {origin}: unknown extension; expected .toml, .yaml, .yml or .json")
-        })?;
-        let text =
-            fs::read_to_string(path).with_context(|| format!("--fabric {origin}: cannot read"))?;
-        return Ok(topo::Spec::parse(&text, format, &origin)?.build(&origin)?);
+    match (default, &a.fabric, &a.preset) {
+        (Some(name), None, None) => crate::common::load_design(name),
+        _ => a.load(),
     }
-    let name = a
-        .preset
-        .as_deref()
-        .or(default)
-        .context("give --fabric SPEC or --preset NAME")?;
-    preset(name)
-}
-
-/// Built-in fabrics by name: `fat-tree-k<K>` (3-tier k-ary fat-tree, 400 Gb/s links).
-fn preset(name: &str) -> anyhow::Result<Fabric> {
-    if let Some(k) = name
-        .strip_prefix("fat-tree-k")
-        .and_then(|k| k.parse::<u32>().ok())
-    {
-        return Ok(topo::generators::fat_tree(k, topo::Rate::gbps(400))?);
-    }
-    bail!("--preset {name}: unknown preset (known: fat-tree-k<K> for even K, e.g. fat-tree-k8)")
 }
 
 /// The tables of `engine` for `fabric`, computed once (after failures).
@@ -422,25 +384,38 @@ mod tests {
     }
 
     #[test]
-    fn failures_name_links_or_fail_precisely() {
+    fn failures_resolve_like_routes_verify() {
         let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
         let ok = FailArgs {
-            fail_link: vec!["pod0-leaf0:pod0-agg0".into()],
-            fail_node: vec!["core0-0".into()],
+            fail: vec!["pod0-leaf0--pod0-agg0".into(), "core0-0".into()],
+            fail_links: 2,
+            ..Default::default()
         };
-        assert_eq!(ok.links(&f).unwrap().len(), 1 + 4);
-        let bad = |l: &str| {
-            FailArgs {
-                fail_link: vec![l.into()],
-                fail_node: vec![],
-            }
-            .links(&f)
-            .unwrap_err()
-            .to_string()
+        let links = ok.links(&f).unwrap();
+        assert!((5..=7).contains(&links.len()), "{links:?}");
+        let bad = FailArgs {
+            fail: vec!["pod0-leaf0--core0-0".into()],
+            ..Default::default()
         };
-        assert!(bad("pod0-leaf0").contains("expected two node names as A:B"));
-        assert!(bad("pod0-leaf0:nosuch").contains("no node named `nosuch`"));
-        assert!(bad("pod0-leaf0:core0-0").contains("are not linked"));
+        assert!(bad.links(&f).unwrap_err().to_string().contains("no link"));
+        let bad = FailArgs {
+            fail: vec!["nosuch".into()],
+            ..Default::default()
+        };
+        assert!(bad.links(&f).unwrap_err().to_string().contains("nosuch"));
+    }
+
+    #[test]
+    fn default_preset_loads() {
+        let none = FabricArgs {
+            fabric: None,
+            preset: None,
+        };
+        assert_eq!(
+            load_fabric(&none, Some("fat-tree-k4")).unwrap().num_hosts(),
+            16
+        );
+        assert!(load_fabric(&none, None).is_err());
     }
 
     #[test]
