@@ -131,6 +131,18 @@ impl Lft {
         Lft { planes, col_of }
     }
 
+    /// Rewrites every entry from `r` into the existing arrays (same fabric): the whole-table
+    /// recompute of a running subnet manager, without allocating (or page-faulting) again.
+    pub fn recompute(&mut self, f: &Fabric, r: &Routes) {
+        let mut pat = Patterns::default();
+        for t in &mut self.planes {
+            let first = t.first_switch;
+            for s in first..first + t.rows {
+                t.fill_row(f, r, NodeId(s), None, &mut pat);
+            }
+        }
+    }
+
     /// Output port of `switch` toward host `dst` (`None`: no route or not in plane).
     pub fn port(&self, f: &Fabric, switch: NodeId, dst: NodeId) -> Option<Port> {
         let pl = f.plane(switch)? as usize;
@@ -258,10 +270,14 @@ impl PlaneLft {
                     match &mut self.ports {
                         LftPorts::U8(v) => {
                             let out = &mut v[base + c0..base + c1];
-                            if div == 1 {
-                                // value at column c is grp[c mod n]: copy from a repeated pattern
-                                let p = pat.get(g, grp, c1 - c0);
-                                let s0 = c0 % n;
+                            let period = div * n;
+                            if n == 1 {
+                                out.fill(grp[0] as u8 + 1);
+                            } else if period <= 1 << 16 {
+                                // value at column c is grp[(c / div) mod n], periodic in
+                                // div × n: copy from a cached repeated pattern
+                                let p = pat.get(g, grp, div, c1 - c0);
+                                let s0 = c0 % period;
                                 out.copy_from_slice(&p[s0..s0 + (c1 - c0)]);
                             } else {
                                 let mut c = c0;
@@ -286,24 +302,22 @@ impl PlaneLft {
     }
 }
 
-/// Cache of `group ports + 1` repeated, per group id (for d-mod-k rows with divisor 1).
+/// Cache of d-mod-k patterns `grp[(c / div) mod n] + 1`, per (group, divisor).
 #[derive(Debug, Default)]
 struct Patterns {
-    by_group: Vec<Vec<u8>>,
+    by_key: std::collections::HashMap<(u32, usize), Vec<u8>>,
 }
 
 impl Patterns {
-    fn get(&mut self, g: u32, grp: &[Port], len: usize) -> &[u8] {
-        let g = g as usize;
-        if self.by_group.len() <= g {
-            self.by_group.resize(g + 1, Vec::new());
-        }
-        let need = len + grp.len();
-        let p = &mut self.by_group[g];
+    fn get(&mut self, g: u32, grp: &[Port], div: usize, len: usize) -> &[u8] {
+        let period = div * grp.len();
+        let need = len + period;
+        let p = self.by_key.entry((g, div)).or_default();
         if p.len() < need {
             p.clear();
-            while p.len() < need {
-                p.extend(grp.iter().map(|&x| x as u8 + 1));
+            p.reserve(need);
+            for c in 0..need {
+                p.push(grp[(c / div) % grp.len()] as u8 + 1);
             }
         }
         p

@@ -154,7 +154,9 @@ struct Engine {
     work: [Vec<u32>; 3],
     cone: Vec<u32>,
     prev_cone: Vec<u32>,
-    edges: Vec<(u32, Port)>,
+    prev_d: Option<u32>,
+    edges: Vec<u64>,
+    prev_edges: Vec<u64>,
     frontier: Vec<u32>,
     next: Vec<u32>,
     buf: Vec<Port>,
@@ -185,7 +187,9 @@ impl Engine {
             work: [Vec::new(), Vec::new(), Vec::new()],
             cone: Vec::new(),
             prev_cone: Vec::new(),
+            prev_d: None,
             edges: Vec::new(),
+            prev_edges: Vec::new(),
             frontier: Vec::new(),
             next: Vec::new(),
             buf: Vec::new(),
@@ -218,16 +222,17 @@ impl Engine {
         let f = c.f;
         let nh = c.nh;
         let first = self.first;
-        // 1. forget the previous cone.
+        // 1. forget the previous cone (remember its `down` values).
         let prev = std::mem::take(&mut self.prev_cone);
         for &v in &prev {
             let i = (v - first) as usize;
             self.olddown[i] = self.down[i];
             self.down[i] = INF;
-            self.mark(f, v);
         }
-        // 2. BFS upward from d over live up links; collect the group edges.
+        // 2. BFS upward from d over live up links; collect the group edges
+        //    (node << 16 | port at node), sorted.
         self.cone.clear();
+        std::mem::swap(&mut self.edges, &mut self.prev_edges);
         self.edges.clear();
         self.frontier.clear();
         self.frontier.push(d);
@@ -260,31 +265,52 @@ impl Engine {
                         } else {
                             link.a_port
                         };
-                        self.edges.push((u, up_port));
+                        self.edges.push((u as u64) << 16 | up_port as u64);
                     }
                 }
             }
             std::mem::swap(&mut self.frontier, &mut self.next);
         }
         self.edges.sort_unstable();
-        for ci in 0..self.cone.len() {
-            let v = self.cone[ci];
-            self.mark(f, v);
-        }
-        // Dragonfly+: a change of `down` matters to global neighbours.
-        let has_global = p.kind == PlaneKind::DragonflyPlus;
-        if has_global {
-            for &v in &prev {
-                let i = (v - first) as usize;
-                if self.down[i] != self.olddown[i] {
-                    self.mark_global_neighbours(c, v);
-                }
+        // 3. dirty: switches whose `down` changed, whose group edges changed, and the old
+        //    and new destination.
+        let (mut i, mut j) = (0, 0);
+        let (ne, np) = (self.edges.len(), self.prev_edges.len());
+        while i < ne || j < np {
+            let x = if i < ne { self.edges[i] } else { u64::MAX };
+            let y = if j < np { self.prev_edges[j] } else { u64::MAX };
+            if x == y {
+                i += 1;
+                j += 1;
+            } else if x < y {
+                self.mark(f, (x >> 16) as u32);
+                i += 1;
+            } else {
+                self.mark(f, (y >> 16) as u32);
+                j += 1;
             }
-            for ci in 0..self.cone.len() {
-                let v = self.cone[ci];
+        }
+        self.mark(f, d);
+        if let Some(pd) = self.prev_d {
+            self.mark(f, pd);
+        }
+        self.prev_d = Some(d);
+        let has_global = p.kind == PlaneKind::DragonflyPlus;
+        for pass in 0..2 {
+            let n = if pass == 0 {
+                prev.len()
+            } else {
+                self.cone.len()
+            };
+            for ci in 0..n {
+                let v = if pass == 0 { prev[ci] } else { self.cone[ci] };
                 let i = (v - first) as usize;
                 if self.down[i] != self.olddown[i] {
-                    self.mark_global_neighbours(c, v);
+                    self.mark(f, v);
+                    // Dragonfly+: a change of `down` matters to global neighbours.
+                    if has_global {
+                        self.mark_global_neighbours(c, v);
+                    }
                 }
             }
         }
@@ -313,12 +339,12 @@ impl Engine {
                 let (g, dist) = if v == d {
                     (LOCAL, 0)
                 } else if dd != INF {
-                    let lo = self.edges.partition_point(|e| e.0 < v);
-                    for e in &self.edges[lo..] {
-                        if e.0 != v {
+                    let lo = self.edges.partition_point(|&e| ((e >> 16) as u32) < v);
+                    for &e in &self.edges[lo..] {
+                        if (e >> 16) as u32 != v {
                             break;
                         }
-                        self.buf.push(e.1);
+                        self.buf.push(e as u16);
                     }
                     (NO_ROUTE, dd)
                 } else {
