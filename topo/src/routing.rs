@@ -296,24 +296,18 @@ impl Engine {
         }
         self.prev_d = Some(d);
         let has_global = p.kind == PlaneKind::DragonflyPlus;
-        for pass in 0..2 {
-            let n = if pass == 0 {
-                prev.len()
-            } else {
-                self.cone.len()
-            };
-            for ci in 0..n {
-                let v = if pass == 0 { prev[ci] } else { self.cone[ci] };
-                let i = (v - first) as usize;
-                if self.down[i] != self.olddown[i] {
-                    self.mark(f, v);
-                    // Dragonfly+: a change of `down` matters to global neighbours.
-                    if has_global {
-                        self.mark_global_neighbours(c, v);
-                    }
+        let cone = std::mem::take(&mut self.cone);
+        for &v in prev.iter().chain(cone.iter()) {
+            let i = (v - first) as usize;
+            if self.down[i] != self.olddown[i] {
+                self.mark(f, v);
+                // Dragonfly+: a change of `down` matters to global neighbours.
+                if has_global {
+                    self.mark_global_neighbours(c, v);
                 }
             }
         }
+        self.cone = cone;
         for &v in &prev {
             self.olddown[(v - first) as usize] = INF;
         }
