@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::bail;
 use topo::export::Format;
 
-use crate::cmd_export::{self, Computed, DirSink, Engine};
+use crate::cmd_export::{self, Computed, DirSink, Engine, FailArgs};
 use crate::common::FabricArgs;
 
 /// The fabric `fabric build` builds when given none.
@@ -25,6 +25,8 @@ pub const DEFAULT_PRESET: &str = "fat-tree-k8";
 pub struct Args {
     #[command(flatten)]
     pub fabric: FabricArgs,
+    #[command(flatten)]
+    pub fail: FailArgs,
     /// Routing engine.
     #[arg(long, value_enum, default_value_t = Engine::Ecmp)]
     pub engine: Engine,
@@ -63,7 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
 
     let t = Instant::now();
-    let c = Computed::new(&f, args.engine)?;
+    let c = Computed::new(&f, args.engine, &args.fail)?;
     let w = c.routes.width_stats();
     println!(
         "  routing   {}: {} entries, ECMP width min {} / mean {:.2} / max {}, {} next-hop groups{}  [{}]",
@@ -82,6 +84,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .unwrap_or_default(),
         ms(t)
     );
+
+    if let Some(rep) = &c.reroute {
+        println!(
+            "  failures  {} link(s) down: {} entries changed, {} next hops lost",
+            rep.links_failed,
+            rep.changed.len(),
+            rep.width_lost
+        );
+    }
 
     let t = Instant::now();
     let v = topo::verify::verify(&f, &c.routes);

@@ -30,11 +30,46 @@ pub enum Engine {
     SinglePath,
 }
 
+/// Failures applied before the tables are exported, as `fabric routes verify`
+/// takes them (topo re-routes incrementally with `Routes::fail_links`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct FailArgs {
+    /// Fail a link (`A--B`, `A--B#i`, `link:N`) or a switch (its name). Repeatable.
+    #[arg(long = "fail", value_name = "LINK|SWITCH")]
+    pub fail: Vec<String>,
+    /// Fail this many random switch–switch links.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fail_links: usize,
+    /// Fail this many random switches.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fail_switches: usize,
+    /// Seed of the random failures.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl FailArgs {
+    /// The links these options fail (same resolution and seeds as `fabric routes verify`).
+    pub fn links(&self, f: &Fabric) -> anyhow::Result<Vec<topo::LinkId>> {
+        let mut set = topo::failures::resolve(f, &self.fail)?;
+        set.links
+            .extend(topo::failures::random_links(f, self.fail_links, self.seed));
+        for s in topo::failures::random_switches(f, self.fail_switches, self.seed ^ 0x5eed) {
+            set.links.extend(f.ports(s).map(|(_, l)| l));
+        }
+        set.links.sort_unstable();
+        set.links.dedup();
+        Ok(set.links)
+    }
+}
+
 /// Arguments of `fabric routes export`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
     pub fabric: FabricArgs,
+    #[command(flatten)]
+    pub fail: FailArgs,
     /// Routing engine. The OpenSM LFT is single-path either way: with `ecmp` each
     /// entry takes ECMP member `lid mod width`.
     #[arg(long, value_enum, default_value_t = Engine::Ecmp)]
@@ -192,50 +227,37 @@ pub(crate) fn sink_for(out: &Path, formats: &BTreeSet<Format>) -> anyhow::Result
     })
 }
 
-/// Loads the fabric named by `--fabric SPEC` or `--preset NAME`, or `default`
-/// when neither is given.
+/// Loads the fabric named by `--fabric SPEC` or `--preset NAME`, or the preset
+/// `default` when neither is given.
 pub(crate) fn load_fabric(a: &FabricArgs, default: Option<&str>) -> anyhow::Result<Fabric> {
-    if let Some(path) = &a.fabric {
-        let origin = path.display().to_string();
-        let format = topo::Format::from_path(&origin).with_context(|| {
-            format!("--fabric {origin}: unknown extension; expected .toml, .yaml, .yml or .json")
-        })?;
-        let text =
-            fs::read_to_string(path).with_context(|| format!("--fabric {origin}: cannot read"))?;
-        return Ok(topo::Spec::parse(&text, format, &origin)?.build(&origin)?);
+    match (default, &a.fabric, &a.preset) {
+        (Some(name), None, None) => crate::common::load_design(name),
+        _ => a.load(),
     }
-    let name = a
-        .preset
-        .as_deref()
-        .or(default)
-        .context("give --fabric SPEC or --preset NAME")?;
-    preset(name)
 }
 
-/// Built-in fabrics by name: `fat-tree-k<K>` (3-tier k-ary fat-tree, 400 Gb/s links).
-fn preset(name: &str) -> anyhow::Result<Fabric> {
-    if let Some(k) = name
-        .strip_prefix("fat-tree-k")
-        .and_then(|k| k.parse::<u32>().ok())
-    {
-        return Ok(topo::generators::fat_tree(k, topo::Rate::gbps(400))?);
-    }
-    bail!("--preset {name}: unknown preset (known: fat-tree-k<K> for even K, e.g. fat-tree-k8)")
-}
-
-/// The tables of `engine` for `fabric`, computed once.
+/// The tables of `engine` for `fabric`, computed once (after failures).
 pub(crate) struct Computed {
     pub routes: Routes,
     pub lft: Option<Lft>,
     pub addr: AddressPlan,
+    /// What the failures changed, if any were given.
+    pub reroute: Option<topo::routing::RerouteReport>,
 }
 
 impl Computed {
-    pub fn new(f: &Fabric, engine: Engine) -> anyhow::Result<Self> {
-        let routes = Routes::compute(f);
+    pub fn new(f: &Fabric, engine: Engine, fail: &FailArgs) -> anyhow::Result<Self> {
+        let links = fail.links(f)?;
+        let mut routes = Routes::compute(f);
+        let reroute = (!links.is_empty()).then(|| routes.fail_links(f, &links));
         let lft = (engine == Engine::SinglePath).then(|| Lft::compute(f, &routes));
         let addr = AddressPlan::new(f)?;
-        Ok(Self { routes, lft, addr })
+        Ok(Self {
+            routes,
+            lft,
+            addr,
+            reroute,
+        })
     }
 
     pub fn tables(&self) -> Tables<'_> {
@@ -270,7 +292,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let formats = parse_formats(&args.format)?;
     let fabric = load_fabric(&args.fabric, None)?;
     let mut sink = sink_for(&args.out, &formats)?;
-    let computed = Computed::new(&fabric, args.engine)?;
+    let computed = Computed::new(&fabric, args.engine, &args.fail)?;
+    if let Some(rep) = &computed.reroute {
+        println!(
+            "failed {} link(s): {} entries changed, {} next hops lost",
+            rep.links_failed,
+            rep.changed.len(),
+            rep.width_lost
+        );
+    }
     write_formats(&fabric, &computed, &formats, &mut sink, &args.out)?;
     print_written(&sink.written);
     Ok(())
@@ -351,6 +381,41 @@ mod tests {
                 .unwrap()
                 .single
         );
+    }
+
+    #[test]
+    fn failures_resolve_like_routes_verify() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+        let ok = FailArgs {
+            fail: vec!["pod0-leaf0--pod0-agg0".into(), "core0-0".into()],
+            fail_links: 2,
+            ..Default::default()
+        };
+        let links = ok.links(&f).unwrap();
+        assert!((5..=7).contains(&links.len()), "{links:?}");
+        let bad = FailArgs {
+            fail: vec!["pod0-leaf0--core0-0".into()],
+            ..Default::default()
+        };
+        assert!(bad.links(&f).unwrap_err().to_string().contains("no link"));
+        let bad = FailArgs {
+            fail: vec!["nosuch".into()],
+            ..Default::default()
+        };
+        assert!(bad.links(&f).unwrap_err().to_string().contains("nosuch"));
+    }
+
+    #[test]
+    fn default_preset_loads() {
+        let none = FabricArgs {
+            fabric: None,
+            preset: None,
+        };
+        assert_eq!(
+            load_fabric(&none, Some("fat-tree-k4")).unwrap().num_hosts(),
+            16
+        );
+        assert!(load_fabric(&none, None).is_err());
     }
 
     #[test]

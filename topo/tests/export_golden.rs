@@ -233,24 +233,10 @@ fn ip_batch_lines_parse_and_count() {
             let mut routes = 0;
             let mut prefixes = BTreeSet::new();
             for (i, line) in text.lines().enumerate() {
-                if line.contains("scope link") {
-                    // Directly attached host: `route replace H/32 proto static dev swpN scope link`.
-                    let t: Vec<&str> = line.split_whitespace().collect();
-                    assert_eq!(
-                        (t.len(), t[0], t[1], t[3], t[4], t[5], t[7], t[8]),
-                        (
-                            9, "route", "replace", "proto", "static", "dev", "scope", "link"
-                        ),
-                        "{line}"
-                    );
-                    assert!(prefixes.insert(t[2].to_owned()));
-                    routes += 1;
-                    continue;
-                }
                 if let Some(p) = ipbatch::parse_line(i + 1, line)
                     .unwrap_or_else(|e| panic!("{}: {e}", f.node_name(s)))
                 {
-                    assert!(!p.nexthops.is_empty());
+                    assert!(p.nexthops.is_empty() != p.onlink.is_none(), "{line}");
                     assert!(prefixes.insert(p.prefix));
                     routes += 1;
                 }
@@ -333,5 +319,49 @@ fn multi_plane_writes_one_subnet_per_plane() {
         assert_eq!(net.matches("\nCa\t").count(), f.num_hosts(), "plane {p}");
         let g2l = sink.text(&format!("opensm/plane{p}/guid2lid")).unwrap();
         assert_eq!(g2l.lines().count(), 6 + f.num_hosts());
+    }
+}
+
+#[test]
+fn failures_show_in_every_table() {
+    let (f, mut r, a) = k4();
+    let names = f.name_index();
+    let (leaf, agg) = (names["pod0-leaf0"], names["pod0-agg0"]);
+    let link = f.ports(leaf).find(|&(p, _)| p == agg).unwrap().1;
+    let port = (0..f.degree(leaf) as u16)
+        .find(|&p| f.peer(leaf, p) == agg)
+        .unwrap();
+    r.fail_links(&f, &[link]);
+    let lft = Lft::compute(&f, &r);
+    for sink in [
+        export_all(&f, Tables::Ecmp(&r), &a),
+        export_all(&f, Tables::SinglePath(&r, &lft), &a),
+    ] {
+        let ip = sink.text("ip/pod0-leaf0.batch").unwrap();
+        let dev = format!("dev swp{}", port + 1);
+        assert!(
+            !ip.contains(&format!("{dev} ")) && !ip.contains(&format!("{dev}\n")),
+            "failed port still used:\n{ip}"
+        );
+        // The agg's side of the link is gone from its tables too.
+        assert!(
+            !sink
+                .text("ip/pod0-agg0.batch")
+                .unwrap()
+                .contains("dev swp1\n")
+        );
+        // The LFT routes around it: no entry of pod0-leaf0 leaves through the failed port.
+        let dump = sink.text("opensm/plane0/lfts.dump").unwrap();
+        let block = dump
+            .split("Unicast lids")
+            .find(|b| b.contains("('pod0-leaf0')"))
+            .unwrap();
+        let ib_port = format!(" {:03} #", port + 1);
+        assert!(!block.contains(&ib_port), "{block}");
+        assert_eq!(
+            block.lines().filter(|l| l.starts_with("0x")).count(),
+            36,
+            "every LID still routed"
+        );
     }
 }

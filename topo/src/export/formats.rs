@@ -69,8 +69,8 @@ fn count_routes(r: &Routed<'_>, s: NodeId) -> Result<usize, ExportError> {
     Ok(n)
 }
 
-/// `ip/<switch>.batch` for every switch (lines as [`ipbatch::write_route`] writes
-/// them; a directly attached host is `dev swpN scope link`).
+/// `ip/<switch>.batch` for every switch (lines as [`ipbatch::write_route`] and
+/// [`ipbatch::write_onlink_route`] write them).
 pub fn export_ip<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportError> {
     let f = r.fabric;
     let mut line = Vec::with_capacity(4096);
@@ -359,4 +359,80 @@ fn write_json_switch<W: Write>(
     })?;
     w.write_all(if first { b"]}" } else { b"\n     ]}" })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addressing::AddressPlan;
+    use crate::export::{MemSink, Tables, export, ipbatch::NextHop, sonic::SonicWriter};
+    use crate::{Rate, Routes, generators};
+
+    /// The fast paths write exactly what the record writers write.
+    #[test]
+    fn fast_paths_match_the_record_writers() {
+        let f = generators::fat_tree(4, Rate::gbps(400)).unwrap();
+        let r = Routes::compute(&f);
+        let a = AddressPlan::new(&f).unwrap();
+        let routed = Routed {
+            fabric: &f,
+            addr: &a,
+            tables: Tables::Ecmp(&r),
+        };
+        let mut sink = MemSink::new();
+        export(&routed, crate::export::Format::IpBatch, &mut sink).unwrap();
+        export(&routed, crate::export::Format::Sonic, &mut sink).unwrap();
+        let mut lines = 0;
+        for s in f.switches() {
+            let ip = sink.text(&format!("ip/{}.batch", f.node_name(s))).unwrap();
+            for (i, line) in ip.lines().enumerate() {
+                let Some(p) = ipbatch::parse_line(i + 1, line).unwrap() else {
+                    continue;
+                };
+                if let Some(dev) = &p.onlink {
+                    let mut again = Vec::new();
+                    ipbatch::write_onlink_route(&mut again, &p.prefix, dev).unwrap();
+                    assert_eq!(String::from_utf8(again).unwrap(), format!("{line}\n"));
+                    lines += 1;
+                    continue;
+                }
+                let hops: Vec<NextHop<&str, &str>> = p
+                    .nexthops
+                    .iter()
+                    .map(|(v, d, w)| NextHop {
+                        via: v.as_str(),
+                        dev: d.as_str(),
+                        weight: *w,
+                    })
+                    .collect();
+                let mut again = Vec::new();
+                ipbatch::write_route(&mut again, &p.prefix, &hops).unwrap();
+                assert_eq!(String::from_utf8(again).unwrap(), format!("{line}\n"));
+                lines += 1;
+            }
+            let text = sink
+                .text(&format!("sonic/{}.json", f.node_name(s)))
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_str(text).unwrap();
+            let mut again = Vec::new();
+            let mut sw = SonicWriter::start(&mut again).unwrap();
+            for e in v.as_array().unwrap() {
+                let (key, fields) = e
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .find(|(k, _)| k.starts_with("ROUTE_TABLE:"))
+                    .unwrap();
+                let nh: Vec<&str> = fields["nexthop"].as_str().unwrap().split(',').collect();
+                let ifs: Vec<&str> = fields["ifname"].as_str().unwrap().split(',').collect();
+                let hops: Vec<(&str, &str, u32)> =
+                    nh.iter().zip(&ifs).map(|(a, b)| (*a, *b, 1)).collect();
+                sw.route(&mut again, &key["ROUTE_TABLE:".len()..], &hops)
+                    .unwrap();
+            }
+            sw.finish(&mut again).unwrap();
+            assert_eq!(String::from_utf8(again).unwrap(), text);
+        }
+        assert!(lines > 100);
+    }
 }

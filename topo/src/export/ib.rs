@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use super::opensm::{self, IbKind, NetNode, NetPort};
 use super::{ExportError, fastfmt};
 use crate::addressing::AddressPlan;
-use crate::model::{Fabric, NodeId, Port};
+use crate::model::{Fabric, LinkId, NodeId, Port};
 
 /// LIDs of one plane (one IB subnet), from the addressing plan.
 #[derive(Debug, Clone)]
@@ -88,7 +88,14 @@ fn kind(f: &Fabric, n: NodeId) -> IbKind {
 }
 
 /// Min-hop distances (in switch hops inside the plane) from every node to `dst`.
-fn bfs_to(f: &Fabric, plane: u16, dst: NodeId, dist: &mut [u32], queue: &mut Vec<NodeId>) {
+fn bfs_to(
+    f: &Fabric,
+    plane: u16,
+    dst: NodeId,
+    link_up: &dyn Fn(LinkId) -> bool,
+    dist: &mut [u32],
+    queue: &mut Vec<NodeId>,
+) {
     dist.fill(u32::MAX);
     queue.clear();
     dist[dst.idx()] = 0;
@@ -97,8 +104,12 @@ fn bfs_to(f: &Fabric, plane: u16, dst: NodeId, dist: &mut [u32], queue: &mut Vec
     while head < queue.len() {
         let n = queue[head];
         head += 1;
-        for (peer, _) in f.ports(n) {
-            if f.is_host(peer) || f.plane(peer) != Some(plane) || dist[peer.idx()] != u32::MAX {
+        for (peer, l) in f.ports(n) {
+            if f.is_host(peer)
+                || f.plane(peer) != Some(plane)
+                || dist[peer.idx()] != u32::MAX
+                || !link_up(l)
+            {
                 continue;
             }
             dist[peer.idx()] = dist[n.idx()] + 1;
@@ -111,13 +122,16 @@ fn bfs_to(f: &Fabric, plane: u16, dst: NodeId, dist: &mut [u32], queue: &mut Vec
 /// must fill `out` with the switch's ECMP next-hop ports (model numbering)
 /// toward host NIC `host` in this plane; when it gives several, the entry
 /// uses `out[lid % out.len()]` (destination-mod-k spreading, as OpenSM's
-/// ftree engine does). Routes to switch LIDs are min-hop paths inside the
-/// plane, spread the same way; they carry management traffic only.
+/// ftree engine does); when it gives none (the host is cut off by failures)
+/// the LID is left out of the switch's table, as OpenSM leaves unrouted LIDs.
+/// Routes to switch LIDs are min-hop paths over the links `link_up` accepts,
+/// spread the same way; they carry management traffic only.
 pub fn write_lfts<W: Write>(
     w: &mut W,
     f: &Fabric,
     addr: &AddressPlan,
     plan: &LidPlan,
+    link_up: &dyn Fn(LinkId) -> bool,
     mut next_hops: impl FnMut(NodeId, NodeId, &mut Vec<Port>),
 ) -> Result<(), ExportError> {
     let info = f.plane_info(plan.plane);
@@ -130,7 +144,7 @@ pub fn write_lfts<W: Write>(
     let mut queue = Vec::new();
     let mut cand: Vec<Port> = Vec::new();
     for (ti, &t) in switches.iter().enumerate() {
-        bfs_to(f, plan.plane, t, &mut dist, &mut queue);
+        bfs_to(f, plan.plane, t, link_up, &mut dist, &mut queue);
         let tlid = u32::from(plan.lid(t));
         for (si, &s) in switches.iter().enumerate() {
             if s == t {
@@ -138,14 +152,11 @@ pub fn write_lfts<W: Write>(
             }
             let ds = dist[s.idx()];
             if ds == u32::MAX {
-                return Err(ExportError::Unreachable {
-                    from: f.node_name(s).to_owned(),
-                    to: f.node_name(t).to_owned(),
-                });
+                continue; // cut off by failures: no entry (0 = none)
             }
             cand.clear();
-            for (p, (peer, _)) in f.ports(s).enumerate() {
-                if !f.is_host(peer) && dist[peer.idx()] == ds - 1 {
+            for (p, (peer, l)) in f.ports(s).enumerate() {
+                if !f.is_host(peer) && link_up(l) && dist[peer.idx()] == ds - 1 {
                     cand.push(p as Port);
                 }
             }
@@ -178,6 +189,7 @@ pub fn write_lfts<W: Write>(
         let slid = plan.lid(s);
         block.clear();
         opensm::lft_switch_header(&mut block, max_lid, slid, addr.node_guid(s), f.node_name(s))?;
+        let mut dumped = 0;
         for (di, &d) in plan.nodes().iter().enumerate() {
             let dlid = plan.lid(d);
             let port = if d == s {
@@ -185,16 +197,17 @@ pub fn write_lfts<W: Write>(
             } else if f.is_host(d) {
                 hops.clear();
                 next_hops(s, d, &mut hops);
-                if hops.is_empty() {
-                    return Err(ExportError::Unreachable {
-                        from: f.node_name(s).to_owned(),
-                        to: f.node_name(d).to_owned(),
-                    });
+                match hops.len() {
+                    0 => continue, // no route: the LID stays unrouted on this switch
+                    n => ib_port(hops[usize::from(dlid) % n])?,
                 }
-                ib_port(hops[usize::from(dlid) % hops.len()])?
             } else {
-                to_switch[si * ns + (d.0 - base) as usize]
+                match to_switch[si * ns + (d.0 - base) as usize] {
+                    0 => continue,
+                    p => p,
+                }
             };
+            dumped += 1;
             // Same bytes as opensm::lft_entry.
             block.extend_from_slice(b"0x");
             fastfmt::hex_pad(&mut block, u64::from(dlid), 4);
@@ -202,7 +215,7 @@ pub fn write_lfts<W: Write>(
             fastfmt::dec_pad(&mut block, u64::from(port), 3);
             block.extend_from_slice(&suffix[di]);
         }
-        opensm::lft_switch_trailer(&mut block, plan.nodes().len())?;
+        opensm::lft_switch_trailer(&mut block, dumped)?;
         w.write_all(&block)?;
     }
     Ok(())

@@ -53,13 +53,28 @@ pub fn write_route<W: Write, P: Display, A: Display, D: Display>(
     w.write_all(b"\n")
 }
 
+/// Writes an on-link route to a directly attached host:
+/// `route replace H/32 proto static dev IF scope link`.
+pub fn write_onlink_route<W: Write, P: Display, D: Display>(
+    w: &mut W,
+    prefix: P,
+    dev: D,
+) -> io::Result<()> {
+    writeln!(
+        w,
+        "route replace {prefix} proto static dev {dev} scope link"
+    )
+}
+
 /// A route read back from a batch line by [`parse_line`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedRoute {
     /// Destination prefix as written (`10.0.1.0/24`).
     pub prefix: String,
-    /// Next hops as (gateway, device, weight); empty for a blackhole route.
+    /// Next hops as (gateway, device, weight); empty for a blackhole or on-link route.
     pub nexthops: Vec<(String, String, u32)>,
+    /// The device of an on-link route (`dev IF scope link`).
+    pub onlink: Option<String>,
 }
 
 /// Why a batch line did not parse.
@@ -136,9 +151,20 @@ pub fn parse_line(lineno: usize, line: &str) -> Result<Option<ParsedRoute>, Pars
         };
         Ok((via.to_owned(), dev.to_owned(), weight))
     };
+    let mut onlink = None;
     match t.peek().copied() {
         Some("blackhole") => {
             t.next();
+        }
+        Some("dev") => {
+            t.next();
+            let dev = t
+                .next()
+                .ok_or_else(|| err("missing device after dev".into()))?;
+            check_dev(dev).map_err(err)?;
+            expect("scope", &mut t)?;
+            expect("link", &mut t)?;
+            onlink = Some(dev.to_owned());
         }
         Some("via") => nexthops.push(read_hop(&mut t, false)?),
         Some("nexthop") => {
@@ -159,7 +185,15 @@ pub fn parse_line(lineno: usize, line: &str) -> Result<Option<ParsedRoute>, Pars
     Ok(Some(ParsedRoute {
         prefix: prefix.to_owned(),
         nexthops,
+        onlink,
     }))
+}
+
+fn check_dev(dev: &str) -> Result<(), String> {
+    if dev.is_empty() || dev.len() > 15 || dev.contains(['/', ':']) {
+        return Err(format!("`{dev}` is not a valid Linux interface name"));
+    }
+    Ok(())
 }
 
 fn check_prefix(p: &str) -> Result<(), String> {
@@ -222,9 +256,17 @@ mod tests {
             "route replace 10.0.0.0/24 nexthop via 10.0.0.1 dev swp1",
             "route replace 10.0.0.0/24 via 10.0.0.1 dev averyveryverylongname",
             "route replace 10.0.0.0/24 via 10.0.0.1 dev swp1 extra",
+            "route replace 10.0.0.2/32 dev swp1 scope global",
         ] {
             assert!(parse_line(7, bad).is_err(), "accepted: {bad}");
         }
         assert_eq!(parse_line(1, "# comment").unwrap(), None);
+        let on = parse_line(
+            2,
+            "route replace 10.0.0.2/32 proto static dev swp1 scope link",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!((on.onlink.as_deref(), on.nexthops.len()), (Some("swp1"), 0));
     }
 }

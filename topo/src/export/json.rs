@@ -1,4 +1,6 @@
-//! JSON export (placeholder file: the writer lands with the model adapter).
+//! JSON helpers for the JSON-based exports (`routes.json`, SONiC, DOT names):
+//! string escaping per RFC 8259 §7. The `routes.json` writer itself is in
+//! `formats.rs`; its schema (`fabric-routes/v1`) is documented in `docs/exports.md`.
 
 use std::io::{self, Write};
 

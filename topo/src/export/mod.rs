@@ -18,10 +18,17 @@
 //! (`ib`, `topology`, `routes`) walk the model and the tables.
 //!
 //! ```
-//! use topo::export::{self, Format, MemSink};
+//! use topo::addressing::AddressPlan;
+//! use topo::export::{self, Format, MemSink, Routed, Tables};
 //! let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
-//! let mut sink = MemSink::new();
-//! export::export_topology(&f, Format::Dot, &mut sink).unwrap();
+//! let routes = topo::Routes::compute(&f);
+//! let addr = AddressPlan::new(&f).unwrap();
+//! let routed = Routed { fabric: &f, addr: &addr, tables: Tables::Ecmp(&routes) };
+//! let mut sink = MemSink::new(); // fabric-manager streams to files instead
+//! export::export(&routed, Format::IpBatch, &mut sink).unwrap();
+//! let leaf = sink.text("ip/pod0-leaf0.batch").unwrap();
+//! assert!(leaf.contains("route replace 10.0.0.4/30 proto static nexthop via 10.64.0.1 dev swp3 weight 1"));
+//! export::export(&routed, Format::Dot, &mut sink).unwrap();
 //! assert!(sink.text("fabric.dot").unwrap().starts_with("graph"));
 //! ```
 
@@ -144,16 +151,6 @@ pub enum ExportError {
         /// The IB port number that was needed.
         port: u32,
     },
-    /// The routing table has no route between two nodes that must reach each other.
-    #[error(
-        "no route from {from} to {to}; verify the tables (`fabric routes verify`) before exporting"
-    )]
-    Unreachable {
-        /// Source switch.
-        from: String,
-        /// Destination node.
-        to: String,
-    },
     /// The address plan has no address for something the format needs.
     #[error("address plan: {0}")]
     Addressing(String),
@@ -212,7 +209,8 @@ pub fn export_opensm<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Export
             Ok(ib::write_guid2lid(w, f, addr, &plan)?)
         })?;
         sink::with_file(sink, &format!("{dir}/lfts.dump"), |w| {
-            ib::write_lfts(w, f, addr, &plan, |s, d, out| {
+            let up = |l| r.tables.routes().link_is_up(l);
+            ib::write_lfts(w, f, addr, &plan, &up, |s, d, out| {
                 r.tables.next_hops(f, s, d, out)
             })
         })?;
