@@ -625,3 +625,160 @@ impl Host {
         t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::veth::wire::ipv4;
+    use cc_algos::{CcKind, DcqcnNp, PathParams};
+
+    fn host(i: u8) -> Host {
+        Host::new(
+            HostConfig {
+                mac: [2, 0, 0, 0, 0, i],
+                ip: Ipv4Addr::new(10, 0, 0, i),
+                gateway_mac: [2, 0, 0, 0, 1, i],
+                link_rate: Rate::gbps(1),
+                scale: TimeScale(100),
+                payload: 1024,
+                ack_every: 4,
+                rto: Duration::millis(40),
+                pacing_burst: Duration::ZERO,
+            },
+            Box::new(DcqcnNp::new(Duration::micros(50))),
+        )
+    }
+
+    fn dcqcn() -> AnyCc {
+        "dcqcn"
+            .parse::<CcKind>()
+            .unwrap()
+            .build(&PathParams {
+                line_rate: Rate::gbps(100),
+                base_rtt: Duration::micros(10),
+                mtu: Bytes(1082),
+            })
+            .unwrap()
+    }
+
+    fn pair(size: u64) -> (Host, Host) {
+        let mut a = host(1);
+        let mut b = host(2);
+        a.add_send_flow(
+            7,
+            b.cfg.ip,
+            3,
+            Some(size),
+            Instant::ZERO,
+            None,
+            vec![],
+            dcqcn(),
+        );
+        b.add_recv_flow(7, a.cfg.ip, Some(size));
+        (a, b)
+    }
+
+    fn t(us: u64) -> Instant {
+        Instant::ZERO + Duration::micros(us)
+    }
+
+    #[test]
+    fn data_is_paced_at_line_rate_and_acked_cumulatively() {
+        let (mut a, mut b) = pair(8 * 1024);
+        let done = Completed::new();
+        let mut out = Vec::new();
+        a.poll_transmit(t(0), &done, &mut out, 64);
+        assert_eq!(out.len(), 1, "one frame per serialisation time at 1 Gb/s");
+        let mut now = 0;
+        while a.flows[0].next_psn < 8 {
+            now += 9; // (1082 + 24) B at 1 Gb/s = 8.848 µs
+            a.poll_transmit(t(now), &done, &mut out, 64);
+        }
+        assert_eq!(out.len(), 8);
+        let (r, _) = roce::Repr::parse(&out[0]).unwrap();
+        assert_eq!((r.dscp, r.ecn, r.bth.dest_qp), (24, Ecn::Ect0, QP_BASE + 7));
+        for f in &out {
+            b.on_frame(t(now), f);
+        }
+        assert_eq!(b.recv[&7].bytes, 8 * 1024);
+        assert!(b.recv[&7].completed.is_some());
+        let mut acks = Vec::new();
+        b.poll_transmit(t(now), &done, &mut acks, 64);
+        assert_eq!(acks.len(), 2, "AckReq on PSN 3 and on the last packet");
+        for f in &acks {
+            a.on_frame(t(now + 5), f);
+        }
+        assert!(a.senders_done(t(now + 5)));
+        assert_eq!(a.c.malformed + b.c.malformed, 0);
+    }
+
+    #[test]
+    fn ce_mark_yields_a_cnp_that_cuts_the_rate() {
+        let (mut a, mut b) = pair(1024);
+        let mut out = Vec::new();
+        a.poll_transmit(t(0), &Completed::new(), &mut out, 64);
+        let mut f = out.pop().unwrap();
+        ipv4::Packet::new_unchecked(&mut f[14..]).set_ecn(Ecn::Ce);
+        b.on_frame(t(1), &f);
+        let mut fb = Vec::new();
+        b.poll_transmit(t(1), &Completed::new(), &mut fb, 64);
+        let cnp = fb
+            .iter()
+            .find(|f| roce::Repr::parse(f).unwrap().0.bth.opcode == opcode::CNP)
+            .expect("a CNP");
+        let (r, payload) = roce::Repr::parse(cnp).unwrap();
+        assert_eq!(
+            (r.dscp, r.bth.dest_qp, payload.len()),
+            (CONTROL_DSCP, QP_BASE + 7, 16)
+        );
+        let before = a.flows[0].cc.rate();
+        a.on_frame(t(2), cnp);
+        assert_eq!(a.flows[0].cnps, 1);
+        assert!(a.flows[0].cc.rate() < before);
+    }
+
+    #[test]
+    fn a_gap_is_naked_and_the_sender_goes_back() {
+        let (mut a, mut b) = pair(4 * 1024);
+        let done = Completed::new();
+        let mut out = Vec::new();
+        for now in [0, 9, 18, 27] {
+            a.poll_transmit(t(now), &done, &mut out, 64);
+        }
+        assert_eq!(out.len(), 4);
+        b.on_frame(t(30), &out[0]);
+        b.on_frame(t(30), &out[2]); // PSN 1 lost
+        b.on_frame(t(30), &out[3]);
+        assert_eq!(b.recv[&7].expected_psn, 1);
+        let mut fb = Vec::new();
+        b.poll_transmit(t(30), &done, &mut fb, 64);
+        assert_eq!(b.c.naks_sent, 1, "one NAK per gap");
+        for f in &fb {
+            a.on_frame(t(31), f);
+        }
+        assert_eq!((a.flows[0].naks, a.flows[0].next_psn), (1, 1));
+        let mut again = Vec::new();
+        for now in [40, 49, 58] {
+            a.poll_transmit(t(now), &done, &mut again, 64);
+        }
+        for f in &again {
+            b.on_frame(t(60), f);
+        }
+        assert_eq!(b.recv[&7].bytes, 4 * 1024);
+    }
+
+    #[test]
+    fn corrupted_frames_are_counted_not_panicking() {
+        let (mut a, mut b) = pair(1024);
+        let mut out = Vec::new();
+        a.poll_transmit(t(0), &Completed::new(), &mut out, 64);
+        let mut f = out.pop().unwrap();
+        let n = f.len();
+        f[n - 10] ^= 0xff; // payload byte: ICRC no longer matches
+        b.on_frame(t(1), &f);
+        b.on_frame(t(1), &f[..20]);
+        b.on_frame(t(1), &[]);
+        assert_eq!(b.c.malformed, 3);
+        assert_eq!(b.recv[&7].bytes, 0);
+    }
+}
