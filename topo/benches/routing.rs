@@ -27,17 +27,17 @@ fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
     (v, t.elapsed().as_secs_f64())
 }
 
-/// Best of `n` runs.
+/// Best time of `n` runs; earlier results are dropped before the next run so the peak
+/// memory is that of one result.
 fn best<T>(n: usize, mut f: impl FnMut() -> T) -> (T, f64) {
-    let (mut v, mut t) = time(&mut f);
+    let mut t = f64::INFINITY;
     for _ in 1..n {
-        let (v2, t2) = time(&mut f);
-        if t2 < t {
-            t = t2;
-            v = v2;
-        }
+        let (v, t2) = time(&mut f);
+        drop(v);
+        t = t.min(t2);
     }
-    (v, t)
+    let (v, t2) = time(&mut f);
+    (v, t.min(t2))
 }
 
 fn row(case: &str, what: &str, secs: f64, extra: &str) {

@@ -13,7 +13,17 @@
 //! * [`lft`] — single-path balanced (d-mod-k / ftree-style) tables, one byte per entry.
 //! * [`addressing`] — IPv4/IPv6 ToR prefixes, loopbacks, /31 and /127 link subnets,
 //!   RFC 7938 ASNs, LIDs and GUIDs.
+//! * [`presets`] — named published fabrics as cited spec files (`topo/presets/*.toml`).
+//! * [`analysis`] — counts, bisection, oversubscription, diameter, path diversity, cost;
+//!   side-by-side tables.
+//! * [`verify`] — reachability, loops, up/down turns, black holes, acyclic channel
+//!   dependency graph, ECMP widths.
+//! * [`failures`] — failure sets by name or seeded random draw.
+//! * [`export`] — table and topology exporters (see `docs/export.md`).
 //! * [`units`] — [`Rate`] parsing (`"400G"`).
+//!
+//! Rates are bits per second (`u64`), delays nanoseconds. Figures and commands:
+//! `docs/topo.md`.
 //!
 //! # Example
 //! ```
@@ -46,6 +56,16 @@
 //! // Addresses.
 //! let plan = AddressPlan::new(&f).unwrap();
 //! assert_eq!(plan.host_v4(&f, NodeId(0), 0).unwrap().to_string(), "10.0.0.2");
+//!
+//! // Verification: the failed link leaves every pair reachable, loop-free, deadlock-free.
+//! let report = topo::verify::verify(&f, &routes);
+//! assert!(report.ok());
+//!
+//! // Specs and presets.
+//! let spec = topo::presets::spec("deepseek-mpft").unwrap();
+//! assert_eq!(spec.num_planes(), 8);
+//! let e = topo::Spec::parse("name = 1", topo::Format::Toml, "f.toml").unwrap_err();
+//! assert_eq!(e.to_string(), "f.toml: name: invalid type: integer `1`, expected a string");
 //! ```
 
 pub mod addressing;
