@@ -58,6 +58,12 @@ pub struct RunArgs {
     /// Stop at this simulated time even if flows are unfinished (e.g. 10ms).
     #[arg(long, value_name = "TIME")]
     pub stop: Option<String>,
+    /// ECMP hash seed.
+    #[arg(long, value_name = "N")]
+    pub ecmp_seed: Option<u64>,
+    /// Use the same ECMP hash at every switch (no per-switch salt): shows polarisation.
+    #[arg(long)]
+    pub ecmp_polarize: bool,
     /// Time-series sampling period (default 10us when --plot is given).
     #[arg(long, value_name = "TIME")]
     pub sample: Option<String>,
@@ -271,6 +277,10 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
     if let Some(s) = &a.stop {
         cfg.stop = Some(Instant::ZERO + parse_time("--stop", s)?);
     }
+    if let Some(seed) = a.ecmp_seed {
+        cfg.ecmp_seed = seed;
+    }
+    cfg.ecmp_per_switch_salt = !a.ecmp_polarize;
     cfg.sample = match (&a.sample, &a.plot) {
         (Some(s), _) => Some(parse_time("--sample", s)?),
         (None, Some(_)) => Some(Duration::micros(10)),
@@ -543,5 +553,66 @@ mod tests {
                 .to_string()
                 .contains("even k")
         );
+    }
+
+    fn run_args(scenario: &Path) -> RunArgs {
+        RunArgs {
+            fabric: FabricArgs {
+                fabric: None,
+                preset: Some("fat-tree-k4".into()),
+            },
+            scenario: Some(scenario.to_path_buf()),
+            cc: "nscc".into(),
+            lb: "spray".into(),
+            pfc: false,
+            seed: 1,
+            stop: None,
+            ecmp_seed: None,
+            ecmp_polarize: false,
+            sample: None,
+            json: None,
+            plot: None,
+            quiet: true,
+        }
+    }
+
+    #[test]
+    fn runs_a_scenario_and_reports_bad_ones_precisely() {
+        let dir = std::env::temp_dir().join(format!("fabric-sim-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.toml");
+        std::fs::write(
+            &good,
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"100KB\"\n",
+        )
+        .unwrap();
+        let mut a = run_args(&good);
+        a.json = Some(dir.join("out.json"));
+        a.plot = Some(dir.join("plots"));
+        run_one(a).unwrap();
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("out.json")).unwrap()).unwrap();
+        assert_eq!(j["fct"]["finished"], 3);
+        assert!(dir.join("plots/rates.svg").exists());
+
+        let bad = dir.join("bad.toml");
+        std::fs::write(
+            &bad,
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 99\nsize = \"100KB\"\n",
+        )
+        .unwrap();
+        let e = run_one(run_args(&bad)).unwrap_err().to_string();
+        assert!(
+            e.ends_with("bad.toml: workload[0].receiver: host 99 does not exist: the fabric has 16 hosts (0..16)"),
+            "{e}"
+        );
+        let mut a = run_args(&good);
+        a.lb = "random".into();
+        let e = run_one(a).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--lb: unknown load-balancing scheme `random`"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,11 +1,312 @@
-//! `fabric testbed` (being built; see the open issues).
+//! `fabric testbed`: real veth testbeds in network namespaces (root required).
+//!
+//! - `up`: create a star testbed (one switch namespace, N host namespaces, veth pairs)
+//!   and leave it running; prints its run id.
+//! - `run SCENARIO`: build a star, run a `scenario` file on it with the userspace switch
+//!   (PFC, ECN) and RoCEv2 endpoints (DCQCN from `cc-algos`), print the figures, remove it.
+//! - `down RUN_ID` / `down --all`: remove a testbed made by `up`.
+//! - `clean`: remove leftovers of crashed runs (namespaces named `fab-*` whose owning
+//!   process is gone; `--all`: every `fab-*` namespace).
+//!
+//! Every command that creates namespaces removes them on Ctrl-C too.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use cc_algos::{CcKind, Rate};
+use testbeds::scenario::{CompileCtx, Scenario};
+use testbeds::veth::engine::{CongestionConfig, jain, run_workplan};
+use testbeds::veth::{Testbed, netns};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Not implemented yet.
-    Todo,
+    /// Create a star testbed (switch + hosts joined by veths) and leave it up.
+    Up {
+        /// Number of host namespaces.
+        #[arg(long, default_value_t = 4)]
+        hosts: usize,
+    },
+    /// Run a scenario file on a fresh star testbed with the userspace switch.
+    Run(RunArgs),
+    /// Remove a testbed created by `up`.
+    Down {
+        /// The run id `up` printed.
+        run_id: Option<String>,
+        /// Remove every testbed namespace (`fab-*`).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Remove leftovers of crashed runs (only our `fab-*` namespaces).
+    Clean {
+        /// Also remove namespaces of live runs.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
-pub fn run(_command: Command) -> anyhow::Result<()> {
-    anyhow::bail!("`fabric testbed` is not implemented yet")
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Scenario file (TOML, the shared `scenario` language).
+    pub scenario: PathBuf,
+    /// Hosts in the star (default: as many as the scenario uses).
+    #[arg(long)]
+    pub hosts: Option<usize>,
+    /// Real link rate the engine paces at, in Mb/s.
+    #[arg(long, default_value_t = 1000)]
+    pub link_mbps: u64,
+    /// Link rate the congestion control is tuned for, in Gb/s (time scale = this / link rate).
+    #[arg(long, default_value_t = 100)]
+    pub virtual_gbps: u64,
+    /// Sender algorithm (dcqcn, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp, ...).
+    #[arg(long, default_value = "dcqcn")]
+    pub cc: String,
+    /// Write what switch port `--pcap-port` sends and receives to this pcap file.
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
+    /// Switch port (= host index) to capture.
+    #[arg(long, default_value_t = 0)]
+    pub pcap_port: usize,
+    /// Write the full report (time series, counters) as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Wall-clock limit in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub wall_limit: u64,
+    /// Also run the same workplan in the packet simulator on a star with the same
+    /// parameters (at the virtual rate) and print both side by side.
+    #[arg(long)]
+    pub compare_sim: bool,
+}
+
+fn need_root() -> anyhow::Result<()> {
+    if !netns::is_root() {
+        bail!(
+            "`fabric testbed` creates network namespaces and veth pairs and needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN): run it with sudo"
+        );
+    }
+    Ok(())
+}
+
+pub fn run(command: Command) -> anyhow::Result<()> {
+    need_root()?;
+    netns::install_signal_cleanup()?;
+    match command {
+        Command::Up { hosts } => up(hosts),
+        Command::Run(a) => run_scenario(a),
+        Command::Down { run_id, all } => down(run_id, all),
+        Command::Clean { all } => {
+            let removed = netns::clean(all)?;
+            if removed.is_empty() {
+                println!("nothing to clean");
+            }
+            for n in removed {
+                println!("removed {n}");
+            }
+            Ok(())
+        }
+    }
+}
+
+fn up(hosts: usize) -> anyhow::Result<()> {
+    if hosts == 0 {
+        bail!("--hosts must be at least 1");
+    }
+    let mut tb = Testbed::new()?;
+    let sw = tb.add_netns("sw")?;
+    for i in 0..hosts {
+        let h = tb.add_netns(&format!("h{i}"))?;
+        tb.connect(&sw, &format!("p{i}"), &h, "eth0")?;
+    }
+    let id = tb.run_id().to_string();
+    for ns in tb.namespaces() {
+        println!("{}", ns.name());
+    }
+    tb.persist();
+    println!("testbed {id} is up; remove it with `fabric testbed down {id}`");
+    Ok(())
+}
+
+fn down(run_id: Option<String>, all: bool) -> anyhow::Result<()> {
+    let prefix = match (&run_id, all) {
+        (Some(id), false) => format!("{}{id}-", netns::PREFIX),
+        (None, true) => netns::PREFIX.to_string(),
+        _ => bail!("give either a RUN_ID (as printed by `fabric testbed up`) or --all"),
+    };
+    let names: Vec<String> = netns::list_ours()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    if names.is_empty() {
+        bail!("no testbed namespaces match {prefix}* (see `ip netns list`)");
+    }
+    for n in names {
+        netns::Netns::from_name(&n).delete()?;
+        println!("removed {n}");
+    }
+    Ok(())
+}
+
+fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
+    let scenario = Scenario::from_file(&a.scenario)?;
+    let virtual_rate = Rate::gbps(a.virtual_gbps);
+    let used = |hosts: u32| -> anyhow::Result<_> {
+        Ok(scenario.compile(&CompileCtx::new(hosts, virtual_rate, 1))?)
+    };
+    let hosts = match a.hosts {
+        Some(h) => h,
+        None => {
+            // Compile with a generous host count to learn how many the scenario uses.
+            let p = used(4096)?;
+            p.flows
+                .iter()
+                .map(|f| f.src.max(f.dst) as usize + 1)
+                .max()
+                .unwrap_or(2)
+                .max(2)
+        }
+    };
+    let plan = used(hosts as u32)?;
+    let mut cfg = CongestionConfig::new(hosts);
+    cfg.link_rate = Rate::mbps(a.link_mbps);
+    cfg.virtual_rate = virtual_rate;
+    cfg.pfc = cfg.pfc.map(|p| cc_algos::PfcConfig {
+        link_rate: cfg.link_rate,
+        ..p
+    });
+    cfg.cc =
+        a.cc.parse::<CcKind>()
+            .with_context(|| format!("--cc {}", a.cc))?;
+    cfg.apply(&plan.network)?;
+    cfg.pcap = a.pcap.clone();
+    cfg.pcap_port = a.pcap_port;
+    cfg.wall_limit = std::time::Duration::from_secs(a.wall_limit);
+    let scale = cfg.scale()?;
+    println!(
+        "scenario {} on {hosts} hosts: links {} standing for {} (time scale {}), cc {}",
+        plan.name, cfg.link_rate, cfg.virtual_rate, scale.0, cfg.cc
+    );
+    let r = run_workplan(&cfg, &plan)?;
+    println!(
+        "ran {:.0} µs (virtual); drops: switch {}, kernel {}, veth {}; ECN marks {}; PFC pauses sent {}; CNPs {}; max buffer {} B",
+        r.duration_us,
+        r.switch_drops,
+        r.kernel_drops,
+        r.veth_drops,
+        r.ecn_marks,
+        r.pauses_sent,
+        r.cnps_sent,
+        r.max_buffer_used
+    );
+    println!(
+        "| flow | src→dst | delivered | FCT (µs, virtual) | mean Gb/s | CNPs | NAKs | timeouts |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut means = Vec::new();
+    for f in &r.flows {
+        let end = f.completed_us.unwrap_or(r.duration_us);
+        let mean = f.delivered as f64 * 8.0 / ((end - f.start_us).max(1e-9) * 1e3);
+        means.push(mean);
+        println!(
+            "| {} | {}→{} | {} B | {} | {:.2} | {} | {} | {} |",
+            f.id,
+            f.src,
+            f.dst,
+            f.delivered,
+            f.completed_us
+                .map_or("-".to_string(), |t| format!("{:.0}", t - f.start_us)),
+            mean,
+            f.cnps,
+            f.naks,
+            f.timeouts
+        );
+    }
+    println!("Jain fairness of mean rates: {:.3}", jain(&means));
+    for (p, c) in r.ports.iter().enumerate() {
+        if c.tx_packets + c.rx_packets > 0 {
+            println!(
+                "port {p}: tx {} pkts, rx {} pkts, marks {}, drops {}, pauses sent {}, PFC received {}, paused {}, max queue {} B",
+                c.tx_packets,
+                c.rx_packets,
+                c.ecn_marks,
+                c.drops,
+                c.pauses_sent,
+                c.pfc_received,
+                c.paused_time,
+                c.max_queue_bytes
+            );
+        }
+    }
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_string_pretty(&r)?)
+            .with_context(|| format!("write {}", path.display()))?;
+        println!("report written to {}", path.display());
+    }
+    if let Some(p) = &a.pcap {
+        println!("capture of switch port {} in {}", a.pcap_port, p.display());
+    }
+    if a.compare_sim {
+        compare_with_sim(&cfg, &plan, hosts, &r)?;
+    }
+    Ok(())
+}
+
+/// Run `plan` in `testbeds::sim` on a star of `hosts` at the virtual rate with the
+/// veth run's buffer, ECN, PFC, MTU and congestion control, and print both.
+fn compare_with_sim(
+    cfg: &CongestionConfig,
+    plan: &testbeds::scenario::Workplan,
+    hosts: usize,
+    veth: &testbeds::veth::engine::CongestionReport,
+) -> anyhow::Result<()> {
+    use testbeds::sim::{config::CcChoice, config::SimConfig, engine::Sim, net::NetBuilder};
+    let mut sc = SimConfig {
+        mtu: cc_algos::Bytes(cfg.payload as u64 + 58),
+        header: cc_algos::Bytes(58),
+        cc: CcChoice::Algo(cfg.cc),
+        pfc: cfg.pfc.is_some(),
+        buffer: cfg.buffer,
+        ecn: cfg.ecn,
+        trim: cfg.trim,
+        ..SimConfig::default()
+    };
+    if let Some(p) = cfg.pfc {
+        sc.pfc_xoff = p.xoff;
+        sc.pfc_xon = p.xon;
+    }
+    let net = NetBuilder::star(hosts as u32, cfg.virtual_rate, sc.link_delay);
+    let mut sim = Sim::from_net(net, sc, plan)?;
+    let s = sim.run();
+    println!(
+        "simulator (star of {hosts} at {}, same buffer/ECN/PFC/cc): drops {}, ECN marks {}, PFC pauses {}, CNPs {}",
+        cfg.virtual_rate, s.totals.drops, s.totals.ecn_marks, s.totals.pauses_sent, s.totals.cnps
+    );
+    println!("| flow | veth FCT (µs) | sim FCT (µs) | veth/sim |");
+    println!("|---|---|---|---|");
+    let (mut vmax, mut smax) = (0f64, 0f64);
+    for (v, sf) in veth.flows.iter().zip(&s.flows) {
+        let vf = v.completed_us.map(|t| t - v.start_us);
+        if let Some(x) = vf {
+            vmax = vmax.max(x);
+        }
+        if let Some(x) = sf.fct_us {
+            smax = smax.max(x);
+        }
+        println!(
+            "| {} | {} | {} | {} |",
+            v.id,
+            vf.map_or("-".into(), |x| format!("{x:.0}")),
+            sf.fct_us.map_or("-".into(), |x| format!("{x:.0}")),
+            match (vf, sf.fct_us) {
+                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+                _ => "-".into(),
+            }
+        );
+    }
+    if smax > 0.0 {
+        println!(
+            "last completion: veth {vmax:.0} µs, sim {smax:.0} µs (ratio {:.2})",
+            vmax / smax
+        );
+    }
+    Ok(())
 }

@@ -181,5 +181,6 @@ fn main() {
             r.totals.trims,
             peak_rss_mb()
         );
+        eprintln!("events by kind: {:?}", r.run.events_by_kind);
     }
 }

@@ -110,6 +110,23 @@ pub fn summary(r: &SimResults) -> String {
             &rows,
         ));
     }
+    for (gi, g) in r.groups.iter().enumerate() {
+        // A victim workload's first flow is the victim.
+        if g.kind == "victim"
+            && let Some(v) = r.flows.iter().find(|f| f.group == gi as u32)
+        {
+            let _ = writeln!(
+                s,
+                "{}: victim flow {}→{} FCT {} µs (ideal {} µs, slowdown {})",
+                g.name,
+                v.src,
+                v.dst,
+                opt(v.fct_us, 1),
+                opt(v.ideal_us, 1),
+                opt(v.slowdown, 2)
+            );
+        }
+    }
     let _ = writeln!(
         s,
         "drops {} (buffer {}, failed links {}, no route {}) · trims {} · retransmits {} · timeouts {}",

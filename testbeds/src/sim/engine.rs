@@ -50,6 +50,23 @@ const EV_SAMPLE: u32 = 11;
 const EV_WATCHDOG: u32 = 12;
 const EV_RXTIMER: u32 = 13;
 
+const EV_NAMES: [&str; 14] = [
+    "tx_done",
+    "arrive",
+    "flow_start",
+    "host_wake",
+    "cc_timer",
+    "rto",
+    "port_wake",
+    "pfc_refresh",
+    "fail",
+    "reroute",
+    "restore",
+    "sample",
+    "watchdog",
+    "rx_timer",
+];
+
 // Packet kinds.
 const K_DATA: u8 = 0;
 const K_ACK: u8 = 1;
@@ -68,8 +85,53 @@ const S_INFLIGHT: u8 = 1;
 const S_ACKED: u8 = 2;
 const S_RETXQ: u8 = 3;
 
+/// A FIFO of packets linked through `Pkt::next` (no per-queue allocation: a
+/// queue is 8 bytes and pushing/popping touches only the packets involved).
+#[derive(Clone, Copy, Debug)]
+struct Fifo {
+    head: u32,
+    tail: u32,
+}
+
+impl Fifo {
+    const EMPTY: Fifo = Fifo {
+        head: NIL,
+        tail: NIL,
+    };
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+    #[inline]
+    fn push(&mut self, pkts: &mut [Pkt], id: u32) {
+        pkts[id as usize].next = NIL;
+        if self.tail == NIL {
+            self.head = id;
+        } else {
+            pkts[self.tail as usize].next = id;
+        }
+        self.tail = id;
+    }
+    #[inline]
+    fn pop(&mut self, pkts: &mut [Pkt]) -> Option<u32> {
+        if self.head == NIL {
+            return None;
+        }
+        let id = self.head;
+        self.head = pkts[id as usize].next;
+        if self.head == NIL {
+            self.tail = NIL;
+        }
+        Some(id)
+    }
+}
+
+const NIL: u32 = u32::MAX;
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
+    /// Next packet in the same queue.
+    next: u32,
     flow: u32,
     seq: u32,
     wire: u32,
@@ -213,6 +275,7 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     now: u64,
     rng: Rng,
     events: u64,
+    by_kind: [u64; 16],
     // Packets.
     pkts: Vec<Pkt>,
     free: Vec<u32>,
@@ -221,10 +284,14 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     prio_of: Vec<u8>,
     // Ports.
     up: Vec<bool>,
-    busy: Vec<bool>,
-    pause_q: Vec<VecDeque<u32>>,
-    ctrl_q: Vec<VecDeque<u32>>,
-    data_q: Vec<VecDeque<u32>>,
+    /// The port is transmitting until this time.
+    busy_until: Vec<u64>,
+    /// Time of the port's valid `TxDone` event (u64::MAX: none); scheduled only
+    /// when something waits for the port. Events at other times are stale.
+    txdone_at: Vec<u64>,
+    pause_q: Vec<Fifo>,
+    ctrl_q: Vec<Fifo>,
+    data_q: Vec<Fifo>,
     qbytes: Vec<u64>,
     qtotal: Vec<u64>,
     pfc_in: Vec<PfcIngress>,
@@ -366,11 +433,7 @@ impl<Q: EventQueue> Sim<Q> {
         }
         if let CcChoice::Algo(k) = cfg.cc {
             for (h, hs) in hosts.iter_mut().enumerate() {
-                let line = net
-                    .ports_of(h as u32)
-                    .map(|p| net.port_rate[p as usize])
-                    .max()
-                    .unwrap_or(Rate::gbps(100));
+                let line = net.nic_rate(h as u32);
                 let path = PathParams {
                     line_rate: line,
                     base_rtt: Duration::micros(10),
@@ -458,15 +521,17 @@ impl<Q: EventQueue> Sim<Q> {
             now: 0,
             rng,
             events: 0,
+            by_kind: [0; 16],
             pkts: Vec::with_capacity(1 << 16),
             free: Vec::new(),
             nclass,
             prio_of: prios.clone(),
             up: vec![true; np],
-            busy: vec![false; np],
-            pause_q: (0..np).map(|_| VecDeque::new()).collect(),
-            ctrl_q: (0..np).map(|_| VecDeque::new()).collect(),
-            data_q: (0..np * nclass).map(|_| VecDeque::new()).collect(),
+            busy_until: vec![0; np],
+            txdone_at: vec![u64::MAX; np],
+            pause_q: vec![Fifo::EMPTY; np],
+            ctrl_q: vec![Fifo::EMPTY; np],
+            data_q: vec![Fifo::EMPTY; np * nclass],
             qbytes: vec![0; np * nclass],
             qtotal: vec![0; np],
             pfc_in,
@@ -600,11 +665,14 @@ impl<Q: EventQueue> Sim<Q> {
             debug_assert!(ev.t >= self.now);
             self.now = ev.t;
             self.events += 1;
+            self.by_kind[ev.kind() as usize] += 1;
             let id = ev.id();
             match ev.kind() {
                 EV_TXDONE => {
-                    self.busy[id as usize] = false;
-                    self.try_tx(id);
+                    if self.txdone_at[id as usize] == self.now {
+                        self.txdone_at[id as usize] = u64::MAX;
+                        self.try_tx(id);
+                    }
                 }
                 EV_ARRIVE => self.arrive(id),
                 EV_FLOWSTART => self.flow_start(id),
@@ -696,13 +764,21 @@ impl<Q: EventQueue> Sim<Q> {
 
     fn try_tx(&mut self, p: u32) {
         let pu = p as usize;
-        if self.busy[pu] || !self.up[pu] {
+        if !self.up[pu] {
+            return;
+        }
+        if self.busy_until[pu] > self.now {
+            // Busy: make sure the port comes back for what is waiting.
+            if self.txdone_at[pu] != self.busy_until[pu] {
+                self.txdone_at[pu] = self.busy_until[pu];
+                self.q.push(self.busy_until[pu], EV_TXDONE, p);
+            }
             return;
         }
         let node = self.net.port_node[pu];
-        let pid = if let Some(i) = self.pause_q[pu].pop_front() {
+        let pid = if let Some(i) = self.pause_q[pu].pop(&mut self.pkts) {
             i
-        } else if let Some(i) = self.ctrl_q[pu].pop_front() {
+        } else if let Some(i) = self.ctrl_q[pu].pop(&mut self.pkts) {
             if !self.net.is_host(node) {
                 self.node_buf[node as usize] -= self.pkts[i as usize].wire as u64;
             }
@@ -740,7 +816,7 @@ impl<Q: EventQueue> Sim<Q> {
                     continue;
                 }
             }
-            let i = self.data_q[k].pop_front().expect("non-empty");
+            let i = self.data_q[k].pop(&mut self.pkts).expect("non-empty");
             let w = self.pkts[i as usize].wire as u64;
             self.pc[pu].q_area += self.qtotal[pu] as u128 * (self.now - self.pc[pu].q_last) as u128;
             self.pc[pu].q_last = self.now;
@@ -781,7 +857,7 @@ impl<Q: EventQueue> Sim<Q> {
         let pu = p as usize;
         let wire = self.pkts[pid as usize].wire as u64;
         let dur = self.net.port_rate[pu].tx_time(Bytes(wire)).as_picos();
-        self.busy[pu] = true;
+        self.busy_until[pu] = self.now + dur;
         let c = &mut self.pc[pu];
         c.tx_bytes += wire;
         c.tx_pkts += 1;
@@ -789,7 +865,18 @@ impl<Q: EventQueue> Sim<Q> {
             c.data_bytes += wire;
         }
         let end = self.now + dur;
-        self.q.push(end, EV_TXDONE, p);
+        // A TxDone is needed only if something waits for this port: queued frames,
+        // or a host with flows that may pull more data. Otherwise the next arrival
+        // finds the port free by `busy_until` (this halves the events on idle hops).
+        let node = self.net.port_node[pu];
+        if self.qtotal[pu] > 0
+            || !self.ctrl_q[pu].is_empty()
+            || !self.pause_q[pu].is_empty()
+            || (self.net.is_host(node) && !self.hosts[node as usize].active.is_empty())
+        {
+            self.txdone_at[pu] = end;
+            self.q.push(end, EV_TXDONE, p);
+        }
         let peer = self.net.port_peer[pu];
         let peer_node = self.net.port_node[peer as usize];
         let mut at = end + self.net.port_delay[pu].as_picos();
@@ -808,7 +895,7 @@ impl<Q: EventQueue> Sim<Q> {
             wire: 64,
             ..Pkt::default()
         });
-        self.pause_q[port as usize].push_back(pid);
+        self.pause_q[port as usize].push(&mut self.pkts, pid);
         if fr.is_resume() {
             self.t.resumes_sent += 1;
         } else {
@@ -848,7 +935,7 @@ impl<Q: EventQueue> Sim<Q> {
                         wire: 64,
                         ..Pkt::default()
                     });
-                    self.pause_q[pu].push_back(pid);
+                    self.pause_q[pu].push(&mut self.pkts, pid);
                     self.t.pauses_sent += 1;
                 }
                 None => break,
@@ -965,7 +1052,7 @@ impl<Q: EventQueue> Sim<Q> {
                 for k in 0..n {
                     let h = hops[(start + k) % n];
                     let e = (base + h as u32) as usize;
-                    let q = self.qtotal[e] + if self.busy[e] { 1 } else { 0 };
+                    let q = self.qtotal[e] + u64::from(self.busy_until[e] > self.now);
                     if q < best_q {
                         best_q = q;
                         best = h;
@@ -988,7 +1075,7 @@ impl<Q: EventQueue> Sim<Q> {
                 return;
             }
             self.node_buf[node as usize] += pk.wire as u64;
-            self.ctrl_q[eu].push_back(pid);
+            self.ctrl_q[eu].push(&mut self.pkts, pid);
             self.try_tx(e);
             return;
         }
@@ -1011,7 +1098,7 @@ impl<Q: EventQueue> Sim<Q> {
                 return;
             }
             self.node_buf[node as usize] += w;
-            self.ctrl_q[eu].push_back(pid);
+            self.ctrl_q[eu].push(&mut self.pkts, pid);
             self.try_tx(e);
             return;
         }
@@ -1037,7 +1124,7 @@ impl<Q: EventQueue> Sim<Q> {
             self.pc[eu].max_q = self.qtotal[eu];
         }
         self.pkts[pid as usize].port = in_port;
-        self.data_q[k].push_back(pid);
+        self.data_q[k].push(&mut self.pkts, pid);
         if self.cfg.pfc {
             let now = Instant::from_picos(self.now);
             let prio = self.prio_of[c];
@@ -1052,9 +1139,7 @@ impl<Q: EventQueue> Sim<Q> {
 
     fn kick_host(&mut self, h: u32) {
         for p in self.net.ports_of(h) {
-            if !self.busy[p as usize] {
-                self.try_tx(p);
-            }
+            self.try_tx(p);
         }
     }
 
@@ -1068,12 +1153,8 @@ impl<Q: EventQueue> Sim<Q> {
         fl.last_progress = self.now;
         fl.next_tx = self.now;
         let src = fl.src;
-        let line = self
-            .net
-            .ports_of(src)
-            .map(|p| self.net.port_rate[p as usize])
-            .max();
-        let line = line.unwrap_or(Rate::gbps(100));
+        // A multi-plane NIC's line rate is the sum of its ports.
+        let line = self.net.nic_rate(src);
         if let CcChoice::Algo(k) = self.cfg.cc {
             let path = PathParams {
                 line_rate: line,
@@ -1252,6 +1333,7 @@ impl<Q: EventQueue> Sim<Q> {
         let req = fl.to_request.min(u32::MAX as u64);
         fl.to_request -= req;
         let pk = Pkt {
+            next: NIL,
             flow: f,
             seq,
             wire: wire as u32,
@@ -1374,7 +1456,7 @@ impl<Q: EventQueue> Sim<Q> {
             return;
         };
         let pid = self.alloc(pk);
-        self.ctrl_q[p as usize].push_back(pid);
+        self.ctrl_q[p as usize].push(&mut self.pkts, pid);
         self.try_tx(p);
     }
 
@@ -1641,12 +1723,19 @@ impl<Q: EventQueue> Sim<Q> {
             let node = self.net.port_node[pu];
             let is_switch = !self.net.is_host(node);
             let mut lost = Vec::new();
-            lost.extend(self.ctrl_q[pu].drain(..));
+            while let Some(i) = self.ctrl_q[pu].pop(&mut self.pkts) {
+                lost.push(i);
+            }
             for c in 0..self.nclass {
-                lost.extend(self.data_q[pu * self.nclass + c].drain(..));
+                let k = pu * self.nclass + c;
+                while let Some(i) = self.data_q[k].pop(&mut self.pkts) {
+                    lost.push(i);
+                }
                 self.qbytes[pu * self.nclass + c] = 0;
             }
-            self.pause_q[pu].clear();
+            while let Some(i) = self.pause_q[pu].pop(&mut self.pkts) {
+                self.free.push(i);
+            }
             self.qtotal[pu] = 0;
             for pid in lost {
                 let pk = self.pkts[pid as usize];
@@ -1912,13 +2001,7 @@ impl<Q: EventQueue> Sim<Q> {
             let rate = self
                 .cfg
                 .ideal_rate
-                .or_else(|| {
-                    self.net
-                        .ports_of(fl.src)
-                        .map(|p| self.net.port_rate[p as usize])
-                        .min()
-                })
-                .unwrap_or(Rate::gbps(100));
+                .unwrap_or_else(|| self.net.nic_rate(fl.src));
             let (ideal, fct) = if fl.size == u64::MAX {
                 (None, None)
             } else {
@@ -1996,6 +2079,12 @@ impl<Q: EventQueue> Sim<Q> {
                 hosts: self.net.hosts,
                 end_us: end as f64 / 1e6,
                 events: self.events,
+                events_by_kind: EV_NAMES
+                    .iter()
+                    .zip(self.by_kind)
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(k, n)| (k.to_string(), n))
+                    .collect(),
                 peak_packets: self.pkts.len() as u64,
             },
             flows,

@@ -53,6 +53,19 @@ impl Net {
     pub fn peer_node(&self, p: u32) -> u32 {
         self.port_node[self.port_peer[p as usize] as usize]
     }
+    /// A host's NIC rate: the sum of its ports' rates (one per plane); 100 Gb/s
+    /// for a host without ports.
+    pub fn nic_rate(&self, h: u32) -> Rate {
+        let bps: u64 = self
+            .ports_of(h)
+            .map(|p| self.port_rate[p as usize].as_bps())
+            .sum();
+        if bps == 0 {
+            Rate::gbps(100)
+        } else {
+            Rate::bps(bps)
+        }
+    }
     /// Global port of node `n` leading to node `m` (first one), if any.
     pub fn port_to(&self, n: u32, m: u32) -> Option<u32> {
         self.ports_of(n).find(|&p| self.peer_node(p) == m)

@@ -173,7 +173,7 @@ pub struct GroupResult {
     pub algbw_gbps: Option<f64>,
     /// Bus bandwidth (NCCL tests' convention), Gb/s.
     pub busbw_gbps: Option<f64>,
-    /// Bus bandwidth as a fraction of the host link rate.
+    /// Bus bandwidth as a fraction of the host NIC rate (all planes).
     pub busbw_of_ideal: Option<f64>,
     /// FCT statistics of the group's flows.
     pub fct: FctSummary,
@@ -237,6 +237,8 @@ pub struct RunInfo {
     pub end_us: f64,
     /// Events processed.
     pub events: u64,
+    /// Events per kind.
+    pub events_by_kind: Vec<(String, u64)>,
     /// Most packets alive at once (slab size).
     pub peak_packets: u64,
 }
@@ -339,11 +341,13 @@ impl SimResults {
         deadlock: Option<DeadlockReport>,
     ) -> SimResults {
         let fct = summarise(flows.iter());
+        // NIC rate of host 0 (all its ports: one per plane).
         let host_rate = links
             .iter()
-            .find(|l| l.node_tier == 0)
+            .filter(|l| l.node_tier == 0 && l.node == 0)
             .map(|l| l.rate_gbps)
-            .unwrap_or(100.0);
+            .sum::<f64>();
+        let host_rate = if host_rate > 0.0 { host_rate } else { 100.0 };
         let mut groups = Vec::new();
         for (gi, g) in plan.groups.iter().enumerate() {
             let fl: Vec<&FlowResult> = flows.iter().filter(|f| f.group == gi as u32).collect();

@@ -540,7 +540,18 @@ impl Host {
                 continue;
             }
             let last = total.is_some_and(|t| f.next_psn + 1 == t);
-            let ack_req = last || (f.next_psn + 1).is_multiple_of(self.cfg.ack_every);
+            // Ask for an ACK every `ack_every` packets, on the last packet, and on every
+            // packet of a slow flow (packets further apart than RTO/16), so that an
+            // unacknowledged tail never waits for packets that come too late.
+            let gap_est = self
+                .cfg
+                .scale
+                .rate_to_real(f.cc.rate())
+                .min(self.cfg.link_rate)
+                .tx_time(Bytes(payload_len as u64 + 82));
+            let ack_req = last
+                || (f.next_psn + 1).is_multiple_of(self.cfg.ack_every)
+                || gap_est * 16 >= self.cfg.rto;
             let r = roce::Repr {
                 eth_dst: self.cfg.gateway_mac,
                 eth_src: self.cfg.mac,

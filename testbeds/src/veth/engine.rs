@@ -353,7 +353,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                     scale,
                     payload: cfg.payload,
                     ack_every: 8,
-                    rto: scale.dur_to_real(Duration::micros(500)),
+                    rto: scale.dur_to_real(Duration::millis(4)),
                     pacing_burst: cfg.pacing_burst,
                 },
                 Box::new(DcqcnNp::new(cnp_interval)),

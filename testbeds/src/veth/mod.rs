@@ -153,6 +153,15 @@ impl Testbed {
         Ok(l)
     }
 
+    /// Leave this run's namespaces in place (for `fabric testbed up`): the guard forgets
+    /// them; `fabric testbed down RUN_ID` or `clean` removes them later.
+    pub fn persist(mut self) {
+        for ns in self.namespaces.drain(..) {
+            netns::forget_live(ns.name());
+        }
+        self.links.clear();
+    }
+
     /// Delete everything now (also done on drop). Returns the first error.
     pub fn teardown(&mut self) -> Result<()> {
         let mut first = Ok(());

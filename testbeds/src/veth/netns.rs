@@ -282,6 +282,13 @@ pub fn clean(all: bool) -> Result<Vec<String>> {
     Ok(removed)
 }
 
+/// Stop tracking `name` for the Ctrl-C cleanup (it is meant to outlive the process).
+pub fn forget_live(name: &str) {
+    if let Ok(mut v) = LIVE.lock() {
+        v.retain(|n| n != name);
+    }
+}
+
 /// Delete every namespace this process created and has not deleted yet.
 pub fn delete_all_live() {
     let names: Vec<String> = LIVE.lock().map(|v| v.clone()).unwrap_or_default();
