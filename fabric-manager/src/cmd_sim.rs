@@ -58,6 +58,12 @@ pub struct RunArgs {
     /// Stop at this simulated time even if flows are unfinished (e.g. 10ms).
     #[arg(long, value_name = "TIME")]
     pub stop: Option<String>,
+    /// ECMP hash seed.
+    #[arg(long, value_name = "N")]
+    pub ecmp_seed: Option<u64>,
+    /// Use the same ECMP hash at every switch (no per-switch salt): shows polarisation.
+    #[arg(long)]
+    pub ecmp_polarize: bool,
     /// Time-series sampling period (default 10us when --plot is given).
     #[arg(long, value_name = "TIME")]
     pub sample: Option<String>,
@@ -271,6 +277,10 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
     if let Some(s) = &a.stop {
         cfg.stop = Some(Instant::ZERO + parse_time("--stop", s)?);
     }
+    if let Some(seed) = a.ecmp_seed {
+        cfg.ecmp_seed = seed;
+    }
+    cfg.ecmp_per_switch_salt = !a.ecmp_polarize;
     cfg.sample = match (&a.sample, &a.plot) {
         (Some(s), _) => Some(parse_time("--sample", s)?),
         (None, Some(_)) => Some(Duration::micros(10)),
@@ -557,6 +567,8 @@ mod tests {
             pfc: false,
             seed: 1,
             stop: None,
+            ecmp_seed: None,
+            ecmp_polarize: false,
             sample: None,
             json: None,
             plot: None,
