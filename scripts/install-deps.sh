@@ -19,5 +19,14 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections || true
   apt-get update -qq
+  # Packages with daemons (frr, opensm) must not start them: the tests only run their
+  # tools. Deny service starts during the install unless a policy is already in place.
+  policy_added=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    policy_added=1
+  fi
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  if [ "$policy_added" -eq 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
 fi

@@ -24,9 +24,58 @@ pub struct VerifyArgs {
     /// Seed of the random failures.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Also build the single-path (d-mod-k) tables and report how evenly destinations
+    /// spread over each switch's up ports.
+    #[arg(long)]
+    pub lft: bool,
     /// JSON output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Destinations per up port of the single-path tables, over all switches with up ports.
+#[derive(Debug, serde::Serialize)]
+struct LftBalance {
+    entries: usize,
+    bytes: usize,
+    /// Fewest / most destinations on one up port of one switch.
+    up_port_min: u32,
+    up_port_max: u32,
+    /// Worst switch: most / fewest destinations on its up ports (1.0 = perfectly even).
+    worst_switch_ratio: f64,
+}
+
+fn lft_balance(f: &topo::Fabric, routes: &topo::Routes) -> LftBalance {
+    let t = topo::lft::Lft::compute(f, routes);
+    let (mut lo, mut hi, mut worst) = (u32::MAX, 0u32, 1.0f64);
+    for p in &t.planes {
+        for s in p.first_switch..p.first_switch + p.rows {
+            let s = topo::NodeId(s);
+            let loads = p.port_loads(f, s);
+            let up: Vec<u32> = (0..f.degree(s) as u16)
+                .filter(|&k| {
+                    f.direction(s, k) == topo::Direction::Up && routes.link_is_up(f.port_link(s, k))
+                })
+                .map(|k| loads[k as usize])
+                .collect();
+            if let (Some(&a), Some(&b)) = (up.iter().min(), up.iter().max()) {
+                lo = lo.min(a);
+                hi = hi.max(b);
+                if a > 0 {
+                    worst = worst.max(b as f64 / a as f64);
+                } else if b > 0 {
+                    worst = f64::INFINITY;
+                }
+            }
+        }
+    }
+    LftBalance {
+        entries: t.num_entries(),
+        bytes: t.bytes(),
+        up_port_min: if hi == 0 { 0 } else { lo },
+        up_port_max: hi,
+        worst_switch_ratio: worst,
+    }
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -35,6 +84,7 @@ struct Output<'a> {
     failed_links: usize,
     failed_switches: Vec<String>,
     reroute: Option<topo::routing::RerouteReport>,
+    lft: Option<LftBalance>,
     isolated_host_names: Vec<String>,
     unreachable_host_names: Vec<String>,
     report: &'a topo::verify::VerifyReport,
@@ -76,6 +126,7 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             .map(|&n| f.node_name(n).to_string())
             .collect(),
         reroute,
+        lft: a.lft.then(|| lft_balance(&f, &routes)),
         report: &rep,
     };
     if a.json {
@@ -238,6 +289,13 @@ fn render(f: &topo::Fabric, o: &Output<'_>) -> String {
         "ECMP width: min {} / mean {:.2} / max {} over {} entries, {} distinct next-hop groups, {} entries without route",
         e.min, e.mean, e.max, e.entries, e.groups, e.no_route
     );
+    if let Some(b) = &o.lft {
+        let _ = writeln!(
+            s,
+            "single-path LFT: {} entries ({} bytes); destinations per up port {}..{}, worst switch max/min {:.3}",
+            b.entries, b.bytes, b.up_port_min, b.up_port_max, b.worst_switch_ratio
+        );
+    }
     let _ = writeln!(
         s,
         "{}",
@@ -255,5 +313,50 @@ fn list(v: &[String], max: usize) -> String {
         v.join(", ")
     } else {
         format!("{} … (+{} more)", v[..max].join(", "), v.len() - max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn balanced_lft_and_report_text() {
+        let f = topo::presets::build("fat-tree-k8").unwrap();
+        let mut routes = topo::Routes::compute(&f);
+        let b = lft_balance(&f, &routes);
+        // leaves: (128 - 4) / 4 = 31 per up port; aggregation: (128 - 16) / 4 = 28
+        assert_eq!(
+            (b.up_port_min, b.up_port_max, b.worst_switch_ratio),
+            (28, 31, 1.0)
+        );
+        let set = topo::failures::resolve(&f, &["pod0-leaf0--host0-nic0".into()]).unwrap();
+        let rr = routes.fail_links(&f, &set.links);
+        let rep = topo::verify::verify(&f, &routes);
+        let out = Output {
+            fabric: f.name().into(),
+            failed_links: 1,
+            failed_switches: vec![],
+            reroute: Some(rr),
+            lft: None,
+            isolated_host_names: rep
+                .isolated_hosts
+                .iter()
+                .map(|&n| f.node_name(n).to_string())
+                .collect(),
+            unreachable_host_names: vec![],
+            report: &rep,
+        };
+        let text = render(&f, &out);
+        assert!(
+            text.contains("isolated hosts (no live host link) (1): host0-nic0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[FAIL] reachability: 16002 of 16256"),
+            "{text}"
+        );
+        assert!(text.ends_with("VERIFICATION FAILED\n"));
+        assert_eq!(problems(&rep), "254 unreachable host pairs");
     }
 }

@@ -41,7 +41,7 @@ fn golden_ecmp() {
     let (f, r, a) = k4();
     let sink = export_all(&f, Tables::Ecmp(&r), &a);
     // Per-switch formats write one file per switch.
-    for dir in ["ip", "frr/bgp", "frr/static", "sonic"] {
+    for dir in ["ip", "ip-nhg", "frr/bgp", "frr/static", "sonic"] {
         let n = sink
             .files
             .keys()
@@ -57,6 +57,8 @@ fn golden_ecmp() {
         "ip/pod0-leaf0.batch",
         "ip/pod0-agg0.batch",
         "ip/core0-0.batch",
+        "ip-nhg/pod0-leaf0.batch",
+        "ip-nhg/core0-0.batch",
         "frr/bgp/pod0-leaf0.conf",
         "frr/bgp/pod0-agg0.conf",
         "frr/bgp/core0-0.conf",

@@ -6,10 +6,11 @@
 //!   equal the dump entry for entry, at the LIDs of our `guid2lid`.
 //! - `dot` renders `fabric.dot` without warnings.
 //! - `vtysh --dryrun` (FRR 8.4) accepts every `frr/bgp/*.conf` and `frr/static/*.conf`.
-//! - `ip -batch` applies every switch's `ip/*.batch` inside a network namespace whose
+//! - `ip -batch` applies every switch's `ip/*.batch`, and then (after a flush) its
+//!   `ip-nhg/*.batch` (next-hop objects), inside a network namespace whose
 //!   interfaces carry the addressing plan (root only: without root the test fails
-//!   with a message unless `FABRIC_SKIP_NETNS=1`), and `ip route` then lists exactly
-//!   the exported routes with their ECMP next hops.
+//!   with a message unless `FABRIC_SKIP_NETNS=1`), and `ip route` lists exactly
+//!   the exported routes with their ECMP next hops both times.
 //!
 //! The tools come from Debian packages (`scripts/install-deps.sh`: opensm,
 //! ibsim-utils, libumad2sim0, infiniband-diags, graphviz). Without them the
@@ -371,7 +372,7 @@ fn ip_batch_applies_in_a_namespace() {
     if !require(&["ip"], &[]) {
         return;
     }
-    let (f, addr, sink) = k4_ecmp(&[Format::IpBatch]);
+    let (f, addr, sink) = k4_ecmp(&[Format::IpBatch, Format::IpNhg]);
     let dir = scratch("ipbatch");
     write_all(&sink, &dir);
     for (i, s) in f.switches().enumerate() {
@@ -393,28 +394,6 @@ fn ip_batch_applies_in_a_namespace() {
         let setup_file = dir.join(format!("setup-{i}.batch"));
         fs::write(&setup_file, setup).unwrap();
         ip(&["-n", &ns.0, "-batch", setup_file.to_str().unwrap()]);
-        let batch = dir.join(format!("ip/{}.batch", f.node_name(s)));
-        ip(&["-n", &ns.0, "-batch", batch.to_str().unwrap()]);
-        // What the kernel holds equals the file: same prefixes, same next-hop counts.
-        let table = ip(&["-n", &ns.0, "route", "show", "proto", "static"]);
-        let mut got: BTreeMap<String, usize> = BTreeMap::new();
-        let mut last = String::new();
-        for line in table.lines() {
-            if line.starts_with(char::is_whitespace) {
-                *got.get_mut(&last).unwrap() +=
-                    usize::from(line.trim_start().starts_with("nexthop"));
-            } else {
-                let prefix = line.split_whitespace().next().unwrap();
-                let prefix = if prefix.contains('/') {
-                    prefix.to_owned()
-                } else {
-                    format!("{prefix}/32")
-                };
-                let single = usize::from(line.contains(" via ") || line.contains(" dev "));
-                got.insert(prefix.clone(), single);
-                last = prefix;
-            }
-        }
         let mut want: BTreeMap<String, usize> = BTreeMap::new();
         for line in sink
             .text(&format!("ip/{}.batch", f.node_name(s)))
@@ -426,12 +405,37 @@ fn ip_batch_applies_in_a_namespace() {
             let hops = line.matches(" nexthop ").count().max(1);
             want.insert(prefix, hops);
         }
-        assert_eq!(
-            got,
-            want,
-            "{}: kernel table differs from the batch file",
-            f.node_name(s)
-        );
+        for flavour in ["ip", "ip-nhg"] {
+            ip(&["-n", &ns.0, "route", "flush", "proto", "static"]);
+            let batch = dir.join(format!("{flavour}/{}.batch", f.node_name(s)));
+            ip(&["-n", &ns.0, "-batch", batch.to_str().unwrap()]);
+            // What the kernel holds equals the legacy file: same prefixes, same next-hop counts.
+            let table = ip(&["-n", &ns.0, "route", "show", "proto", "static"]);
+            let mut got: BTreeMap<String, usize> = BTreeMap::new();
+            let mut last = String::new();
+            for line in table.lines() {
+                if line.starts_with(char::is_whitespace) {
+                    *got.get_mut(&last).unwrap() +=
+                        usize::from(line.trim_start().starts_with("nexthop"));
+                } else {
+                    let prefix = line.split_whitespace().next().unwrap();
+                    let prefix = if prefix.contains('/') {
+                        prefix.to_owned()
+                    } else {
+                        format!("{prefix}/32")
+                    };
+                    let single = usize::from(line.contains(" via ") || line.contains(" dev "));
+                    got.insert(prefix.clone(), single);
+                    last = prefix;
+                }
+            }
+            assert_eq!(
+                got,
+                want,
+                "{} {flavour}: kernel table differs from the batch file",
+                f.node_name(s)
+            );
+        }
     }
     let _ = fs::remove_dir_all(&dir);
 }

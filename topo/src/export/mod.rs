@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | [`Format::Json`] | `routes.json` | anything; schema in `docs/exports.md` |
 //! | [`Format::IpBatch`] | `ip/<switch>.batch` | `ip -batch` (iproute2) |
+//! | [`Format::IpNhg`] | `ip-nhg/<switch>.batch` | `ip -batch`, with next-hop objects |
 //! | [`Format::FrrBgp`] | `frr/bgp/<switch>.conf` | FRR (eBGP per RFC 7938) |
 //! | [`Format::FrrStatic`] | `frr/static/<switch>.conf` | FRR (static routes) |
 //! | [`Format::Sonic`] | `sonic/<switch>.json` | SONiC `swssconfig` (APPL_DB `ROUTE_TABLE`) |
@@ -60,6 +61,8 @@ pub enum Format {
     Json,
     /// Linux `ip -batch` route commands per switch.
     IpBatch,
+    /// Linux `ip -batch` with next-hop objects and groups (`nexthop`, `nhid`).
+    IpNhg,
     /// FRR eBGP configuration per switch (RFC 7938).
     FrrBgp,
     /// FRR static-route configuration per switch.
@@ -76,9 +79,10 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order `fabric build` writes them.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::Json,
         Format::IpBatch,
+        Format::IpNhg,
         Format::FrrBgp,
         Format::FrrStatic,
         Format::Sonic,
@@ -92,6 +96,7 @@ impl Format {
         match self {
             Format::Json => "json",
             Format::IpBatch => "ip",
+            Format::IpNhg => "ip-nhg",
             Format::FrrBgp => "frr-bgp",
             Format::FrrStatic => "frr-static",
             Format::Sonic => "sonic",
@@ -188,6 +193,7 @@ pub fn export<S: Sink>(r: &Routed<'_>, format: Format, sink: &mut S) -> Result<(
     match format {
         Format::Json => formats::export_json(r, sink),
         Format::IpBatch => formats::export_ip(r, sink),
+        Format::IpNhg => formats::export_ip_nhg(r, sink),
         Format::FrrBgp => formats::export_frr_bgp(r, sink),
         Format::FrrStatic => formats::export_frr_static(r, sink),
         Format::Sonic => formats::export_sonic(r, sink),
