@@ -191,6 +191,34 @@ mod tests {
     }
 
     #[test]
+    fn presets_round_trip_through_every_format() {
+        for name in [
+            "fat-tree-k4",
+            "deepseek-mpft",
+            "alibaba-hpn",
+            "superpod-h100",
+            "dragonfly-plus-g5",
+        ] {
+            let s = spec(name).unwrap();
+            let f0 = s.build(name).unwrap();
+            let texts = [
+                (s.to_toml(), Format::Toml),
+                (serde_yaml_ng::to_string(&s).unwrap(), Format::Yaml),
+                (serde_json::to_string(&s).unwrap(), Format::Json),
+            ];
+            for (t, fmt) in texts {
+                let s2 = Spec::parse(&t, fmt, name).unwrap();
+                assert_eq!(s2, s, "{name} {fmt:?}");
+                let f = s2.build(name).unwrap();
+                assert_eq!(
+                    (f.num_hosts(), f.num_links()),
+                    (f0.num_hosts(), f0.num_links())
+                );
+            }
+        }
+    }
+
+    #[test]
     fn every_preset_cites_a_source() {
         for p in list() {
             assert!(!p.source.is_empty(), "{}", p.name);
