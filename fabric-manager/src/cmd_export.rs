@@ -74,7 +74,7 @@ pub struct Args {
     /// entry takes ECMP member `lid mod width`.
     #[arg(long, value_enum, default_value_t = Engine::Ecmp)]
     pub engine: Engine,
-    /// Formats to write, comma-separated or repeated: json, ip, frr-bgp,
+    /// Formats to write, comma-separated or repeated: json, ip, ip-nhg, frr-bgp,
     /// frr-static, sonic, opensm, dot, slurm, or all.
     #[arg(long, value_delimiter = ',', required = true, value_name = "FORMAT")]
     pub format: Vec<String>,

@@ -143,6 +143,19 @@ pub fn summary(r: &SimResults) -> String {
         "PFC: {} pauses + {} resumes sent, {} received, {:.1} µs paused (sum over ports) · ECN marks {} · CNPs {} · max queue {} B",
         t.pauses_sent, t.resumes_sent, t.pauses_rcvd, t.paused_us, t.ecn_marks, t.cnps, t.max_queue
     );
+    if let Some(se) = &r.series
+        && !se.jain.is_empty()
+    {
+        let mean = se.jain.iter().sum::<f64>() / se.jain.len() as f64;
+        let min = se.jain.iter().copied().fold(1.0, f64::min);
+        let _ = writeln!(
+            s,
+            "Jain's index over time ({} samples of active flows' rates): mean {:.3}, min {:.3}",
+            se.jain.len(),
+            mean,
+            min
+        );
+    }
     if r.load_balance.uplinks > 0 {
         let _ = writeln!(
             s,
