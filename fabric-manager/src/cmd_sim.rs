@@ -134,29 +134,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-/// Parse `fat-tree-k<K>`, `leaf-spine-<L>x<S>` (S hosts per leaf), each with an
-/// optional `-x<P>` suffix for P planes; or a spec file.
+/// A spec file; or a simulator shorthand `fat-tree-k<K>` / `leaf-spine-<L>x<S>` (S hosts
+/// per leaf, 100 Gb/s links like htsim's reference runs), each with an optional
+/// `-x<P>` suffix for P planes; or any other `topo` preset (`fabric topo presets`).
 pub fn load_fabric(f: &FabricArgs, default: &str) -> anyhow::Result<topo::Fabric> {
-    if let Some(path) = &f.fabric {
-        let origin = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("{origin}: cannot read"))?;
-        let format = topo::Format::from_path(&origin).with_context(|| {
-            format!("{origin}: unknown spec format (use a .toml, .yaml or .json extension)")
-        })?;
-        let spec = topo::Spec::parse(&text, format, &origin)?;
-        return Ok(spec.build(&origin)?);
+    if f.fabric.is_some() {
+        return f.load();
     }
     let name = f.preset.as_deref().unwrap_or(default);
-    preset(name)
+    match preset(name) {
+        Ok(fabric) => Ok(fabric),
+        Err(shorthand) => match crate::common::preset_spec(name) {
+            Ok((spec, origin)) => Ok(spec.build(&origin)?),
+            Err(topo_err) => Err(shorthand.context(format!("{topo_err:#}"))),
+        },
+    }
 }
 
 fn preset(name: &str) -> anyhow::Result<topo::Fabric> {
     let rate = topo::Rate::gbps(100);
     let bad = || {
         anyhow::anyhow!(
-            "unknown preset `{name}`: the simulator knows fat-tree-k<K> (e.g. fat-tree-k8, fat-tree-k16 = 1024 hosts) \
-             and leaf-spine-<LEAVES>x<SPINES> (SPINES hosts per leaf), each optionally with -x<PLANES> (e.g. leaf-spine-8x16-x2)"
+            "unknown preset `{name}`: besides topo's presets, the simulator knows fat-tree-k<K> (e.g. fat-tree-k8, fat-tree-k16 = 1024 hosts) \
+             and leaf-spine-<LEAVES>x<SPINES> (SPINES hosts per leaf), each optionally with -x<PLANES> (e.g. leaf-spine-8x16-x2), at 100 Gb/s"
         )
     };
     let (base, planes) = match name.rsplit_once("-x") {

@@ -350,3 +350,45 @@ fn ecmp_without_per_switch_salt_polarises() {
     assert!(core_links_used(&polar) * 2 <= core_links_used(&salted));
     assert!(polar.load_balance.max_over_mean > salted.load_balance.max_over_mean);
 }
+
+/// A multi-plane fabric whose NICs each sit in one plane (as in `deepseek-mpft`): a
+/// flow between hosts of different planes can never be delivered, so the simulator
+/// refuses it up front, naming the flow, instead of retrying it forever.
+#[test]
+fn flows_between_hosts_sharing_no_plane_are_refused() {
+    let spec = topo::Spec::parse(
+        r#"
+        name = "two-planes-one-nic-each"
+        [hosts]
+        servers = 4
+        gpus_per_server = 2
+        nics_per_server = 2
+        ports_per_nic = 1
+        rate = "100G"
+        [[planes]]
+        copies = 2
+        pods = 1
+        leaves_per_pod = 2
+        leaf = { radix = 4, down = 2, up = 2 }
+        spine = { radix = 4 }
+        "#,
+        topo::Format::Toml,
+        "test.toml",
+    )
+    .unwrap();
+    let f = spec.build("test.toml").unwrap();
+    let n = f.num_hosts() as u32;
+    let p = plan(
+        "[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"100KB\"\n",
+        n,
+    );
+    let err = Sim::from_fabric(&f, SimConfig::default(), &p).unwrap_err();
+    assert!(
+        matches!(err, testbeds::sim::SimError::NoPath { dst: 0, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("cannot reach host 0 in any plane"),
+        "{err}"
+    );
+}

@@ -256,6 +256,19 @@ pub enum SimError {
         /// What was wrong.
         message: String,
     },
+    /// Two hosts of a flow share no plane, or no route joins them (e.g. in a
+    /// multi-plane fabric whose NICs each sit in one plane): the flow could never finish.
+    #[error(
+        "flow {flow}: host {src} cannot reach host {dst} in any plane (they share no plane or no route joins them); pick hosts that share a plane"
+    )]
+    NoPath {
+        /// Flow id.
+        flow: u32,
+        /// Source host index.
+        src: u32,
+        /// Destination host index.
+        dst: u32,
+    },
     /// A configuration value is unusable.
     #[error("config: {0}")]
     Config(String),
@@ -334,6 +347,17 @@ impl Sim<CalendarQueue> {
     ) -> Result<Self, SimError> {
         let net = Net::from_fabric(fabric, cfg.link_delay);
         let routes = topo::Routes::compute(fabric);
+        let hosts = fabric.num_hosts() as u32;
+        for f in &plan.flows {
+            let (src, dst) = (topo::NodeId(f.src), topo::NodeId(f.dst));
+            if f.src < hosts && f.dst < hosts && routes.host_ports(src, dst).next().is_none() {
+                return Err(SimError::NoPath {
+                    flow: f.id,
+                    src: f.src,
+                    dst: f.dst,
+                });
+            }
+        }
         Sim::with_queue(
             net,
             Router::Topo(Box::new(routes)),
