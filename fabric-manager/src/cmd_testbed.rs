@@ -69,6 +69,10 @@ pub struct VerifyArgs {
     /// Flows (distinct UDP source ports) of the ECMP spread test.
     #[arg(long, default_value_t = 256)]
     pub flows: usize,
+    /// After the link-down, probe all pairs once before re-programming the routes, to
+    /// show what the kernel alone does (legacy multipath + linkdown sysctls).
+    #[arg(long)]
+    pub kernel_first: bool,
     /// Write the full report as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -201,6 +205,7 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     let f = verify_fabric(&a)?;
     let mut opts = routed::VerifyOptions {
         spread_flows: a.flows,
+        kernel_first: a.kernel_first,
         ..Default::default()
     };
     if let Some(name) = &a.fail {
@@ -259,6 +264,15 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         );
     };
     spread("before failure", &r.spread);
+    if let Some(k) = &r.kernel_only {
+        println!(
+            "kernel alone (link down, routes not yet re-programmed): {}/{} pairs reached in {:.1} ms; missing {:?}",
+            k.received,
+            k.pairs,
+            k.elapsed_s * 1e3,
+            k.missing
+        );
+    }
     println!(
         "failed {}: topo changed {} entries, {} routes re-programmed in {:.1} ms",
         r.failure.link,

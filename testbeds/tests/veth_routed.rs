@@ -87,3 +87,38 @@ fn host_link_failure_is_listed_as_unreachable_and_the_rest_still_reach() {
         "namespaces left: {ours:?}"
     );
 }
+
+#[test]
+fn fat_tree_kernel_alone_blackholes_the_failed_leaf_until_reprogrammed() {
+    if !enabled() {
+        return;
+    }
+    // k = 4: 16 hosts, 20 switches. The busiest uplink of pod0-leaf0 fails; without a
+    // routing update the aggregation switch above it can no longer reach that leaf, yet
+    // the other leaves keep hashing flows toward it (28 flows toward the 2 hosts under
+    // the leaf, each with ~1/2 chance: all surviving has probability ~2^-28).
+    let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
+    let opts = VerifyOptions {
+        kernel_first: true,
+        ..VerifyOptions::default()
+    };
+    let r = verify(f, &opts).unwrap();
+    assert!(r.before.ok(), "{:?}", r.before.missing);
+    assert_eq!(r.before.pairs, 240);
+    assert_eq!(r.spread.used(), 2, "{:?}", r.spread.uplinks);
+    let k = r.kernel_only.as_ref().expect("kernel-only round");
+    assert!(!k.missing.is_empty(), "kernel alone lost nothing?");
+    // Only flows toward the hosts under the failed leaf are lost: flows leaving it take
+    // its live uplink at once (the local next hop is dead on admin-down).
+    for (_, dst) in &k.missing {
+        assert!(
+            dst == "host0-nic0" || dst == "host1-nic0",
+            "{:?}",
+            k.missing
+        );
+    }
+    assert_eq!(r.failure.entries_changed, 20);
+    assert!(r.after.ok(), "after re-programming: {:?}", r.after.missing);
+    assert!(r.leaked.is_empty(), "{:?}", r.leaked);
+    assert!(r.ok());
+}

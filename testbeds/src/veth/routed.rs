@@ -172,7 +172,7 @@ pub struct Failure {
     pub entries_changed: usize,
     /// Routes replaced or deleted through netlink.
     pub routes_reprogrammed: usize,
-    /// From link down to the last route re-programmed.
+    /// From link down (with a `between` step: from its end) to the last route re-programmed.
     pub reprogram_s: f64,
 }
 
@@ -337,6 +337,7 @@ impl RoutedTestbed {
             })??;
             rx.set_nonblocking(true)
                 .map_err(io("set probe socket non-blocking"))?;
+            set_rcvbuf(&rx, 4 << 20)?;
             rt.hosts.push(HostSock { addr, rx, tx });
         }
         rt.setup.total_s = secs(t0);
@@ -540,10 +541,18 @@ impl RoutedTestbed {
         let before = self.tx_counts(leaf)?;
         let to = SocketAddrV4::new(self.hosts[dst.idx()].addr, PROBE_PORT);
         let msg = self.payload(src, dst);
-        for s in &socks {
-            let _ = s.send_to(&msg, to);
-        }
         let mut delivered = 0;
+        for (i, s) in socks.iter().enumerate() {
+            let _ = s.send_to(&msg, to);
+            // Drain as we go so a small receive buffer never drops a flow.
+            if i % 16 == 15 {
+                self.drain(|s, d| {
+                    if (s, d) == (src, dst) {
+                        delivered += 1;
+                    }
+                });
+            }
+        }
         let t0 = Instant::now();
         while delivered < flows && t0.elapsed() < Duration::from_secs(2) {
             self.drain(|s, d| {
@@ -582,9 +591,23 @@ impl RoutedTestbed {
     /// Fail link `l`: set its `a` end down through netlink (the `b` end loses carrier),
     /// re-route incrementally in `topo` and re-program the changed entries.
     pub fn fail_link(&mut self, l: LinkId) -> Result<Failure> {
+        self.fail_link_with(l, None::<fn(&mut RoutedTestbed)>)
+    }
+
+    /// [`Self::fail_link`], calling `between(self)` after the link went down and before
+    /// the routes are re-programmed (e.g. to probe what the kernel alone does).
+    pub fn fail_link_with<F: FnOnce(&mut RoutedTestbed)>(
+        &mut self,
+        l: LinkId,
+        between: Option<F>,
+    ) -> Result<Failure> {
         let link = *self.fabric.link(l);
-        let t0 = Instant::now();
+        let mut t0 = Instant::now();
         self.nl[link.a.idx()].set_down(&ifname(link.a_port))?;
+        if let Some(step) = between {
+            step(self);
+            t0 = Instant::now();
+        }
         let rep = self.routes.fail_links(&self.fabric, &[l]);
         let mut n = 0;
         for &(s, leaf) in &rep.changed {
@@ -614,6 +637,28 @@ impl RoutedTestbed {
     }
 }
 
+/// Raise a socket's receive buffer past `rmem_max` (SO_RCVBUFFORCE, we are root).
+fn set_rcvbuf(s: &UdpSocket, bytes: libc::c_int) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket fd and a pointer to a c_int of the given size.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::Os {
+            what: "setsockopt SO_RCVBUFFORCE on a probe socket".into(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
 /// A link-scope /32 route to `dst` out of interface `oif`.
 fn link_route(dst: Ipv4Addr, oif: u32) -> RouteMessage {
     RouteMessageBuilder::<Ipv4Addr>::new()
@@ -634,6 +679,9 @@ pub struct VerifyOptions {
     pub round_timeout: Duration,
     /// Time limit for recovery after the failure.
     pub recover_limit: Duration,
+    /// Before re-programming, probe all pairs once with only the kernel's own reaction
+    /// to the link-down (legacy multipath + sysctls); adds that round to the recovery time.
+    pub kernel_first: bool,
 }
 
 impl Default for VerifyOptions {
@@ -643,6 +691,7 @@ impl Default for VerifyOptions {
             fail: None,
             round_timeout: Duration::from_secs(3),
             recover_limit: Duration::from_secs(10),
+            kernel_first: false,
         }
     }
 }
@@ -657,6 +706,9 @@ pub struct VerifyReport {
     pub before: ProbeRound,
     pub spread: Spread,
     pub failure: Failure,
+    /// With [`VerifyOptions::kernel_first`]: all pairs reachable before the failure,
+    /// probed after the link-down and before re-programming (may miss some: informative).
+    pub kernel_only: Option<ProbeRound>,
     /// Pairs topo says are unreachable after the failure (not probed).
     pub unreachable: Vec<(String, String)>,
     pub after: ProbeRound,
@@ -730,7 +782,22 @@ pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
         )));
     }
     let t_down = Instant::now();
-    let failure = rt.fail_link(fail)?;
+    let mut kernel_only = None;
+    let failure = if opts.kernel_first {
+        let before_pairs = rt.reachable_pairs();
+        rt.fail_link_with(
+            fail,
+            Some(|rt: &mut RoutedTestbed| {
+                kernel_only = Some(rt.probe_round(
+                    &before_pairs,
+                    Duration::from_millis(50),
+                    Duration::from_millis(250),
+                ));
+            }),
+        )?
+    } else {
+        rt.fail_link(fail)?
+    };
     let unreachable: Vec<(String, String)> = rt
         .unreachable_pairs()
         .into_iter()
@@ -781,6 +848,7 @@ pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
         before,
         spread,
         failure,
+        kernel_only,
         unreachable,
         after,
         rounds_to_recover: rounds,
