@@ -480,3 +480,46 @@ fn compare_with_sim(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(fat_tree: Option<u32>, leaf_spine: Option<&str>) -> VerifyArgs {
+        VerifyArgs {
+            fabric: FabricArgs {
+                fabric: None,
+                preset: None,
+            },
+            fat_tree,
+            leaf_spine: leaf_spine.map(String::from),
+            fail: None,
+            flows: 256,
+            kernel_first: false,
+            json: None,
+        }
+    }
+
+    #[test]
+    fn verify_defaults_to_a_k4_fat_tree() {
+        let f = verify_fabric(&args(None, None)).unwrap();
+        assert_eq!((f.num_hosts(), f.num_switches()), (16, 20));
+        let f = verify_fabric(&args(Some(6), None)).unwrap();
+        assert_eq!(f.num_hosts(), 54);
+    }
+
+    #[test]
+    fn leaf_spine_shape_is_parsed_or_rejected_precisely() {
+        let f = verify_fabric(&args(None, Some("4x2x3"))).unwrap();
+        assert_eq!((f.num_hosts(), f.num_switches()), (12, 6));
+        for bad in ["4x2", "4x0x2", "axbxc", "4x2x2x1"] {
+            let e = verify_fabric(&args(None, Some(bad)))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!("--leaf-spine {bad}: expected LEAVESxSPINESxHOSTS_PER_LEAF, e.g. 4x2x2")
+            );
+        }
+    }
+}
