@@ -4,6 +4,10 @@
 //!   and leave it running; prints its run id.
 //! - `run SCENARIO`: build a star, run a `scenario` file on it with the userspace switch
 //!   (PFC, ECN) and RoCEv2 endpoints (DCQCN from `cc-algos`), print the figures, remove it.
+//! - `verify [--preset NAME | --fabric SPEC | --fat-tree K | --leaf-spine LxSxH]`: realise a
+//!   `topo` fabric as namespaces with kernel ECMP routes (rtnetlink), probe all host pairs
+//!   over UDP, show the ECMP spread of one leaf, fail a link, re-route incrementally,
+//!   probe again and report the recovery time; exit non-zero if any check fails.
 //! - `down RUN_ID` / `down --all`: remove a testbed made by `up`.
 //! - `clean`: remove leftovers of crashed runs (namespaces named `fab-*` whose owning
 //!   process is gone; `--all`: every `fab-*` namespace).
@@ -16,7 +20,9 @@ use anyhow::{Context, bail};
 use cc_algos::{CcKind, Rate};
 use testbeds::scenario::{CompileCtx, Scenario};
 use testbeds::veth::engine::{CongestionConfig, jain, run_workplan};
-use testbeds::veth::{Testbed, netns};
+use testbeds::veth::{Testbed, netns, routed};
+
+use crate::common::FabricArgs;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -28,6 +34,8 @@ pub enum Command {
     },
     /// Run a scenario file on a fresh star testbed with the userspace switch.
     Run(RunArgs),
+    /// Realise a fabric with kernel routing, probe all pairs, fail a link, re-route, probe again.
+    Verify(VerifyArgs),
     /// Remove a testbed created by `up`.
     Down {
         /// The run id `up` printed.
@@ -42,6 +50,32 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub fabric: FabricArgs,
+    /// A k-ary 3-tier fat-tree (the default is k = 4: 16 hosts, 20 switches).
+    #[arg(long, value_name = "K", conflicts_with_all = ["fabric", "preset", "leaf_spine"])]
+    pub fat_tree: Option<u32>,
+    /// A 2-tier leaf–spine `LEAVESxSPINESxHOSTS_PER_LEAF`, e.g. `4x2x2`.
+    #[arg(long, value_name = "LxSxH", conflicts_with_all = ["fabric", "preset"])]
+    pub leaf_spine: Option<String>,
+    /// Link to fail (`link:N` or `A--B`, as in `fabric routes --fail`); default: the
+    /// busiest uplink of the first host's leaf during the spread test.
+    #[arg(long, value_name = "LINK")]
+    pub fail: Option<String>,
+    /// Flows (distinct UDP source ports) of the ECMP spread test.
+    #[arg(long, default_value_t = 256)]
+    pub flows: usize,
+    /// After the link-down, probe all pairs once before re-programming the routes, to
+    /// show what the kernel alone does (legacy multipath + linkdown sysctls).
+    #[arg(long)]
+    pub kernel_first: bool,
+    /// Write the full report as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -93,6 +127,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Up { hosts } => up(hosts),
         Command::Run(a) => run_scenario(a),
+        Command::Verify(a) => verify(a),
         Command::Down { run_id, all } => down(run_id, all),
         Command::Clean { all } => {
             let removed = netns::clean(all)?;
@@ -143,6 +178,141 @@ fn down(run_id: Option<String>, all: bool) -> anyhow::Result<()> {
         netns::Netns::from_name(&n).delete()?;
         println!("removed {n}");
     }
+    Ok(())
+}
+
+fn verify_fabric(a: &VerifyArgs) -> anyhow::Result<topo::Fabric> {
+    let rate = topo::Rate::gbps(100);
+    if let Some(ls) = &a.leaf_spine {
+        let v: Vec<u32> = ls
+            .split('x')
+            .map(|x| x.parse::<u32>())
+            .collect::<Result<_, _>>()
+            .ok()
+            .filter(|v: &Vec<u32>| v.len() == 3 && v.iter().all(|&n| n > 0))
+            .with_context(|| {
+                format!("--leaf-spine {ls}: expected LEAVESxSPINESxHOSTS_PER_LEAF, e.g. 4x2x2")
+            })?;
+        return Ok(topo::generators::leaf_spine(v[0], v[1], v[2], rate)?);
+    }
+    if a.fabric.fabric.is_some() || a.fabric.preset.is_some() {
+        return a.fabric.load();
+    }
+    Ok(topo::generators::fat_tree(a.fat_tree.unwrap_or(4), rate)?)
+}
+
+fn verify(a: VerifyArgs) -> anyhow::Result<()> {
+    let f = verify_fabric(&a)?;
+    let mut opts = routed::VerifyOptions {
+        spread_flows: a.flows,
+        kernel_first: a.kernel_first,
+        ..Default::default()
+    };
+    if let Some(name) = &a.fail {
+        let set = topo::failures::resolve(&f, std::slice::from_ref(name))?;
+        if set.links.len() != 1 {
+            bail!(
+                "--fail {name}: names {} links; give exactly one link (link:N or A--B)",
+                set.links.len()
+            );
+        }
+        opts.fail = Some(set.links[0]);
+    }
+    println!(
+        "routed testbed: {} ({} hosts, {} switches, {} links)",
+        f.name(),
+        f.num_hosts(),
+        f.num_switches(),
+        f.num_links()
+    );
+    let r = routed::verify(f, &opts)?;
+    let s = &r.setup;
+    println!(
+        "setup: {} namespaces, {} veths, {} addresses, {} routes in {:.2} s (namespaces {:.2} s, veths {:.2} s, addresses+routes {:.2} s)",
+        s.namespaces, s.veths, s.addresses, s.routes, s.total_s, s.netns_s, s.links_s, s.routes_s
+    );
+    let round = |what: &str, p: &routed::ProbeRound| {
+        println!(
+            "{what}: {}/{} pairs reached ({} UDP probes) in {:.1} ms{}",
+            p.received,
+            p.pairs,
+            p.sent,
+            p.elapsed_s * 1e3,
+            if p.ok() {
+                String::new()
+            } else {
+                format!("; MISSING {:?}", p.missing)
+            }
+        );
+    };
+    round("all pairs before failure", &r.before);
+    let spread = |what: &str, sp: &routed::Spread| {
+        println!(
+            "ECMP spread {what}: {} flows {}→{} ({} delivered), tx per uplink of {}:",
+            sp.flows, sp.src, sp.dst, sp.delivered, sp.leaf
+        );
+        for (ifn, peer, tx, up) in &sp.uplinks {
+            println!(
+                "  {ifn} → {peer}: {tx} packets{}",
+                if *up { "" } else { " (failed)" }
+            );
+        }
+        println!(
+            "  {} uplinks used; imbalance max/mean {:.2}",
+            sp.used(),
+            sp.imbalance()
+        );
+    };
+    spread("before failure", &r.spread);
+    if let Some(k) = &r.kernel_only {
+        println!(
+            "kernel alone (link down, routes not yet re-programmed): {}/{} pairs reached in {:.1} ms; missing {:?}",
+            k.received,
+            k.pairs,
+            k.elapsed_s * 1e3,
+            k.missing
+        );
+    }
+    println!(
+        "failed {}: topo changed {} entries, {} routes re-programmed in {:.1} ms",
+        r.failure.link,
+        r.failure.entries_changed,
+        r.failure.routes_reprogrammed,
+        r.failure.reprogram_s * 1e3
+    );
+    if r.unreachable.is_empty() {
+        println!("topo: every pair still reachable");
+    } else {
+        println!(
+            "topo: {} pairs unreachable (not probed): {:?}",
+            r.unreachable.len(),
+            r.unreachable
+        );
+    }
+    round("all pairs after failure", &r.after);
+    match r.recovery_s {
+        Some(t) => println!(
+            "recovered in {:.1} ms (link down → all reachable pairs answered, {} round(s))",
+            t * 1e3,
+            r.rounds_to_recover
+        ),
+        None => println!("NOT recovered after {} rounds", r.rounds_to_recover),
+    }
+    spread("after failure", &r.spread_after);
+    if r.leaked.is_empty() {
+        println!("teardown: no namespace left");
+    } else {
+        println!("teardown: LEAKED {:?}", r.leaked);
+    }
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_string_pretty(&r)?)
+            .with_context(|| format!("write {}", path.display()))?;
+        println!("report written to {}", path.display());
+    }
+    if !r.ok() {
+        bail!("routed testbed verification failed (see above)");
+    }
+    println!("OK");
     Ok(())
 }
 
@@ -309,4 +479,47 @@ fn compare_with_sim(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(fat_tree: Option<u32>, leaf_spine: Option<&str>) -> VerifyArgs {
+        VerifyArgs {
+            fabric: FabricArgs {
+                fabric: None,
+                preset: None,
+            },
+            fat_tree,
+            leaf_spine: leaf_spine.map(String::from),
+            fail: None,
+            flows: 256,
+            kernel_first: false,
+            json: None,
+        }
+    }
+
+    #[test]
+    fn verify_defaults_to_a_k4_fat_tree() {
+        let f = verify_fabric(&args(None, None)).unwrap();
+        assert_eq!((f.num_hosts(), f.num_switches()), (16, 20));
+        let f = verify_fabric(&args(Some(6), None)).unwrap();
+        assert_eq!(f.num_hosts(), 54);
+    }
+
+    #[test]
+    fn leaf_spine_shape_is_parsed_or_rejected_precisely() {
+        let f = verify_fabric(&args(None, Some("4x2x3"))).unwrap();
+        assert_eq!((f.num_hosts(), f.num_switches()), (12, 6));
+        for bad in ["4x2", "4x0x2", "axbxc", "4x2x2x1"] {
+            let e = verify_fabric(&args(None, Some(bad)))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!("--leaf-spine {bad}: expected LEAVESxSPINESxHOSTS_PER_LEAF, e.g. 4x2x2")
+            );
+        }
+    }
 }

@@ -204,6 +204,22 @@ impl Nl {
             .map_err(|e| nl_err(&self.ns, what, e))
     }
 
+    /// Delete the main-table route to `dst/len`. Returns `false` if there was none.
+    pub fn del_route(&self, dst: Ipv4Addr, len: u8) -> Result<bool> {
+        let msg = RouteMessageBuilder::<Ipv4Addr>::new()
+            .destination_prefix(dst, len)
+            .build();
+        match self.rt.block_on(self.handle.route().del(msg).execute()) {
+            Ok(()) => Ok(true),
+            Err(rtnetlink::Error::NetlinkError(e))
+                if e.raw_code() == -libc::ESRCH || e.raw_code() == -libc::ENOENT =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(nl_err(&self.ns, format!("delete route {dst}/{len}"), e)),
+        }
+    }
+
     /// Every IPv4 route of the main table (for checks).
     pub fn routes(&self) -> Result<Vec<RouteMessage>> {
         let q = RouteMessageBuilder::<Ipv4Addr>::new().build();

@@ -32,6 +32,7 @@ pub mod engine;
 pub mod link;
 pub mod netns;
 pub mod pcap;
+pub mod routed;
 pub mod switch;
 pub mod wire;
 

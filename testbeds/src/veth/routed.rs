@@ -1,0 +1,939 @@
+//! The routed testbed: a `topo` fabric realised as Linux namespaces (one per switch and
+//! per host) joined by veth pairs, with the kernel forwarding IPv4 along the ECMP tables
+//! `topo` computes, programmed through rtnetlink (no `ip`).
+//!
+//! - Addresses come from [`topo::addressing::AddressPlan`]: each switch–switch link gets
+//!   its /31, each host its address as a /32 with a link-scope route to its leaf's gateway
+//!   and a default route through it; the leaf carries the gateway address (/32) on every
+//!   host-facing port and a link-scope /32 route per host, so hosts under one leaf also
+//!   talk through the leaf.
+//! - Every switch row of [`topo::Routes`] becomes one route per destination ToR prefix:
+//!   one gateway, or a legacy multipath route (`RTA_MULTIPATH`; weight = number of times a
+//!   port appears in the group, passed to the kernel minus one, see [`super::link`]).
+//!   netlink-packet-route 0.34 has no next-hop object messages (RTM_NEWNEXTHOP), so the
+//!   switches get the sysctls that make legacy multipath skip a down link
+//!   (`ignore_routes_with_linkdown=1`, `fib_multipath_use_neigh=1`, NOTES.md) and
+//!   `fib_multipath_hash_policy=1` (L4 hash) so UDP flows with different ports spread.
+//! - [`RoutedTestbed::probe_round`] sends real UDP datagrams between host pairs from
+//!   sockets opened inside the host namespaces and reports which arrived.
+//! - [`RoutedTestbed::spread`] sends many flows (distinct source ports) from one host and
+//!   reads the leaf's per-uplink `tx_packets` (IFLA_STATS64) before and after.
+//! - [`RoutedTestbed::fail_link`] sets a link down through netlink, re-routes with
+//!   [`topo::Routes::fail_links`] (incremental) and re-programs only the changed entries.
+//! - [`verify`] runs all of it and returns a [`VerifyReport`] (`fabric testbed verify`).
+//!
+//! Namespaces belong to a [`Testbed`] guard: they are removed on drop, panic and Ctrl-C.
+
+use std::collections::HashSet;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::time::{Duration, Instant};
+
+use netlink_packet_route::route::{RouteMessage, RouteScope};
+use rtnetlink::RouteMessageBuilder;
+use topo::addressing::AddressPlan;
+use topo::routing::{LOCAL, NO_ROUTE};
+use topo::{Fabric, LinkId, NodeId, Routes};
+
+use super::link::{Nl, multipath_route};
+use super::netns::{Netns, in_netns};
+use super::{Error, Result, Testbed};
+
+/// UDP port every host listens on for probes.
+pub const PROBE_PORT: u16 = 7_000;
+const MAGIC: u32 = 0xfab0_0001;
+
+/// Interface name of port `p` of any node.
+pub fn ifname(p: topo::Port) -> String {
+    format!("p{p}")
+}
+
+/// Sysctls written in every switch namespace (key under `/proc/sys`, value).
+pub const SWITCH_SYSCTLS: &[(&str, &str)] = &[
+    ("net/ipv4/ip_forward", "1"),
+    ("net/ipv4/conf/all/rp_filter", "0"),
+    ("net/ipv4/conf/default/rp_filter", "0"),
+    ("net/ipv4/conf/all/ignore_routes_with_linkdown", "1"),
+    ("net/ipv4/conf/default/ignore_routes_with_linkdown", "1"),
+    ("net/ipv4/fib_multipath_use_neigh", "1"),
+    ("net/ipv4/fib_multipath_hash_policy", "1"),
+];
+
+/// The route of `switch` toward destination leaf `leaf` as `(gateway, weight)` next hops
+/// (`None`: the entry is local or there is no route). Pure: unit-tested without root.
+pub fn entry_hops(
+    f: &Fabric,
+    plan: &AddressPlan,
+    routes: &Routes,
+    switch: NodeId,
+    leaf: NodeId,
+) -> Option<Vec<(Ipv4Addr, u8)>> {
+    let e = routes.entry(switch, leaf);
+    if e == LOCAL || e == NO_ROUTE {
+        return None;
+    }
+    let mut hops: Vec<(Ipv4Addr, u8)> = Vec::new();
+    for &p in routes.groups().get(e) {
+        let gw = peer_addr(f, plan, switch, p)?;
+        match hops.iter_mut().find(|(g, _)| *g == gw) {
+            Some((_, w)) => *w = w.saturating_add(1),
+            None => hops.push((gw, 1)),
+        }
+    }
+    (!hops.is_empty()).then_some(hops)
+}
+
+/// Address of the far end of `n`'s port `p` on a switch–switch link.
+fn peer_addr(f: &Fabric, plan: &AddressPlan, n: NodeId, p: topo::Port) -> Option<Ipv4Addr> {
+    let l = f.port_link(n, p);
+    let (_, a, b) = plan.link_v4(l)?;
+    Some(if f.link(l).a == n { b } else { a })
+}
+
+/// Address of `n`'s own end of port `p` on a switch–switch link.
+fn own_addr(f: &Fabric, plan: &AddressPlan, n: NodeId, p: topo::Port) -> Option<(Ipv4Addr, u8)> {
+    let l = f.port_link(n, p);
+    let (net, a, b) = plan.link_v4(l)?;
+    Some((if f.link(l).a == n { a } else { b }, net.len))
+}
+
+/// Figures of building the testbed.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SetupStats {
+    pub namespaces: usize,
+    pub veths: usize,
+    pub addresses: usize,
+    pub routes: usize,
+    /// Namespaces + sysctls.
+    pub netns_s: f64,
+    /// veth pairs up.
+    pub links_s: f64,
+    /// Addresses and routes.
+    pub routes_s: f64,
+    pub total_s: f64,
+}
+
+/// Outcome of one all-pairs probe round.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProbeRound {
+    /// Pairs probed.
+    pub pairs: usize,
+    /// Datagrams sent (first tries and retries).
+    pub sent: usize,
+    /// Pairs whose probe arrived.
+    pub received: usize,
+    /// Pairs whose probe never arrived (src, dst host names).
+    pub missing: Vec<(String, String)>,
+    /// From the first send to the last arrival (or the timeout).
+    pub elapsed_s: f64,
+}
+
+impl ProbeRound {
+    pub fn ok(&self) -> bool {
+        self.missing.is_empty()
+    }
+}
+
+/// Per-uplink transmit counts of one leaf during a spread test.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Spread {
+    pub src: String,
+    pub dst: String,
+    pub leaf: String,
+    /// Flows (distinct source ports) sent, and how many arrived.
+    pub flows: usize,
+    pub delivered: usize,
+    /// (interface, peer switch, tx packets during the test, link up).
+    pub uplinks: Vec<(String, String, u64, bool)>,
+}
+
+impl Spread {
+    /// Uplinks that carried at least one probe.
+    pub fn used(&self) -> usize {
+        self.uplinks.iter().filter(|u| u.2 > 0).count()
+    }
+
+    /// max / mean of the tx counts over the live uplinks (1.0 = perfect balance).
+    pub fn imbalance(&self) -> f64 {
+        let live: Vec<u64> = self.uplinks.iter().filter(|u| u.3).map(|u| u.2).collect();
+        let sum: u64 = live.iter().sum();
+        if live.is_empty() || sum == 0 {
+            return f64::NAN;
+        }
+        *live.iter().max().expect("non-empty") as f64 / (sum as f64 / live.len() as f64)
+    }
+}
+
+/// What a link failure did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Failure {
+    /// `a:port -- b:port`.
+    pub link: String,
+    /// (switch, destination leaf) entries topo changed.
+    pub entries_changed: usize,
+    /// Routes replaced or deleted through netlink.
+    pub routes_reprogrammed: usize,
+    /// From link down (with a `between` step: from its end) to the last route re-programmed.
+    pub reprogram_s: f64,
+}
+
+/// One host's probe sockets (opened inside its namespace).
+#[derive(Debug)]
+struct HostSock {
+    addr: Ipv4Addr,
+    rx: UdpSocket,
+    tx: UdpSocket,
+}
+
+/// A fabric realised as namespaces, veths and kernel routes.
+#[derive(Debug)]
+pub struct RoutedTestbed {
+    // Field order: sockets and netlink clients go before the guard that deletes the
+    // namespaces.
+    hosts: Vec<HostSock>,
+    nl: Vec<Nl>,
+    ns: Vec<Netns>,
+    fabric: Fabric,
+    plan: AddressPlan,
+    routes: Routes,
+    round: u32,
+    setup: SetupStats,
+    tb: Testbed,
+}
+
+fn secs(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Os { what, source }
+}
+
+impl RoutedTestbed {
+    /// Build the namespaces, veths, addresses and routes of `f` (single plane).
+    pub fn build(f: Fabric) -> Result<RoutedTestbed> {
+        if f.num_planes() != 1 {
+            return Err(Error::Invalid(format!(
+                "fabric {}: the routed testbed supports single-plane fabrics; it has {} planes",
+                f.name(),
+                f.num_planes()
+            )));
+        }
+        let plan = AddressPlan::new(&f)
+            .map_err(|e| Error::Invalid(format!("fabric {}: addressing: {e}", f.name())))?;
+        let routes = Routes::compute(&f);
+        let mut tb = Testbed::new()?;
+        let mut st = SetupStats::default();
+        let t0 = Instant::now();
+
+        // Namespaces.
+        let mut ns = Vec::with_capacity(f.num_nodes());
+        for i in 0..f.num_nodes() as u32 {
+            let n = NodeId(i);
+            let role = if f.is_host(n) {
+                format!("h{i}")
+            } else {
+                format!("s{}", i - f.num_hosts() as u32)
+            };
+            let x = tb.add_netns(&role)?;
+            if f.is_host(n) {
+                x.sysctl("net/ipv4/conf/all/rp_filter", "0")?;
+                x.sysctl("net/ipv4/conf/default/rp_filter", "0")?;
+            } else {
+                for (k, v) in SWITCH_SYSCTLS {
+                    x.sysctl(k, v)?;
+                }
+            }
+            ns.push(x);
+        }
+        st.namespaces = ns.len();
+        st.netns_s = secs(t0);
+
+        // veth pairs.
+        let t1 = Instant::now();
+        for l in f.links() {
+            tb.connect(
+                &ns[l.a.idx()],
+                &ifname(l.a_port),
+                &ns[l.b.idx()],
+                &ifname(l.b_port),
+            )?;
+        }
+        st.veths = f.num_links();
+        st.links_s = secs(t1);
+
+        // Addresses and routes.
+        let t2 = Instant::now();
+        let nl = ns.iter().map(Nl::open).collect::<Result<Vec<_>>>()?;
+        for h in f.hosts() {
+            let a = f.attachment(h, 0).ok_or_else(|| {
+                Error::Invalid(format!("host {} has no port in plane 0", f.node_name(h)))
+            })?;
+            let addr = plan.host_v4(&f, h, 0).ok_or_else(|| {
+                Error::Invalid(format!("host {} has no IPv4 address", f.node_name(h)))
+            })?;
+            let gw = plan
+                .gateway_v4(a.leaf)
+                .ok_or_else(|| Error::Invalid(format!("leaf {} has no prefix", a.leaf.0)))?;
+            let hif = ifname(a.host_port);
+            let lif = ifname(a.leaf_port);
+            let hn = &nl[h.idx()];
+            hn.add_addr(&hif, addr, 32)?;
+            let hidx = hn.index(&hif)?;
+            hn.replace_route(link_route(gw, hidx))?;
+            hn.replace_route(
+                RouteMessageBuilder::<Ipv4Addr>::new()
+                    .destination_prefix(Ipv4Addr::UNSPECIFIED, 0)
+                    .gateway(gw)
+                    .output_interface(hidx)
+                    .build(),
+            )?;
+            let ln = &nl[a.leaf.idx()];
+            ln.add_addr(&lif, gw, 32)?;
+            ln.replace_route(link_route(addr, ln.index(&lif)?))?;
+            st.addresses += 2;
+            st.routes += 3;
+        }
+        for s in f.switches() {
+            for p in 0..f.degree(s) as topo::Port {
+                if let Some((a, len)) = own_addr(&f, &plan, s, p) {
+                    nl[s.idx()].add_addr(&ifname(p), a, len)?;
+                    st.addresses += 1;
+                }
+            }
+        }
+        let mut rt = RoutedTestbed {
+            hosts: Vec::new(),
+            nl,
+            ns,
+            fabric: f,
+            plan,
+            routes,
+            round: 0,
+            setup: st,
+            tb,
+        };
+        let switches: Vec<NodeId> = rt.fabric.switches().collect();
+        for s in switches {
+            let leaves = rt.fabric.plane_info(0).leaves();
+            for l in leaves {
+                if rt.program(s, NodeId(l))? {
+                    rt.setup.routes += 1;
+                }
+            }
+        }
+        rt.setup.routes_s = secs(t2);
+
+        // Probe sockets inside the host namespaces.
+        let hosts: Vec<NodeId> = rt.fabric.hosts().collect();
+        for h in hosts {
+            let addr = rt.plan.host_v4(&rt.fabric, h, 0).expect("checked above");
+            let (rx, tx) = in_netns(&rt.ns[h.idx()], || -> Result<_> {
+                let rx = UdpSocket::bind(SocketAddrV4::new(addr, PROBE_PORT))
+                    .map_err(io(format!("bind {addr}:{PROBE_PORT}")))?;
+                let tx = UdpSocket::bind(SocketAddrV4::new(addr, 0))
+                    .map_err(io(format!("bind {addr}:0")))?;
+                Ok((rx, tx))
+            })??;
+            rx.set_nonblocking(true)
+                .map_err(io("set probe socket non-blocking"))?;
+            set_rcvbuf(&rx, 4 << 20)?;
+            rt.hosts.push(HostSock { addr, rx, tx });
+        }
+        rt.setup.total_s = secs(t0);
+        Ok(rt)
+    }
+
+    /// Install (or replace, or delete) the route of `s` toward leaf `leaf` from the
+    /// current tables. Returns whether a route was written or deleted.
+    fn program(&self, s: NodeId, leaf: NodeId) -> Result<bool> {
+        let Some(prefix) = self.plan.tor_prefix_v4(leaf) else {
+            return Ok(false);
+        };
+        let e = self.routes.entry(s, leaf);
+        if e == LOCAL {
+            return Ok(false);
+        }
+        let nl = &self.nl[s.idx()];
+        match entry_hops(&self.fabric, &self.plan, &self.routes, s, leaf) {
+            Some(hops) => nl.replace_route(multipath_route(prefix.addr, prefix.len, &hops))?,
+            None => {
+                nl.del_route(prefix.addr, prefix.len)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// The fabric.
+    pub fn fabric(&self) -> &Fabric {
+        &self.fabric
+    }
+
+    /// The current routing state (after failures).
+    pub fn routes(&self) -> &Routes {
+        &self.routes
+    }
+
+    /// Setup figures.
+    pub fn setup(&self) -> &SetupStats {
+        &self.setup
+    }
+
+    /// The run's namespace guard.
+    pub fn testbed(&self) -> &Testbed {
+        &self.tb
+    }
+
+    /// Namespace of node `n`.
+    pub fn netns(&self, n: NodeId) -> &Netns {
+        &self.ns[n.idx()]
+    }
+
+    /// Netlink client of node `n`.
+    pub fn nl(&self, n: NodeId) -> &Nl {
+        &self.nl[n.idx()]
+    }
+
+    /// Ordered host pairs `topo` says can reach each other now.
+    pub fn reachable_pairs(&self) -> Vec<(NodeId, NodeId)> {
+        let mut v = Vec::new();
+        for s in self.fabric.hosts() {
+            for d in self.fabric.hosts() {
+                if s != d && self.routes.plane_reaches(s, d, 0) {
+                    v.push((s, d));
+                }
+            }
+        }
+        v
+    }
+
+    /// Ordered host pairs `topo` says cannot reach each other now.
+    pub fn unreachable_pairs(&self) -> Vec<(NodeId, NodeId)> {
+        let mut v = Vec::new();
+        for s in self.fabric.hosts() {
+            for d in self.fabric.hosts() {
+                if s != d && !self.routes.plane_reaches(s, d, 0) {
+                    v.push((s, d));
+                }
+            }
+        }
+        v
+    }
+
+    fn payload(&self, src: NodeId, dst: NodeId) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[0..4].copy_from_slice(&MAGIC.to_be_bytes());
+        b[4..8].copy_from_slice(&self.round.to_be_bytes());
+        b[8..12].copy_from_slice(&src.0.to_be_bytes());
+        b[12..16].copy_from_slice(&dst.0.to_be_bytes());
+        b
+    }
+
+    /// Drain every host's probe socket; calls `seen(src, dst)` for this round's probes.
+    fn drain(&self, mut seen: impl FnMut(NodeId, NodeId)) {
+        let mut buf = [0u8; 64];
+        for (i, h) in self.hosts.iter().enumerate() {
+            while let Ok((n, _)) = h.rx.recv_from(&mut buf) {
+                if n != 16 {
+                    continue;
+                }
+                let w = |k: usize| u32::from_be_bytes(buf[k..k + 4].try_into().expect("4 bytes"));
+                if w(0) != MAGIC || w(4) != self.round || w(12) != i as u32 {
+                    continue;
+                }
+                seen(NodeId(w(8)), NodeId(w(12)));
+            }
+        }
+    }
+
+    /// Send one UDP probe per pair (resent every `retry` while missing) and wait until
+    /// all arrived or `timeout` passed.
+    pub fn probe_round(
+        &mut self,
+        pairs: &[(NodeId, NodeId)],
+        retry: Duration,
+        timeout: Duration,
+    ) -> ProbeRound {
+        self.round = self.round.wrapping_add(1);
+        let t0 = Instant::now();
+        let mut missing: HashSet<(NodeId, NodeId)> = pairs.iter().copied().collect();
+        let mut sent = 0;
+        let mut last_send: Option<Instant> = None;
+        let mut done_at = t0;
+        loop {
+            if last_send.is_none_or(|t| t.elapsed() >= retry) {
+                for &(s, d) in pairs {
+                    if missing.contains(&(s, d)) {
+                        let to = SocketAddrV4::new(self.hosts[d.idx()].addr, PROBE_PORT);
+                        // A send error (e.g. no route yet) counts as a lost probe.
+                        let _ = self.hosts[s.idx()].tx.send_to(&self.payload(s, d), to);
+                        sent += 1;
+                    }
+                }
+                last_send = Some(Instant::now());
+            }
+            let before = missing.len();
+            self.drain(|s, d| {
+                missing.remove(&(s, d));
+            });
+            if missing.len() < before {
+                done_at = Instant::now();
+            }
+            if missing.is_empty() || t0.elapsed() >= timeout {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if !missing.is_empty() {
+            done_at = Instant::now();
+        }
+        let mut miss: Vec<(NodeId, NodeId)> = missing.into_iter().collect();
+        miss.sort();
+        ProbeRound {
+            pairs: pairs.len(),
+            sent,
+            received: pairs.len() - miss.len(),
+            missing: miss
+                .into_iter()
+                .map(|(s, d)| {
+                    (
+                        self.fabric.node_name(s).to_string(),
+                        self.fabric.node_name(d).to_string(),
+                    )
+                })
+                .collect(),
+            elapsed_s: (done_at - t0).as_secs_f64(),
+        }
+    }
+
+    fn uplinks(&self, leaf: NodeId) -> Vec<topo::Port> {
+        (0..self.fabric.degree(leaf) as topo::Port)
+            .filter(|&p| !self.fabric.is_host(self.fabric.peer(leaf, p)))
+            .collect()
+    }
+
+    fn tx_counts(&self, n: NodeId) -> Result<Vec<(String, u64)>> {
+        Ok(self.nl[n.idx()]
+            .stats()?
+            .into_iter()
+            .map(|(name, s)| (name, s.tx_packets))
+            .collect())
+    }
+
+    /// Send `flows` probes from `src` to `dst`, each from its own socket (distinct source
+    /// port), and count what each uplink of `src`'s leaf transmitted meanwhile.
+    pub fn spread(&mut self, src: NodeId, dst: NodeId, flows: usize) -> Result<Spread> {
+        let f = &self.fabric;
+        let leaf = f
+            .attachment(src, 0)
+            .ok_or_else(|| Error::Invalid(format!("{} is not attached", f.node_name(src))))?
+            .leaf;
+        let addr = self.hosts[src.idx()].addr;
+        let socks = in_netns(&self.ns[src.idx()], || -> Result<Vec<UdpSocket>> {
+            (0..flows)
+                .map(|_| {
+                    UdpSocket::bind(SocketAddrV4::new(addr, 0))
+                        .map_err(io(format!("bind {addr}:0")))
+                })
+                .collect()
+        })??;
+        self.round = self.round.wrapping_add(1);
+        let before = self.tx_counts(leaf)?;
+        let to = SocketAddrV4::new(self.hosts[dst.idx()].addr, PROBE_PORT);
+        let msg = self.payload(src, dst);
+        let mut delivered = 0;
+        for (i, s) in socks.iter().enumerate() {
+            let _ = s.send_to(&msg, to);
+            // Drain as we go so a small receive buffer never drops a flow.
+            if i % 16 == 15 {
+                self.drain(|s, d| {
+                    if (s, d) == (src, dst) {
+                        delivered += 1;
+                    }
+                });
+            }
+        }
+        let t0 = Instant::now();
+        while delivered < flows && t0.elapsed() < Duration::from_secs(2) {
+            self.drain(|s, d| {
+                if (s, d) == (src, dst) {
+                    delivered += 1;
+                }
+            });
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        let after = self.tx_counts(leaf)?;
+        let get = |v: &[(String, u64)], n: &str| v.iter().find(|x| x.0 == n).map_or(0, |x| x.1);
+        let uplinks = self
+            .uplinks(leaf)
+            .into_iter()
+            .map(|p| {
+                let name = ifname(p);
+                let up = self.routes.link_is_up(self.fabric.port_link(leaf, p));
+                (
+                    name.clone(),
+                    self.fabric.node_name(self.fabric.peer(leaf, p)).to_string(),
+                    get(&after, &name).saturating_sub(get(&before, &name)),
+                    up,
+                )
+            })
+            .collect();
+        Ok(Spread {
+            src: self.fabric.node_name(src).to_string(),
+            dst: self.fabric.node_name(dst).to_string(),
+            leaf: self.fabric.node_name(leaf).to_string(),
+            flows,
+            delivered,
+            uplinks,
+        })
+    }
+
+    /// Fail link `l`: set its `a` end down through netlink (the `b` end loses carrier),
+    /// re-route incrementally in `topo` and re-program the changed entries.
+    pub fn fail_link(&mut self, l: LinkId) -> Result<Failure> {
+        self.fail_link_with(l, None::<fn(&mut RoutedTestbed)>)
+    }
+
+    /// [`Self::fail_link`], calling `between(self)` after the link went down and before
+    /// the routes are re-programmed (e.g. to probe what the kernel alone does).
+    pub fn fail_link_with<F: FnOnce(&mut RoutedTestbed)>(
+        &mut self,
+        l: LinkId,
+        between: Option<F>,
+    ) -> Result<Failure> {
+        let link = *self.fabric.link(l);
+        let mut t0 = Instant::now();
+        self.nl[link.a.idx()].set_down(&ifname(link.a_port))?;
+        if let Some(step) = between {
+            step(self);
+            t0 = Instant::now();
+        }
+        let rep = self.routes.fail_links(&self.fabric, &[l]);
+        let mut n = 0;
+        for &(s, leaf) in &rep.changed {
+            if self.program(s, leaf)? {
+                n += 1;
+            }
+        }
+        Ok(Failure {
+            link: format!(
+                "{}:{} -- {}:{}",
+                self.fabric.node_name(link.a),
+                ifname(link.a_port),
+                self.fabric.node_name(link.b),
+                ifname(link.b_port)
+            ),
+            entries_changed: rep.changed.len(),
+            routes_reprogrammed: n,
+            reprogram_s: secs(t0),
+        })
+    }
+
+    /// Delete every namespace now (also done on drop).
+    pub fn teardown(mut self) -> Result<()> {
+        self.hosts.clear();
+        self.nl.clear();
+        self.tb.teardown()
+    }
+}
+
+/// Raise a socket's receive buffer past `rmem_max` (SO_RCVBUFFORCE, we are root).
+fn set_rcvbuf(s: &UdpSocket, bytes: libc::c_int) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket fd and a pointer to a c_int of the given size.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::Os {
+            what: "setsockopt SO_RCVBUFFORCE on a probe socket".into(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+/// A link-scope /32 route to `dst` out of interface `oif`.
+fn link_route(dst: Ipv4Addr, oif: u32) -> RouteMessage {
+    RouteMessageBuilder::<Ipv4Addr>::new()
+        .destination_prefix(dst, 32)
+        .output_interface(oif)
+        .scope(RouteScope::Link)
+        .build()
+}
+
+/// Options of [`verify`].
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    /// Flows (distinct source ports) of the ECMP spread test.
+    pub spread_flows: usize,
+    /// Link to fail (default: the leaf uplink that carried most spread flows).
+    pub fail: Option<LinkId>,
+    /// Time limit of one all-pairs round.
+    pub round_timeout: Duration,
+    /// Time limit for recovery after the failure.
+    pub recover_limit: Duration,
+    /// Before re-programming, probe all pairs once with only the kernel's own reaction
+    /// to the link-down (legacy multipath + sysctls); adds that round to the recovery time.
+    pub kernel_first: bool,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            spread_flows: 256,
+            fail: None,
+            round_timeout: Duration::from_secs(3),
+            recover_limit: Duration::from_secs(10),
+            kernel_first: false,
+        }
+    }
+}
+
+/// Everything [`verify`] measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct VerifyReport {
+    pub fabric: String,
+    pub hosts: usize,
+    pub switches: usize,
+    pub setup: SetupStats,
+    pub before: ProbeRound,
+    pub spread: Spread,
+    pub failure: Failure,
+    /// With [`VerifyOptions::kernel_first`]: all pairs reachable before the failure,
+    /// probed after the link-down and before re-programming (may miss some: informative).
+    pub kernel_only: Option<ProbeRound>,
+    /// Pairs topo says are unreachable after the failure (not probed).
+    pub unreachable: Vec<(String, String)>,
+    pub after: ProbeRound,
+    /// Probe rounds sent after the failure until one fully succeeded.
+    pub rounds_to_recover: usize,
+    /// From link down to the end of the first fully successful round (`None`: never).
+    pub recovery_s: Option<f64>,
+    pub spread_after: Spread,
+    /// Namespaces of this run still present after teardown (must be empty).
+    pub leaked: Vec<String>,
+}
+
+impl VerifyReport {
+    /// All checks passed: every reachable pair reached before and after the failure,
+    /// the spread used at least two uplinks, nothing leaked.
+    pub fn ok(&self) -> bool {
+        self.before.ok()
+            && self.after.ok()
+            && self.recovery_s.is_some()
+            && self.spread.used() >= 2.min(self.spread.uplinks.len())
+            && self.spread.delivered == self.spread.flows
+            && self.leaked.is_empty()
+    }
+}
+
+/// Build `f` as a routed testbed, probe all pairs, measure the ECMP spread, fail a link,
+/// re-route, probe again, remove everything.
+pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
+    let mut rt = RoutedTestbed::build(f)?;
+    let prefix = rt.testbed().ns_name("");
+    let pairs = rt.reachable_pairs();
+    let before = rt.probe_round(&pairs, Duration::from_millis(200), opts.round_timeout);
+
+    // Spread: from the first host to the first host under another leaf that is farthest.
+    let f = rt.fabric();
+    let src = NodeId(0);
+    let src_leaf = f
+        .attachment(src, 0)
+        .ok_or_else(|| Error::Invalid("host 0 is not attached".into()))?
+        .leaf;
+    let dst = f
+        .hosts()
+        .filter(|&h| f.attachment(h, 0).is_some_and(|a| a.leaf != src_leaf))
+        .max_by_key(|&h| {
+            let l = f.attachment(h, 0).expect("filtered").leaf;
+            (
+                rt.routes().distance(src_leaf, l).unwrap_or(0),
+                u32::MAX - h.0,
+            )
+        })
+        .ok_or_else(|| Error::Invalid("the fabric needs hosts under two leaves".into()))?;
+    let spread = rt.spread(src, dst, opts.spread_flows)?;
+
+    let fail = match opts.fail {
+        Some(l) => l,
+        None => {
+            let busiest = spread
+                .uplinks
+                .iter()
+                .max_by_key(|u| u.2)
+                .ok_or_else(|| Error::Invalid("the source leaf has no uplink".into()))?;
+            let p: topo::Port = busiest.0[1..].parse().expect("our interface names");
+            rt.fabric().port_link(src_leaf, p)
+        }
+    };
+    if fail.idx() >= rt.fabric().num_links() {
+        return Err(Error::Invalid(format!(
+            "link {} does not exist (the fabric has {} links)",
+            fail.0,
+            rt.fabric().num_links()
+        )));
+    }
+    let t_down = Instant::now();
+    let mut kernel_only = None;
+    let failure = if opts.kernel_first {
+        let before_pairs = rt.reachable_pairs();
+        rt.fail_link_with(
+            fail,
+            Some(|rt: &mut RoutedTestbed| {
+                kernel_only = Some(rt.probe_round(
+                    &before_pairs,
+                    Duration::from_millis(50),
+                    Duration::from_millis(250),
+                ));
+            }),
+        )?
+    } else {
+        rt.fail_link(fail)?
+    };
+    let unreachable: Vec<(String, String)> = rt
+        .unreachable_pairs()
+        .into_iter()
+        .map(|(s, d)| {
+            (
+                rt.fabric().node_name(s).to_string(),
+                rt.fabric().node_name(d).to_string(),
+            )
+        })
+        .collect();
+    let pairs = rt.reachable_pairs();
+    let mut rounds = 0;
+    let mut recovery_s = None;
+    let mut after;
+    loop {
+        rounds += 1;
+        after = rt.probe_round(
+            &pairs,
+            Duration::from_millis(50),
+            Duration::from_millis(250),
+        );
+        if after.ok() {
+            recovery_s = Some(t_down.elapsed().as_secs_f64());
+            break;
+        }
+        if t_down.elapsed() >= opts.recover_limit {
+            break;
+        }
+    }
+    // The failed link must carry nothing now.
+    let spread_after = rt.spread(src, dst, opts.spread_flows)?;
+    let (fabric, hosts, switches) = (
+        rt.fabric().name().to_string(),
+        rt.fabric().num_hosts(),
+        rt.fabric().num_switches(),
+    );
+    let setup = rt.setup().clone();
+    rt.teardown()?;
+    let leaked = super::netns::list_ours()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    Ok(VerifyReport {
+        fabric,
+        hosts,
+        switches,
+        setup,
+        before,
+        spread,
+        failure,
+        kernel_only,
+        unreachable,
+        after,
+        rounds_to_recover: rounds,
+        recovery_s,
+        spread_after,
+        leaked,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topo::{Rate, generators};
+
+    #[test]
+    fn leaf_spine_entries_become_equal_weight_multipath_routes() {
+        let f = generators::leaf_spine(3, 2, 2, Rate::gbps(100)).unwrap();
+        let plan = AddressPlan::new(&f).unwrap();
+        let routes = Routes::compute(&f);
+        let leaves: Vec<NodeId> = f.plane_info(0).leaves().map(NodeId).collect();
+        let (l0, l1) = (leaves[0], leaves[1]);
+        let hops = entry_hops(&f, &plan, &routes, l0, l1).expect("a route");
+        assert_eq!(hops.len(), 2, "{hops:?}");
+        assert!(hops.iter().all(|&(_, w)| w == 1));
+        // Gateways are the spines' ends of the leaf's /31s, all distinct.
+        assert_ne!(hops[0].0, hops[1].0);
+        assert!(
+            entry_hops(&f, &plan, &routes, l0, l0).is_none(),
+            "own prefix is local"
+        );
+    }
+
+    #[test]
+    fn failed_uplink_leaves_one_next_hop() {
+        let f = generators::leaf_spine(3, 2, 2, Rate::gbps(100)).unwrap();
+        let plan = AddressPlan::new(&f).unwrap();
+        let mut routes = Routes::compute(&f);
+        let leaves: Vec<NodeId> = f.plane_info(0).leaves().map(NodeId).collect();
+        let up = (0..f.degree(leaves[0]) as topo::Port)
+            .find(|&p| !f.is_host(f.peer(leaves[0], p)))
+            .unwrap();
+        let rep = routes.fail_links(&f, &[f.port_link(leaves[0], up)]);
+        assert!(!rep.changed.is_empty());
+        let hops = entry_hops(&f, &plan, &routes, leaves[0], leaves[1]).unwrap();
+        assert_eq!(hops.len(), 1);
+        assert_ne!(Some(hops[0].0), peer_addr(&f, &plan, leaves[0], up));
+    }
+
+    #[test]
+    fn link_ends_get_the_two_addresses_of_their_slash31() {
+        let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
+        let plan = AddressPlan::new(&f).unwrap();
+        for s in f.switches() {
+            for p in 0..f.degree(s) as topo::Port {
+                if let Some((mine, len)) = own_addr(&f, &plan, s, p) {
+                    assert_eq!(len, 31);
+                    let peer = f.peer(s, p);
+                    let back = (0..f.degree(peer) as topo::Port)
+                        .find(|&q| f.port_link(peer, q) == f.port_link(s, p))
+                        .unwrap();
+                    assert_eq!(peer_addr(&f, &plan, peer, back), Some(mine));
+                    assert_eq!(
+                        u32::from(mine) >> 1,
+                        u32::from(peer_addr(&f, &plan, s, p).unwrap()) >> 1
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn spread_imbalance_is_max_over_mean_of_live_uplinks() {
+        let s = Spread {
+            src: "h0".into(),
+            dst: "h9".into(),
+            leaf: "l0".into(),
+            flows: 4,
+            delivered: 4,
+            uplinks: vec![
+                ("p2".into(), "s0".into(), 3, true),
+                ("p3".into(), "s1".into(), 1, true),
+                ("p4".into(), "s2".into(), 0, false),
+            ],
+        };
+        assert_eq!(s.used(), 2);
+        assert!((s.imbalance() - 1.5).abs() < 1e-12);
+    }
+}
