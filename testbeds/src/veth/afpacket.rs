@@ -276,6 +276,25 @@ pub fn wait_readable(fds: &[RawFd], timeout_ns: u64, ready: &mut [bool]) {
     }
 }
 
+/// Run this thread under `SCHED_FIFO` at the lowest real-time priority, as userspace
+/// switches are deployed. The switch is only lossless if it sees frames as they arrive:
+/// while its thread waits for a CPU, frames pile up in the kernel's socket buffers where
+/// PFC cannot count them, and reach the shared buffer in one burst when it runs again
+/// (measured: 21 drops in an 8:1 incast with PFC while a build loaded both cores). The
+/// loop sleeps in `ppoll` when idle, and the kernel's real-time throttling
+/// (`sched_rt_runtime_us`, 95 % by default) keeps the rest of the system running.
+/// Returns the OS error if the thread may not change its policy (e.g. not root).
+pub fn set_realtime() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Ask for 1 µs timer slack on this thread, so short `ppoll` timeouts are honoured
 /// (the default slack is 50 µs).
 pub fn set_fine_timer_slack() {

@@ -396,6 +396,10 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         .spawn(
             move || -> Result<(Switch, Vec<PacketSocket>, Vec<Vec<u64>>)> {
                 afpacket::set_fine_timer_slack();
+                afpacket::set_realtime().map_err(|e| Error::Os {
+                    what: "SCHED_FIFO for the switch thread".into(),
+                    source: e,
+                })?;
                 let mut pcap = match &pcap_cfg {
                     Some((p, _)) => Some(
                         PcapWriter::new(std::io::BufWriter::new(
