@@ -342,8 +342,16 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         cc_algos::CcConfig::Dcqcn(d) => d.cnp_interval,
         _ => Duration::micros(50),
     };
+    let receiver = cfg
+        .cc
+        .build_receiver(&path)
+        .map_err(|e| Error::Invalid(format!("congestion control {}: {e}", cfg.cc)))?;
     let mut hosts: Vec<Host> = (0..cfg.hosts)
         .map(|i| {
+            let np: Box<dyn super::endpoint::Receiver> = match &receiver {
+                Some(r) => Box::new(r.clone()),
+                None => Box::new(DcqcnNp::new(cnp_interval)),
+            };
             Host::new(
                 HostConfig {
                     mac: links[i].b_mac,
@@ -356,7 +364,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                     rto: scale.dur_to_real(Duration::millis(4)),
                     pacing_burst: cfg.pacing_burst,
                 },
-                Box::new(DcqcnNp::new(cnp_interval)),
+                np,
             )
         })
         .collect();
