@@ -922,14 +922,23 @@ mod tests {
         let mut out = Vec::new();
         let mut now = 0;
         while now < 100_000 && a.flows[0].cc.credit() != Some(Bytes::ZERO) {
-            a.poll_transmit(t(now), &done, &mut out, 64);
+            let mut o = Vec::new();
+            a.poll_transmit(t(now), &done, &mut o, 64);
+            out.append(&mut o);
             now += 9;
         }
         let (req, pl) = roce::Repr::parse(&out[0]).unwrap();
         assert_eq!(req.bth.opcode, opcode::CREDIT_REQUEST);
-        assert_eq!(u64::from_be_bytes(pl[..8].try_into().unwrap()), size - initial);
+        assert_eq!(
+            u64::from_be_bytes(pl[..8].try_into().unwrap()),
+            size - initial
+        );
         let data = out.len() as u64 - 1;
-        assert_eq!(data, initial.div_ceil(1024), "stops when the credit is spent");
+        assert_eq!(
+            data,
+            initial.div_ceil(1024),
+            "stops when the credit is spent"
+        );
         // Nothing more until credit comes back.
         let mut more = Vec::new();
         a.poll_transmit(t(now + 1000), &done, &mut more, 64);
@@ -942,7 +951,9 @@ mod tests {
             if b.next_wakeup(tk, &done).is_some_and(|w| w <= tk) {
                 b.on_timeout(tk);
             }
-            b.poll_transmit(tk, &done, &mut grants, 64);
+            let mut o = Vec::new();
+            b.poll_transmit(tk, &done, &mut o, 64);
+            grants.append(&mut o);
         }
         assert!(b.c.credits_sent > 0);
         let (g, gp) = roce::Repr::parse(&grants[0]).unwrap();
