@@ -91,7 +91,8 @@ pub struct RunArgs {
     /// Link rate the congestion control is tuned for, in Gb/s (time scale = this / link rate).
     #[arg(long, default_value_t = 100)]
     pub virtual_gbps: u64,
-    /// Sender algorithm (dcqcn, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp, ...).
+    /// Congestion control: dcqcn, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp, nscc (window,
+    /// ECN echo, RTT from echoed timestamps) or rccc (receiver credit).
     #[arg(long, default_value = "dcqcn")]
     pub cc: String,
     /// Write what switch port `--pcap-port` sends and receives to this pcap file.
