@@ -358,7 +358,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     );
     let r = run_workplan(&cfg, &plan)?;
     println!(
-        "ran {:.0} µs (virtual); drops: switch {}, kernel {}, veth {}; ECN marks {}; PFC pauses sent {}; CNPs {}; max buffer {} B",
+        "ran {:.0} µs (virtual); drops: switch {}, kernel {}, veth {}; ECN marks {}; PFC pauses sent {}; CNPs {}; credit grants {}; max buffer {} B",
         r.duration_us,
         r.switch_drops,
         r.kernel_drops,
@@ -366,6 +366,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         r.ecn_marks,
         r.pauses_sent,
         r.cnps_sent,
+        r.credits_sent,
         r.max_buffer_used
     );
     println!(

@@ -258,6 +258,7 @@ fn nscc_incast_8_to_1_is_lossless_with_a_bounded_queue() {
     assert_eq!(r.total_drops(), 0, "{}", summary(&r));
     assert_eq!(r.malformed, 0);
     assert!(r.ecn_marks > 0, "NSCC must see ECN: {}", summary(&r));
+    assert_eq!(r.cnps_sent + r.credits_sent, 0, "NSCC needs ACKs only");
     let delivered: u64 = r.flows.iter().map(|f| f.delivered).sum();
     assert!(delivered >= 8 * 1_000_000);
     // Measured: max 1.53 MB (the 8 senders' initial windows of 1.5 BDP arriving at
@@ -297,6 +298,8 @@ fn rccc_incast_4_to_1_keeps_the_queue_far_below_dcqcn() {
     assert_eq!(r.malformed, 0);
     let delivered: u64 = r.flows.iter().map(|f| f.delivered).sum();
     assert!(delivered >= 4 * 2_000_000);
+    assert!(r.credits_sent > 0, "credit frames crossed the switch");
+    assert_eq!(dcqcn.credits_sent, 0);
     // Measured: mean queue rccc 27.5 KB vs dcqcn 143 KB; max 457 KB vs 981 KB.
     assert!(
         mean_queue(&r) * 2 < mean_queue(&dcqcn),

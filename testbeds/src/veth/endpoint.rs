@@ -74,6 +74,21 @@ pub trait Receiver: ReceiverCc + Send + std::fmt::Debug {
     fn on_request(&mut self, _now: Instant, _flow: u64, _bytes: Bytes) {}
 }
 impl Receiver for cc_algos::DcqcnNp {}
+
+/// The receiver of algorithms that need only ACKs (DCTCP, NSCC, HPCC): no CNPs, no credit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoReceiver;
+
+impl ReceiverCc for NoReceiver {
+    fn on_data(&mut self, _now: Instant, _pkt: DataArrival) {}
+    fn poll_feedback(&mut self, _now: Instant) -> Option<Feedback> {
+        None
+    }
+    fn next_timeout(&self) -> Option<Instant> {
+        None
+    }
+}
+impl Receiver for NoReceiver {}
 impl Receiver for AnyReceiver {
     fn on_request(&mut self, now: Instant, flow: u64, bytes: Bytes) {
         if let AnyReceiver::Rccc(r) = self {
