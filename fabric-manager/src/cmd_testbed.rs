@@ -91,7 +91,8 @@ pub struct RunArgs {
     /// Link rate the congestion control is tuned for, in Gb/s (time scale = this / link rate).
     #[arg(long, default_value_t = 100)]
     pub virtual_gbps: u64,
-    /// Sender algorithm (dcqcn, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp, ...).
+    /// Congestion control: dcqcn, dcqcn-mellanox, dcqcn-hpcc-ns3, dctcp, nscc (window,
+    /// ECN echo, RTT from echoed timestamps) or rccc (receiver credit).
     #[arg(long, default_value = "dcqcn")]
     pub cc: String,
     /// Write what switch port `--pcap-port` sends and receives to this pcap file.
@@ -357,7 +358,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     );
     let r = run_workplan(&cfg, &plan)?;
     println!(
-        "ran {:.0} µs (virtual); drops: switch {}, kernel {}, veth {}; ECN marks {}; PFC pauses sent {}; CNPs {}; max buffer {} B",
+        "ran {:.0} µs (virtual); drops: switch {}, kernel {}, veth {}; ECN marks {}; PFC pauses sent {}; CNPs {}; credit grants {}; max buffer {} B",
         r.duration_us,
         r.switch_drops,
         r.kernel_drops,
@@ -365,6 +366,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         r.ecn_marks,
         r.pauses_sent,
         r.cnps_sent,
+        r.credits_sent,
         r.max_buffer_used
     );
     println!(

@@ -18,13 +18,22 @@
 //! Packet payload (after the BTH): 8 bytes of the sender's timestamp (real ns since the
 //! engine's start), then zeros. ACK payload: the echoed timestamp, then a 4-byte count
 //! of CE-marked packets since the previous ACK (the ECN echo DCTCP-style senders need).
+//!
+//! # Receiver credit (UEC RCCC)
+//! A sender whose controller holds credit (`credit()` is `Some`) first sends a credit
+//! request frame (BTH opcode 0x1F, reserved in the IBA, payload: 8-byte big-endian bytes
+//! requested, from `RcccSender::request_for` of its whole flow), and sends data only while
+//! its credit is positive (it may overdraw by less than one packet). The receiver feeds the
+//! request to its `cc-algos` receiver (`RcccReceiver::on_request`), drains `poll_feedback`
+//! at `next_timeout`, and sends each grant as a credit frame (BTH opcode 0x1E, payload:
+//! 8-byte big-endian credit bytes, control DSCP), which the sender delivers with `on_credit`.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 use cc_algos::{
-    Ack, AnyCc, Bytes, DataArrival, Duration, Feedback, Instant, PfcEgress, Rate, ReceiverCc,
-    SenderCc,
+    Ack, AnyCc, AnyReceiver, Bytes, DataArrival, Duration, Feedback, Instant, PfcEgress, Rate,
+    ReceiverCc, SenderCc,
 };
 
 use super::wire::ethernet::{self, ETHERTYPE_IPV4, ETHERTYPE_MAC_CONTROL, Mac};
@@ -60,8 +69,33 @@ impl TimeScale {
 }
 
 /// A receiver-side controller the host can own (DCQCN NP, RCCC receiver).
-pub trait Receiver: ReceiverCc + Send + std::fmt::Debug {}
-impl<T: ReceiverCc + Send + std::fmt::Debug> Receiver for T {}
+pub trait Receiver: ReceiverCc + Send + std::fmt::Debug {
+    /// A sender asked for `bytes` of credit for `flow` (RCCC); others ignore it.
+    fn on_request(&mut self, _now: Instant, _flow: u64, _bytes: Bytes) {}
+}
+impl Receiver for cc_algos::DcqcnNp {}
+
+/// The receiver of algorithms that need only ACKs (DCTCP, NSCC, HPCC): no CNPs, no credit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoReceiver;
+
+impl ReceiverCc for NoReceiver {
+    fn on_data(&mut self, _now: Instant, _pkt: DataArrival) {}
+    fn poll_feedback(&mut self, _now: Instant) -> Option<Feedback> {
+        None
+    }
+    fn next_timeout(&self) -> Option<Instant> {
+        None
+    }
+}
+impl Receiver for NoReceiver {}
+impl Receiver for AnyReceiver {
+    fn on_request(&mut self, now: Instant, flow: u64, bytes: Bytes) {
+        if let AnyReceiver::Rccc(r) = self {
+            r.on_request(now, flow, bytes);
+        }
+    }
+}
 
 /// A flow this host sends.
 #[derive(Debug)]
@@ -88,6 +122,10 @@ pub struct SendFlow {
     pub cnps: u64,
     pub naks: u64,
     pub timeouts: u64,
+    /// Credit grants received (RCCC).
+    pub credits: u64,
+    /// Whether the credit request of a credit-based flow has been sent.
+    requested: bool,
 }
 
 /// What a receiver knows of one flow.
@@ -118,6 +156,8 @@ pub struct HostCounters {
     pub acks_sent: u64,
     pub cnps_sent: u64,
     pub naks_sent: u64,
+    /// Credit grants sent (RCCC receiver).
+    pub credits_sent: u64,
     pub pfc_received: u64,
     /// Frames that failed to parse (bad ICRC, truncated, ...): counted and dropped.
     pub malformed: u64,
@@ -218,6 +258,8 @@ impl Host {
             cnps: 0,
             naks: 0,
             timeouts: 0,
+            credits: 0,
+            requested: false,
         });
     }
 
@@ -326,6 +368,28 @@ impl Host {
         let vnow = self.cfg.scale.to_virtual(now);
         match r.bth.opcode {
             opcode::RC_SEND_ONLY => self.on_data(now, flow, &r, payload),
+            opcode::CREDIT_REQUEST | opcode::CREDIT => {
+                let Some(bytes) = payload
+                    .get(..8)
+                    .map(|b| u64::from_be_bytes(b.try_into().expect("8")))
+                else {
+                    self.c.malformed += 1;
+                    return;
+                };
+                if r.bth.opcode == opcode::CREDIT_REQUEST {
+                    if !self.recv.contains_key(&flow) {
+                        self.c.unknown_flow += 1;
+                        return;
+                    }
+                    self.np.on_request(vnow, flow as u64, Bytes(bytes));
+                    self.drain_feedback(now, r.ip_src);
+                } else if let Some(f) = self.flows.iter_mut().find(|f| f.id == flow) {
+                    f.credits += 1;
+                    f.cc.on_credit(vnow, Bytes(bytes));
+                } else {
+                    self.c.unknown_flow += 1;
+                }
+            }
             opcode::CNP => {
                 if let Some(f) = self.flows.iter_mut().find(|f| f.id == flow) {
                     f.cnps += 1;
@@ -457,21 +521,43 @@ impl Host {
                 self.control.push(f);
                 self.c.naks_sent += 1;
             }
+        } else if r.bth.ack_req {
+            // A duplicate asking for an ACK (a retransmission after a lost ACK or a
+            // timeout): acknowledge again what was received (IBA 9.7.5.1.2).
+            let mut pl = [0u8; 12];
+            pl[..8].copy_from_slice(&payload[..8.min(payload.len())]);
+            let aeth = AethRepr {
+                syndrome: Syndrome::Ack { credits: 0x1f },
+                msn: rf.expected_psn,
+            };
+            let f = self.feedback_frame(src, flow, opcode::RC_ACK, Some(aeth), &pl);
+            self.control.push(f);
+            self.c.acks_sent += 1;
         }
-        // Duplicates (psn < expected) are ignored.
+        // Other duplicates (psn < expected) are ignored.
+        self.drain_feedback(now, src);
+    }
+
+    /// Send what the receiver controller has to say now (CNPs, credit grants).
+    fn drain_feedback(&mut self, now: Instant, fallback_src: Ipv4Addr) {
         while let Some(fb) = self.np.poll_feedback(self.cfg.scale.to_virtual(now)) {
-            if let Feedback::Cnp { flow } = fb {
-                let dst = self.recv_src.get(&(flow as u32)).copied().unwrap_or(src);
-                let f = self.feedback_frame(
-                    dst,
-                    flow as u32,
-                    opcode::CNP,
-                    None,
-                    &[0u8; roce::CNP_PAYLOAD],
-                );
-                self.control.push(f);
-                self.c.cnps_sent += 1;
-            }
+            let (flow, op, payload) = match fb {
+                Feedback::Cnp { flow } => {
+                    self.c.cnps_sent += 1;
+                    (flow, opcode::CNP, vec![0u8; roce::CNP_PAYLOAD])
+                }
+                Feedback::Credit { flow, bytes } => {
+                    self.c.credits_sent += 1;
+                    (flow, opcode::CREDIT, bytes.0.to_be_bytes().to_vec())
+                }
+            };
+            let dst = self
+                .recv_src
+                .get(&(flow as u32))
+                .copied()
+                .unwrap_or(fallback_src);
+            let f = self.feedback_frame(dst, flow as u32, op, None, &payload);
+            self.control.push(f);
         }
     }
 
@@ -480,6 +566,9 @@ impl Host {
         let scale = self.cfg.scale;
         let vnow = scale.to_virtual(now);
         let rto = self.cfg.rto;
+        if self.np.next_timeout().is_some_and(|t| t <= vnow) {
+            self.drain_feedback(now, Ipv4Addr::UNSPECIFIED);
+        }
         for f in &mut self.flows {
             while let Some(t) = f.cc.next_timeout() {
                 if t > vnow {
@@ -539,6 +628,47 @@ impl Host {
             {
                 continue;
             }
+            if f.cc.credit().is_some() && !f.requested {
+                // Ask the receiver for the credit the whole flow needs beyond the
+                // initial credit (a long-lived flow asks for an unbounded amount).
+                f.requested = true;
+                let backlog = total.map_or(u64::MAX / 2, |t| t as u64 * payload_len as u64);
+                let want = match &f.cc {
+                    AnyCc::Rccc(s) => s.request_for(Bytes(backlog)),
+                    _ => Bytes(backlog),
+                };
+                let req = roce::Repr {
+                    eth_dst: self.cfg.gateway_mac,
+                    eth_src: self.cfg.mac,
+                    ip_src: self.cfg.ip,
+                    ip_dst: f.dst_ip,
+                    dscp: CONTROL_DSCP,
+                    ecn: Ecn::NotEct,
+                    ttl: 64,
+                    ident: 0,
+                    udp_src: 0xc000 | (f.id as u16 & 0x3fff),
+                    bth: BthRepr {
+                        opcode: opcode::CREDIT_REQUEST,
+                        solicited: false,
+                        pad_count: 0,
+                        pkey: DEFAULT_PKEY,
+                        dest_qp: QP_BASE + f.id,
+                        ack_req: false,
+                        psn: 0,
+                    },
+                    aeth: None,
+                    payload_len: 8,
+                };
+                let mut b = vec![0u8; req.buffer_len()];
+                req.emit(&mut b, &want.0.to_be_bytes());
+                out.push(b);
+                if out.len() >= max {
+                    break;
+                }
+            }
+            if f.cc.credit().is_some_and(|c| c == Bytes::ZERO) {
+                continue;
+            }
             let last = total.is_some_and(|t| f.next_psn + 1 == t);
             // Ask for an ACK every `ack_every` packets, on the last packet, and on every
             // packet of a slow flow (packets further apart than RTO/16), so that an
@@ -549,7 +679,14 @@ impl Host {
                 .rate_to_real(f.cc.rate())
                 .min(self.cfg.link_rate)
                 .tx_time(Bytes(payload_len as u64 + 82));
+            // A window-limited sender also asks on the packet that fills its window:
+            // otherwise no ACK may come before the window opens.
+            let fills_window = f
+                .cc
+                .window()
+                .is_some_and(|w| (f.next_psn + 1 - f.acked_psn) as u64 * payload_len as u64 >= w.0);
             let ack_req = last
+                || fills_window
                 || (f.next_psn + 1).is_multiple_of(self.cfg.ack_every)
                 || gap_est * 16 >= self.cfg.rto;
             let r = roce::Repr {
@@ -606,13 +743,24 @@ impl Host {
         if !self.control.is_empty() {
             upd(now);
         }
+        if let Some(v) = self.np.next_timeout() {
+            upd(self.cfg.scale.to_real(v));
+        }
         for f in &self.flows {
             if let Some(v) = f.cc.next_timeout() {
                 upd(self.cfg.scale.to_real(v));
             }
+            // A flow blocked by its window or its credit waits for feedback (an arrival)
+            // or its retransmission timer, not for its pacing time.
+            let window_open = f.cc.window().is_none_or(|w| {
+                ((f.next_psn - f.acked_psn) as u64 * self.cfg.payload as u64) < w.0
+            });
+            let has_credit = f.cc.credit().is_none_or(|c| c > Bytes::ZERO) || !f.requested;
             let active = self.packets_of(f).is_none_or(|tot| f.next_psn < tot)
                 && f.stop.is_none_or(|s| now < s)
-                && f.after.iter().all(|a| done.contains(a));
+                && f.after.iter().all(|a| done.contains(a))
+                && window_open
+                && has_credit;
             if active {
                 let prio = f.dscp >> 3;
                 let resume = self.pfc.resume_at(now, prio).unwrap_or(now);
@@ -765,6 +913,73 @@ mod tests {
             b.on_frame(t(60), f);
         }
         assert_eq!(b.recv[&7].bytes, 4 * 1024);
+    }
+
+    #[test]
+    fn rccc_sender_requests_credit_and_spends_only_what_it_is_granted() {
+        let path = PathParams {
+            line_rate: Rate::gbps(100),
+            base_rtt: Duration::micros(10),
+            mtu: Bytes(1082),
+        };
+        let kind: CcKind = "rccc".parse().unwrap();
+        let mut a = host(1);
+        let mut b = Host::new(
+            host(2).cfg,
+            Box::new(kind.build_receiver(&path).unwrap().unwrap()),
+        );
+        let size = 400 * 1024;
+        let cc = kind.build(&path).unwrap();
+        let initial = cc.credit().unwrap().0;
+        a.add_send_flow(7, b.cfg.ip, 3, Some(size), t(0), None, vec![], cc);
+        b.add_recv_flow(7, a.cfg.ip, Some(size));
+        let done = Completed::new();
+        let mut out = Vec::new();
+        let mut now = 0;
+        while now < 100_000 && a.flows[0].cc.credit() != Some(Bytes::ZERO) {
+            let mut o = Vec::new();
+            a.poll_transmit(t(now), &done, &mut o, 64);
+            out.append(&mut o);
+            now += 9;
+        }
+        let (req, pl) = roce::Repr::parse(&out[0]).unwrap();
+        assert_eq!(req.bth.opcode, opcode::CREDIT_REQUEST);
+        assert_eq!(
+            u64::from_be_bytes(pl[..8].try_into().unwrap()),
+            size - initial
+        );
+        let data = out.len() as u64 - 1;
+        assert_eq!(
+            data,
+            initial.div_ceil(1024),
+            "stops when the credit is spent"
+        );
+        // Nothing more until credit comes back.
+        let mut more = Vec::new();
+        a.poll_transmit(t(now + 1000), &done, &mut more, 64);
+        assert!(more.is_empty());
+        // The receiver grants (paced by its timer) and the sender resumes.
+        b.on_frame(t(now), &out[0]);
+        let mut grants = Vec::new();
+        for k in 0..200 {
+            let tk = t(now + k);
+            if b.next_wakeup(tk, &done).is_some_and(|w| w <= tk) {
+                b.on_timeout(tk);
+            }
+            let mut o = Vec::new();
+            b.poll_transmit(tk, &done, &mut o, 64);
+            grants.append(&mut o);
+        }
+        assert!(b.c.credits_sent > 0);
+        let (g, gp) = roce::Repr::parse(&grants[0]).unwrap();
+        assert_eq!((g.bth.opcode, g.dscp), (opcode::CREDIT, CONTROL_DSCP));
+        assert!(u64::from_be_bytes(gp[..8].try_into().unwrap()) > 0);
+        for f in &grants {
+            a.on_frame(t(now + 200), f);
+        }
+        assert_eq!(a.flows[0].credits, b.c.credits_sent);
+        a.poll_transmit(t(now + 2000), &done, &mut more, 64);
+        assert!(!more.is_empty(), "credit lets the sender go on");
     }
 
     #[test]

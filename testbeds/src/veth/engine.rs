@@ -15,9 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cc_algos::{
-    Bytes, CcKind, DcqcnNp, Duration, Instant, PathParams, PfcConfig, Rate, RedEcn, TrimPolicy,
-};
+use cc_algos::{Bytes, CcKind, Duration, Instant, PathParams, PfcConfig, Rate, RedEcn, TrimPolicy};
 
 use super::afpacket::{self, PacketSocket};
 use super::endpoint::{Completed, Host, HostConfig, TimeScale};
@@ -207,6 +205,8 @@ pub struct CongestionReport {
     pub pauses_sent: u64,
     pub pfc_frames_received_by_hosts: u64,
     pub cnps_sent: u64,
+    /// RCCC credit grants sent by receivers.
+    pub credits_sent: u64,
     pub malformed: u64,
     /// Whether every sized flow completed before the limits.
     pub all_completed: bool,
@@ -338,12 +338,16 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         base_rtt: cfg.base_rtt,
         mtu: Bytes(cfg.payload as u64 + 58),
     };
-    let cnp_interval = match cfg.cc.config(&path) {
-        cc_algos::CcConfig::Dcqcn(d) => d.cnp_interval,
-        _ => Duration::micros(50),
-    };
+    let receiver = cfg
+        .cc
+        .build_receiver(&path)
+        .map_err(|e| Error::Invalid(format!("congestion control {}: {e}", cfg.cc)))?;
     let mut hosts: Vec<Host> = (0..cfg.hosts)
         .map(|i| {
+            let np: Box<dyn super::endpoint::Receiver> = match &receiver {
+                Some(r) => Box::new(r.clone()),
+                None => Box::new(super::endpoint::NoReceiver),
+            };
             Host::new(
                 HostConfig {
                     mac: links[i].b_mac,
@@ -356,7 +360,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                     rto: scale.dur_to_real(Duration::millis(4)),
                     pacing_burst: cfg.pacing_burst,
                 },
-                Box::new(DcqcnNp::new(cnp_interval)),
+                np,
             )
         })
         .collect();
@@ -676,6 +680,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
             + hosts.iter().map(|h| h.c.malformed).sum::<u64>(),
         pfc_frames_received_by_hosts: hosts.iter().map(|h| h.c.pfc_received).sum(),
         cnps_sent: hosts.iter().map(|h| h.c.cnps_sent).sum(),
+        credits_sent: hosts.iter().map(|h| h.c.credits_sent).sum(),
         ports,
         queue_bytes: queue_series,
         max_buffer_used: switch.max_buffer_used,

@@ -28,6 +28,12 @@ pub mod opcode {
     pub const RC_ACK: u8 = 0x11;
     /// RoCEv2 Congestion Notification Packet.
     pub const CNP: u8 = 0x81;
+    /// UEC RCCC credit grant (this testbed's encoding): an RC opcode reserved in the IBA
+    /// (0x1E), so that tshark still decodes BTH; payload = 8-byte big-endian credit bytes.
+    pub const CREDIT: u8 = 0x1e;
+    /// UEC RCCC credit request (this testbed's encoding, reserved RC opcode 0x1F);
+    /// payload = 8-byte big-endian requested bytes.
+    pub const CREDIT_REQUEST: u8 = 0x1f;
 }
 
 /// The default partition key.
