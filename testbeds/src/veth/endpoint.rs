@@ -421,6 +421,9 @@ impl Host {
                         if a.msn > f.acked_psn {
                             let newly = (a.msn - f.acked_psn) as u64 * payload_sz;
                             f.acked_psn = a.msn;
+                            // After a go-back-N rewind, an ACK for packets sent before the
+                            // rewind can overtake `next_psn`: never resend what is acked.
+                            f.next_psn = f.next_psn.max(a.msn);
                             f.last_progress = now;
                             let rtt = ts.map(|t| {
                                 scale.dur_to_virtual(Duration::nanos(now.nanos().saturating_sub(t)))
@@ -578,7 +581,7 @@ impl Host {
             }
             if f.next_psn > f.acked_psn && now > f.last_progress + rto {
                 f.timeouts += 1;
-                f.retransmits += (f.next_psn - f.acked_psn) as u64;
+                f.retransmits += f.next_psn.saturating_sub(f.acked_psn) as u64;
                 f.next_psn = f.acked_psn;
                 f.last_progress = now;
             }
@@ -624,7 +627,7 @@ impl Host {
                 continue;
             }
             if let Some(w) = f.cc.window()
-                && (f.next_psn - f.acked_psn) as u64 * payload_len as u64 >= w.0
+                && f.next_psn.saturating_sub(f.acked_psn) as u64 * payload_len as u64 >= w.0
             {
                 continue;
             }
@@ -681,10 +684,9 @@ impl Host {
                 .tx_time(Bytes(payload_len as u64 + 82));
             // A window-limited sender also asks on the packet that fills its window:
             // otherwise no ACK may come before the window opens.
-            let fills_window = f
-                .cc
-                .window()
-                .is_some_and(|w| (f.next_psn + 1 - f.acked_psn) as u64 * payload_len as u64 >= w.0);
+            let fills_window = f.cc.window().is_some_and(|w| {
+                (f.next_psn + 1).saturating_sub(f.acked_psn) as u64 * payload_len as u64 >= w.0
+            });
             let ack_req = last
                 || fills_window
                 || (f.next_psn + 1).is_multiple_of(self.cfg.ack_every)
@@ -753,7 +755,7 @@ impl Host {
             // A flow blocked by its window or its credit waits for feedback (an arrival)
             // or its retransmission timer, not for its pacing time.
             let window_open = f.cc.window().is_none_or(|w| {
-                ((f.next_psn - f.acked_psn) as u64 * self.cfg.payload as u64) < w.0
+                (f.next_psn.saturating_sub(f.acked_psn) as u64 * self.cfg.payload as u64) < w.0
             });
             let has_credit = f.cc.credit().is_none_or(|c| c > Bytes::ZERO) || !f.requested;
             let active = self.packets_of(f).is_none_or(|tot| f.next_psn < tot)
