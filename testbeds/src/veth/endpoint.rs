@@ -477,13 +477,8 @@ impl Host {
             rf.trimmed += 1;
             if r.bth.psn >= rf.expected_psn && !rf.nak_outstanding {
                 rf.nak_outstanding = true;
-                let aeth = AethRepr {
-                    syndrome: Syndrome::Nak { code: 0 },
-                    msn: rf.expected_psn,
-                };
-                let f = self.feedback_frame(src, flow, opcode::RC_ACK, Some(aeth), &[0u8; 12]);
-                self.control.push(f);
-                self.c.naks_sent += 1;
+                let msn = rf.expected_psn;
+                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, msn, &[0u8; 12]);
             }
         } else if r.bth.psn == rf.expected_psn {
             rf.expected_psn += 1;
@@ -504,41 +499,46 @@ impl Host {
                 pl[..8].copy_from_slice(&payload[..8.min(payload.len())]);
                 pl[8..].copy_from_slice(&rf.ce_since_ack.to_be_bytes());
                 rf.ce_since_ack = 0;
-                let aeth = AethRepr {
-                    syndrome: Syndrome::Ack { credits: 0x1f },
-                    msn: rf.expected_psn,
-                };
-                let f = self.feedback_frame(src, flow, opcode::RC_ACK, Some(aeth), &pl);
-                self.control.push(f);
-                self.c.acks_sent += 1;
+                let msn = rf.expected_psn;
+                self.push_aeth(src, flow, Syndrome::Ack { credits: 0x1f }, msn, &pl);
             }
         } else if r.bth.psn > rf.expected_psn {
             rf.out_of_order += 1;
             if !rf.nak_outstanding {
                 rf.nak_outstanding = true;
-                let aeth = AethRepr {
-                    syndrome: Syndrome::Nak { code: 0 },
-                    msn: rf.expected_psn,
-                };
-                let f = self.feedback_frame(src, flow, opcode::RC_ACK, Some(aeth), &[0u8; 12]);
-                self.control.push(f);
-                self.c.naks_sent += 1;
+                let msn = rf.expected_psn;
+                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, msn, &[0u8; 12]);
             }
         } else if r.bth.ack_req {
             // A duplicate asking for an ACK (a retransmission after a lost ACK or a
             // timeout): acknowledge again what was received (IBA 9.7.5.1.2).
             let mut pl = [0u8; 12];
             pl[..8].copy_from_slice(&payload[..8.min(payload.len())]);
-            let aeth = AethRepr {
-                syndrome: Syndrome::Ack { credits: 0x1f },
-                msn: rf.expected_psn,
-            };
-            let f = self.feedback_frame(src, flow, opcode::RC_ACK, Some(aeth), &pl);
-            self.control.push(f);
-            self.c.acks_sent += 1;
+            let msn = rf.expected_psn;
+            self.push_aeth(src, flow, Syndrome::Ack { credits: 0x1f }, msn, &pl);
         }
         // Other duplicates (psn < expected) are ignored.
         self.drain_feedback(now, src);
+    }
+
+    /// Queue an RC ACK or NAK (AETH with `syndrome` and `msn`) for `flow` and count it.
+    fn push_aeth(
+        &mut self,
+        dst: Ipv4Addr,
+        flow: u32,
+        syndrome: Syndrome,
+        msn: u32,
+        payload: &[u8; 12],
+    ) {
+        let nak = matches!(syndrome, Syndrome::Nak { .. });
+        let aeth = AethRepr { syndrome, msn };
+        let f = self.feedback_frame(dst, flow, opcode::RC_ACK, Some(aeth), payload);
+        self.control.push(f);
+        if nak {
+            self.c.naks_sent += 1;
+        } else {
+            self.c.acks_sent += 1;
+        }
     }
 
     /// Send what the receiver controller has to say now (CNPs, credit grants).
