@@ -7,7 +7,7 @@
 //! pair dies when either end's namespace dies), so deleting our namespaces removes
 //! every link we made.
 //!
-//! Names are `fab-<pid36>x<seq>-<role>`: prefixed (so `fabric testbed clean` touches only
+//! Names are `fab-<pid36>_<seq>-<role>`: prefixed (so `fabric testbed clean` touches only
 //! ours) and unique per process and run (so parallel runs never collide). The owning
 //! pid is part of the name, which lets `clean` leave namespaces of live runs alone.
 //!
@@ -49,11 +49,11 @@ fn base36(mut n: u64) -> String {
 }
 
 /// A fresh run id, unique within this process and across live processes:
-/// `<pid in base 36>x<sequence>`.
+/// `<pid in base 36>_<sequence>` (the separator must not be a base-36 digit).
 pub fn new_run_id() -> String {
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     format!(
-        "{}x{}",
+        "{}_{}",
         base36(std::process::id() as u64),
         base36(seq as u64)
     )
@@ -62,7 +62,7 @@ pub fn new_run_id() -> String {
 /// The pid encoded in one of our namespace names, if it is one of ours.
 pub fn owner_pid(name: &str) -> Option<u32> {
     let rest = name.strip_prefix(PREFIX)?;
-    let pid36 = rest.split('x').next()?;
+    let pid36 = rest.split('_').next()?;
     u32::from_str_radix(pid36, 36).ok()
 }
 
@@ -341,6 +341,16 @@ mod tests {
         let name = format!("{PREFIX}{a}-s0");
         assert_eq!(owner_pid(&name), Some(std::process::id()));
         assert_eq!(owner_pid("other-ns"), None);
+    }
+
+    /// `x` is a base-36 digit: pid 26781 is `klx`, which an `x` separator cut to `kl`
+    /// (743), so `clean` could take a live run for a dead one.
+    #[test]
+    fn pids_with_any_base36_digit_round_trip() {
+        for pid in [26_781u32, 33, 35, 1, 4_194_304] {
+            let name = format!("{PREFIX}{}_{}-h0", base36(pid as u64), base36(7));
+            assert_eq!(owner_pid(&name), Some(pid), "{name}");
+        }
     }
 
     #[test]
