@@ -70,7 +70,7 @@ fn clean_removes_dead_runs_but_not_live_ones() {
     }
     // A namespace named as if created by a process that no longer exists
     // (pid above the kernel's maximum), and one of a live run.
-    let dead = format!("{}{}x0-s0", netns::PREFIX, "2kmu0"); // "2kmu0" = 4_321_944 > pid_max
+    let dead = format!("{}{}_0-s0", netns::PREFIX, "2kmu0"); // "2kmu0" = 4_321_944 > pid_max
     assert_eq!(netns::owner_pid(&dead), Some(4_321_944));
     let ns = netns::Netns::create(&dead).unwrap();
     let mut live = Testbed::new().unwrap();
