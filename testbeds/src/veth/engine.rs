@@ -259,15 +259,23 @@ impl Clock {
     }
 }
 
-/// Poll the sockets, sleeping until `next` (at most 500 µs) unless something is readable.
-fn sleep_until(fds: &[i32], now: Instant, next: Option<Instant>, ready: &mut [bool]) {
+/// Wait until `next` (at most 500 µs) for the loop's sockets; `busy`: this iteration
+/// moved frames. A ring that already holds frames means no wait at all.
+fn sleep_until(
+    waiter: &mut afpacket::Waiter,
+    busy: bool,
+    readable: bool,
+    now: Instant,
+    next: Option<Instant>,
+) {
     let max = Duration::micros(500);
     let wait = match next {
+        _ if readable => Duration::ZERO,
         Some(t) if t <= now => Duration::ZERO,
         Some(t) => (t - now).min(max),
         None => max,
     };
-    afpacket::wait_readable(fds, wait.as_nanos(), ready);
+    waiter.wait(busy || readable, wait.as_nanos());
 }
 
 /// Build the star, run `plan`, tear everything down, report.
@@ -424,15 +432,17 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                 };
                 let pcap_port = pcap_cfg.as_ref().map(|(_, p)| *p);
                 let n = sw_socks.len();
-                let fds: Vec<i32> = sw_socks.iter().map(|s| s.raw_fd()).collect();
+                let mut waiter =
+                    afpacket::Waiter::new(sw_socks.iter().map(|s| s.raw_fd()).collect());
                 let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
                 let mut queue_series: Vec<Vec<u64>> = vec![Vec::new(); n];
                 let mut next_sample = Instant::ZERO;
-                let mut ready = vec![true; n];
                 while !sw_stop.load(Ordering::Relaxed) {
                     let now = sw_clock.now();
+                    let mut busy = false;
                     for (p, s) in sw_socks.iter_mut().enumerate() {
                         let k = s.recv_batch();
+                        busy |= k > 0;
                         for i in 0..k {
                             let f = s.frame(i).to_vec();
                             if pcap_port == Some(p)
@@ -455,6 +465,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                             continue;
                         }
                         let sent = sw_socks[p].send_batch(&pending[p]);
+                        busy |= sent > 0;
                         if pcap_port == Some(p)
                             && let Some(w) = pcap.as_mut()
                         {
@@ -475,7 +486,8 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                         next = Some(now + Duration::micros(20));
                     }
                     let next = Some(next.map_or(next_sample, |t| t.min(next_sample)));
-                    sleep_until(&fds, sw_clock.now(), next, &mut ready);
+                    let readable = sw_socks.iter().any(|s| s.readable());
+                    sleep_until(&mut waiter, busy, readable, sw_clock.now(), next);
                 }
                 if let Some(w) = pcap.as_mut() {
                     let _ = w.flush();
@@ -510,21 +522,19 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         .spawn(move || {
             let clock = host_clock;
             afpacket::set_fine_timer_slack();
-            let fds: Vec<i32> = host_socks.iter().map(|s| s.raw_fd()).collect();
+            let mut waiter = afpacket::Waiter::new(host_socks.iter().map(|s| s.raw_fd()).collect());
             let mut completed: Completed = Completed::new();
             let mut next_sample = Instant::ZERO;
             let mut out: Vec<Vec<u8>> = Vec::new();
             let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); hosts.len()];
             let wall_start = std::time::Instant::now();
             let end;
-            let mut ready = vec![true; fds.len()];
             loop {
                 let now = clock.now();
+                let mut busy = false;
                 for (h, s) in host_socks.iter_mut().enumerate() {
-                    if !ready[h] {
-                        continue;
-                    }
                     let k = s.recv_batch();
+                    busy |= k > 0;
                     for i in 0..k {
                         hosts[h].on_frame(now, s.frame(i));
                     }
@@ -555,6 +565,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                     }
                     if !pending[i].is_empty() {
                         let sent = host_socks[i].send_batch(&pending[i]);
+                        busy |= sent > 0;
                         pending[i].drain(..sent);
                     }
                 }
@@ -589,7 +600,8 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                     next = Some(now + Duration::micros(20));
                 }
                 let next = Some(next.map_or(next_sample, |t| t.min(next_sample)));
-                sleep_until(&fds, clock.now(), next, &mut ready);
+                let readable = host_socks.iter().any(|s| s.readable());
+                sleep_until(&mut waiter, busy, readable, clock.now(), next);
             }
             host_stop.store(true, Ordering::Relaxed);
             for s in &mut host_socks {
