@@ -4,7 +4,7 @@
 
 use cc_algos::Rate;
 use testbeds::scenario::{CompileCtx, Scenario, Workplan};
-use testbeds::veth::engine::{CongestionConfig, CongestionReport, jain, run_workplan};
+use testbeds::veth::engine::{CongestionConfig, CongestionReport, jain};
 use testbeds::veth::root_tests_enabled;
 
 /// The engine's two threads per test must not compete with another test's on a small
@@ -29,9 +29,31 @@ fn plan(toml: &str, hosts: u32) -> Workplan {
         .unwrap()
 }
 
+/// Run `p`; while an engine loop fell behind (the OS kept it from running: the run
+/// measures the machine's load more than the fabric), run it again, up to 3 runs, and
+/// keep the run that fell behind least. The tests' assertions then decide.
+fn run_workplan(cfg: &CongestionConfig, p: &Workplan) -> testbeds::veth::Result<CongestionReport> {
+    let late = |r: &CongestionReport| r.switch_max_late_us.max(r.hosts_max_late_us);
+    let mut best: Option<CongestionReport> = None;
+    for attempt in 1..=3 {
+        let r = testbeds::veth::engine::run_workplan(cfg, p)?;
+        if r.faithful() {
+            return Ok(r);
+        }
+        eprintln!(
+            "run {attempt}: engine fell behind (switch {:.0} µs, hosts {:.0} µs late)",
+            r.switch_max_late_us, r.hosts_max_late_us
+        );
+        if best.as_ref().is_none_or(|b| late(&r) < late(b)) {
+            best = Some(r);
+        }
+    }
+    Ok(best.expect("three runs"))
+}
+
 fn summary(r: &CongestionReport) -> String {
     format!(
-        "duration {:.0} µs, drops switch {} kernel {} veth {}, marks {}, pauses {}, cnps {}, max buffer {} B, malformed {}, completed {}, flows {:?}",
+        "duration {:.0} µs, drops switch {} kernel {} veth {}, marks {}, pauses {}, cnps {}, max buffer {} B, max PFC headroom {} B, late switch {:.0} µs hosts {:.0} µs, malformed {}, completed {}, flows {:?}",
         r.duration_us,
         r.switch_drops,
         r.kernel_drops,
@@ -40,6 +62,9 @@ fn summary(r: &CongestionReport) -> String {
         r.pauses_sent,
         r.cnps_sent,
         r.max_buffer_used,
+        r.max_headroom_bytes,
+        r.switch_max_late_us,
+        r.hosts_max_late_us,
         r.malformed,
         r.all_completed,
         r.flows
@@ -86,6 +111,14 @@ fn incast_8_to_1_with_pfc_is_lossless() {
     );
     let delivered: u64 = r.flows.iter().map(|f| f.delivered).sum();
     assert!(delivered >= 8 * 2_000_000);
+    // The emulated NICs obey a PAUSE within a few frames: measured 2–100 KB above XOFF
+    // (up to ~300 KB when a build kept the engine's threads from running); before each
+    // host read its ring right before sending, up to ~1 MB.
+    assert!(
+        r.max_headroom_bytes < 512_000,
+        "hosts react to PFC too late: {}",
+        summary(&r)
+    );
 }
 
 #[test]

@@ -520,14 +520,15 @@ impl Waiter {
     }
 
     /// Wait at most `timeout_ns` (0: return at once). `busy`: this iteration moved
-    /// frames (or a ring still holds some), so the loop counts as active.
-    pub fn wait(&mut self, busy: bool, timeout_ns: u64) {
+    /// frames (or a ring still holds some), so the loop counts as active. Returns the
+    /// longest sleep it asked the OS for.
+    pub fn wait(&mut self, busy: bool, timeout_ns: u64) -> std::time::Duration {
         let now = std::time::Instant::now();
         if busy {
             self.last_busy = now;
         }
         if timeout_ns == 0 {
-            return;
+            return std::time::Duration::ZERO;
         }
         if now.duration_since(self.last_busy) < NAP_WINDOW {
             let t = (NAP.as_nanos() as u64).min(timeout_ns);
@@ -539,8 +540,10 @@ impl Waiter {
             unsafe {
                 libc::nanosleep(&ts, std::ptr::null_mut());
             }
+            std::time::Duration::from_nanos(t)
         } else {
             wait_readable(&self.fds, timeout_ns, &mut self.ready);
+            std::time::Duration::from_nanos(timeout_ns)
         }
     }
 }
