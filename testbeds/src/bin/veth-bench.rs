@@ -270,7 +270,7 @@ fn main() -> Result<(), BoxErr> {
     let mut args = std::env::args().skip(1);
     let secs: f64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(1.0);
     let reps: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(5);
-    if reps == 0 || !(secs > 0.0) {
+    if reps == 0 || secs.is_nan() || secs <= 0.0 {
         return Err("usage: veth-bench [SECONDS per trial > 0] [REPETITIONS >= 1]".into());
     }
     testbeds::veth::netns::install_signal_cleanup()?;
