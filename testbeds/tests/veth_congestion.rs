@@ -306,6 +306,68 @@ fn nscc_incast_8_to_1_is_lossless_with_a_bounded_queue() {
     assert!(mean_queue(&r) < 1_000_000, "{}", summary(&r));
 }
 
+/// tshark decodes the RCCC frames of a real run as RoCEv2 (BTH opcode 0x1F request,
+/// 0x1E grant; DSCP 48; the 8-byte credit in the payload) with nothing malformed, and
+/// their numbers match the engine's counters.
+fn check_credit_frames_in_tshark(pcap: &std::path::Path, r: &CongestionReport) {
+    let out = std::process::Command::new("tshark")
+        .args(["-r", pcap.to_str().unwrap(), "-T", "fields"])
+        .args(["-e", "infiniband.bth.opcode", "-e", "ip.dsfield.dscp"])
+        .args(["-e", "ip.src", "-e", "_ws.expert", "-Y", "infiniband"])
+        .output()
+        .expect("tshark not found: run scripts/install-deps.sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    let count = |op: &str| rows.iter().filter(|c| c[0] == op).count() as u64;
+    let (requests, grants, data) = (count("31"), count("30"), count("4"));
+    println!("pcap: {requests} credit requests, {grants} grants, {data} data frames");
+    assert_eq!(requests, 4, "one request per sender: {text}");
+    assert_eq!(grants, r.credits_sent, "every grant crossed port 0");
+    assert!(
+        data > 4 * 2_000_000 / 4096,
+        "the data frames were captured too"
+    );
+    for c in rows.iter().filter(|c| c[0] == "30" || c[0] == "31") {
+        assert_eq!(c[1], "48", "credit frames use DSCP 48: {c:?}");
+    }
+    // Grants come from the receiver (host 0 is 10.200.0.1 in the star), requests not.
+    const RECEIVER: &str = "10.200.0.1";
+    assert!(
+        rows.iter()
+            .filter(|c| c[0] == "30")
+            .all(|c| c[2] == RECEIVER),
+        "{text}"
+    );
+    assert!(
+        rows.iter()
+            .filter(|c| c[0] == "31")
+            .all(|c| c[2] != RECEIVER),
+        "{text}"
+    );
+    let v = std::process::Command::new("tshark")
+        .args([
+            "-r",
+            pcap.to_str().unwrap(),
+            "-V",
+            "-Y",
+            "infiniband.bth.opcode == 30 || infiniband.bth.opcode == 31",
+        ])
+        .output()
+        .unwrap();
+    let v = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(
+        v.matches("\nInfiniBand\n").count() as u64,
+        requests + grants,
+        "full decode of every credit frame"
+    );
+    assert!(!v.contains("Malformed"), "{v}");
+}
+
 #[test]
 fn rccc_incast_4_to_1_is_lossless_within_its_initial_credit() {
     if !enabled() {
@@ -317,8 +379,17 @@ fn rccc_incast_4_to_1_is_lossless_within_its_initial_credit() {
     let dcqcn = run_workplan(&cfg, &p).unwrap();
     println!("dcqcn: {}", summary(&dcqcn));
     cfg.cc = "rccc".parse().unwrap();
+    // Capture the receiver's switch port: the credit requests (sender → receiver) and
+    // grants (receiver → sender) cross it, and tshark must decode them as RoCE.
+    let dir = std::env::temp_dir().join(format!("fabric-rccc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("rccc.pcap");
+    cfg.pcap = Some(pcap.clone());
+    cfg.pcap_port = 0;
     let r = run_workplan(&cfg, &p).unwrap();
     println!("rccc: {}", summary(&r));
+    check_credit_frames_in_tshark(&pcap, &r);
+    std::fs::remove_dir_all(&dir).ok();
     println!(
         "mean bottleneck queue: dcqcn {} B, rccc {} B; max: dcqcn {} B, rccc {} B",
         mean_queue(&dcqcn),
