@@ -350,6 +350,11 @@ impl PacketSocket {
         self.batch_len = 0;
     }
 
+    /// Slots in the receive ring: frames the kernel can hold for us before it drops.
+    pub fn ring_frames(&self) -> usize {
+        self.ring.frames
+    }
+
     /// Whether a frame is waiting in the ring (a memory read, no system call).
     pub fn readable(&self) -> bool {
         self.ring.ready()
