@@ -8,9 +8,14 @@
 //!   congestion testbed (links paced at 400 Gb/s, i.e. not limiting).
 //!
 //! The sender blasts the same RoCEv2 frame with `sendmmsg` (batches of 64) for the
-//! given time; the receiver counts frames with `recvmmsg`. Reported: received frames
-//! per second on each path, their ratio, and the switch thread's CPU time per
-//! forwarded frame (`getrusage(RUSAGE_THREAD)`).
+//! given time; the receiver counts frames from its receive ring. Both paths use the
+//! engine's I/O layer ([`PacketSocket`], [`afpacket::Waiter`]). Threads are pinned so
+//! every trial places them alike: sender on CPU 0, switch and receiver on CPU 1; the
+//! switch runs `SCHED_FIFO` as in the engine. Trials alternate direct / switched,
+//! REPETITIONS times per frame size (the machine is shared and noisy); reported are
+//! the medians of the received frames per second on each path, the median of the
+//! per-trial ratios with its range, and the switch thread's CPU time per forwarded
+//! frame (`getrusage(RUSAGE_THREAD)`). `VETH_BENCH_DEBUG=1` prints each trial.
 //!
 //! ```text
 //! cargo run --release -p testbeds --bin veth-bench -- [SECONDS per trial] [REPETITIONS]

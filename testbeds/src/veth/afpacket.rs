@@ -463,8 +463,8 @@ fn interface_mtu(fd: RawFd, ifname: &str) -> Result<usize> {
 }
 
 /// Wait until one of `fds` is readable or `timeout_ns` passes (`ppoll`; 0 = just
-/// look), and set `ready[i]` for each readable fd. One system call tells the event loop
-/// which sockets to read, instead of one empty `recvmmsg` per socket.
+/// look), and set `ready[i]` for each readable fd: one system call for all of a loop's
+/// sockets. (A socket with a receive ring is readable while its head slot is ours.)
 pub fn wait_readable(fds: &[RawFd], timeout_ns: u64, ready: &mut [bool]) {
     let mut p: Vec<libc::pollfd> = fds
         .iter()

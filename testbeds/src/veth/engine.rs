@@ -1,8 +1,10 @@
 //! The congestion testbed: one userspace switch namespace and N host namespaces in a
 //! star, each host joined to a switch port by a veth pair. Two threads run it — one
-//! event loop for the switch (all its ports' AF_PACKET sockets), one for all hosts —
-//! each receiving and sending in batches (`recvmmsg`/`sendmmsg`) and sleeping in
-//! `ppoll` until the next pacing or timer deadline.
+//! event loop for the switch (all its ports' AF_PACKET sockets), one for all hosts,
+//! both `SCHED_FIFO` — each reading its sockets' receive rings, sending in `sendmmsg`
+//! batches and waiting with [`afpacket::Waiter`] (short naps while traffic flows,
+//! `ppoll` when idle) until the next pacing or timer deadline. The report says how far
+//! each loop fell behind ([`CongestionReport::faithful`]).
 //!
 //! [`run_workplan`] executes a compiled `scenario` [`Workplan`] (flows over host indices
 //! with start/stop times in the scenario's — virtual — time) and returns a
@@ -70,9 +72,9 @@ pub struct CongestionConfig {
 
 impl CongestionConfig {
     /// Defaults: 1 Gb/s real links standing for 100 Gb/s (scale 100), 4 KiB payload,
-    /// 32 MB shared buffer (a Tomahawk-3-class switch ASIC; PFC headroom must cover the
-    /// emulated hosts' reaction to PAUSE, which needed up to ~1 MB per port above XOFF in
-    /// an 8:1 incast here: peaks of 8 MB, overflowing the earlier 8 MB default),
+    /// 32 MB shared buffer (a Tomahawk-3-class switch ASIC; it covers 16 ingress ports
+    /// at XOFF plus the headroom the emulated hosts use after a PAUSE, measured at
+    /// 2–100 KB per port, up to ~300 KB when the machine is loaded),
     /// DCQCN paper ECN setting (Kmin 5 KB, Kmax 200 KB, Pmax 1 %),
     /// PFC XOFF 256 KB / XON 128 KB, DCQCN paper parameters, 10 µs virtual base RTT,
     /// 20 µs samples.
