@@ -73,6 +73,10 @@ pub struct VerifyArgs {
     /// show what the kernel alone does (legacy multipath + linkdown sysctls).
     #[arg(long)]
     pub kernel_first: bool,
+    /// IPv4 only (by default the testbed is dual stack and every check runs for IPv4
+    /// and IPv6).
+    #[arg(long)]
+    pub ipv4_only: bool,
     /// Write the full report as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -205,6 +209,7 @@ fn verify_fabric(a: &VerifyArgs) -> anyhow::Result<topo::Fabric> {
 fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     let f = verify_fabric(&a)?;
     let mut opts = routed::VerifyOptions {
+        testbed: routed::RoutedOptions { ipv6: !a.ipv4_only },
         spread_flows: a.flows,
         kernel_first: a.kernel_first,
         ..Default::default()
@@ -220,11 +225,16 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         opts.fail = Some(set.links[0]);
     }
     println!(
-        "routed testbed: {} ({} hosts, {} switches, {} links)",
+        "routed testbed: {} ({} hosts, {} switches, {} links), {}",
         f.name(),
         f.num_hosts(),
         f.num_switches(),
-        f.num_links()
+        f.num_links(),
+        if a.ipv4_only {
+            "IPv4 only"
+        } else {
+            "dual stack (IPv4 + IPv6)"
+        }
     );
     let r = routed::verify(f, &opts)?;
     let s = &r.setup;
@@ -234,7 +244,8 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     );
     let round = |what: &str, p: &routed::ProbeRound| {
         println!(
-            "{what}: {}/{} pairs reached ({} UDP probes) in {:.1} ms{}",
+            "{} {what}: {}/{} pairs reached ({} UDP probes) in {:.1} ms{}",
+            p.family,
             p.received,
             p.pairs,
             p.sent,
@@ -246,11 +257,10 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             }
         );
     };
-    round("all pairs before failure", &r.before);
     let spread = |what: &str, sp: &routed::Spread| {
         println!(
-            "ECMP spread {what}: {} flows {}→{} ({} delivered), tx per uplink of {}:",
-            sp.flows, sp.src, sp.dst, sp.delivered, sp.leaf
+            "{} ECMP spread {what}: {} flows {}→{} ({} delivered), tx per uplink of {}:",
+            sp.family, sp.flows, sp.src, sp.dst, sp.delivered, sp.leaf
         );
         for (ifn, peer, tx, up) in &sp.uplinks {
             println!(
@@ -264,15 +274,23 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             sp.imbalance()
         );
     };
-    spread("before failure", &r.spread);
-    if let Some(k) = &r.kernel_only {
-        println!(
-            "kernel alone (link down, routes not yet re-programmed): {}/{} pairs reached in {:.1} ms; missing {:?}",
-            k.received,
-            k.pairs,
-            k.elapsed_s * 1e3,
-            k.missing
-        );
+    for x in &r.families {
+        round("all pairs before failure", &x.before);
+    }
+    for x in &r.families {
+        spread("before failure", &x.spread);
+    }
+    for x in &r.families {
+        if let Some(k) = &x.kernel_only {
+            println!(
+                "{} kernel alone (link down, routes not yet re-programmed): {}/{} pairs reached in {:.1} ms; missing {:?}",
+                k.family,
+                k.received,
+                k.pairs,
+                k.elapsed_s * 1e3,
+                k.missing
+            );
+        }
     }
     println!(
         "failed {}: topo changed {} entries, {} routes re-programmed in {:.1} ms",
@@ -290,16 +308,35 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             r.unreachable
         );
     }
-    round("all pairs after failure", &r.after);
-    match r.recovery_s {
-        Some(t) => println!(
-            "recovered in {:.1} ms (link down → all reachable pairs answered, {} round(s))",
-            t * 1e3,
-            r.rounds_to_recover
-        ),
-        None => println!("NOT recovered after {} rounds", r.rounds_to_recover),
+    for x in &r.families {
+        round("all pairs after failure", &x.after);
+        match x.recovery_s {
+            Some(t) => println!(
+                "{} recovered in {:.1} ms (link down → all reachable pairs answered, {} round(s))",
+                x.family,
+                t * 1e3,
+                x.rounds_to_recover
+            ),
+            None => println!(
+                "{} NOT recovered after {} rounds",
+                x.family, x.rounds_to_recover
+            ),
+        }
     }
-    spread("after failure", &r.spread_after);
+    for x in &r.families {
+        spread("after failure", &x.spread_after);
+    }
+    for x in &r.families {
+        println!(
+            "{}: {}",
+            x.family,
+            if x.ok() {
+                "all checks passed"
+            } else {
+                "FAILED"
+            }
+        );
+    }
     if r.leaked.is_empty() {
         println!("teardown: no namespace left");
     } else {
@@ -498,6 +535,7 @@ mod tests {
             fail: None,
             flows: 256,
             kernel_first: false,
+            ipv4_only: false,
             json: None,
         }
     }

@@ -8,12 +8,13 @@
 //! Messages are built as values by pure functions ([`veth_message`], [`multipath_route`])
 //! that are unit-tested without root; only [`Nl`] methods do I/O (STYLE.md point 14).
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsRawFd;
 
 use futures::TryStreamExt;
+use netlink_packet_route::address::AddressAttribute;
 use netlink_packet_route::link::{InfoData, InfoVeth, LinkAttribute, LinkMessage};
-use netlink_packet_route::route::{RouteAttribute, RouteMessage, RouteNextHop};
+use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteNextHop};
 use rtnetlink::{Handle, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
 use super::netns::{Netns, in_netns};
@@ -73,18 +74,70 @@ pub fn multipath_route(dst: Ipv4Addr, len: u8, hops: &[(Ipv4Addr, u8)]) -> Route
     if let [(gw, _)] = hops {
         return b.gateway(*gw).build();
     }
-    let nhs = hops
-        .iter()
+    b.multipath(next_hops(hops)).build()
+}
+
+/// The IPv6 twin of [`multipath_route`]: `RTA_MULTIPATH` with `rtnh_hops = w − 1` for
+/// `AF_INET6` as well (the kernel accepts it since 4.16 and dumps the route back as one
+/// message with all next hops).
+pub fn multipath_route6(dst: Ipv6Addr, len: u8, hops: &[(Ipv6Addr, u8)]) -> RouteMessage {
+    let b = RouteMessageBuilder::<Ipv6Addr>::new().destination_prefix(dst, len);
+    if let [(gw, _)] = hops {
+        return b.gateway(*gw).build();
+    }
+    b.multipath(next_hops(hops)).build()
+}
+
+fn next_hops<A: Copy + Into<RouteAddress>>(hops: &[(A, u8)]) -> Vec<RouteNextHop> {
+    hops.iter()
         .map(|(gw, w)| {
             let mut nh = RouteNextHop::default();
             nh.hops = w.saturating_sub(1);
-            nh.attributes.push(RouteAttribute::Gateway(
-                netlink_packet_route::route::RouteAddress::Inet(*gw),
-            ));
+            nh.attributes.push(RouteAttribute::Gateway((*gw).into()));
             nh
         })
-        .collect();
-    b.multipath(nhs).build()
+        .collect()
+}
+
+/// The `(gateway, weight)` next hops of a route as read back from the kernel (weight =
+/// `rtnh_hops + 1`); a plain gateway route gives one hop of weight 1.
+pub fn route_hops(m: &RouteMessage) -> Vec<(IpAddr, u16)> {
+    let ip = |a: &RouteAddress| match a {
+        RouteAddress::Inet(v) => Some(IpAddr::V4(*v)),
+        RouteAddress::Inet6(v) => Some(IpAddr::V6(*v)),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for a in &m.attributes {
+        match a {
+            RouteAttribute::Gateway(g) => out.extend(ip(g).map(|g| (g, 1))),
+            RouteAttribute::MultiPath(nhs) => {
+                for nh in nhs {
+                    for x in &nh.attributes {
+                        if let RouteAttribute::Gateway(g) = x {
+                            out.extend(ip(g).map(|g| (g, nh.hops as u16 + 1)));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Destination `(address, prefix length)` of a route message (`None`: default route).
+pub fn route_dst(m: &RouteMessage) -> Option<(IpAddr, u8)> {
+    m.attributes.iter().find_map(|a| match a {
+        RouteAttribute::Destination(RouteAddress::Inet(v)) => {
+            Some((IpAddr::V4(*v), m.header.destination_prefix_length))
+        }
+        RouteAttribute::Destination(RouteAddress::Inet6(v)) => {
+            Some((IpAddr::V6(*v), m.header.destination_prefix_length))
+        }
+        _ => None,
+    })
 }
 
 impl Nl {
@@ -188,8 +241,9 @@ impl Nl {
             .map_err(|e| nl_err(&self.ns, format!("set {name} mtu {mtu}"), e))
     }
 
-    /// Add `addr/len` to link `name`.
-    pub fn add_addr(&self, name: &str, addr: Ipv4Addr, len: u8) -> Result<()> {
+    /// Add `addr/len` (IPv4 or IPv6) to link `name`.
+    pub fn add_addr(&self, name: &str, addr: impl Into<IpAddr>, len: u8) -> Result<()> {
+        let addr = addr.into();
         let idx = self.index(name)?;
         self.rt
             .block_on(self.handle.address().add(idx, addr.into(), len).execute())
@@ -204,11 +258,18 @@ impl Nl {
             .map_err(|e| nl_err(&self.ns, what, e))
     }
 
-    /// Delete the main-table route to `dst/len`. Returns `false` if there was none.
-    pub fn del_route(&self, dst: Ipv4Addr, len: u8) -> Result<bool> {
-        let msg = RouteMessageBuilder::<Ipv4Addr>::new()
-            .destination_prefix(dst, len)
-            .build();
+    /// Delete the main-table route to `dst/len` (IPv4 or IPv6). Returns `false` if there
+    /// was none.
+    pub fn del_route(&self, dst: impl Into<IpAddr>, len: u8) -> Result<bool> {
+        let dst = dst.into();
+        let msg = match dst {
+            IpAddr::V4(d) => RouteMessageBuilder::<Ipv4Addr>::new()
+                .destination_prefix(d, len)
+                .build(),
+            IpAddr::V6(d) => RouteMessageBuilder::<Ipv6Addr>::new()
+                .destination_prefix(d, len)
+                .build(),
+        };
         match self.rt.block_on(self.handle.route().del(msg).execute()) {
             Ok(()) => Ok(true),
             Err(rtnetlink::Error::NetlinkError(e))
@@ -226,6 +287,40 @@ impl Nl {
         self.rt
             .block_on(self.handle.route().get(q).execute().try_collect())
             .map_err(|e| nl_err(&self.ns, "dump routes", e))
+    }
+
+    /// Every IPv6 route of the main table (for checks).
+    pub fn routes6(&self) -> Result<Vec<RouteMessage>> {
+        let q = RouteMessageBuilder::<Ipv6Addr>::new().build();
+        self.rt
+            .block_on(self.handle.route().get(q).execute().try_collect())
+            .map_err(|e| nl_err(&self.ns, "dump IPv6 routes", e))
+    }
+
+    /// Every address of the namespace as `(link index, address, prefix length, IFA_F_*
+    /// flags)` (for checks, e.g. that no IPv6 address is tentative).
+    pub fn addresses(&self) -> Result<Vec<(u32, IpAddr, u8, u32)>> {
+        let msgs: Vec<_> = self
+            .rt
+            .block_on(self.handle.address().get().execute().try_collect())
+            .map_err(|e| nl_err(&self.ns, "dump addresses", e))?;
+        let mut out = Vec::new();
+        for m in msgs {
+            let mut addr = None;
+            // IFA_FLAGS (32 bits) supersedes the 8-bit header flags when present.
+            let mut flags = u32::from(m.header.flags.bits());
+            for a in &m.attributes {
+                match a {
+                    AddressAttribute::Address(ip) => addr = Some(*ip),
+                    AddressAttribute::Flags(f) => flags = f.bits(),
+                    _ => {}
+                }
+            }
+            if let Some(ip) = addr {
+                out.push((m.header.index, ip, m.header.prefix_len, flags));
+            }
+        }
+        Ok(out)
     }
 
     /// Names of all links in the namespace.
@@ -304,6 +399,19 @@ mod tests {
             .expect("multipath attribute");
         assert_eq!(hops.iter().map(|h| h.hops).collect::<Vec<_>>(), vec![0, 2]);
         assert_eq!(m.header.destination_prefix_length, 24);
+    }
+
+    #[test]
+    fn ipv6_multipath_weights_are_stored_minus_one_and_read_back_plus_one() {
+        let a: Ipv6Addr = "fd00:fffe::1".parse().unwrap();
+        let b: Ipv6Addr = "fd00:fffe::3".parse().unwrap();
+        let dst: Ipv6Addr = "fd00:0:0:1::".parse().unwrap();
+        let m = multipath_route6(dst, 64, &[(a, 1), (b, 3)]);
+        assert_eq!(m.header.destination_prefix_length, 64);
+        assert_eq!(route_hops(&m), vec![(IpAddr::V6(a), 1), (IpAddr::V6(b), 3)]);
+        assert_eq!(route_dst(&m), Some((IpAddr::V6(dst), 64)));
+        let one = multipath_route6(dst, 64, &[(a, 1)]);
+        assert_eq!(route_hops(&one), vec![(IpAddr::V6(a), 1)]);
     }
 
     #[test]
