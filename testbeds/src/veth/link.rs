@@ -246,7 +246,7 @@ impl Nl {
         let addr = addr.into();
         let idx = self.index(name)?;
         self.rt
-            .block_on(self.handle.address().add(idx, addr.into(), len).execute())
+            .block_on(self.handle.address().add(idx, addr, len).execute())
             .map_err(|e| nl_err(&self.ns, format!("add {addr}/{len} to {name}"), e))
     }
 
