@@ -77,6 +77,10 @@ pub struct VerifyArgs {
     /// and IPv6).
     #[arg(long)]
     pub ipv4_only: bool,
+    /// Skip the restore step (by default the failed link is set up again, the changed
+    /// routes re-programmed, all pairs probed again and the spread repeated).
+    #[arg(long)]
+    pub no_restore: bool,
     /// Write the full report as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -212,6 +216,7 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         testbed: routed::RoutedOptions { ipv6: !a.ipv4_only },
         spread_flows: a.flows,
         kernel_first: a.kernel_first,
+        restore: !a.no_restore,
         ..Default::default()
     };
     if let Some(name) = &a.fail {
@@ -325,6 +330,42 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     }
     for x in &r.families {
         spread("after failure", &x.spread_after);
+    }
+    if let Some(re) = &r.restore {
+        println!(
+            "restored {}: both ends operationally up after {}; topo changed {} entries, {} routes re-programmed {:.1} ms after the link-up request",
+            re.link,
+            re.oper_up_s
+                .map_or("NOT within 2 s".to_string(), |t| format!(
+                    "{:.1} ms",
+                    t * 1e3
+                )),
+            re.entries_changed,
+            re.routes_reprogrammed,
+            re.reprogram_s * 1e3
+        );
+        for x in &r.families {
+            if let Some(p) = &x.restored {
+                round("all pairs after restore", p);
+            }
+            match x.restore_s {
+                Some(t) => println!(
+                    "{} restored in {:.1} ms (link up → all reachable pairs answered, {} round(s))",
+                    x.family,
+                    t * 1e3,
+                    x.rounds_to_restore
+                ),
+                None => println!(
+                    "{} NOT all reachable after the restore ({} rounds)",
+                    x.family, x.rounds_to_restore
+                ),
+            }
+        }
+        for x in &r.families {
+            if let Some(sp) = &x.spread_restored {
+                spread("after restore", sp);
+            }
+        }
     }
     for x in &r.families {
         println!(
@@ -536,6 +577,7 @@ mod tests {
             flows: 256,
             kernel_first: false,
             ipv4_only: false,
+            no_restore: false,
             json: None,
         }
     }

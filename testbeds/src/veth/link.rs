@@ -12,8 +12,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsRawFd;
 
 use futures::TryStreamExt;
-use netlink_packet_route::address::AddressAttribute;
-use netlink_packet_route::link::{InfoData, InfoVeth, LinkAttribute, LinkMessage};
+use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressHeaderFlags};
+use netlink_packet_route::link::{InfoData, InfoVeth, LinkAttribute, LinkMessage, State};
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteNextHop};
 use rtnetlink::{Handle, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
@@ -224,6 +224,34 @@ impl Nl {
             })
     }
 
+    /// Whether link `name`'s operational state (IFLA_OPERSTATE) is UP. The kernel sets it
+    /// from its link watcher, the same work that activates the link's qdisc after a
+    /// carrier change (until then the device drops what it sends), and it may run up to
+    /// a second after the change.
+    pub fn oper_up(&self, name: &str) -> Result<bool> {
+        let name2 = name.to_string();
+        let r = self.rt.block_on(async {
+            self.handle
+                .link()
+                .get()
+                .match_name(name2)
+                .execute()
+                .try_next()
+                .await
+        });
+        match r {
+            Ok(Some(m)) => Ok(m
+                .attributes
+                .iter()
+                .any(|a| matches!(a, LinkAttribute::OperState(State::Up)))),
+            Ok(None) => Err(Error::Invalid(format!(
+                "no link {name} in netns {}",
+                self.ns
+            ))),
+            Err(e) => Err(nl_err(&self.ns, format!("get link {name}"), e)),
+        }
+    }
+
     pub fn set_up(&self, name: &str) -> Result<()> {
         self.set(name, true)
     }
@@ -241,12 +269,21 @@ impl Nl {
             .map_err(|e| nl_err(&self.ns, format!("set {name} mtu {mtu}"), e))
     }
 
-    /// Add `addr/len` (IPv4 or IPv6) to link `name`.
+    /// Add `addr/len` (IPv4 or IPv6; IPv6 with `IFA_F_NODAD`) to link `name`.
     pub fn add_addr(&self, name: &str, addr: impl Into<IpAddr>, len: u8) -> Result<()> {
         let addr = addr.into();
         let idx = self.index(name)?;
+        let mut req = self.handle.address().add(idx, addr, len);
+        if addr.is_ipv6() {
+            // IFA_F_NODAD: never tentative, not even while the link waits for carrier
+            // (the kernel skips the TENTATIVE flag for NODAD addresses).
+            let m = req.message_mut();
+            m.header.flags |= AddressHeaderFlags::Nodad;
+            m.attributes
+                .push(AddressAttribute::Flags(AddressFlags::Nodad));
+        }
         self.rt
-            .block_on(self.handle.address().add(idx, addr, len).execute())
+            .block_on(req.execute())
             .map_err(|e| nl_err(&self.ns, format!("add {addr}/{len} to {name}"), e))
     }
 

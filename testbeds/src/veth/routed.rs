@@ -263,17 +263,22 @@ impl Spread {
     }
 }
 
-/// What a link failure did.
+/// What a link failure (or a restore, [`RoutedTestbed::restore_link`]) did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Failure {
     /// `a:port -- b:port`.
     pub link: String,
-    /// (switch, destination leaf) entries topo changed.
+    /// (switch, destination leaf) entries topo changed (IPv4 and IPv6 routes follow the
+    /// same entries).
     pub entries_changed: usize,
     /// Routes replaced or deleted through netlink.
     pub routes_reprogrammed: usize,
-    /// From link down (with a `between` step: from its end) to the last route re-programmed.
+    /// From link down (with a `between` step: from its end) — or link up — to the last
+    /// route re-programmed.
     pub reprogram_s: f64,
+    /// Restore only: from the link-up request until both ends were operationally up
+    /// (`None`: not within 2 s, or a failure). Routes are re-programmed after that.
+    pub oper_up_s: Option<f64>,
 }
 
 /// One host's probe sockets of one family (opened inside its namespace).
@@ -418,57 +423,9 @@ impl RoutedTestbed {
         let t2 = Instant::now();
         let nl = ns.iter().map(Nl::open).collect::<Result<Vec<_>>>()?;
         for h in f.hosts() {
-            let a = f.attachment(h, 0).ok_or_else(|| {
-                Error::Invalid(format!("host {} has no port in plane 0", f.node_name(h)))
-            })?;
-            let addr = plan.host_v4(&f, h, 0).ok_or_else(|| {
-                Error::Invalid(format!("host {} has no IPv4 address", f.node_name(h)))
-            })?;
-            let gw = plan
-                .gateway_v4(a.leaf)
-                .ok_or_else(|| Error::Invalid(format!("leaf {} has no prefix", a.leaf.0)))?;
-            let hif = ifname(a.host_port);
-            let lif = ifname(a.leaf_port);
-            let hn = &nl[h.idx()];
-            hn.add_addr(&hif, addr, 32)?;
-            let hidx = hn.index(&hif)?;
-            hn.replace_route(link_route(gw, hidx))?;
-            hn.replace_route(
-                RouteMessageBuilder::<Ipv4Addr>::new()
-                    .destination_prefix(Ipv4Addr::UNSPECIFIED, 0)
-                    .gateway(gw)
-                    .output_interface(hidx)
-                    .build(),
-            )?;
-            let ln = &nl[a.leaf.idx()];
-            ln.add_addr(&lif, gw, 32)?;
-            let lidx = ln.index(&lif)?;
-            ln.replace_route(link_route(addr, lidx))?;
-            st.addresses += 2;
-            st.routes += 3;
-            if opts.ipv6 {
-                // The same shape in IPv6: host ::(p+2)/128, leaf gateway ::1/128 on every
-                // host port, a connected /128 each way and the host's default route.
-                let addr6 = plan.host_v6(&f, h, 0).ok_or_else(|| {
-                    Error::Invalid(format!("host {} has no IPv6 address", f.node_name(h)))
-                })?;
-                let gw6 = gateway_v6(&plan, a.leaf).ok_or_else(|| {
-                    Error::Invalid(format!("leaf {} has no IPv6 prefix", a.leaf.0))
-                })?;
-                hn.add_addr(&hif, addr6, 128)?;
-                hn.replace_route(link_route6(gw6, hidx))?;
-                hn.replace_route(
-                    RouteMessageBuilder::<Ipv6Addr>::new()
-                        .destination_prefix(Ipv6Addr::UNSPECIFIED, 0)
-                        .gateway(gw6)
-                        .output_interface(hidx)
-                        .build(),
-                )?;
-                ln.add_addr(&lif, gw6, 128)?;
-                ln.replace_route(link_route6(addr6, lidx))?;
-                st.addresses += 2;
-                st.routes += 3;
-            }
+            let (a, r) = host_link(&f, &plan, &nl, h, opts.ipv6, true)?;
+            st.addresses += a;
+            st.routes += r;
         }
         for s in f.switches() {
             for p in 0..f.degree(s) as topo::Port {
@@ -924,6 +881,81 @@ impl RoutedTestbed {
             entries_changed: rep.changed.len(),
             routes_reprogrammed: n,
             reprogram_s: secs(t0),
+            oper_up_s: None,
+        })
+    }
+
+    /// The next-hop port list of every `(switch, leaf)` entry (empty: none or local), to
+    /// find the entries a non-incremental re-route changed.
+    fn table_snapshot(&self) -> Vec<Vec<topo::Port>> {
+        let leaves: Vec<NodeId> = self.fabric.plane_info(0).leaves().map(NodeId).collect();
+        let mut v = Vec::new();
+        for s in self.fabric.switches() {
+            for &l in &leaves {
+                let e = self.routes.entry(s, l);
+                v.push(if e == LOCAL || e == NO_ROUTE {
+                    Vec::new()
+                } else {
+                    self.routes.groups().get(e).to_vec()
+                });
+            }
+        }
+        v
+    }
+
+    /// Restore link `l` after [`Self::fail_link`]: set its `a` end up through netlink
+    /// (the `b` end regains carrier), bring it back in `topo`
+    /// ([`topo::Routes::restore_links`], which recomputes the tables), and re-program
+    /// only the entries whose next hops changed (both families).
+    pub fn restore_link(&mut self, l: LinkId) -> Result<Failure> {
+        let link = *self.fabric.link(l);
+        let t0 = Instant::now();
+        self.nl[link.a.idx()].set_up(&ifname(link.a_port))?;
+        // Wait (≤ 2 s) until both ends are operationally up: before the kernel's link
+        // watcher has run, the far end still drops what it sends (no ARP/ND replies), and
+        // with `fib_multipath_use_neigh` the leaf then skips the restored next hop.
+        let (ia, ib) = (ifname(link.a_port), ifname(link.b_port));
+        let mut carrier_s = None;
+        while t0.elapsed() < Duration::from_secs(2) {
+            if self.nl[link.a.idx()].oper_up(&ia)? && self.nl[link.b.idx()].oper_up(&ib)? {
+                carrier_s = Some(secs(t0));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let before = self.table_snapshot();
+        self.routes.restore_links(&self.fabric, &[l]);
+        let after = self.table_snapshot();
+        let leaves: Vec<NodeId> = self.fabric.plane_info(0).leaves().map(NodeId).collect();
+        let switches: Vec<NodeId> = self.fabric.switches().collect();
+        let mut changed = 0;
+        let mut n = 0;
+        // A host's routes went with its link (the kernel flushes routes through a link
+        // set down); `topo` has no entries for them: re-install both ends.
+        if let Some(h) = [link.a, link.b]
+            .into_iter()
+            .find(|&x| self.fabric.is_host(x))
+        {
+            n += host_link(&self.fabric, &self.plan, &self.nl, h, self.ipv6, false)?.1;
+        }
+        for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+            if b != a {
+                changed += 1;
+                n += self.program(switches[i / leaves.len()], leaves[i % leaves.len()])?;
+            }
+        }
+        Ok(Failure {
+            link: format!(
+                "{}:{} -- {}:{}",
+                self.fabric.node_name(link.a),
+                ifname(link.a_port),
+                self.fabric.node_name(link.b),
+                ifname(link.b_port)
+            ),
+            entries_changed: changed,
+            routes_reprogrammed: n,
+            reprogram_s: secs(t0),
+            oper_up_s: carrier_s,
         })
     }
 
@@ -955,6 +987,77 @@ fn set_rcvbuf(s: &UdpSocket, bytes: libc::c_int) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Addresses (with `add_addrs`) and routes of host `h`'s link to its leaf, both ends:
+/// the host's address, a route to the gateway and a default route through it; the
+/// leaf's gateway address on the port and a route to the host. Routes are replaced, so
+/// this also re-installs what the kernel flushed when the link was set down. Returns
+/// (addresses, routes) written.
+fn host_link(
+    f: &Fabric,
+    plan: &AddressPlan,
+    nl: &[Nl],
+    h: NodeId,
+    ipv6: bool,
+    add_addrs: bool,
+) -> Result<(usize, usize)> {
+    let a = f
+        .attachment(h, 0)
+        .ok_or_else(|| Error::Invalid(format!("host {} has no port in plane 0", f.node_name(h))))?;
+    let addr = plan
+        .host_v4(f, h, 0)
+        .ok_or_else(|| Error::Invalid(format!("host {} has no IPv4 address", f.node_name(h))))?;
+    let gw = plan
+        .gateway_v4(a.leaf)
+        .ok_or_else(|| Error::Invalid(format!("leaf {} has no prefix", a.leaf.0)))?;
+    let hif = ifname(a.host_port);
+    let lif = ifname(a.leaf_port);
+    let hn = &nl[h.idx()];
+    let ln = &nl[a.leaf.idx()];
+    let (mut na, mut nr) = (0, 0);
+    if add_addrs {
+        hn.add_addr(&hif, addr, 32)?;
+        ln.add_addr(&lif, gw, 32)?;
+        na += 2;
+    }
+    let hidx = hn.index(&hif)?;
+    let lidx = ln.index(&lif)?;
+    hn.replace_route(link_route(gw, hidx))?;
+    hn.replace_route(
+        RouteMessageBuilder::<Ipv4Addr>::new()
+            .destination_prefix(Ipv4Addr::UNSPECIFIED, 0)
+            .gateway(gw)
+            .output_interface(hidx)
+            .build(),
+    )?;
+    ln.replace_route(link_route(addr, lidx))?;
+    nr += 3;
+    if ipv6 {
+        // The same shape in IPv6: host ::(p+2)/128, leaf gateway ::1/128 on every
+        // host port, a connected /128 each way and the host's default route.
+        let addr6 = plan.host_v6(f, h, 0).ok_or_else(|| {
+            Error::Invalid(format!("host {} has no IPv6 address", f.node_name(h)))
+        })?;
+        let gw6 = gateway_v6(plan, a.leaf)
+            .ok_or_else(|| Error::Invalid(format!("leaf {} has no IPv6 prefix", a.leaf.0)))?;
+        if add_addrs {
+            hn.add_addr(&hif, addr6, 128)?;
+            ln.add_addr(&lif, gw6, 128)?;
+            na += 2;
+        }
+        hn.replace_route(link_route6(gw6, hidx))?;
+        hn.replace_route(
+            RouteMessageBuilder::<Ipv6Addr>::new()
+                .destination_prefix(Ipv6Addr::UNSPECIFIED, 0)
+                .gateway(gw6)
+                .output_interface(hidx)
+                .build(),
+        )?;
+        ln.replace_route(link_route6(addr6, lidx))?;
+        nr += 3;
+    }
+    Ok((na, nr))
 }
 
 /// Open a host's probe sockets for `addr` inside `ns`: a non-blocking receiver on
@@ -1006,6 +1109,9 @@ pub struct VerifyOptions {
     /// Before re-programming, probe all pairs once with only the kernel's own reaction
     /// to the link-down (legacy multipath + sysctls); adds that round to the recovery time.
     pub kernel_first: bool,
+    /// After the failure: restore the link, re-program, probe all pairs again and check
+    /// the spread uses the restored uplink again.
+    pub restore: bool,
 }
 
 impl Default for VerifyOptions {
@@ -1017,6 +1123,7 @@ impl Default for VerifyOptions {
             round_timeout: Duration::from_secs(3),
             recover_limit: Duration::from_secs(10),
             kernel_first: false,
+            restore: true,
         }
     }
 }
@@ -1039,9 +1146,38 @@ pub struct FamilyReport {
     /// (`None`: never).
     pub recovery_s: Option<f64>,
     pub spread_after: Spread,
+    /// With [`VerifyOptions::restore`]: the last probe round after the restore.
+    pub restored: Option<ProbeRound>,
+    /// Rounds after the restore until one fully succeeded.
+    pub rounds_to_restore: usize,
+    /// From link up to the end of this family's first fully successful round after it.
+    pub restore_s: Option<f64>,
+    /// The spread after the restore.
+    pub spread_restored: Option<Spread>,
+    /// Interface of the failed link on the spread's leaf, if it is one of its uplinks.
+    pub failed_uplink: Option<String>,
 }
 
 impl FamilyReport {
+    /// Whether the restore step passed (`true` when there was none): all pairs again,
+    /// every spread flow delivered, and the restored uplink (if it is one of the spread
+    /// leaf's) carries traffic again.
+    pub fn restore_ok(&self) -> bool {
+        let Some(r) = &self.restored else {
+            return true;
+        };
+        let Some(sp) = &self.spread_restored else {
+            return false;
+        };
+        r.ok()
+            && self.restore_s.is_some()
+            && (sp.delivered == sp.flows || !sp.reachable)
+            && self
+                .failed_uplink
+                .as_ref()
+                .is_none_or(|i| sp.uplinks.iter().any(|u| &u.0 == i && u.2 > 0 && u.3))
+    }
+
     /// Every reachable pair reached before and after the failure, recovery happened,
     /// the spread used at least two uplinks and delivered every flow.
     pub fn ok(&self) -> bool {
@@ -1052,6 +1188,7 @@ impl FamilyReport {
             && self.spread.delivered == self.spread.flows
             && (self.spread_after.delivered == self.spread_after.flows
                 || !self.spread_after.reachable)
+            && self.restore_ok()
     }
 }
 
@@ -1067,6 +1204,8 @@ pub struct VerifyReport {
     pub failure: Failure,
     /// Pairs topo says are unreachable after the failure (not probed).
     pub unreachable: Vec<(String, String)>,
+    /// With [`VerifyOptions::restore`]: what restoring the link did.
+    pub restore: Option<Failure>,
     /// Namespaces of this run still present after teardown (must be empty).
     pub leaked: Vec<String>,
 }
@@ -1219,6 +1358,25 @@ pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
         .iter()
         .map(|&fam| rt.spread(fam, src, dst, opts.spread_flows))
         .collect::<Result<Vec<_>>>()?;
+    // Restore: link up, re-program, all pairs again, the uplink carries traffic again.
+    let (restore, mut restored, mut spreads_restored) = if opts.restore {
+        let t_up = Instant::now();
+        let rep = rt.restore_link(fail)?;
+        let pairs = rt.reachable_pairs();
+        let res = probe_until_ok(&mut rt, &fams, &pairs, t_up, opts.recover_limit);
+        let sp = fams
+            .iter()
+            .map(|&fam| rt.spread(fam, src, dst, opts.spread_flows))
+            .collect::<Result<Vec<_>>>()?;
+        (Some(rep), Some(res.into_iter()), Some(sp.into_iter()))
+    } else {
+        (None, None, None)
+    };
+    let fl = *rt.fabric().link(fail);
+    let failed_uplink = [(fl.a, fl.a_port), (fl.b, fl.b_port)]
+        .into_iter()
+        .find(|&(n, p)| n == src_leaf && !rt.fabric().is_host(rt.fabric().peer(n, p)))
+        .map(|(_, p)| ifname(p));
     let (fabric, hosts, switches) = (
         rt.fabric().name().to_string(),
         rt.fabric().num_hosts(),
@@ -1239,6 +1397,10 @@ pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
         .zip(spreads_after)
         .map(
             |((((&family, before), spread), (after, rounds, recovery_s)), spread_after)| {
+                let (restored, rounds_to_restore, restore_s) = restored
+                    .as_mut()
+                    .and_then(|r| r.next())
+                    .map_or((None, 0, None), |(r, n, t)| (Some(r), n, t));
                 FamilyReport {
                     family,
                     before,
@@ -1248,6 +1410,11 @@ pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
                     rounds_to_recover: rounds,
                     recovery_s,
                     spread_after,
+                    restored,
+                    rounds_to_restore,
+                    restore_s,
+                    spread_restored: spreads_restored.as_mut().and_then(|s| s.next()),
+                    failed_uplink: failed_uplink.clone(),
                 }
             },
         )
@@ -1260,6 +1427,7 @@ pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
         families,
         failure,
         unreachable,
+        restore,
         leaked,
     })
 }
