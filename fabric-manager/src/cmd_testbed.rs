@@ -81,6 +81,10 @@ pub struct VerifyArgs {
     /// routes re-programmed, all pairs probed again and the spread repeated).
     #[arg(long)]
     pub no_restore: bool,
+    /// Shape every link to R Mb/s (a tbf qdisc on both ends of every veth: 32 KiB
+    /// bucket, 20 ms queue) and check one UDP flow per family gets R ± 10 %.
+    #[arg(long, value_name = "R")]
+    pub link_mbps: Option<u64>,
     /// Write the full report as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -213,7 +217,10 @@ fn verify_fabric(a: &VerifyArgs) -> anyhow::Result<topo::Fabric> {
 fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     let f = verify_fabric(&a)?;
     let mut opts = routed::VerifyOptions {
-        testbed: routed::RoutedOptions { ipv6: !a.ipv4_only },
+        testbed: routed::RoutedOptions {
+            ipv6: !a.ipv4_only,
+            link_mbps: a.link_mbps,
+        },
         spread_flows: a.flows,
         kernel_first: a.kernel_first,
         restore: !a.no_restore,
@@ -279,11 +286,43 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             sp.imbalance()
         );
     };
+    if let Some(t) = &s.tbf {
+        println!(
+            "shaping: {} tbf qdiscs (rate {} Mb/s, burst {} B, limit {} B) installed and read back in {:.2} s",
+            s.qdiscs,
+            t.rate_bps / 1_000_000,
+            t.burst,
+            t.limit(),
+            s.shaping_s
+        );
+    }
     for x in &r.families {
         round("all pairs before failure", &x.before);
     }
     for x in &r.families {
         spread("before failure", &x.spread);
+    }
+    for x in &r.families {
+        if let Some(b) = &x.blast {
+            println!(
+                "{} rate: one UDP flow {}→{} for {:.2} s, {} B datagrams ({} B frames): {}/{} received, {:.1} Mb/s of frames (link {} Mb/s){}",
+                b.family,
+                b.src,
+                b.dst,
+                b.send_s,
+                b.payload,
+                b.frame,
+                b.received,
+                b.sent,
+                b.rx_mbps,
+                x.link_mbps.unwrap_or(0),
+                if x.rate_ok() {
+                    ""
+                } else {
+                    " — OUTSIDE ±10 %"
+                }
+            );
+        }
     }
     for x in &r.families {
         if let Some(k) = &x.kernel_only {
@@ -578,6 +617,7 @@ mod tests {
             kernel_first: false,
             ipv4_only: false,
             no_restore: false,
+            link_mbps: None,
             json: None,
         }
     }

@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 
 use testbeds::veth::link::multipath_route6;
-use testbeds::veth::routed::{Family, RoutedTestbed, VerifyOptions, verify};
+use testbeds::veth::routed::{Family, RoutedOptions, RoutedTestbed, VerifyOptions, verify};
 use testbeds::veth::{netns, root_tests_enabled};
 use topo::{NodeId, Rate, generators};
 
@@ -265,4 +265,86 @@ fn fat_tree_kernel_alone_blackholes_the_failed_leaf_until_reprogrammed() {
     }
     assert!(r.leaked.is_empty(), "{:?}", r.leaked);
     assert!(r.ok());
+}
+
+#[test]
+fn tbf_shaped_fabric_reads_back_and_holds_the_rate_in_both_families() {
+    if !enabled() {
+        return;
+    }
+    // 2 leaves × 1 spine × 1 host per leaf: h0 – leaf0 – spine – leaf1 – h1, every
+    // veth end shaped to 100 Mb/s.
+    let f = generators::leaf_spine(2, 1, 1, Rate::gbps(100)).unwrap();
+    let opts = RoutedOptions {
+        link_mbps: Some(100),
+        ..RoutedOptions::default()
+    };
+    let rt = RoutedTestbed::build_with(f, &opts).unwrap();
+    let fab = rt.fabric().clone();
+    assert_eq!(rt.setup().qdiscs, 2 * fab.num_links());
+    // Read back through netlink in every namespace: one tbf per veth end, 12.5 MB/s,
+    // limit = 20 ms at the rate + the 32 KiB bucket.
+    let mut n = 0;
+    for i in 0..fab.num_nodes() as u32 {
+        for q in rt.nl(NodeId(i)).tbf_qdiscs().unwrap() {
+            assert_eq!(q.rate_bytes, 12_500_000, "{q:?}");
+            assert_eq!(q.limit, 250_000 + 32_768, "{q:?}");
+            n += 1;
+        }
+    }
+    assert_eq!(n, 2 * fab.num_links());
+    // Cross-check with iproute2's own reading of the first host's link.
+    let h0 = NodeId(0);
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            rt.netns(h0).name(),
+            "tc",
+            "-s",
+            "qdisc",
+            "show",
+            "dev",
+            "p0",
+        ])
+        .output()
+        .expect("run tc");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("qdisc tbf 1: root"), "{text}");
+    assert!(text.contains("rate 100Mbit"), "{text}");
+    assert!(text.contains("burst 32Kb"), "{text}");
+    // Measured: a blocking UDP sender through 4 shaped hops, 1 s per family.
+    let h1 = NodeId(1);
+    for fam in [Family::V4, Family::V6] {
+        let b = rt
+            .blast(fam, h0, h1, std::time::Duration::from_secs(1), 1400)
+            .unwrap();
+        eprintln!("{fam}: {b:?}");
+        assert!(
+            (b.rx_mbps - 100.0).abs() <= 10.0,
+            "{fam}: received {:.1} Mb/s of frames, expected 100 ± 10: {b:?}",
+            b.rx_mbps
+        );
+        assert!(b.received > 0 && b.received <= b.sent);
+    }
+    let prefix = rt.testbed().ns_name("");
+    rt.teardown().unwrap();
+    assert!(!netns::list_ours().iter().any(|n| n.starts_with(&prefix)));
+    // 40 Gb/s = 5 GB/s does not fit tc_ratespec's 32-bit rate: TCA_TBF_RATE64, which
+    // the build reads back (rate and limit) from the kernel.
+    let f = generators::leaf_spine(2, 1, 1, Rate::gbps(100)).unwrap();
+    let opts = RoutedOptions {
+        link_mbps: Some(40_000),
+        ..RoutedOptions::default()
+    };
+    let rt = RoutedTestbed::build_with(f, &opts).unwrap();
+    let q = rt.nl(NodeId(0)).tbf_qdiscs().unwrap();
+    assert_eq!(q.len(), 1);
+    assert_eq!(q[0].rate_bytes, 5_000_000_000);
+    rt.teardown().unwrap();
 }

@@ -19,6 +19,11 @@
 //!   down link (`ignore_routes_with_linkdown=1`, `fib_multipath_use_neigh=1`, NOTES.md)
 //!   and the L4 multipath hash for both families (`fib_multipath_hash_policy=1`) so UDP
 //!   flows with different ports spread.
+//! - With [`RoutedOptions::link_mbps`] every veth end gets a tbf root qdisc
+//!   ([`super::link::Tbf`], TCA_OPTIONS built by hand) that is read back from the kernel;
+//!   [`RoutedTestbed::blast`] measures what one UDP flow gets across the shaped fabric.
+//! - [`RoutedTestbed::restore_link`] brings a failed link back (netlink, then
+//!   [`topo::Routes::restore_links`]) and re-programs the entries that changed.
 //! - [`RoutedTestbed::probe_rounds`] sends real UDP datagrams between host pairs, in
 //!   several families at once, from sockets opened inside the host namespaces and
 //!   reports which arrived.
@@ -41,12 +46,16 @@ use topo::addressing::AddressPlan;
 use topo::routing::{LOCAL, NO_ROUTE};
 use topo::{Fabric, LinkId, NodeId, Routes};
 
-use super::link::{Nl, multipath_route, multipath_route6, route_dst, route_hops};
+use super::link::{
+    Nl, Psched, Tbf, TbfState, multipath_route, multipath_route6, route_dst, route_hops,
+};
 use super::netns::{Netns, in_netns};
 use super::{Error, Result, Testbed};
 
 /// UDP port every host listens on for probes.
 pub const PROBE_PORT: u16 = 7_000;
+/// UDP port of the rate measurement ([`RoutedTestbed::blast`]).
+pub const BLAST_PORT: u16 = 7_001;
 const MAGIC: u32 = 0xfab0_0001;
 
 /// Interface name of port `p` of any node.
@@ -205,6 +214,12 @@ pub struct SetupStats {
     pub links_s: f64,
     /// Addresses and routes.
     pub routes_s: f64,
+    /// tbf qdiscs installed (and read back) with `link_mbps`.
+    pub qdiscs: usize,
+    /// Installing and reading back the qdiscs.
+    pub shaping_s: f64,
+    /// The shaping every veth end got (`None`: unshaped).
+    pub tbf: Option<Tbf>,
     pub total_s: f64,
 }
 
@@ -310,12 +325,37 @@ impl HostSock {
 pub struct RoutedOptions {
     /// Dual stack: IPv6 addresses, routes and probes besides IPv4 (default on).
     pub ipv6: bool,
+    /// Shape every link to this many Mb/s with a tbf root qdisc on both ends of every
+    /// veth ([`Tbf::mbps`]: 32 KiB bucket, 20 ms of queue). `None`: unshaped.
+    pub link_mbps: Option<u64>,
 }
 
 impl Default for RoutedOptions {
     fn default() -> Self {
-        RoutedOptions { ipv6: true }
+        RoutedOptions {
+            ipv6: true,
+            link_mbps: None,
+        }
     }
+}
+
+/// Outcome of [`RoutedTestbed::blast`]: one UDP flow at full speed for a while.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Blast {
+    pub family: Family,
+    pub src: String,
+    pub dst: String,
+    /// UDP payload bytes per datagram.
+    pub payload: usize,
+    /// Ethernet frame bytes per datagram (payload + UDP + IP + Ethernet headers), what
+    /// tbf counts.
+    pub frame: usize,
+    /// How long the sender sent, in s.
+    pub send_s: f64,
+    pub sent: u64,
+    pub received: u64,
+    /// Received frame rate between the first and the last arrival, in Mb/s.
+    pub rx_mbps: f64,
 }
 
 /// A fabric realised as namespaces, veths and kernel routes.
@@ -419,6 +459,45 @@ impl RoutedTestbed {
         st.veths = f.num_links();
         st.links_s = secs(t1);
 
+        // Shaping: a tbf root qdisc on both ends of every veth, read back.
+        if let Some(mbps) = opts.link_mbps {
+            if mbps == 0 {
+                return Err(Error::Invalid(
+                    "link rate: expected at least 1 Mb/s, got 0".into(),
+                ));
+            }
+            let t = Instant::now();
+            let psched = Psched::read()?;
+            let tbf = Tbf::mbps(mbps);
+            for l in f.links() {
+                for (n, p) in [(l.a, l.a_port), (l.b, l.b_port)] {
+                    let c = Nl::open(&ns[n.idx()])?;
+                    c.set_tbf(&ifname(p), &tbf, &psched)?;
+                    let idx = c.index(&ifname(p))?;
+                    let got: Vec<TbfState> = c
+                        .tbf_qdiscs()?
+                        .into_iter()
+                        .filter(|q| q.index == idx)
+                        .collect();
+                    if got.len() != 1
+                        || got[0].rate_bytes != tbf.rate_bytes()
+                        || got[0].limit != tbf.limit()
+                    {
+                        return Err(Error::Invalid(format!(
+                            "tbf on {}:{} reads back as {got:?}, expected rate {} B/s, limit {} B",
+                            f.node_name(n),
+                            ifname(p),
+                            tbf.rate_bytes(),
+                            tbf.limit()
+                        )));
+                    }
+                    st.qdiscs += 1;
+                }
+            }
+            st.tbf = Some(tbf);
+            st.shaping_s = secs(t);
+        }
+
         // Addresses and routes.
         let t2 = Instant::now();
         let nl = ns.iter().map(Nl::open).collect::<Result<Vec<_>>>()?;
@@ -477,6 +556,96 @@ impl RoutedTestbed {
         }
         rt.setup.total_s = secs(t0);
         Ok(rt)
+    }
+
+    /// Address of host `h` in family `fam` (`None`: not a host, or no such family here).
+    pub fn host_addr(&self, h: NodeId, fam: Family) -> Option<IpAddr> {
+        self.hosts.get(h.idx())?.get(fam).map(|s| s.addr)
+    }
+
+    /// Send UDP datagrams of `payload` bytes from `src` to `dst` in family `fam` as fast
+    /// as one blocking socket can for `dur` (a shaped fabric back-pressures the sender
+    /// through its socket buffer), count what arrives, and measure the arrival rate in
+    /// Ethernet frame bytes (what tbf meters) between the first and the last arrival.
+    pub fn blast(
+        &self,
+        fam: Family,
+        src: NodeId,
+        dst: NodeId,
+        dur: Duration,
+        payload: usize,
+    ) -> Result<Blast> {
+        let missing = || Error::Invalid(format!("the testbed carries no {fam}"));
+        let from = self.host_addr(src, fam).ok_or_else(missing)?;
+        let to = self.host_addr(dst, fam).ok_or_else(missing)?;
+        let (tx, rx) = (
+            in_netns(&self.ns[src.idx()], || {
+                UdpSocket::bind(SocketAddr::new(from, 0)).map_err(io(format!("bind [{from}]:0")))
+            })??,
+            in_netns(&self.ns[dst.idx()], || {
+                UdpSocket::bind(SocketAddr::new(to, BLAST_PORT))
+                    .map_err(io(format!("bind [{to}]:{BLAST_PORT}")))
+            })??,
+        );
+        set_rcvbuf(&rx, 8 << 20)?;
+        rx.set_read_timeout(Some(Duration::from_millis(300)))
+            .map_err(io("set blast socket timeout"))?;
+        let receiver = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 65_536];
+            let (mut n, mut first, mut last) = (0u64, None::<Instant>, None::<Instant>);
+            let deadline = Instant::now() + dur + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                match rx.recv(&mut buf) {
+                    Ok(_) => {
+                        let now = Instant::now();
+                        first.get_or_insert(now);
+                        last = Some(now);
+                        n += 1;
+                    }
+                    // Quiet for 300 ms after traffic: the sender is done.
+                    Err(_) if first.is_some() => break,
+                    Err(_) => {}
+                }
+            }
+            (n, first, last)
+        });
+        let msg = vec![0x5au8; payload];
+        let dst_sa = SocketAddr::new(to, BLAST_PORT);
+        let t0 = Instant::now();
+        let mut sent = 0u64;
+        while t0.elapsed() < dur {
+            if tx.send_to(&msg, dst_sa).is_ok() {
+                sent += 1;
+            }
+        }
+        let send_s = secs(t0);
+        let (received, first, last) = receiver
+            .join()
+            .map_err(|_| Error::Invalid("blast receiver thread panicked".into()))?;
+        let frame = payload
+            + 8
+            + 14
+            + match fam {
+                Family::V4 => 20,
+                Family::V6 => 40,
+            };
+        let rx_mbps = match (first, last) {
+            (Some(a), Some(b)) if received > 1 && b > a => {
+                (received - 1) as f64 * frame as f64 * 8.0 / (b - a).as_secs_f64() / 1e6
+            }
+            _ => 0.0,
+        };
+        Ok(Blast {
+            family: fam,
+            src: self.fabric.node_name(src).to_string(),
+            dst: self.fabric.node_name(dst).to_string(),
+            payload,
+            frame,
+            send_s,
+            sent,
+            received,
+            rx_mbps,
+        })
     }
 
     /// The address families this testbed carries (IPv4, and IPv6 unless switched off).
@@ -1112,6 +1281,10 @@ pub struct VerifyOptions {
     /// After the failure: restore the link, re-program, probe all pairs again and check
     /// the spread uses the restored uplink again.
     pub restore: bool,
+    /// With [`RoutedOptions::link_mbps`]: send one UDP flow per family for this long
+    /// from the spread's source to its destination and check the received rate is
+    /// within ±10 % of the link rate.
+    pub blast: Duration,
 }
 
 impl Default for VerifyOptions {
@@ -1124,6 +1297,7 @@ impl Default for VerifyOptions {
             recover_limit: Duration::from_secs(10),
             kernel_first: false,
             restore: true,
+            blast: Duration::from_secs(1),
         }
     }
 }
@@ -1156,6 +1330,10 @@ pub struct FamilyReport {
     pub spread_restored: Option<Spread>,
     /// Interface of the failed link on the spread's leaf, if it is one of its uplinks.
     pub failed_uplink: Option<String>,
+    /// With shaping: the rate one UDP flow got across the fabric, before the failure.
+    pub blast: Option<Blast>,
+    /// With shaping: the link rate the blast must reach (±10 %), in Mb/s.
+    pub link_mbps: Option<u64>,
 }
 
 impl FamilyReport {
@@ -1189,6 +1367,16 @@ impl FamilyReport {
             && (self.spread_after.delivered == self.spread_after.flows
                 || !self.spread_after.reachable)
             && self.restore_ok()
+            && self.rate_ok()
+    }
+
+    /// With shaping: the blast's received rate is within ±10 % of the link rate.
+    pub fn rate_ok(&self) -> bool {
+        match (self.link_mbps, &self.blast) {
+            (None, _) => true,
+            (Some(r), Some(b)) => (b.rx_mbps - r as f64).abs() <= 0.1 * r as f64,
+            (Some(_), None) => false,
+        }
     }
 }
 
@@ -1302,6 +1490,13 @@ pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
         .iter()
         .map(|&fam| rt.spread(fam, src, dst, opts.spread_flows))
         .collect::<Result<Vec<_>>>()?;
+    let blasts = match opts.testbed.link_mbps {
+        Some(_) => fams
+            .iter()
+            .map(|&fam| rt.blast(fam, src, dst, opts.blast, 1400).map(Some))
+            .collect::<Result<Vec<_>>>()?,
+        None => vec![None; fams.len()],
+    };
 
     let fail = match opts.fail {
         Some(l) => l,
@@ -1395,8 +1590,12 @@ pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
         .zip(spreads)
         .zip(after)
         .zip(spreads_after)
+        .zip(blasts)
         .map(
-            |((((&family, before), spread), (after, rounds, recovery_s)), spread_after)| {
+            |(
+                ((((&family, before), spread), (after, rounds, recovery_s)), spread_after),
+                blast,
+            )| {
                 let (restored, rounds_to_restore, restore_s) = restored
                     .as_mut()
                     .and_then(|r| r.next())
@@ -1415,6 +1614,8 @@ pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
                     restore_s,
                     spread_restored: spreads_restored.as_mut().and_then(|s| s.next()),
                     failed_uplink: failed_uplink.clone(),
+                    blast,
+                    link_mbps: opts.testbed.link_mbps,
                 }
             },
         )
