@@ -73,6 +73,18 @@ pub struct VerifyArgs {
     /// show what the kernel alone does (legacy multipath + linkdown sysctls).
     #[arg(long)]
     pub kernel_first: bool,
+    /// IPv4 only (by default the testbed is dual stack and every check runs for IPv4
+    /// and IPv6).
+    #[arg(long)]
+    pub ipv4_only: bool,
+    /// Skip the restore step (by default the failed link is set up again, the changed
+    /// routes re-programmed, all pairs probed again and the spread repeated).
+    #[arg(long)]
+    pub no_restore: bool,
+    /// Shape every link to R Mb/s (a tbf qdisc on both ends of every veth: 32 KiB
+    /// bucket, 20 ms queue) and check one UDP flow per family gets R ± 10 %.
+    #[arg(long, value_name = "R")]
+    pub link_mbps: Option<u64>,
     /// Write the full report as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -205,8 +217,13 @@ fn verify_fabric(a: &VerifyArgs) -> anyhow::Result<topo::Fabric> {
 fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     let f = verify_fabric(&a)?;
     let mut opts = routed::VerifyOptions {
+        testbed: routed::RoutedOptions {
+            ipv6: !a.ipv4_only,
+            link_mbps: a.link_mbps,
+        },
         spread_flows: a.flows,
         kernel_first: a.kernel_first,
+        restore: !a.no_restore,
         ..Default::default()
     };
     if let Some(name) = &a.fail {
@@ -220,11 +237,16 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         opts.fail = Some(set.links[0]);
     }
     println!(
-        "routed testbed: {} ({} hosts, {} switches, {} links)",
+        "routed testbed: {} ({} hosts, {} switches, {} links), {}",
         f.name(),
         f.num_hosts(),
         f.num_switches(),
-        f.num_links()
+        f.num_links(),
+        if a.ipv4_only {
+            "IPv4 only"
+        } else {
+            "dual stack (IPv4 + IPv6)"
+        }
     );
     let r = routed::verify(f, &opts)?;
     let s = &r.setup;
@@ -234,7 +256,8 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     );
     let round = |what: &str, p: &routed::ProbeRound| {
         println!(
-            "{what}: {}/{} pairs reached ({} UDP probes) in {:.1} ms{}",
+            "{} {what}: {}/{} pairs reached ({} UDP probes) in {:.1} ms{}",
+            p.family,
             p.received,
             p.pairs,
             p.sent,
@@ -246,11 +269,10 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             }
         );
     };
-    round("all pairs before failure", &r.before);
     let spread = |what: &str, sp: &routed::Spread| {
         println!(
-            "ECMP spread {what}: {} flows {}→{} ({} delivered), tx per uplink of {}:",
-            sp.flows, sp.src, sp.dst, sp.delivered, sp.leaf
+            "{} ECMP spread {what}: {} flows {}→{} ({} delivered), tx per uplink of {}:",
+            sp.family, sp.flows, sp.src, sp.dst, sp.delivered, sp.leaf
         );
         for (ifn, peer, tx, up) in &sp.uplinks {
             println!(
@@ -264,15 +286,55 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             sp.imbalance()
         );
     };
-    spread("before failure", &r.spread);
-    if let Some(k) = &r.kernel_only {
+    if let Some(t) = &s.tbf {
         println!(
-            "kernel alone (link down, routes not yet re-programmed): {}/{} pairs reached in {:.1} ms; missing {:?}",
-            k.received,
-            k.pairs,
-            k.elapsed_s * 1e3,
-            k.missing
+            "shaping: {} tbf qdiscs (rate {} Mb/s, burst {} B, limit {} B) installed and read back in {:.2} s",
+            s.qdiscs,
+            t.rate_bps / 1_000_000,
+            t.burst,
+            t.limit(),
+            s.shaping_s
         );
+    }
+    for x in &r.families {
+        round("all pairs before failure", &x.before);
+    }
+    for x in &r.families {
+        spread("before failure", &x.spread);
+    }
+    for x in &r.families {
+        if let Some(b) = &x.blast {
+            println!(
+                "{} rate: one UDP flow {}→{} for {:.2} s, {} B datagrams ({} B frames): {}/{} received, {:.1} Mb/s of frames (link {} Mb/s){}",
+                b.family,
+                b.src,
+                b.dst,
+                b.send_s,
+                b.payload,
+                b.frame,
+                b.received,
+                b.sent,
+                b.rx_mbps,
+                x.link_mbps.unwrap_or(0),
+                if x.rate_ok() {
+                    ""
+                } else {
+                    " — OUTSIDE ±10 %"
+                }
+            );
+        }
+    }
+    for x in &r.families {
+        if let Some(k) = &x.kernel_only {
+            println!(
+                "{} kernel alone (link down, routes not yet re-programmed): {}/{} pairs reached in {:.1} ms; missing {:?}",
+                k.family,
+                k.received,
+                k.pairs,
+                k.elapsed_s * 1e3,
+                k.missing
+            );
+        }
     }
     println!(
         "failed {}: topo changed {} entries, {} routes re-programmed in {:.1} ms",
@@ -290,16 +352,71 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             r.unreachable
         );
     }
-    round("all pairs after failure", &r.after);
-    match r.recovery_s {
-        Some(t) => println!(
-            "recovered in {:.1} ms (link down → all reachable pairs answered, {} round(s))",
-            t * 1e3,
-            r.rounds_to_recover
-        ),
-        None => println!("NOT recovered after {} rounds", r.rounds_to_recover),
+    for x in &r.families {
+        round("all pairs after failure", &x.after);
+        match x.recovery_s {
+            Some(t) => println!(
+                "{} recovered in {:.1} ms (link down → all reachable pairs answered, {} round(s))",
+                x.family,
+                t * 1e3,
+                x.rounds_to_recover
+            ),
+            None => println!(
+                "{} NOT recovered after {} rounds",
+                x.family, x.rounds_to_recover
+            ),
+        }
     }
-    spread("after failure", &r.spread_after);
+    for x in &r.families {
+        spread("after failure", &x.spread_after);
+    }
+    if let Some(re) = &r.restore {
+        println!(
+            "restored {}: both ends operationally up after {}; topo changed {} entries, {} routes re-programmed {:.1} ms after the link-up request",
+            re.link,
+            re.oper_up_s
+                .map_or("NOT within 2 s".to_string(), |t| format!(
+                    "{:.1} ms",
+                    t * 1e3
+                )),
+            re.entries_changed,
+            re.routes_reprogrammed,
+            re.reprogram_s * 1e3
+        );
+        for x in &r.families {
+            if let Some(p) = &x.restored {
+                round("all pairs after restore", p);
+            }
+            match x.restore_s {
+                Some(t) => println!(
+                    "{} restored in {:.1} ms (link up → all reachable pairs answered, {} round(s))",
+                    x.family,
+                    t * 1e3,
+                    x.rounds_to_restore
+                ),
+                None => println!(
+                    "{} NOT all reachable after the restore ({} rounds)",
+                    x.family, x.rounds_to_restore
+                ),
+            }
+        }
+        for x in &r.families {
+            if let Some(sp) = &x.spread_restored {
+                spread("after restore", sp);
+            }
+        }
+    }
+    for x in &r.families {
+        println!(
+            "{}: {}",
+            x.family,
+            if x.ok() {
+                "all checks passed"
+            } else {
+                "FAILED"
+            }
+        );
+    }
     if r.leaked.is_empty() {
         println!("teardown: no namespace left");
     } else {
@@ -510,6 +627,9 @@ mod tests {
             fail: None,
             flows: 256,
             kernel_first: false,
+            ipv4_only: false,
+            no_restore: false,
+            link_mbps: None,
             json: None,
         }
     }

@@ -1,10 +1,14 @@
 //! Root-only: a `topo` fabric realised as namespaces with kernel ECMP routes programmed
-//! through rtnetlink. All pairs reach each other over real UDP before and after a leaf
-//! uplink fails, ECMP spreads flows over the leaf's uplinks, nothing leaks.
+//! through rtnetlink, dual stack. All pairs reach each other over real UDP (IPv4 and
+//! IPv6) before and after a leaf uplink fails, ECMP spreads flows over the leaf's
+//! uplinks in both families, the routes read back as programmed, nothing leaks.
 
-use testbeds::veth::routed::{VerifyOptions, verify};
+use std::net::IpAddr;
+
+use testbeds::veth::link::multipath_route6;
+use testbeds::veth::routed::{Family, RoutedOptions, RoutedTestbed, VerifyOptions, verify};
 use testbeds::veth::{netns, root_tests_enabled};
-use topo::{Rate, generators};
+use topo::{NodeId, Rate, generators};
 
 fn enabled() -> bool {
     match root_tests_enabled() {
@@ -22,41 +26,156 @@ fn leaf_spine_all_pairs_before_and_after_an_uplink_failure() {
     let f = generators::leaf_spine(4, 3, 2, Rate::gbps(100)).unwrap();
     let r = verify(f, &VerifyOptions::default()).unwrap();
     assert_eq!((r.hosts, r.switches), (8, 7));
-    assert_eq!(r.before.pairs, 56);
-    assert!(
-        r.before.ok(),
-        "before the failure: missing {:?}",
-        r.before.missing
+    assert_eq!(
+        r.families.iter().map(|x| x.family).collect::<Vec<_>>(),
+        vec![Family::V4, Family::V6]
     );
-    assert_eq!(r.spread.delivered, r.spread.flows);
-    assert_eq!(r.spread.uplinks.len(), 3);
-    assert!(
-        r.spread.used() >= 2,
-        "ECMP used {} uplinks: {:?}",
-        r.spread.used(),
-        r.spread.uplinks
-    );
-    // Every flow left through some uplink (plus at most a few ARP frames).
-    let tx: u64 = r.spread.uplinks.iter().map(|u| u.2).sum();
-    assert!(tx >= r.spread.flows as u64, "{:?}", r.spread.uplinks);
     // A leaf uplink failure leaves every pair reachable (two spines remain).
     assert!(r.unreachable.is_empty(), "{:?}", r.unreachable);
     assert!(r.failure.entries_changed > 0);
-    assert!(
-        r.after.ok(),
-        "after the failure: missing {:?}",
-        r.after.missing
-    );
-    assert_eq!(r.after.pairs, 56);
-    assert!(r.recovery_s.is_some());
-    // After the failure the dead uplink carries nothing; the two others carry the flows.
-    let dead: Vec<_> = r.spread_after.uplinks.iter().filter(|u| !u.3).collect();
-    assert_eq!(dead.len(), 1, "{:?}", r.spread_after.uplinks);
-    assert_eq!(dead[0].2, 0, "{:?}", r.spread_after.uplinks);
-    assert_eq!(r.spread_after.delivered, r.spread_after.flows);
-    assert_eq!(r.spread_after.used(), 2, "{:?}", r.spread_after.uplinks);
+    // Both families' routes of every changed entry were re-programmed.
+    assert!(r.failure.routes_reprogrammed >= 2 * r.failure.entries_changed - 2);
+    for x in &r.families {
+        let fam = x.family;
+        assert_eq!(x.before.pairs, 56);
+        assert!(
+            x.before.ok(),
+            "{fam} before: missing {:?}",
+            x.before.missing
+        );
+        assert_eq!(x.spread.delivered, x.spread.flows);
+        assert_eq!(x.spread.uplinks.len(), 3);
+        assert!(
+            x.spread.used() >= 2,
+            "{fam} ECMP used {} uplinks: {:?}",
+            x.spread.used(),
+            x.spread.uplinks
+        );
+        // Every flow left through some uplink (plus at most a few ARP/ND/MLD frames).
+        let tx: u64 = x.spread.uplinks.iter().map(|u| u.2).sum();
+        assert!(tx >= x.spread.flows as u64, "{fam} {:?}", x.spread.uplinks);
+        assert!(x.after.ok(), "{fam} after: missing {:?}", x.after.missing);
+        assert_eq!(x.after.pairs, 56);
+        assert!(x.recovery_s.is_some());
+        // After the failure the dead uplink carries nothing; the two others carry the flows.
+        let dead: Vec<_> = x.spread_after.uplinks.iter().filter(|u| !u.3).collect();
+        assert_eq!(dead.len(), 1, "{fam} {:?}", x.spread_after.uplinks);
+        assert_eq!(dead[0].2, 0, "{fam} {:?}", x.spread_after.uplinks);
+        assert_eq!(x.spread_after.delivered, x.spread_after.flows);
+        assert_eq!(
+            x.spread_after.used(),
+            2,
+            "{fam} {:?}",
+            x.spread_after.uplinks
+        );
+        // Restore: all pairs again, and the restored uplink carries flows again.
+        let back = x.restored.as_ref().expect("restore round");
+        assert!(back.ok(), "{fam} after restore: missing {:?}", back.missing);
+        assert_eq!(back.pairs, 56);
+        assert!(x.restore_s.is_some());
+        let sp = x.spread_restored.as_ref().expect("spread after restore");
+        let failed = x
+            .failed_uplink
+            .as_ref()
+            .expect("the failed link is an uplink");
+        assert_eq!(failed, &dead[0].0);
+        let carried = sp.uplinks.iter().find(|u| &u.0 == failed).unwrap();
+        assert!(carried.3 && carried.2 > 0, "{fam} {:?}", sp.uplinks);
+        assert_eq!(sp.used(), 3, "{fam} {:?}", sp.uplinks);
+        assert_eq!(sp.delivered, sp.flows);
+        assert!(x.restore_ok());
+    }
+    // The restore changed back exactly the entries the failure changed.
+    let re = r.restore.as_ref().expect("restore step");
+    assert_eq!(re.entries_changed, r.failure.entries_changed);
+    assert_eq!(re.routes_reprogrammed, r.failure.routes_reprogrammed);
+    assert!(re.oper_up_s.is_some(), "restored link not operationally up");
     assert!(r.leaked.is_empty(), "{:?}", r.leaked);
     assert!(r.ok());
+}
+
+#[test]
+fn dual_stack_addresses_are_usable_at_once_and_routes_read_back_as_programmed() {
+    if !enabled() {
+        return;
+    }
+    let f = generators::leaf_spine(3, 2, 2, Rate::gbps(100)).unwrap();
+    let rt = RoutedTestbed::build(f).unwrap();
+    let fab = rt.fabric().clone();
+    // No IPv6 address of the plan is tentative or failed DAD: usable the moment it is
+    // added (IFA_F_NODAD). The kernel's own link-locals (fe80::/64, unused by our routes)
+    // may stay tentative until the kernel has seen the veth's carrier.
+    const TENTATIVE: u32 = 0x40;
+    const DADFAILED: u32 = 0x08;
+    let mut v6_global = 0;
+    for i in 0..fab.num_nodes() as u32 {
+        for (idx, a, len, flags) in rt.nl(NodeId(i)).addresses().unwrap() {
+            if let IpAddr::V6(v6) = a
+                && v6.segments()[0] == 0xfd00
+            {
+                assert_eq!(
+                    flags & (TENTATIVE | DADFAILED),
+                    0,
+                    "{a}/{len} on link {idx} of {}: flags {flags:#x}",
+                    fab.node_name(NodeId(i))
+                );
+                v6_global += 1;
+            }
+        }
+    }
+    // 6 hosts: own /128 + leaf gateway /128 each; 6 switch–switch links: 2 ends each.
+    assert_eq!(v6_global, 6 * 2 + 6 * 2);
+    // Every switch route, both families, reads back with the next hops and weights topo
+    // wants (RTA_MULTIPATH for IPv6 too).
+    let leaves: Vec<NodeId> = fab.plane_info(0).leaves().map(NodeId).collect();
+    let mut multipath = 0;
+    for s in fab.switches() {
+        for &l in &leaves {
+            for fam in [Family::V4, Family::V6] {
+                let want = rt.wanted_hops(s, l, fam);
+                let got = rt.kernel_hops(s, l, fam).unwrap();
+                assert_eq!(
+                    got,
+                    want,
+                    "{} → {} {fam}",
+                    fab.node_name(s),
+                    fab.node_name(l)
+                );
+                if want.is_some_and(|w| w.len() > 1) {
+                    multipath += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(
+        multipath,
+        2 * 3 * 2,
+        "each leaf: 2 remote leaves × 2 families"
+    );
+    // The weight − 1 rule holds for IPv6: weights 1 and 3 read back as 1 and 3.
+    let (l0, l1) = (leaves[0], leaves[1]);
+    let gws: Vec<IpAddr> = rt
+        .kernel_hops(l0, l1, Family::V6)
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|h| h.0)
+        .collect();
+    let (IpAddr::V6(g0), IpAddr::V6(g1)) = (gws[0], gws[1]) else {
+        panic!("{gws:?}")
+    };
+    let plan = topo::addressing::AddressPlan::new(&fab).unwrap();
+    let p = plan.tor_prefix_v6(l1).unwrap();
+    rt.nl(l0)
+        .replace_route(multipath_route6(p.addr, p.len, &[(g0, 1), (g1, 3)]))
+        .unwrap();
+    assert_eq!(
+        rt.kernel_hops(l0, l1, Family::V6).unwrap().unwrap(),
+        vec![(gws[0], 1), (gws[1], 3)]
+    );
+    let prefix = rt.testbed().ns_name("");
+    rt.teardown().unwrap();
+    assert!(!netns::list_ours().iter().any(|n| n.starts_with(&prefix)));
 }
 
 #[test]
@@ -75,11 +194,26 @@ fn host_link_failure_is_listed_as_unreachable_and_the_rest_still_reach() {
         ..VerifyOptions::default()
     };
     let r = verify(f, &opts).unwrap();
-    assert!(r.before.ok(), "{:?}", r.before.missing);
     // One host cut off: 3 other hosts × 2 directions.
     assert_eq!(r.unreachable.len(), 6, "{:?}", r.unreachable);
-    assert_eq!(r.after.pairs, 12 - 6);
-    assert!(r.after.ok(), "{:?}", r.after.missing);
+    assert_eq!(r.families.len(), 2);
+    for x in &r.families {
+        assert!(x.before.ok(), "{} {:?}", x.family, x.before.missing);
+        assert_eq!(x.after.pairs, 12 - 6);
+        assert!(x.after.ok(), "{} {:?}", x.family, x.after.missing);
+        // The spread source is the cut-off host: nothing expected, nothing arrives.
+        assert!(!x.spread_after.reachable);
+        assert_eq!(x.spread_after.delivered, 0);
+        // Host link back up (its routes re-installed): all 12 pairs again, and host 0's
+        // flows arrive again.
+        let back = x.restored.as_ref().unwrap();
+        assert_eq!(back.pairs, 12);
+        assert!(back.ok(), "{} {:?}", x.family, back.missing);
+        let sp = x.spread_restored.as_ref().unwrap();
+        assert!(sp.reachable);
+        assert_eq!(sp.delivered, sp.flows, "{} {:?}", x.family, sp.uplinks);
+    }
+    assert!(r.ok());
     assert!(r.leaked.is_empty());
     let ours = netns::list_ours();
     assert!(
@@ -96,29 +230,121 @@ fn fat_tree_kernel_alone_blackholes_the_failed_leaf_until_reprogrammed() {
     // k = 4: 16 hosts, 20 switches. The busiest uplink of pod0-leaf0 fails; without a
     // routing update the aggregation switch above it can no longer reach that leaf, yet
     // the other leaves keep hashing flows toward it (28 flows toward the 2 hosts under
-    // the leaf, each with ~1/2 chance: all surviving has probability ~2^-28).
+    // the leaf, each with ~1/2 chance: all surviving has probability ~2^-28) — in IPv4
+    // and in IPv6 alike.
     let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
     let opts = VerifyOptions {
         kernel_first: true,
         ..VerifyOptions::default()
     };
     let r = verify(f, &opts).unwrap();
-    assert!(r.before.ok(), "{:?}", r.before.missing);
-    assert_eq!(r.before.pairs, 240);
-    assert_eq!(r.spread.used(), 2, "{:?}", r.spread.uplinks);
-    let k = r.kernel_only.as_ref().expect("kernel-only round");
-    assert!(!k.missing.is_empty(), "kernel alone lost nothing?");
-    // Only flows toward the hosts under the failed leaf are lost: flows leaving it take
-    // its live uplink at once (the local next hop is dead on admin-down).
-    for (_, dst) in &k.missing {
+    assert_eq!(r.failure.entries_changed, 20);
+    assert_eq!(r.failure.routes_reprogrammed, 40);
+    for x in &r.families {
+        let fam = x.family;
+        assert!(x.before.ok(), "{fam} {:?}", x.before.missing);
+        assert_eq!(x.before.pairs, 240);
+        assert_eq!(x.spread.used(), 2, "{fam} {:?}", x.spread.uplinks);
+        let k = x.kernel_only.as_ref().expect("kernel-only round");
+        assert_eq!(k.family, fam);
+        assert!(!k.missing.is_empty(), "{fam}: kernel alone lost nothing?");
+        // Only flows toward the hosts under the failed leaf are lost: flows leaving it
+        // take its live uplink at once (the local next hop is dead on admin-down).
+        for (_, dst) in &k.missing {
+            assert!(
+                dst == "host0-nic0" || dst == "host1-nic0",
+                "{fam} {:?}",
+                k.missing
+            );
+        }
         assert!(
-            dst == "host0-nic0" || dst == "host1-nic0",
-            "{:?}",
-            k.missing
+            x.after.ok(),
+            "{fam} after re-programming: {:?}",
+            x.after.missing
         );
     }
-    assert_eq!(r.failure.entries_changed, 20);
-    assert!(r.after.ok(), "after re-programming: {:?}", r.after.missing);
     assert!(r.leaked.is_empty(), "{:?}", r.leaked);
     assert!(r.ok());
+}
+
+#[test]
+fn tbf_shaped_fabric_reads_back_and_holds_the_rate_in_both_families() {
+    if !enabled() {
+        return;
+    }
+    // 2 leaves × 1 spine × 1 host per leaf: h0 – leaf0 – spine – leaf1 – h1, every
+    // veth end shaped to 100 Mb/s.
+    let f = generators::leaf_spine(2, 1, 1, Rate::gbps(100)).unwrap();
+    let opts = RoutedOptions {
+        link_mbps: Some(100),
+        ..RoutedOptions::default()
+    };
+    let rt = RoutedTestbed::build_with(f, &opts).unwrap();
+    let fab = rt.fabric().clone();
+    assert_eq!(rt.setup().qdiscs, 2 * fab.num_links());
+    // Read back through netlink in every namespace: one tbf per veth end, 12.5 MB/s,
+    // limit = 20 ms at the rate + the 32 KiB bucket.
+    let mut n = 0;
+    for i in 0..fab.num_nodes() as u32 {
+        for q in rt.nl(NodeId(i)).tbf_qdiscs().unwrap() {
+            assert_eq!(q.rate_bytes, 12_500_000, "{q:?}");
+            assert_eq!(q.limit, 250_000 + 32_768, "{q:?}");
+            n += 1;
+        }
+    }
+    assert_eq!(n, 2 * fab.num_links());
+    // Cross-check with iproute2's own reading of the first host's link.
+    let h0 = NodeId(0);
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            rt.netns(h0).name(),
+            "tc",
+            "-s",
+            "qdisc",
+            "show",
+            "dev",
+            "p0",
+        ])
+        .output()
+        .expect("run tc");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("qdisc tbf 1: root"), "{text}");
+    assert!(text.contains("rate 100Mbit"), "{text}");
+    assert!(text.contains("burst 32Kb"), "{text}");
+    // Measured: a blocking UDP sender through 4 shaped hops, 1 s per family.
+    let h1 = NodeId(1);
+    for fam in [Family::V4, Family::V6] {
+        let b = rt
+            .blast(fam, h0, h1, std::time::Duration::from_secs(1), 1400)
+            .unwrap();
+        eprintln!("{fam}: {b:?}");
+        assert!(
+            (b.rx_mbps - 100.0).abs() <= 10.0,
+            "{fam}: received {:.1} Mb/s of frames, expected 100 ± 10: {b:?}",
+            b.rx_mbps
+        );
+        assert!(b.received > 0 && b.received <= b.sent);
+    }
+    let prefix = rt.testbed().ns_name("");
+    rt.teardown().unwrap();
+    assert!(!netns::list_ours().iter().any(|n| n.starts_with(&prefix)));
+    // 40 Gb/s = 5 GB/s does not fit tc_ratespec's 32-bit rate: TCA_TBF_RATE64, which
+    // the build reads back (rate and limit) from the kernel.
+    let f = generators::leaf_spine(2, 1, 1, Rate::gbps(100)).unwrap();
+    let opts = RoutedOptions {
+        link_mbps: Some(40_000),
+        ..RoutedOptions::default()
+    };
+    let rt = RoutedTestbed::build_with(f, &opts).unwrap();
+    let q = rt.nl(NodeId(0)).tbf_qdiscs().unwrap();
+    assert_eq!(q.len(), 1);
+    assert_eq!(q[0].rate_bytes, 5_000_000_000);
+    rt.teardown().unwrap();
 }

@@ -5,15 +5,25 @@
 //! and then drives it from a private current-thread tokio runtime: the synchronous API
 //! below hides the async client.
 //!
+//! tbf shaping ([`Tbf`]) is here too: netlink-packet-route 0.34 has no tbf options, so
+//! TCA_OPTIONS is built from raw attributes and parsed back from a qdisc dump.
+//!
 //! Messages are built as values by pure functions ([`veth_message`], [`multipath_route`])
 //! that are unit-tested without root; only [`Nl`] methods do I/O (STYLE.md point 14).
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsRawFd;
 
-use futures::TryStreamExt;
-use netlink_packet_route::link::{InfoData, InfoVeth, LinkAttribute, LinkMessage};
-use netlink_packet_route::route::{RouteAttribute, RouteMessage, RouteNextHop};
+use futures::{StreamExt, TryStreamExt};
+use netlink_packet_route::RouteNetlinkMessage;
+use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressHeaderFlags};
+use netlink_packet_route::link::{InfoData, InfoVeth, LinkAttribute, LinkMessage, State};
+use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteNextHop};
+use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage, TcOption};
+use rtnetlink::packet_core::{
+    DefaultNla, NLM_F_ACK, NLM_F_CREATE, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkMessage,
+    NetlinkPayload, Nla,
+};
 use rtnetlink::{Handle, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
 use super::netns::{Netns, in_netns};
@@ -73,18 +83,283 @@ pub fn multipath_route(dst: Ipv4Addr, len: u8, hops: &[(Ipv4Addr, u8)]) -> Route
     if let [(gw, _)] = hops {
         return b.gateway(*gw).build();
     }
-    let nhs = hops
-        .iter()
+    b.multipath(next_hops(hops)).build()
+}
+
+/// The IPv6 twin of [`multipath_route`]: `RTA_MULTIPATH` with `rtnh_hops = w − 1` for
+/// `AF_INET6` as well (the kernel accepts it since 4.16 and dumps the route back as one
+/// message with all next hops).
+pub fn multipath_route6(dst: Ipv6Addr, len: u8, hops: &[(Ipv6Addr, u8)]) -> RouteMessage {
+    let b = RouteMessageBuilder::<Ipv6Addr>::new().destination_prefix(dst, len);
+    if let [(gw, _)] = hops {
+        return b.gateway(*gw).build();
+    }
+    b.multipath(next_hops(hops)).build()
+}
+
+fn next_hops<A: Copy + Into<RouteAddress>>(hops: &[(A, u8)]) -> Vec<RouteNextHop> {
+    hops.iter()
         .map(|(gw, w)| {
             let mut nh = RouteNextHop::default();
             nh.hops = w.saturating_sub(1);
-            nh.attributes.push(RouteAttribute::Gateway(
-                netlink_packet_route::route::RouteAddress::Inet(*gw),
-            ));
+            nh.attributes.push(RouteAttribute::Gateway((*gw).into()));
             nh
         })
-        .collect();
-    b.multipath(nhs).build()
+        .collect()
+}
+
+/// The `(gateway, weight)` next hops of a route as read back from the kernel (weight =
+/// `rtnh_hops + 1`); a plain gateway route gives one hop of weight 1.
+pub fn route_hops(m: &RouteMessage) -> Vec<(IpAddr, u16)> {
+    let ip = |a: &RouteAddress| match a {
+        RouteAddress::Inet(v) => Some(IpAddr::V4(*v)),
+        RouteAddress::Inet6(v) => Some(IpAddr::V6(*v)),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for a in &m.attributes {
+        match a {
+            RouteAttribute::Gateway(g) => out.extend(ip(g).map(|g| (g, 1))),
+            RouteAttribute::MultiPath(nhs) => {
+                for nh in nhs {
+                    for x in &nh.attributes {
+                        if let RouteAttribute::Gateway(g) = x {
+                            out.extend(ip(g).map(|g| (g, nh.hops as u16 + 1)));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Destination `(address, prefix length)` of a route message (`None`: default route).
+pub fn route_dst(m: &RouteMessage) -> Option<(IpAddr, u8)> {
+    m.attributes.iter().find_map(|a| match a {
+        RouteAttribute::Destination(RouteAddress::Inet(v)) => {
+            Some((IpAddr::V4(*v), m.header.destination_prefix_length))
+        }
+        RouteAttribute::Destination(RouteAddress::Inet6(v)) => {
+            Some((IpAddr::V6(*v), m.header.destination_prefix_length))
+        }
+        _ => None,
+    })
+}
+
+/// The kernel's packet-scheduler clock, from `/proc/net/psched` (four hex words:
+/// ticks→µs numerator, µs→ticks denominator, clock resolution, and a legacy field).
+/// tc-tbf(8) gives the bucket size (`buffer`) in these ticks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Psched {
+    /// Scheduler ticks per microsecond.
+    pub ticks_per_us: f64,
+}
+
+impl Psched {
+    /// Parse the text of `/proc/net/psched`. As iproute2's `tc_core_init` reads it: ticks
+    /// per µs = t2us / us2t × (clock_res / 10⁶), where a clock resolution of 10⁹ is a
+    /// compatibility marker meaning "t2us = us2t".
+    pub fn parse(text: &str) -> Result<Psched> {
+        let w: Vec<u32> = text
+            .split_whitespace()
+            .take(3)
+            .map(|x| u32::from_str_radix(x, 16))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| Error::Invalid(format!("/proc/net/psched: {e} in {text:?}")))?;
+        let [mut t2us, us2t, clock_res] = w[..] else {
+            return Err(Error::Invalid(format!(
+                "/proc/net/psched: expected 3 hex words, got {text:?}"
+            )));
+        };
+        if us2t == 0 || clock_res == 0 {
+            return Err(Error::Invalid(format!(
+                "/proc/net/psched: zero field in {text:?}"
+            )));
+        }
+        if clock_res == 1_000_000_000 {
+            t2us = us2t;
+        }
+        Ok(Psched {
+            ticks_per_us: t2us as f64 / us2t as f64 * (clock_res as f64 / 1e6),
+        })
+    }
+
+    /// Read `/proc/net/psched`.
+    pub fn read() -> Result<Psched> {
+        let text = std::fs::read_to_string("/proc/net/psched").map_err(|e| Error::Os {
+            what: "read /proc/net/psched".into(),
+            source: e,
+        })?;
+        Psched::parse(&text)
+    }
+
+    /// Ticks needed to send `bytes` at `rate` bytes/s (iproute2's `tc_calc_xmittime`).
+    pub fn xmit_ticks(&self, rate: u64, bytes: u32) -> u32 {
+        let us = 1e6 * bytes as f64 / rate as f64;
+        (us * self.ticks_per_us).min(u32::MAX as f64) as u32
+    }
+}
+
+/// A token-bucket filter (tc-tbf(8)): `rate` with a bucket of `burst` bytes and a queue
+/// that holds `latency` worth of bytes at that rate on top of the bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Tbf {
+    /// Rate in bits/s.
+    pub rate_bps: u64,
+    /// Bucket size in bytes.
+    pub burst: u32,
+    /// Longest time a packet may wait in the queue, in µs.
+    pub latency_us: u32,
+}
+
+/// Netlink attribute numbers inside TCA_OPTIONS of a tbf qdisc (linux/pkt_sched.h).
+const TCA_TBF_PARMS: u16 = 1;
+/// TCA_OPTIONS (linux/rtnetlink.h), the attribute that holds them.
+const TCA_OPTIONS: u16 = 2;
+const TCA_TBF_RATE64: u16 = 4;
+const TCA_TBF_BURST: u16 = 6;
+/// `tc_ratespec.linklayer`: Ethernet (the kernel then needs no rate table).
+const TC_LINKLAYER_ETHERNET: u8 = 1;
+
+impl Tbf {
+    /// `rate` Mb/s with NOTES.md's set-up that holds the rate exactly on a veth: a 32 KiB
+    /// bucket and 20 ms of queue (`tc qdisc add … tbf rate Rmbit burst 32kb latency 20ms`).
+    pub fn mbps(rate: u64) -> Tbf {
+        Tbf {
+            rate_bps: rate * 1_000_000,
+            burst: 32 * 1024,
+            latency_us: 20_000,
+        }
+    }
+
+    /// Rate in bytes/s (what the kernel's `tc_ratespec` holds).
+    pub fn rate_bytes(&self) -> u64 {
+        self.rate_bps / 8
+    }
+
+    /// Queue limit in bytes: the bytes `latency` drains at `rate`, plus the bucket (as
+    /// iproute2 computes `limit` from `latency`).
+    pub fn limit(&self) -> u32 {
+        let l = self.rate_bytes() as f64 * self.latency_us as f64 / 1e6 + self.burst as f64;
+        l.min(u32::MAX as f64) as u32
+    }
+
+    /// The TCA_OPTIONS of a tbf qdisc, built by hand (netlink-packet-route 0.34 has no tbf
+    /// type): TCA_TBF_PARMS = `struct tc_tbf_qopt` { rate: tc_ratespec (cell_log u8,
+    /// linklayer u8, overhead u16, cell_align i16, mpu u16, rate u32), peakrate:
+    /// tc_ratespec (unused, zero), limit u32 (bytes), buffer u32 (ticks), mtu u32 (peak
+    /// bucket, zero without peakrate) } in host byte order; TCA_TBF_RATE64 (u64) when the
+    /// rate does not fit the 32-bit field; TCA_TBF_BURST (u32 bytes), from which the
+    /// kernel recomputes the bucket time itself.
+    pub fn options(&self, psched: &Psched) -> Vec<TcOption> {
+        let rate = self.rate_bytes();
+        let mut parms = Vec::with_capacity(36);
+        // rate: tc_ratespec
+        parms.push(0u8); // cell_log
+        parms.push(TC_LINKLAYER_ETHERNET);
+        parms.extend_from_slice(&0u16.to_ne_bytes()); // overhead
+        parms.extend_from_slice(&(-1i16).to_ne_bytes()); // cell_align (as tc sets it)
+        parms.extend_from_slice(&0u16.to_ne_bytes()); // mpu
+        parms.extend_from_slice(&(rate.min(u32::MAX as u64) as u32).to_ne_bytes());
+        parms.extend_from_slice(&[0u8; 12]); // peakrate
+        parms.extend_from_slice(&self.limit().to_ne_bytes());
+        parms.extend_from_slice(&psched.xmit_ticks(rate, self.burst).to_ne_bytes());
+        parms.extend_from_slice(&0u32.to_ne_bytes()); // mtu
+        let mut v = vec![TcOption::Other(DefaultNla::new(TCA_TBF_PARMS, parms))];
+        if rate >= 1 << 32 {
+            v.push(TcOption::Other(DefaultNla::new(
+                TCA_TBF_RATE64,
+                rate.to_ne_bytes().to_vec(),
+            )));
+        }
+        v.push(TcOption::Other(DefaultNla::new(
+            TCA_TBF_BURST,
+            self.burst.to_ne_bytes().to_vec(),
+        )));
+        v
+    }
+
+    /// The RTM_NEWQDISC message that makes this the root qdisc of link `index`.
+    pub fn message(&self, index: u32, psched: &Psched) -> TcMessage {
+        let mut m = TcMessage::with_index(index as i32);
+        m.header.parent = TcHandle::ROOT;
+        m.header.handle = TcHandle { major: 1, minor: 0 };
+        m.attributes.push(TcAttribute::Kind("tbf".into()));
+        m.attributes
+            .push(TcAttribute::Options(self.options(psched)));
+        m
+    }
+}
+
+/// A tbf qdisc as the kernel reports it (RTM_GETQDISC dump).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TbfState {
+    /// Link index.
+    pub index: u32,
+    /// Rate in bytes/s (TCA_TBF_RATE64 if present, else the 32-bit field).
+    pub rate_bytes: u64,
+    /// Queue limit in bytes.
+    pub limit: u32,
+    /// Bucket in scheduler ticks.
+    pub buffer_ticks: u32,
+}
+
+/// The netlink attributes packed in `b` as `(type, value)`: each a 4-byte header
+/// (length u16 including the header, type u16 with the nested/byte-order flags masked
+/// off), the value, padding to 4 bytes. Stops at the first malformed header.
+pub fn nested_attrs(b: &[u8]) -> Vec<(u16, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 4 <= b.len() {
+        let len = u16::from_ne_bytes([b[at], b[at + 1]]) as usize;
+        let kind = u16::from_ne_bytes([b[at + 2], b[at + 3]]) & 0x3fff;
+        if len < 4 || at + len > b.len() {
+            break;
+        }
+        out.push((kind, b[at + 4..at + len].to_vec()));
+        at += len.div_ceil(4) * 4;
+    }
+    out
+}
+
+/// Parse the TCA_OPTIONS of a tbf qdisc (the inverse of [`Tbf::options`]).
+pub fn parse_tbf(index: u32, opts: &[TcOption]) -> Option<TbfState> {
+    // netlink-packet-route 0.34 does not know tbf: a dump yields the whole TCA_OPTIONS
+    // as one opaque attribute (kind 2) whose value is the nested list, so walk it here.
+    let mut attrs: Vec<(u16, Vec<u8>)> = Vec::new();
+    for o in opts {
+        if let TcOption::Other(nla) = o {
+            let mut v = vec![0u8; nla.value_len()];
+            nla.emit_value(&mut v);
+            if nla.kind() == TCA_OPTIONS {
+                attrs.extend(nested_attrs(&v));
+            } else {
+                attrs.push((nla.kind(), v));
+            }
+        }
+    }
+    let mut parms = None;
+    let mut rate64 = None;
+    for (kind, v) in attrs {
+        match kind {
+            TCA_TBF_PARMS if v.len() >= 36 => parms = Some(v),
+            TCA_TBF_RATE64 if v.len() >= 8 => {
+                rate64 = Some(u64::from_ne_bytes(v[..8].try_into().expect("8 bytes")))
+            }
+            _ => {}
+        }
+    }
+    let p = parms?;
+    let u = |k: usize| u32::from_ne_bytes(p[k..k + 4].try_into().expect("4 bytes"));
+    Some(TbfState {
+        index,
+        rate_bytes: rate64.unwrap_or(u(8) as u64),
+        limit: u(24),
+        buffer_ticks: u(28),
+    })
 }
 
 impl Nl {
@@ -171,6 +446,34 @@ impl Nl {
             })
     }
 
+    /// Whether link `name`'s operational state (IFLA_OPERSTATE) is UP. The kernel sets it
+    /// from its link watcher, the same work that activates the link's qdisc after a
+    /// carrier change (until then the device drops what it sends), and it may run up to
+    /// a second after the change.
+    pub fn oper_up(&self, name: &str) -> Result<bool> {
+        let name2 = name.to_string();
+        let r = self.rt.block_on(async {
+            self.handle
+                .link()
+                .get()
+                .match_name(name2)
+                .execute()
+                .try_next()
+                .await
+        });
+        match r {
+            Ok(Some(m)) => Ok(m
+                .attributes
+                .iter()
+                .any(|a| matches!(a, LinkAttribute::OperState(State::Up)))),
+            Ok(None) => Err(Error::Invalid(format!(
+                "no link {name} in netns {}",
+                self.ns
+            ))),
+            Err(e) => Err(nl_err(&self.ns, format!("get link {name}"), e)),
+        }
+    }
+
     pub fn set_up(&self, name: &str) -> Result<()> {
         self.set(name, true)
     }
@@ -188,11 +491,21 @@ impl Nl {
             .map_err(|e| nl_err(&self.ns, format!("set {name} mtu {mtu}"), e))
     }
 
-    /// Add `addr/len` to link `name`.
-    pub fn add_addr(&self, name: &str, addr: Ipv4Addr, len: u8) -> Result<()> {
+    /// Add `addr/len` (IPv4 or IPv6; IPv6 with `IFA_F_NODAD`) to link `name`.
+    pub fn add_addr(&self, name: &str, addr: impl Into<IpAddr>, len: u8) -> Result<()> {
+        let addr = addr.into();
         let idx = self.index(name)?;
+        let mut req = self.handle.address().add(idx, addr, len);
+        if addr.is_ipv6() {
+            // IFA_F_NODAD: never tentative, not even while the link waits for carrier
+            // (the kernel skips the TENTATIVE flag for NODAD addresses).
+            let m = req.message_mut();
+            m.header.flags |= AddressHeaderFlags::Nodad;
+            m.attributes
+                .push(AddressAttribute::Flags(AddressFlags::Nodad));
+        }
         self.rt
-            .block_on(self.handle.address().add(idx, addr.into(), len).execute())
+            .block_on(req.execute())
             .map_err(|e| nl_err(&self.ns, format!("add {addr}/{len} to {name}"), e))
     }
 
@@ -204,11 +517,18 @@ impl Nl {
             .map_err(|e| nl_err(&self.ns, what, e))
     }
 
-    /// Delete the main-table route to `dst/len`. Returns `false` if there was none.
-    pub fn del_route(&self, dst: Ipv4Addr, len: u8) -> Result<bool> {
-        let msg = RouteMessageBuilder::<Ipv4Addr>::new()
-            .destination_prefix(dst, len)
-            .build();
+    /// Delete the main-table route to `dst/len` (IPv4 or IPv6). Returns `false` if there
+    /// was none.
+    pub fn del_route(&self, dst: impl Into<IpAddr>, len: u8) -> Result<bool> {
+        let dst = dst.into();
+        let msg = match dst {
+            IpAddr::V4(d) => RouteMessageBuilder::<Ipv4Addr>::new()
+                .destination_prefix(d, len)
+                .build(),
+            IpAddr::V6(d) => RouteMessageBuilder::<Ipv6Addr>::new()
+                .destination_prefix(d, len)
+                .build(),
+        };
         match self.rt.block_on(self.handle.route().del(msg).execute()) {
             Ok(()) => Ok(true),
             Err(rtnetlink::Error::NetlinkError(e))
@@ -226,6 +546,92 @@ impl Nl {
         self.rt
             .block_on(self.handle.route().get(q).execute().try_collect())
             .map_err(|e| nl_err(&self.ns, "dump routes", e))
+    }
+
+    /// Every IPv6 route of the main table (for checks).
+    pub fn routes6(&self) -> Result<Vec<RouteMessage>> {
+        let q = RouteMessageBuilder::<Ipv6Addr>::new().build();
+        self.rt
+            .block_on(self.handle.route().get(q).execute().try_collect())
+            .map_err(|e| nl_err(&self.ns, "dump IPv6 routes", e))
+    }
+
+    /// Every address of the namespace as `(link index, address, prefix length, IFA_F_*
+    /// flags)` (for checks, e.g. that no IPv6 address is tentative).
+    pub fn addresses(&self) -> Result<Vec<(u32, IpAddr, u8, u32)>> {
+        let msgs: Vec<_> = self
+            .rt
+            .block_on(self.handle.address().get().execute().try_collect())
+            .map_err(|e| nl_err(&self.ns, "dump addresses", e))?;
+        let mut out = Vec::new();
+        for m in msgs {
+            let mut addr = None;
+            // IFA_FLAGS (32 bits) supersedes the 8-bit header flags when present.
+            let mut flags = u32::from(m.header.flags.bits());
+            for a in &m.attributes {
+                match a {
+                    AddressAttribute::Address(ip) => addr = Some(*ip),
+                    AddressAttribute::Flags(f) => flags = f.bits(),
+                    _ => {}
+                }
+            }
+            if let Some(ip) = addr {
+                out.push((m.header.index, ip, m.header.prefix_len, flags));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Make `tbf` the root qdisc of link `name` (create or replace), through a hand-built
+    /// RTM_NEWQDISC (see [`Tbf::options`]).
+    pub fn set_tbf(&self, name: &str, tbf: &Tbf, psched: &Psched) -> Result<()> {
+        let idx = self.index(name)?;
+        let mut req = NetlinkMessage::from(RouteNetlinkMessage::NewQueueDiscipline(
+            tbf.message(idx, psched),
+        ));
+        req.header.flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+        let what = format!("tbf rate {} bit/s on {name}", tbf.rate_bps);
+        let mut handle = self.handle.clone();
+        self.rt.block_on(async {
+            let mut resp = handle
+                .request(req)
+                .map_err(|e| nl_err(&self.ns, &what, e))?;
+            while let Some(m) = resp.next().await {
+                if let NetlinkPayload::Error(e) = m.payload
+                    && e.code.is_some()
+                {
+                    return Err(nl_err(&self.ns, &what, rtnetlink::Error::NetlinkError(e)));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Every tbf qdisc of the namespace, as the kernel reports it.
+    pub fn tbf_qdiscs(&self) -> Result<Vec<TbfState>> {
+        let h = self.handle.clone();
+        let msgs: Vec<TcMessage> = self
+            .rt
+            .block_on(h.qdisc().get().execute().try_collect())
+            .map_err(|e| nl_err(&self.ns, "dump qdiscs", e))?;
+        let mut out = Vec::new();
+        for m in msgs {
+            let tbf = m
+                .attributes
+                .iter()
+                .any(|a| matches!(a, TcAttribute::Kind(k) if k == "tbf"));
+            if !tbf {
+                continue;
+            }
+            for a in &m.attributes {
+                if let TcAttribute::Options(o) = a
+                    && let Some(st) = parse_tbf(m.header.index as u32, o)
+                {
+                    out.push(st);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Names of all links in the namespace.
@@ -304,6 +710,112 @@ mod tests {
             .expect("multipath attribute");
         assert_eq!(hops.iter().map(|h| h.hops).collect::<Vec<_>>(), vec![0, 2]);
         assert_eq!(m.header.destination_prefix_length, 24);
+    }
+
+    #[test]
+    fn ipv6_multipath_weights_are_stored_minus_one_and_read_back_plus_one() {
+        let a: Ipv6Addr = "fd00:fffe::1".parse().unwrap();
+        let b: Ipv6Addr = "fd00:fffe::3".parse().unwrap();
+        let dst: Ipv6Addr = "fd00:0:0:1::".parse().unwrap();
+        let m = multipath_route6(dst, 64, &[(a, 1), (b, 3)]);
+        assert_eq!(m.header.destination_prefix_length, 64);
+        assert_eq!(route_hops(&m), vec![(IpAddr::V6(a), 1), (IpAddr::V6(b), 3)]);
+        assert_eq!(route_dst(&m), Some((IpAddr::V6(dst), 64)));
+        let one = multipath_route6(dst, 64, &[(a, 1)]);
+        assert_eq!(route_hops(&one), vec![(IpAddr::V6(a), 1)]);
+    }
+
+    #[test]
+    fn psched_of_this_kernel_is_64ns_ticks() {
+        // /proc/net/psched on Linux 6.x (PSCHED_SHIFT 6): 15.625 ticks per µs.
+        let p = Psched::parse("000003e8 00000040 000f4240 3b9aca00\n").unwrap();
+        assert_eq!(p.ticks_per_us, 15.625);
+        // The clock_res = 10⁹ compatibility marker means t2us = us2t.
+        let p = Psched::parse("000003e8 00000040 3b9aca00 3b9aca00").unwrap();
+        assert_eq!(p.ticks_per_us, 1000.0);
+        for bad in ["", "1 2", "zz 1 1", "1 0 1"] {
+            assert!(Psched::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn tbf_100mbit_burst_32k_latency_20ms_matches_tc() {
+        let p = Psched::parse("000003e8 00000040 000f4240 3b9aca00").unwrap();
+        let t = Tbf::mbps(100);
+        assert_eq!(t.rate_bytes(), 12_500_000);
+        // tc: limit = rate × latency + burst = 250 000 + 32 768.
+        assert_eq!(t.limit(), 282_768);
+        // 32 KiB at 12.5 MB/s = 2621.44 µs = 40 960 ticks of 64 ns.
+        assert_eq!(p.xmit_ticks(t.rate_bytes(), t.burst), 40_960);
+        let opts = t.options(&p);
+        assert_eq!(opts.len(), 2, "PARMS + BURST, no RATE64 below 4 GB/s");
+        let st = parse_tbf(7, &opts).unwrap();
+        assert_eq!(
+            st,
+            TbfState {
+                index: 7,
+                rate_bytes: 12_500_000,
+                limit: 282_768,
+                buffer_ticks: 40_960
+            }
+        );
+        // The struct tc_tbf_qopt layout: 36 bytes, linklayer Ethernet, rate at 8.
+        let TcOption::Other(parms) = &opts[0] else {
+            panic!()
+        };
+        let mut v = vec![0; parms.value_len()];
+        parms.emit_value(&mut v);
+        assert_eq!(v.len(), 36);
+        assert_eq!(v[1], 1);
+        assert_eq!(&v[8..12], &12_500_000u32.to_ne_bytes());
+        assert_eq!(&v[12..24], &[0; 12], "no peak rate");
+    }
+
+    #[test]
+    fn tbf_rate_above_4_gbyte_per_s_goes_in_rate64() {
+        let p = Psched::parse("000003e8 00000040 000f4240 3b9aca00").unwrap();
+        let t = Tbf::mbps(400_000); // 400 Gb/s = 50 GB/s
+        let opts = t.options(&p);
+        assert_eq!(opts.len(), 3);
+        let st = parse_tbf(1, &opts).unwrap();
+        assert_eq!(st.rate_bytes, 50_000_000_000);
+    }
+
+    #[test]
+    fn a_dumped_tca_options_blob_is_walked_as_nested_attributes() {
+        // What netlink-packet-route 0.34 yields for a tbf dump: TCA_OPTIONS (kind 2) as
+        // one opaque attribute holding PARMS (and here RATE64).
+        let p = Psched::parse("000003e8 00000040 000f4240 3b9aca00").unwrap();
+        let t = Tbf::mbps(400_000);
+        let mut blob = Vec::new();
+        for o in t.options(&p) {
+            let TcOption::Other(n) = o else { panic!() };
+            let mut v = vec![0; n.value_len()];
+            n.emit_value(&mut v);
+            blob.extend_from_slice(&((v.len() + 4) as u16).to_ne_bytes());
+            blob.extend_from_slice(&n.kind().to_ne_bytes());
+            blob.extend_from_slice(&v);
+            while blob.len() % 4 != 0 {
+                blob.push(0);
+            }
+        }
+        let wrapped = vec![TcOption::Other(DefaultNla::new(2, blob.clone()))];
+        assert_eq!(parse_tbf(3, &wrapped).unwrap().rate_bytes, 50_000_000_000);
+        assert_eq!(nested_attrs(&blob).len(), 3);
+        // Truncated: no panic, only what is whole.
+        assert!(nested_attrs(&blob[..10]).is_empty());
+        assert_eq!(parse_tbf(3, &[]), None);
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes as a nested attribute list: never a panic, and every
+        /// attribute found lies inside the input.
+        #[test]
+        fn nested_attrs_never_panic(b in proptest::collection::vec(proptest::num::u8::ANY, 0..256)) {
+            let total: usize = nested_attrs(&b).iter().map(|a| a.1.len() + 4).sum();
+            proptest::prop_assert!(total <= b.len());
+            let _ = parse_tbf(0, &[TcOption::Other(DefaultNla::new(2, b))]);
+        }
     }
 
     #[test]
