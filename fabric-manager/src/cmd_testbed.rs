@@ -123,6 +123,10 @@ pub struct RunArgs {
     /// parameters (at the virtual rate) and print both side by side.
     #[arg(long)]
     pub compare_sim: bool,
+    /// Write SVG plots (per-flow throughput and controller rate over time, switch
+    /// queue depth per port) into this directory.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
 }
 
 fn need_root() -> anyhow::Result<()> {
@@ -545,10 +549,82 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     if let Some(p) = &a.pcap {
         println!("capture of switch port {} in {}", a.pcap_port, p.display());
     }
+    if let Some(dir) = &a.plot {
+        for p in write_plots(&r, &plan.name, dir)? {
+            println!("plot {}", p.display());
+        }
+    }
     if a.compare_sim {
         compare_with_sim(&cfg, &plan, hosts, &r)?;
     }
     Ok(())
+}
+
+/// SVG plots of a congestion run: delivered throughput and controller rate per flow,
+/// queue depth per switch port that held a queue (all in virtual time).
+fn write_plots(
+    r: &testbeds::veth::engine::CongestionReport,
+    name: &str,
+    dir: &std::path::Path,
+) -> anyhow::Result<Vec<PathBuf>> {
+    use testbeds::report::plots::line_chart;
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let t = |i: usize| i as f64 * r.sample_us;
+    let series = |f: &dyn Fn(&testbeds::veth::engine::FlowResult) -> &Vec<f64>| {
+        r.flows
+            .iter()
+            .map(|fl| {
+                let pts = f(fl).iter().enumerate().map(|(i, &v)| (t(i), v)).collect();
+                (format!("flow {} ({}→{})", fl.id, fl.src, fl.dst), pts)
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut out = Vec::new();
+    let p = dir.join("throughput.svg");
+    line_chart(
+        &p,
+        &format!("delivered throughput per flow — {name} (veth)"),
+        "time (µs, virtual)",
+        "Gb/s (virtual)",
+        &series(&|f| &f.gbps),
+    )
+    .with_context(|| format!("write {}", p.display()))?;
+    out.push(p);
+    let p = dir.join("cc-rate.svg");
+    line_chart(
+        &p,
+        &format!("congestion-control rate per flow — {name} (veth)"),
+        "time (µs, virtual)",
+        "Gb/s (virtual)",
+        &series(&|f| &f.cc_rate_gbps),
+    )
+    .with_context(|| format!("write {}", p.display()))?;
+    out.push(p);
+    let queues: Vec<(String, Vec<(f64, f64)>)> = r
+        .queue_bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| q.iter().any(|&b| b > 0))
+        .map(|(port, q)| {
+            let pts = q
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| (t(i), b as f64 / 1e3))
+                .collect();
+            (format!("port {port}"), pts)
+        })
+        .collect();
+    let p = dir.join("queue.svg");
+    line_chart(
+        &p,
+        &format!("switch egress queue per port — {name} (veth)"),
+        "time (µs, virtual)",
+        "KB",
+        &queues,
+    )
+    .with_context(|| format!("write {}", p.display()))?;
+    out.push(p);
+    Ok(out)
 }
 
 /// Run `plan` in `testbeds::sim` on a star of `hosts` at the virtual rate with the
