@@ -644,6 +644,7 @@ fn compare_with_sim(
         buffer: cfg.buffer,
         ecn: cfg.ecn,
         trim: cfg.trim,
+        rto: cfg.rto,
         ..SimConfig::default()
     };
     if let Some(p) = cfg.pfc {

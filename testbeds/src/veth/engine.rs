@@ -51,6 +51,9 @@ pub struct CongestionConfig {
     pub cc: CcKind,
     /// Unloaded RTT in virtual time (for window-based algorithms' defaults).
     pub base_rtt: Duration,
+    /// Retransmission timeout of the senders' go-back-N, virtual time (the simulator's
+    /// default, so `--compare-sim` runs recover from a tail loss alike).
+    pub rto: Duration,
     /// Sampling period of the time series, virtual time.
     pub sample: Duration,
     /// Write what switch port `pcap_port` sends and receives to this file.
@@ -77,7 +80,7 @@ impl CongestionConfig {
     /// 2–100 KB per port, up to ~300 KB when the machine is loaded),
     /// DCQCN paper ECN setting (Kmin 5 KB, Kmax 200 KB, Pmax 1 %),
     /// PFC XOFF 256 KB / XON 128 KB, DCQCN paper parameters, 10 µs virtual base RTT,
-    /// 20 µs samples.
+    /// 1 ms retransmission timeout, 20 µs samples.
     pub fn new(hosts: usize) -> CongestionConfig {
         let link_rate = Rate::gbps(1);
         CongestionConfig {
@@ -93,6 +96,7 @@ impl CongestionConfig {
             trim: None,
             cc: CcKind::Dcqcn(cc_algos::DcqcnPreset::Paper),
             base_rtt: Duration::micros(10),
+            rto: Duration::millis(1),
             sample: Duration::micros(20),
             pcap: None,
             pcap_port: 0,
@@ -434,7 +438,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                     scale,
                     payload: cfg.payload,
                     ack_every: 8,
-                    rto: scale.dur_to_real(Duration::millis(4)),
+                    rto: scale.dur_to_real(cfg.rto),
                     pacing_burst: cfg.pacing_burst,
                 },
                 np,
