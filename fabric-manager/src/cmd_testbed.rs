@@ -661,13 +661,16 @@ fn compare_with_sim(
     println!("| flow | veth FCT (µs) | sim FCT (µs) | veth/sim |");
     println!("|---|---|---|---|");
     let (mut vmax, mut smax) = (0f64, 0f64);
+    let (mut vall, mut sall) = (Vec::new(), Vec::new());
     for (v, sf) in veth.flows.iter().zip(&s.flows) {
         let vf = v.completed_us.map(|t| t - v.start_us);
         if let Some(x) = vf {
             vmax = vmax.max(x);
+            vall.push(x);
         }
         if let Some(x) = sf.fct_us {
             smax = smax.max(x);
+            sall.push(x);
         }
         println!(
             "| {} | {} | {} | {} |",
@@ -684,6 +687,18 @@ fn compare_with_sim(
         println!(
             "last completion: veth {vmax:.0} µs, sim {smax:.0} µs (ratio {:.2})",
             vmax / smax
+        );
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v.get(v.len() / 2).copied()
+    };
+    if let (Some(vm), Some(sm)) = (median(&mut vall), median(&mut sall))
+        && sm > 0.0
+    {
+        println!(
+            "median completion: veth {vm:.0} µs, sim {sm:.0} µs (ratio {:.2})",
+            vm / sm
         );
     }
     Ok(())
