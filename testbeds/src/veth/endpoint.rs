@@ -128,6 +128,26 @@ pub struct SendFlow {
     requested: bool,
 }
 
+impl SendFlow {
+    /// One line of the sender's state, for diagnosing a stalled flow.
+    pub fn state(&self) -> String {
+        use cc_algos::SenderCc;
+        format!(
+            "flow {}: next psn {} acked psn {} sent {} B, retransmits {}, naks {}, timeouts {}, credit {:?}, grants {}, requested {}",
+            self.id,
+            self.next_psn,
+            self.acked_psn,
+            self.sent_bytes,
+            self.retransmits,
+            self.naks,
+            self.timeouts,
+            self.cc.credit(),
+            self.credits,
+            self.requested
+        )
+    }
+}
+
 /// What a receiver knows of one flow.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct RecvFlow {
@@ -462,13 +482,24 @@ impl Host {
         };
         let ce = r.ecn == Ecn::Ce;
         let trimmed = payload.is_empty();
+        // The receiver controller learns which bytes must be sent again: a trimmed
+        // packet (its original size is the flow's payload size; the switch cut the rest)
+        // and a packet go-back-N discards (out of order or duplicate) are reported as
+        // not delivered, so an RCCC receiver grants their credit again. Before this,
+        // an RCCC flow that lost packets stalled: its sender had spent the credit on
+        // them and the receiver never re-granted it.
+        let in_order = !trimmed && r.bth.psn == rf.expected_psn;
         self.np.on_data(
             self.cfg.scale.to_virtual(now),
             DataArrival {
                 flow: flow as u64,
-                bytes: Bytes(payload.len() as u64),
+                bytes: Bytes(if trimmed {
+                    self.cfg.payload as u64
+                } else {
+                    payload.len() as u64
+                }),
                 ce,
-                trimmed,
+                trimmed: !in_order,
             },
         );
         let src = r.ip_src;
@@ -584,6 +615,13 @@ impl Host {
                 f.retransmits += f.next_psn.saturating_sub(f.acked_psn) as u64;
                 f.next_psn = f.acked_psn;
                 f.last_progress = now;
+                // A credit-based flow that must resend with no credit left would wait
+                // forever: the receiver re-grants only for what reaches it, and the
+                // lost tail never does. Ask again for what is left (as UEC's RCCC
+                // sender re-requests credit).
+                if f.cc.credit() == Some(Bytes::ZERO) {
+                    f.requested = false;
+                }
             }
         }
     }
@@ -632,10 +670,12 @@ impl Host {
                 continue;
             }
             if f.cc.credit().is_some() && !f.requested {
-                // Ask the receiver for the credit the whole flow needs beyond the
-                // initial credit (a long-lived flow asks for an unbounded amount).
+                // Ask the receiver for the credit the rest of the flow needs beyond
+                // the credit held (a long-lived flow asks for an unbounded amount).
                 f.requested = true;
-                let backlog = total.map_or(u64::MAX / 2, |t| t as u64 * payload_len as u64);
+                let backlog = total.map_or(u64::MAX / 2, |t| {
+                    t.saturating_sub(f.next_psn) as u64 * payload_len as u64
+                });
                 let want = match &f.cc {
                     AnyCc::Rccc(s) => s.request_for(Bytes(backlog)),
                     _ => Bytes(backlog),

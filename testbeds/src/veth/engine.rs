@@ -724,6 +724,16 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
     drop(host_socks);
     tb.teardown()?;
 
+    if std::env::var_os("FABRIC_VETH_DEBUG").is_some() {
+        for h in &hosts {
+            for f in &h.flows {
+                eprintln!("{}", f.state());
+            }
+            for (id, r) in &h.recv {
+                eprintln!("receiver of flow {id}: {r:?}");
+            }
+        }
+    }
     // Report.
     let to_us = |t: Instant| scale.to_virtual(t).picos() as f64 / 1e6;
     let sample_us = cfg.sample.as_micros_f64();
