@@ -10,8 +10,8 @@
 //! The sender blasts the same RoCEv2 frame with `sendmmsg` (batches of 64) for the
 //! given time; the receiver counts frames from its receive ring. Both paths use the
 //! engine's I/O layer ([`PacketSocket`], [`afpacket::Waiter`]). Threads are pinned so
-//! every trial places them alike: sender on CPU 0, switch and receiver on CPU 1; the
-//! switch runs `SCHED_FIFO` as in the engine. Trials alternate direct / switched,
+//! every trial places them alike (see `pin`); the switch runs `SCHED_FIFO` as in the
+//! engine. Trials alternate direct / switched,
 //! REPETITIONS times per frame size (the machine is shared and noisy); reported are
 //! the medians of the received frames per second on each path, the median of the
 //! per-trial ratios with its range, and the switch thread's CPU time per forwarded
@@ -68,7 +68,10 @@ fn frame(len: usize, dst: Ipv4Addr) -> Vec<u8> {
 }
 
 /// Pin the calling thread to CPU `cpu` (modulo the CPUs there are), so every trial places
-/// its threads the same way: sender on CPU 0, switch and receiver on CPU 1.
+/// its threads the same way. Direct path: sender on CPU 0, receiver on CPU 1 (the
+/// baseline gets a core each). Switched path: the switch alone on CPU 1 (real-time, as
+/// in the engine: a receiver beside it was starved and its ring overflowed once the
+/// switch saturated its core), sender and receiver on CPU 0.
 fn pin(cpu: usize) {
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
     // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays inside it.
@@ -108,11 +111,12 @@ fn sender(mut sock: PacketSocket, f: Vec<u8>, stop: Arc<AtomicBool>) -> u64 {
 /// Count frames on `sock` between `start` and `stop` flags.
 fn receiver(
     mut sock: PacketSocket,
+    cpu: usize,
     counting: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
     count: Arc<AtomicU64>,
 ) {
-    pin(1);
+    pin(cpu);
     let mut waiter = afpacket::Waiter::new(vec![sock.raw_fd()]);
     while !stop.load(Ordering::Relaxed) {
         let n = sock.recv_batch();
@@ -228,11 +232,12 @@ fn run_path(
         }
         None => None,
     };
+    let rx_cpu = if sw_handle.is_some() { 0 } else { 1 };
     let rx_t = {
         let (c, s, n) = (counting.clone(), stop.clone(), count.clone());
         std::thread::Builder::new()
             .name("bench-rx".into())
-            .spawn(move || receiver(rx_sock, c, s, n))?
+            .spawn(move || receiver(rx_sock, rx_cpu, c, s, n))?
     };
     let f = frame(len, dst);
     let tx_t = {
