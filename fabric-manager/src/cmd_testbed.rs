@@ -4,10 +4,12 @@
 //!   and leave it running; prints its run id.
 //! - `run SCENARIO`: build a star, run a `scenario` file on it with the userspace switch
 //!   (PFC, ECN) and RoCEv2 endpoints (DCQCN from `cc-algos`), print the figures, remove it.
-//! - `verify [--preset NAME | --fabric SPEC | --fat-tree K | --leaf-spine LxSxH]`: realise a
-//!   `topo` fabric as namespaces with kernel ECMP routes (rtnetlink), probe all host pairs
-//!   over UDP, show the ECMP spread of one leaf, fail a link, re-route incrementally,
-//!   probe again and report the recovery time; exit non-zero if any check fails.
+//! - `verify [--preset NAME | --fabric SPEC | --fat-tree K | --leaf-spine LxSxH] [--planes N]`:
+//!   realise a `topo` fabric as namespaces with kernel ECMP routes (rtnetlink), dual stack,
+//!   optionally shaped (`--link-mbps`), probe all host pairs (per plane) over UDP in IPv4
+//!   and IPv6, show the ECMP spread of one leaf, fail a link, re-route incrementally, probe
+//!   again, restore the link, probe again; report recovery and restore times per family;
+//!   exit non-zero if any check of either family fails.
 //! - `down RUN_ID` / `down --all`: remove a testbed made by `up`.
 //! - `clean`: remove leftovers of crashed runs (namespaces named `fab-*` whose owning
 //!   process is gone; `--all`: every `fab-*` namespace).
@@ -62,6 +64,10 @@ pub struct VerifyArgs {
     /// A 2-tier leaf–spine `LEAVESxSPINESxHOSTS_PER_LEAF`, e.g. `4x2x2`.
     #[arg(long, value_name = "LxSxH", conflicts_with_all = ["fabric", "preset"])]
     pub leaf_spine: Option<String>,
+    /// Copies of the `--fat-tree` / `--leaf-spine` plane, each host with one NIC port per
+    /// plane (multi-plane fabric); probes stay in their plane.
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with_all = ["fabric", "preset"])]
+    pub planes: u32,
     /// Link to fail (`link:N` or `A--B`, as in `fabric routes --fail`); default: the
     /// busiest uplink of the first host's leaf during the spread test.
     #[arg(long, value_name = "LINK")]
@@ -206,12 +212,24 @@ fn verify_fabric(a: &VerifyArgs) -> anyhow::Result<topo::Fabric> {
             .with_context(|| {
                 format!("--leaf-spine {ls}: expected LEAVESxSPINESxHOSTS_PER_LEAF, e.g. 4x2x2")
             })?;
-        return Ok(topo::generators::leaf_spine(v[0], v[1], v[2], rate)?);
+        let spec = topo::generators::leaf_spine_spec(v[0], v[1], v[2], 1, rate);
+        return planes(spec, a.planes, "leaf-spine");
     }
     if a.fabric.fabric.is_some() || a.fabric.preset.is_some() {
         return a.fabric.load();
     }
-    Ok(topo::generators::fat_tree(a.fat_tree.unwrap_or(4), rate)?)
+    let k = a.fat_tree.unwrap_or(4);
+    let spec = topo::generators::fat_tree_spec(k, rate);
+    planes(spec, a.planes, &format!("fat-tree-k{k}"))
+}
+
+/// `spec` as is (one plane) or with `n` copies of its plane, one NIC port per plane.
+fn planes(spec: topo::spec::Spec, n: u32, name: &str) -> anyhow::Result<topo::Fabric> {
+    match n {
+        0 => bail!("--planes: expected at least 1, got 0"),
+        1 => Ok(spec.build(name)?),
+        n => Ok(topo::generators::multi_plane_spec(spec, n).build(&format!("{name}-x{n}"))?),
+    }
 }
 
 fn verify(a: VerifyArgs) -> anyhow::Result<()> {
@@ -255,8 +273,18 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         s.namespaces, s.veths, s.addresses, s.routes, s.total_s, s.netns_s, s.links_s, s.routes_s
     );
     let round = |what: &str, p: &routed::ProbeRound| {
+        let planes = if p.per_plane.len() > 1 {
+            let v: Vec<String> = p
+                .per_plane
+                .iter()
+                .map(|(pl, n, ok)| format!("plane {pl}: {ok}/{n}"))
+                .collect();
+            format!(" [{}]", v.join(", "))
+        } else {
+            String::new()
+        };
         println!(
-            "{} {what}: {}/{} pairs reached ({} UDP probes) in {:.1} ms{}",
+            "{} {what}: {}/{} pairs reached{planes} ({} UDP probes) in {:.1} ms{}",
             p.family,
             p.received,
             p.pairs,
@@ -612,6 +640,7 @@ mod tests {
             },
             fat_tree,
             leaf_spine: leaf_spine.map(String::from),
+            planes: 1,
             fail: None,
             flows: 256,
             kernel_first: false,
@@ -628,6 +657,24 @@ mod tests {
         assert_eq!((f.num_hosts(), f.num_switches()), (16, 20));
         let f = verify_fabric(&args(Some(6), None)).unwrap();
         assert_eq!(f.num_hosts(), 54);
+    }
+
+    #[test]
+    fn planes_copy_the_generated_plane_with_one_nic_port_each() {
+        let mut a = args(None, Some("2x2x2"));
+        a.planes = 2;
+        let f = verify_fabric(&a).unwrap();
+        assert_eq!((f.num_planes(), f.num_hosts(), f.num_switches()), (2, 4, 8));
+        assert_eq!(f.name(), "leaf-spine-2x2-x2");
+        let mut a = args(Some(4), None);
+        a.planes = 3;
+        let f = verify_fabric(&a).unwrap();
+        assert_eq!((f.num_planes(), f.num_hosts()), (3, 16));
+        a.planes = 0;
+        assert_eq!(
+            verify_fabric(&a).unwrap_err().to_string(),
+            "--planes: expected at least 1, got 0"
+        );
     }
 
     #[test]

@@ -223,6 +223,94 @@ fn host_link_failure_is_listed_as_unreachable_and_the_rest_still_reach() {
 }
 
 #[test]
+fn two_plane_fabric_probes_stay_in_their_plane_and_a_plane0_host_link_failure_spares_plane1() {
+    if !enabled() {
+        return;
+    }
+    // Two copies of a 2×2 leaf–spine, each host with one NIC port per plane: 4 hosts,
+    // 8 switches, 16 links; 4 × 3 ordered pairs per plane.
+    let spec =
+        generators::multi_plane_spec(generators::leaf_spine_spec(2, 2, 2, 1, Rate::gbps(100)), 2);
+    let f = spec.build("leaf-spine-x2").unwrap();
+    assert_eq!(f.num_planes(), 2);
+    let host0_plane0 = f.attachment(NodeId(0), 0).unwrap().link;
+    let opts = VerifyOptions {
+        fail: Some(host0_plane0),
+        ..VerifyOptions::default()
+    };
+    let r = verify(f, &opts).unwrap();
+    assert_eq!((r.hosts, r.switches), (4, 8));
+    // Host 0 loses its plane-0 port only: its 6 plane-0 pairs are unreachable, its
+    // plane-1 pairs are not.
+    assert_eq!(r.unreachable.len(), 6, "{:?}", r.unreachable);
+    assert!(
+        r.unreachable.iter().all(|u| u.2 == 0),
+        "{:?}",
+        r.unreachable
+    );
+    for x in &r.families {
+        let fam = x.family;
+        assert_eq!(x.before.per_plane, vec![(0, 12, 12), (1, 12, 12)], "{fam}");
+        assert_eq!(x.after.per_plane, vec![(0, 6, 6), (1, 12, 12)], "{fam}");
+        let back = x.restored.as_ref().unwrap();
+        assert_eq!(back.per_plane, vec![(0, 12, 12), (1, 12, 12)], "{fam}");
+    }
+    assert!(r.ok());
+    assert!(r.leaked.is_empty(), "{:?}", r.leaked);
+}
+
+#[test]
+fn two_plane_probes_leave_through_their_own_plane() {
+    if !enabled() {
+        return;
+    }
+    let spec =
+        generators::multi_plane_spec(generators::leaf_spine_spec(2, 1, 1, 1, Rate::gbps(100)), 2);
+    let f = spec.build("leaf-spine-x2").unwrap();
+    let mut rt = RoutedTestbed::build(f).unwrap();
+    let fab = rt.fabric().clone();
+    let (h0, h1) = (NodeId(0), NodeId(1));
+    // Both planes' addresses are distinct and each plane's leaf carries its own probes:
+    // send only plane-1 probes and count what the plane-0 and plane-1 leaves of host 0
+    // received from it.
+    let a0 = rt.host_addr_in(h0, Family::V4, 0).unwrap();
+    let a1 = rt.host_addr_in(h0, Family::V4, 1).unwrap();
+    assert_ne!(a0, a1);
+    let leaf = |p: u16| fab.attachment(h0, p).unwrap();
+    let rx = |rt: &RoutedTestbed, p: u16| {
+        let a = leaf(p);
+        rt.nl(a.leaf)
+            .stats()
+            .unwrap()
+            .into_iter()
+            .find(|(n, _)| n == &format!("p{}", a.leaf_port))
+            .unwrap()
+            .1
+            .rx_packets
+    };
+    let before = (rx(&rt, 0), rx(&rt, 1));
+    for _ in 0..20 {
+        for fam in [Family::V4, Family::V6] {
+            let r = rt.probe_round(
+                fam,
+                &[(h0, h1, 1)],
+                std::time::Duration::from_millis(200),
+                std::time::Duration::from_secs(2),
+            );
+            assert!(r.ok(), "{fam} {:?}", r.missing);
+        }
+    }
+    let after = (rx(&rt, 0), rx(&rt, 1));
+    // 40 probes through plane 1; plane 0 sees at most a little IPv6 MLD/ND noise.
+    assert!(after.1 >= before.1 + 40, "{before:?} → {after:?}");
+    assert!(
+        after.0 <= before.0 + 3,
+        "plane-0 leaf saw plane-1 probes: {before:?} → {after:?}"
+    );
+    rt.teardown().unwrap();
+}
+
+#[test]
 fn fat_tree_kernel_alone_blackholes_the_failed_leaf_until_reprogrammed() {
     if !enabled() {
         return;
@@ -250,7 +338,8 @@ fn fat_tree_kernel_alone_blackholes_the_failed_leaf_until_reprogrammed() {
         assert!(!k.missing.is_empty(), "{fam}: kernel alone lost nothing?");
         // Only flows toward the hosts under the failed leaf are lost: flows leaving it
         // take its live uplink at once (the local next hop is dead on admin-down).
-        for (_, dst) in &k.missing {
+        for (_, dst, plane) in &k.missing {
+            assert_eq!(*plane, 0);
             assert!(
                 dst == "host0-nic0" || dst == "host1-nic0",
                 "{fam} {:?}",
