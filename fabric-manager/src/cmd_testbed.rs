@@ -503,7 +503,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     );
     let r = run_workplan(&cfg, &plan)?;
     println!(
-        "ran {:.0} µs (virtual); drops: switch {}, kernel {}, veth {}; ECN marks {}; PFC pauses sent {}; CNPs {}; credit grants {}; max buffer {} B",
+        "ran {:.0} µs (virtual); drops: switch {}, kernel {}, veth {}; ECN marks {}; PFC pauses sent {}; CNPs {}; credit grants {}; max buffer {} B; max PFC headroom used {} B",
         r.duration_us,
         r.switch_drops,
         r.kernel_drops,
@@ -512,8 +512,19 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         r.pauses_sent,
         r.cnps_sent,
         r.credits_sent,
-        r.max_buffer_used
+        r.max_buffer_used,
+        r.max_headroom_bytes
     );
+    println!(
+        "engine: switch loop at most {:.0} µs, hosts' loop at most {:.0} µs late (real time)",
+        r.switch_max_late_us, r.hosts_max_late_us
+    );
+    if !r.faithful() {
+        println!(
+            "WARNING: an engine loop fell more than {:.0} µs (real) behind; while it did, frames waited unseen by PFC/ECN or the NICs fell below their rate: the figures describe this machine's load more than the fabric. Re-run on a quieter machine or with a lower --link-mbps.",
+            testbeds::veth::engine::MAX_FAITHFUL_LATE_US
+        );
+    }
     println!(
         "| flow | src→dst | delivered | FCT (µs, virtual) | mean Gb/s | CNPs | NAKs | timeouts |"
     );
@@ -541,7 +552,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     for (p, c) in r.ports.iter().enumerate() {
         if c.tx_packets + c.rx_packets > 0 {
             println!(
-                "port {p}: tx {} pkts, rx {} pkts, marks {}, drops {}, pauses sent {}, PFC received {}, paused {}, max queue {} B",
+                "port {p}: tx {} pkts, rx {} pkts, marks {}, drops {}, pauses sent {}, PFC received {}, paused {}, max queue {} B, headroom used {} B",
                 c.tx_packets,
                 c.rx_packets,
                 c.ecn_marks,
@@ -549,7 +560,8 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
                 c.pauses_sent,
                 c.pfc_received,
                 c.paused_time,
-                c.max_queue_bytes
+                c.max_queue_bytes,
+                c.max_headroom_bytes
             );
         }
     }

@@ -4,7 +4,7 @@
 
 use cc_algos::Rate;
 use testbeds::scenario::{CompileCtx, Scenario, Workplan};
-use testbeds::veth::engine::{CongestionConfig, CongestionReport, jain, run_workplan};
+use testbeds::veth::engine::{CongestionConfig, CongestionReport, jain};
 use testbeds::veth::root_tests_enabled;
 
 /// The engine's two threads per test must not compete with another test's on a small
@@ -29,9 +29,31 @@ fn plan(toml: &str, hosts: u32) -> Workplan {
         .unwrap()
 }
 
+/// Run `p`; while an engine loop fell behind (the OS kept it from running: the run
+/// measures the machine's load more than the fabric), run it again, up to 3 runs, and
+/// keep the run that fell behind least. The tests' assertions then decide.
+fn run_workplan(cfg: &CongestionConfig, p: &Workplan) -> testbeds::veth::Result<CongestionReport> {
+    let late = |r: &CongestionReport| r.switch_max_late_us.max(r.hosts_max_late_us);
+    let mut best: Option<CongestionReport> = None;
+    for attempt in 1..=3 {
+        let r = testbeds::veth::engine::run_workplan(cfg, p)?;
+        if r.faithful() {
+            return Ok(r);
+        }
+        eprintln!(
+            "run {attempt}: engine fell behind (switch {:.0} µs, hosts {:.0} µs late)",
+            r.switch_max_late_us, r.hosts_max_late_us
+        );
+        if best.as_ref().is_none_or(|b| late(&r) < late(b)) {
+            best = Some(r);
+        }
+    }
+    Ok(best.expect("three runs"))
+}
+
 fn summary(r: &CongestionReport) -> String {
     format!(
-        "duration {:.0} µs, drops switch {} kernel {} veth {}, marks {}, pauses {}, cnps {}, max buffer {} B, malformed {}, completed {}, flows {:?}",
+        "duration {:.0} µs, drops switch {} kernel {} veth {}, marks {}, pauses {}, cnps {}, max buffer {} B, max PFC headroom {} B, late switch {:.0} µs hosts {:.0} µs, malformed {}, completed {}, flows {:?}",
         r.duration_us,
         r.switch_drops,
         r.kernel_drops,
@@ -40,6 +62,9 @@ fn summary(r: &CongestionReport) -> String {
         r.pauses_sent,
         r.cnps_sent,
         r.max_buffer_used,
+        r.max_headroom_bytes,
+        r.switch_max_late_us,
+        r.hosts_max_late_us,
         r.malformed,
         r.all_completed,
         r.flows
@@ -86,6 +111,14 @@ fn incast_8_to_1_with_pfc_is_lossless() {
     );
     let delivered: u64 = r.flows.iter().map(|f| f.delivered).sum();
     assert!(delivered >= 8 * 2_000_000);
+    // The emulated NICs obey a PAUSE within a few frames: measured 2–100 KB above XOFF
+    // (up to ~300 KB when a build kept the engine's threads from running); before each
+    // host read its ring right before sending, up to ~1 MB.
+    assert!(
+        r.max_headroom_bytes < 512_000,
+        "hosts react to PFC too late: {}",
+        summary(&r)
+    );
 }
 
 #[test]
@@ -273,6 +306,68 @@ fn nscc_incast_8_to_1_is_lossless_with_a_bounded_queue() {
     assert!(mean_queue(&r) < 1_000_000, "{}", summary(&r));
 }
 
+/// tshark decodes the RCCC frames of a real run as RoCEv2 (BTH opcode 0x1F request,
+/// 0x1E grant; DSCP 48; the 8-byte credit in the payload) with nothing malformed, and
+/// their numbers match the engine's counters.
+fn check_credit_frames_in_tshark(pcap: &std::path::Path, r: &CongestionReport) {
+    let out = std::process::Command::new("tshark")
+        .args(["-r", pcap.to_str().unwrap(), "-T", "fields"])
+        .args(["-e", "infiniband.bth.opcode", "-e", "ip.dsfield.dscp"])
+        .args(["-e", "ip.src", "-e", "_ws.expert", "-Y", "infiniband"])
+        .output()
+        .expect("tshark not found: run scripts/install-deps.sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    let count = |op: &str| rows.iter().filter(|c| c[0] == op).count() as u64;
+    let (requests, grants, data) = (count("31"), count("30"), count("4"));
+    println!("pcap: {requests} credit requests, {grants} grants, {data} data frames");
+    assert_eq!(requests, 4, "one request per sender: {text}");
+    assert_eq!(grants, r.credits_sent, "every grant crossed port 0");
+    assert!(
+        data > 4 * 2_000_000 / 4096,
+        "the data frames were captured too"
+    );
+    for c in rows.iter().filter(|c| c[0] == "30" || c[0] == "31") {
+        assert_eq!(c[1], "48", "credit frames use DSCP 48: {c:?}");
+    }
+    // Grants come from the receiver (host 0 is 10.200.0.1 in the star), requests not.
+    const RECEIVER: &str = "10.200.0.1";
+    assert!(
+        rows.iter()
+            .filter(|c| c[0] == "30")
+            .all(|c| c[2] == RECEIVER),
+        "{text}"
+    );
+    assert!(
+        rows.iter()
+            .filter(|c| c[0] == "31")
+            .all(|c| c[2] != RECEIVER),
+        "{text}"
+    );
+    let v = std::process::Command::new("tshark")
+        .args([
+            "-r",
+            pcap.to_str().unwrap(),
+            "-V",
+            "-Y",
+            "infiniband.bth.opcode == 30 || infiniband.bth.opcode == 31",
+        ])
+        .output()
+        .unwrap();
+    let v = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(
+        v.matches("\nInfiniBand\n").count() as u64,
+        requests + grants,
+        "full decode of every credit frame"
+    );
+    assert!(!v.contains("Malformed"), "{v}");
+}
+
 #[test]
 fn rccc_incast_4_to_1_is_lossless_within_its_initial_credit() {
     if !enabled() {
@@ -284,8 +379,17 @@ fn rccc_incast_4_to_1_is_lossless_within_its_initial_credit() {
     let dcqcn = run_workplan(&cfg, &p).unwrap();
     println!("dcqcn: {}", summary(&dcqcn));
     cfg.cc = "rccc".parse().unwrap();
+    // Capture the receiver's switch port: the credit requests (sender → receiver) and
+    // grants (receiver → sender) cross it, and tshark must decode them as RoCE.
+    let dir = std::env::temp_dir().join(format!("fabric-rccc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("rccc.pcap");
+    cfg.pcap = Some(pcap.clone());
+    cfg.pcap_port = 0;
     let r = run_workplan(&cfg, &p).unwrap();
     println!("rccc: {}", summary(&r));
+    check_credit_frames_in_tshark(&pcap, &r);
+    std::fs::remove_dir_all(&dir).ok();
     println!(
         "mean bottleneck queue: dcqcn {} B, rccc {} B; max: dcqcn {} B, rccc {} B",
         mean_queue(&dcqcn),

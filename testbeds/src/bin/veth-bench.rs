@@ -8,12 +8,17 @@
 //!   congestion testbed (links paced at 400 Gb/s, i.e. not limiting).
 //!
 //! The sender blasts the same RoCEv2 frame with `sendmmsg` (batches of 64) for the
-//! given time; the receiver counts frames with `recvmmsg`. Reported: received frames
-//! per second on each path, their ratio, and the switch thread's CPU time per
-//! forwarded frame (`getrusage(RUSAGE_THREAD)`).
+//! given time; the receiver counts frames from its receive ring. Both paths use the
+//! engine's I/O layer ([`PacketSocket`], [`afpacket::Waiter`]). Threads are pinned so
+//! every trial places them alike: sender on CPU 0, switch and receiver on CPU 1; the
+//! switch runs `SCHED_FIFO` as in the engine. Trials alternate direct / switched,
+//! REPETITIONS times per frame size (the machine is shared and noisy); reported are
+//! the medians of the received frames per second on each path, the median of the
+//! per-trial ratios with its range, and the switch thread's CPU time per forwarded
+//! frame (`getrusage(RUSAGE_THREAD)`). `VETH_BENCH_DEBUG=1` prints each trial.
 //!
 //! ```text
-//! cargo run --release -p testbeds --bin veth-bench -- [SECONDS]
+//! cargo run --release -p testbeds --bin veth-bench -- [SECONDS per trial] [REPETITIONS]
 //! ```
 
 use std::collections::HashMap;
@@ -62,6 +67,18 @@ fn frame(len: usize, dst: Ipv4Addr) -> Vec<u8> {
     b
 }
 
+/// Pin the calling thread to CPU `cpu` (modulo the CPUs there are), so every trial places
+/// its threads the same way: sender on CPU 0, switch and receiver on CPU 1.
+fn pin(cpu: usize) {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % n, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 fn thread_cpu() -> StdDuration {
     // SAFETY: getrusage fills a zeroed rusage for the calling thread.
     let ru = unsafe {
@@ -75,6 +92,7 @@ fn thread_cpu() -> StdDuration {
 
 /// Blast `f` on `sock` until `stop`.
 fn sender(mut sock: PacketSocket, f: Vec<u8>, stop: Arc<AtomicBool>) -> u64 {
+    pin(0);
     let batch: Vec<&[u8]> = (0..afpacket::BATCH).map(|_| &f[..]).collect();
     let mut sent = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -94,14 +112,15 @@ fn receiver(
     stop: Arc<AtomicBool>,
     count: Arc<AtomicU64>,
 ) {
-    let fds = [sock.raw_fd()];
-    let mut ready = [true];
+    pin(1);
+    let mut waiter = afpacket::Waiter::new(vec![sock.raw_fd()]);
     while !stop.load(Ordering::Relaxed) {
-        afpacket::wait_readable(&fds, 1_000_000, &mut ready);
         let n = sock.recv_batch();
         if counting.load(Ordering::Relaxed) {
             count.fetch_add(n as u64, Ordering::Relaxed);
         }
+        let more = sock.readable();
+        waiter.wait(n > 0 || more, if more { 0 } else { 1_000_000 });
     }
 }
 
@@ -146,56 +165,81 @@ fn run_path(
             });
             let stop = stop.clone();
             let counting = counting.clone();
-            Some(std::thread::spawn(move || -> (u64, StdDuration) {
-                let mut socks = socks;
-                let fds: Vec<i32> = socks.iter().map(|s| s.raw_fd()).collect();
-                let mut ready = [true; 2];
-                let t0 = StdInstant::now();
-                let mut out: Vec<Vec<u8>> = Vec::new();
-                let (mut fwd, mut cpu0, mut fwd0) = (0u64, None, 0u64);
-                while !stop.load(Ordering::Relaxed) {
-                    if cpu0.is_none() && counting.load(Ordering::Relaxed) {
-                        cpu0 = Some(thread_cpu());
-                        fwd0 = fwd;
-                    }
-                    let now = Instant::from_picos(t0.elapsed().as_nanos() as u64 * 1000);
-                    if ready[0] {
-                        let k = socks[0].recv_batch();
-                        for i in 0..k {
-                            let f = socks[0].frame(i).to_vec();
-                            switch.on_frame(now, 0, f);
+            Some(
+                std::thread::Builder::new()
+                    .name("bench-switch".into())
+                    .spawn(move || -> (u64, StdDuration) {
+                        let mut socks = socks;
+                        afpacket::set_fine_timer_slack();
+                        pin(1);
+                        if let Err(e) = afpacket::set_realtime() {
+                            eprintln!(
+                                "warning: the switch thread is not real-time ({e}); the engine's is"
+                            );
                         }
-                    }
-                    while out.len() < afpacket::BATCH {
-                        match switch.poll_transmit(now, 1) {
-                            Some(f) => out.push(f),
-                            None => break,
+                        let mut waiter = afpacket::Waiter::new(vec![socks[0].raw_fd()]);
+                        let t0 = StdInstant::now();
+                        let mut out: Vec<Vec<u8>> = Vec::new();
+                        let (mut fwd, mut cpu0, mut fwd0) = (0u64, None, 0u64);
+                        while !stop.load(Ordering::Relaxed) {
+                            if cpu0.is_none() && counting.load(Ordering::Relaxed) {
+                                cpu0 = Some(thread_cpu());
+                                fwd0 = fwd;
+                            }
+                            let now = Instant::from_picos(t0.elapsed().as_nanos() as u64 * 1000);
+                            let k = socks[0].recv_batch();
+                            for i in 0..k {
+                                let f = socks[0].frame(i).to_vec();
+                                switch.on_frame(now, 0, f);
+                            }
+                            while out.len() < afpacket::BATCH {
+                                match switch.poll_transmit(now, 1) {
+                                    Some(f) => out.push(f),
+                                    None => break,
+                                }
+                            }
+                            let n = socks[1].send_batch(&out);
+                            fwd += n as u64;
+                            out.drain(..n);
+                            // Never spin at real-time priority: only a readable ring skips the
+                            // nap; frames the kernel did not take wait for the next round.
+                            let more = socks[0].readable();
+                            let backlog = !out.is_empty() || switch.has_pending(1);
+                            let timeout = if more {
+                                0
+                            } else if backlog {
+                                afpacket::NAP.as_nanos() as u64
+                            } else {
+                                1_000_000
+                            };
+                            waiter.wait(k > 0 || n > 0 || more, timeout);
                         }
-                    }
-                    let n = socks[1].send_batch(&out);
-                    fwd += n as u64;
-                    out.drain(..n);
-                    let wait = if out.is_empty() && !switch.has_pending(1) {
-                        1_000_000
-                    } else {
-                        0
-                    };
-                    afpacket::wait_readable(&fds[..1], wait, &mut ready[..1]);
-                }
-                let cpu = cpu0.map_or(StdDuration::ZERO, |c| thread_cpu() - c);
-                (fwd - fwd0, cpu)
-            }))
+                        let cpu = cpu0.map_or(StdDuration::ZERO, |c| thread_cpu() - c);
+                        socks[0].read_kernel_drops();
+                        if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
+                            eprintln!(
+                                "switch: ingress ring drops {} forwarded {fwd} cpu {cpu:?}",
+                                socks[0].kernel_drops
+                            );
+                        }
+                        (fwd - fwd0, cpu)
+                    })?,
+            )
         }
         None => None,
     };
     let rx_t = {
         let (c, s, n) = (counting.clone(), stop.clone(), count.clone());
-        std::thread::spawn(move || receiver(rx_sock, c, s, n))
+        std::thread::Builder::new()
+            .name("bench-rx".into())
+            .spawn(move || receiver(rx_sock, c, s, n))?
     };
     let f = frame(len, dst);
     let tx_t = {
         let s = stop.clone();
-        std::thread::spawn(move || sender(tx_sock, f, s))
+        std::thread::Builder::new()
+            .name("bench-tx".into())
+            .spawn(move || sender(tx_sock, f, s))?
     };
     // Warm up, then count for `secs`.
     std::thread::sleep(StdDuration::from_millis(300));
@@ -205,7 +249,10 @@ fn run_path(
     let got = count.load(Ordering::Relaxed);
     let el = t.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
-    let _ = tx_t.join();
+    let sent = tx_t.join().unwrap_or(0);
+    if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
+        eprintln!("sent {sent} received {got} in {el:.2}s (+warm-up)");
+    }
     let _ = rx_t.join();
     let switch_cpu = sw_handle.map(|h| h.join().expect("switch thread"));
     Ok(Measured {
@@ -214,12 +261,23 @@ fn run_path(
     })
 }
 
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 fn main() -> Result<(), BoxErr> {
-    let secs: f64 = std::env::args()
-        .nth(1)
-        .map(|s| s.parse())
-        .transpose()?
-        .unwrap_or(2.0);
+    let mut args = std::env::args().skip(1);
+    let secs: f64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(1.0);
+    let reps: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(5);
+    if reps == 0 || secs.is_nan() || secs <= 0.0 {
+        return Err("usage: veth-bench [SECONDS per trial > 0] [REPETITIONS >= 1]".into());
+    }
     testbeds::veth::netns::install_signal_cleanup()?;
     let mut tb = Testbed::new()?;
     let a = tb.add_netns("ba")?;
@@ -231,30 +289,43 @@ fn main() -> Result<(), BoxErr> {
     let l_in = tb.connect(&sa, "e0", &ss, "s0")?;
     let l_out = tb.connect(&ss, "s1", &sb, "e1")?;
     println!(
+        "{reps} alternating trials of {secs} s per path and size; medians (ratio: median of the per-trial ratios, min–max in brackets)"
+    );
+    println!(
         "| frame | direct veth (pps) | via userspace switch (pps) | ratio | switch CPU per forwarded frame |"
     );
     println!("|---|---|---|---|---|");
     for len in [64usize, 1500] {
-        let d = run_path(
-            (a.clone(), "d0".into()),
-            (b.clone(), "d1".into()),
-            None,
-            len,
-            secs,
-        )?;
-        let s = run_path(
-            (sa.clone(), "e0".into()),
-            (sb.clone(), "e1".into()),
-            Some((ss.clone(), l_in.b_mac, l_out.a_mac)),
-            len,
-            secs,
-        )?;
+        let (mut dv, mut sv, mut rv, mut cv) = (vec![], vec![], vec![], vec![]);
+        for _ in 0..reps {
+            let d = run_path(
+                (a.clone(), "d0".into()),
+                (b.clone(), "d1".into()),
+                None,
+                len,
+                secs,
+            )?;
+            let s = run_path(
+                (sa.clone(), "e0".into()),
+                (sb.clone(), "e1".into()),
+                Some((ss.clone(), l_in.b_mac, l_out.a_mac)),
+                len,
+                secs,
+            )?;
+            rv.push(s.pps / d.pps);
+            dv.push(d.pps);
+            sv.push(s.pps);
+            cv.push(s.switch_cpu_ns_per_frame.unwrap_or(0.0));
+        }
+        let (lo, hi) = rv
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
         println!(
-            "| {len} B | {:.0} | {:.0} | {:.2} | {:.0} ns |",
-            d.pps,
-            s.pps,
-            s.pps / d.pps,
-            s.switch_cpu_ns_per_frame.unwrap_or(0.0)
+            "| {len} B | {:.0} | {:.0} | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns |",
+            median(dv),
+            median(sv),
+            median(rv),
+            median(cv)
         );
     }
     tb.teardown()?;

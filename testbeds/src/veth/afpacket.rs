@@ -1,23 +1,37 @@
-//! AF_PACKET sockets with batched I/O: one socket per port for both directions, bound
-//! to the port's interface, non-blocking, `recvmmsg`/`sendmmsg` with up to [`BATCH`]
-//! frames per system call. NOTES.md measured ~110k pps for a one-frame-per-call
-//! forwarder and ~320k pps with batches of 64 on this machine.
+//! AF_PACKET sockets for the engine: one socket per port for both directions, bound to
+//! the port's interface, non-blocking. Frames are received through a memory-mapped
+//! `PACKET_RX_RING` (TPACKET_V2) and sent with `sendmmsg` batches of up to [`BATCH`].
+//!
+//! Why a ring: with `recvmmsg` every frame is queued as an skb on the socket, and the
+//! reader pays a system call per batch plus a copy, a free and a wake-up per frame; the
+//! forwarding benchmark found the switch thread spending ~95 % of its time in the kernel
+//! that way. With the ring the kernel copies each frame into a shared slot while it
+//! delivers it (in the sender's context) and the switch reads it in place; checking for
+//! new frames is a memory read, so a busy loop needs no system call to receive.
+//! TPACKET_V2 rather than V3: V3 hands frames over a block at a time, and a block is only
+//! retired when full or when its timer (whole milliseconds) fires — a PFC pause or an
+//! ACK could wait a millisecond; V2 hands every slot over as soon as it is written.
+//! NOTES.md measured ~110k pps for a one-frame-per-call forwarder and ~320k pps with
+//! batches of 64 on this machine.
 //!
 //! Options set (see packet(7)): `PACKET_IGNORE_OUTGOING` (we must not read our own
 //! transmissions back), `PACKET_QDISC_BYPASS` (the engine paces; the veth has no
-//! queue anyway), 8 MiB receive and send buffers (`SO_*BUFFORCE`; the 212 KB default
-//! overflows under load). Kernel-side receive drops are read with
-//! `PACKET_STATISTICS` and accumulated in [`PacketSocket::kernel_drops`].
+//! queue anyway), an 8 MiB send buffer (`SO_SNDBUFFORCE`). Kernel-side receive drops
+//! (ring full) are read with `PACKET_STATISTICS` and accumulated in
+//! [`PacketSocket::kernel_drops`]; frames longer than a ring slot are dropped and counted
+//! in [`PacketSocket::truncated`].
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use super::netns::{Netns, in_netns};
 use super::{Error, Result};
 
-/// Frames per `recvmmsg`/`sendmmsg`.
+/// Frames per receive batch and per `sendmmsg`.
 pub const BATCH: usize = 64;
-/// Receive buffer size per frame slot (jumbo frames up to 9 KiB).
-pub const SLOT: usize = 9216;
+/// Memory of one receive ring (per socket).
+pub const RING_BYTES: usize = 4 << 20;
+/// Size of one ring block (frames never straddle blocks).
+const RING_BLOCK: usize = 128 << 10;
 
 fn os(what: &str) -> Error {
     Error::Os {
@@ -43,15 +57,126 @@ fn setopt<T>(fd: RawFd, level: i32, name: i32, v: &T, what: &str) -> Result<()> 
     Ok(())
 }
 
+/// The TPACKET_V2 receive ring inside the socket's mapping.
+#[derive(Debug)]
+struct Ring {
+    base: *mut u8,
+    frame_size: usize,
+    block: usize,
+    frames_per_block: usize,
+    frames: usize,
+    /// Next slot to look at.
+    head: usize,
+}
+
+// SAFETY: the ring points into a mapping owned by the same PacketSocket, only touched
+// through it.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    /// Ring geometry for frames up to `mtu` bytes of payload (plus Ethernet/VLAN
+    /// headers) in about `bytes` of memory: the kernel puts the MAC header of a received
+    /// frame at `TPACKET_ALIGN(TPACKET2_HDRLEN + 16)` minus 14 for SOCK_RAW, so a slot
+    /// needs that offset plus the frame.
+    fn request(mtu: usize, bytes: usize) -> libc::tpacket_req {
+        let align = |x: usize| (x + libc::TPACKET_ALIGNMENT - 1) & !(libc::TPACKET_ALIGNMENT - 1);
+        let frame_size = align(align(libc::TPACKET2_HDRLEN + 16) + mtu + 18);
+        // A block holds at least one frame (whole pages, so the kernel can allocate it).
+        let block = RING_BLOCK.max(frame_size.div_ceil(4096) * 4096);
+        let blocks = (bytes / block).max(1);
+        libc::tpacket_req {
+            tp_block_size: block as u32,
+            tp_block_nr: blocks as u32,
+            tp_frame_size: frame_size as u32,
+            tp_frame_nr: ((block / frame_size) * blocks) as u32,
+        }
+    }
+
+    fn len(req: &libc::tpacket_req) -> usize {
+        req.tp_block_size as usize * req.tp_block_nr as usize
+    }
+
+    /// The ring described by `req` at `base`.
+    fn at(base: *mut u8, req: &libc::tpacket_req) -> Ring {
+        let block = req.tp_block_size as usize;
+        let frame_size = req.tp_frame_size as usize;
+        Ring {
+            base,
+            frame_size,
+            block,
+            frames_per_block: block / frame_size,
+            frames: req.tp_frame_nr as usize,
+            head: 0,
+        }
+    }
+
+    fn slot(&self, i: usize) -> *mut libc::tpacket2_hdr {
+        let off = (i / self.frames_per_block) * self.block
+            + (i % self.frames_per_block) * self.frame_size;
+        // SAFETY: off < the ring's length by construction of the geometry.
+        unsafe { self.base.add(off) as *mut libc::tpacket2_hdr }
+    }
+
+    fn status_word(&self, i: usize) -> &std::sync::atomic::AtomicU32 {
+        // SAFETY: tp_status is the first, aligned u32 of a live slot; AtomicU32 has its
+        // layout; the kernel and we hand the slot over through this word.
+        unsafe { &*(self.slot(i) as *const std::sync::atomic::AtomicU32) }
+    }
+
+    /// The status word of slot `i`, read with acquire ordering (the writer fills the
+    /// slot, then sets the status).
+    fn status(&self, i: usize) -> u32 {
+        self.status_word(i)
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Set the status of slot `i` with release ordering (after our reads or writes).
+    fn set_status(&self, i: usize, v: u32) {
+        self.status_word(i)
+            .store(v, std::sync::atomic::Ordering::Release);
+    }
+
+    fn ready(&self) -> bool {
+        self.status(self.head) & libc::TP_STATUS_USER != 0
+    }
+}
+
+/// The socket's mapping of its receive ring.
+#[derive(Debug)]
+struct Mapping {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: owned exclusively by one PacketSocket.
+unsafe impl Send for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping once.
+        unsafe {
+            libc::munmap(self.base as *mut libc::c_void, self.len);
+        }
+    }
+}
+
 /// A raw packet socket on one interface.
 #[derive(Debug)]
 pub struct PacketSocket {
     fd: OwnedFd,
     ifname: String,
-    rx_bufs: Vec<u8>,
-    rx_lens: [usize; BATCH],
-    /// Frames the kernel dropped because our receive buffer was full.
+    ring: Ring,
+    // Unmapped when the socket goes.
+    _map: Mapping,
+    /// Slots of the current batch: (data offset from the slot, frame length).
+    batch: [(u32, u32); BATCH],
+    /// First slot and size of the current batch (handed back on the next receive).
+    batch_start: usize,
+    batch_len: usize,
+    /// Frames the kernel dropped because our receive ring was full.
     pub kernel_drops: u64,
+    /// Frames longer than a ring slot (dropped, not delivered).
+    pub truncated: u64,
 }
 
 impl PacketSocket {
@@ -102,13 +227,6 @@ impl PacketSocket {
         setopt(
             raw,
             libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            &sz,
-            "SO_RCVBUFFORCE",
-        )?;
-        setopt(
-            raw,
-            libc::SOL_SOCKET,
             libc::SO_SNDBUFFORCE,
             &sz,
             "SO_SNDBUFFORCE",
@@ -129,16 +247,59 @@ impl PacketSocket {
         if rc != 0 {
             return Err(os(&format!("bind AF_PACKET to {ifname}")));
         }
+        let mtu = interface_mtu(raw, ifname)?;
+        let version = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
+        setopt(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_VERSION,
+            &version,
+            "PACKET_VERSION",
+        )?;
+        let rx_req = Ring::request(mtu, RING_BYTES);
+        setopt(
+            raw,
+            libc::SOL_PACKET,
+            libc::PACKET_RX_RING,
+            &rx_req,
+            "PACKET_RX_RING",
+        )?;
+        let len = Ring::len(&rx_req);
+        // SAFETY: mapping the rings the kernel just allocated for this socket.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                raw,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(os("mmap the receive ring"));
+        }
+        let map = Mapping {
+            base: base as *mut u8,
+            len,
+        };
+        let ring = Ring::at(map.base, &rx_req);
         let mut s = PacketSocket {
             fd,
             ifname: ifname.to_string(),
-            rx_bufs: vec![0u8; BATCH * SLOT],
-            rx_lens: [0; BATCH],
+            ring,
+            _map: map,
+            batch: [(0, 0); BATCH],
+            batch_start: 0,
+            batch_len: 0,
             kernel_drops: 0,
+            truncated: 0,
         };
         // Discard anything queued before bind finished (frames of other interfaces).
         while s.recv_batch() > 0 {}
+        s.release_batch();
         s.kernel_drops = 0;
+        s.truncated = 0;
         s.read_kernel_drops();
         s.kernel_drops = 0;
         Ok(s)
@@ -149,47 +310,80 @@ impl PacketSocket {
     }
 
     /// Receive up to [`BATCH`] frames without blocking; returns how many. Read them
-    /// with [`PacketSocket::frame`].
+    /// with [`PacketSocket::frame`]; their ring slots go back to the kernel on the next
+    /// call (or [`PacketSocket::release_batch`]).
     pub fn recv_batch(&mut self) -> usize {
-        // SAFETY: zeroed mmsghdr/iovec arrays are valid; pointers reference rx_bufs,
-        // which outlives the call.
-        unsafe {
-            let mut iov: [libc::iovec; BATCH] = std::mem::zeroed();
-            let mut msgs: [libc::mmsghdr; BATCH] = std::mem::zeroed();
-            for i in 0..BATCH {
-                iov[i].iov_base = self.rx_bufs.as_mut_ptr().add(i * SLOT) as *mut libc::c_void;
-                iov[i].iov_len = SLOT;
-                msgs[i].msg_hdr.msg_iov = &mut iov[i];
-                msgs[i].msg_hdr.msg_iovlen = 1;
+        self.release_batch();
+        let r = &mut self.ring;
+        self.batch_start = r.head;
+        let mut n = 0;
+        while n < BATCH {
+            let st = r.status(r.head);
+            if st & libc::TP_STATUS_USER == 0 {
+                break;
             }
-            let n = libc::recvmmsg(
-                self.fd.as_raw_fd(),
-                msgs.as_mut_ptr(),
-                BATCH as u32,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-            );
-            if n <= 0 {
-                return 0;
+            // SAFETY: the slot is ours (TP_STATUS_USER) until released.
+            let h = unsafe { &*r.slot(r.head) };
+            if st & libc::TP_STATUS_COPY != 0 || h.tp_snaplen < h.tp_len {
+                // Longer than a slot: the kernel kept only a prefix.
+                self.truncated += 1;
+                self.batch[n] = (0, 0);
+            } else {
+                self.batch[n] = (h.tp_mac as u32, h.tp_snaplen);
             }
-            for (len, m) in self.rx_lens.iter_mut().zip(msgs.iter()).take(n as usize) {
-                *len = m.msg_len as usize;
-            }
-            n as usize
+            n += 1;
+            r.head = (r.head + 1) % r.frames;
         }
+        self.batch_len = n;
+        // Truncated slots are skipped by `frame` (empty) and counted above.
+        n
     }
 
-    /// Frame `i` of the last [`PacketSocket::recv_batch`].
+    /// Hand the current batch's slots back to the kernel.
+    pub fn release_batch(&mut self) {
+        for k in 0..self.batch_len {
+            self.ring.set_status(
+                (self.batch_start + k) % self.ring.frames,
+                libc::TP_STATUS_KERNEL,
+            );
+        }
+        self.batch_len = 0;
+    }
+
+    /// Slots in the receive ring: frames the kernel can hold for us before it drops.
+    pub fn ring_frames(&self) -> usize {
+        self.ring.frames
+    }
+
+    /// Whether a frame is waiting in the ring (a memory read, no system call).
+    pub fn readable(&self) -> bool {
+        self.ring.ready()
+    }
+
+    /// Frame `i` of the last [`PacketSocket::recv_batch`] (empty if it was truncated).
     pub fn frame(&self, i: usize) -> &[u8] {
-        &self.rx_bufs[i * SLOT..i * SLOT + self.rx_lens[i].min(SLOT)]
+        let (off, len) = self.batch[i];
+        if len == 0 {
+            return &[];
+        }
+        let slot = self.ring.slot((self.batch_start + i) % self.ring.frames) as *const u8;
+        let len = (len as usize).min(self.ring.frame_size - off as usize);
+        // SAFETY: the slot belongs to us until release_batch; off + len stays inside it.
+        unsafe { std::slice::from_raw_parts(slot.add(off as usize), len) }
     }
 
     /// Send frames with one `sendmmsg` per [`BATCH`]; returns how many the kernel took
     /// (fewer when its send buffer is full: the caller keeps the rest).
+    ///
+    /// Not a `PACKET_TX_RING`: measured with `veth-bench`, a transmit ring made the
+    /// switch slower on veth (6.2–7.3 µs instead of ~4 µs of CPU per forwarded frame),
+    /// because the veth must copy the ring's user pages out of every skb
+    /// (`skb_copy_ubufs`, a page allocation per frame) before handing it to the peer.
     pub fn send_batch<B: AsRef<[u8]>>(&mut self, frames: &[B]) -> usize {
         let mut sent = 0;
         for chunk in frames.chunks(BATCH) {
-            // SAFETY: as in recv_batch; the iovecs point into `frames`, alive for the call.
+            // SAFETY: zeroed mmsghdr/iovec arrays are valid; the iovecs point into
+            // `frames`, alive for the call.
             let n = unsafe {
                 let mut iov: [libc::iovec; BATCH] = std::mem::zeroed();
                 let mut msgs: [libc::mmsghdr; BATCH] = std::mem::zeroed();
@@ -246,9 +440,31 @@ impl PacketSocket {
     }
 }
 
+/// MTU of `ifname` (`SIOCGIFMTU` on the socket).
+fn interface_mtu(fd: RawFd, ifname: &str) -> Result<usize> {
+    // SAFETY: a zeroed ifreq is valid; the name is copied with its NUL terminator inside
+    // bounds (IFNAMSIZ checked).
+    unsafe {
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        let b = ifname.as_bytes();
+        if b.len() >= ifr.ifr_name.len() {
+            return Err(Error::Invalid(format!(
+                "interface name {ifname:?} is too long"
+            )));
+        }
+        for (d, s) in ifr.ifr_name.iter_mut().zip(b) {
+            *d = *s as libc::c_char;
+        }
+        if libc::ioctl(fd, libc::SIOCGIFMTU, &mut ifr) != 0 {
+            return Err(os(&format!("SIOCGIFMTU {ifname}")));
+        }
+        Ok(ifr.ifr_ifru.ifru_mtu.max(1500) as usize)
+    }
+}
+
 /// Wait until one of `fds` is readable or `timeout_ns` passes (`ppoll`; 0 = just
-/// look), and set `ready[i]` for each readable fd. One system call tells the event loop
-/// which sockets to read, instead of one empty `recvmmsg` per socket.
+/// look), and set `ready[i]` for each readable fd: one system call for all of a loop's
+/// sockets. (A socket with a receive ring is readable while its head slot is ours.)
 pub fn wait_readable(fds: &[RawFd], timeout_ns: u64, ready: &mut [bool]) {
     let mut p: Vec<libc::pollfd> = fds
         .iter()
@@ -273,6 +489,67 @@ pub fn wait_readable(fds: &[RawFd], timeout_ns: u64, ready: &mut [bool]) {
     };
     for (r, pf) in ready.iter_mut().zip(&p) {
         *r = n < 0 || pf.revents != 0;
+    }
+}
+
+/// How long after its last activity an event loop keeps napping instead of blocking.
+pub const NAP_WINDOW: std::time::Duration = std::time::Duration::from_millis(2);
+/// One nap while traffic flows.
+pub const NAP: std::time::Duration = std::time::Duration::from_micros(40);
+
+/// How an event loop waits for frames without paying a wake-up per frame.
+///
+/// A loop blocked in `ppoll` is woken by every frame the kernel delivers to its sockets,
+/// and that wake-up (wait-queue lock, inter-processor interrupt, two context switches)
+/// cost the forwarding benchmark more than the forwarding itself. So, as NAPI does with
+/// interrupts, a loop that saw traffic within the last [`NAP_WINDOW`] sleeps on a short
+/// timer ([`NAP`], or less when its next deadline is sooner) and then looks at its
+/// rings — a memory read; the kernel's deliveries find nobody to wake. Only a loop
+/// idle for longer blocks in `ppoll` on its sockets (no busy timer when nothing
+/// happens). A nap of 10 µs is 0.1 µs of virtual time at the default scale of 100.
+#[derive(Debug)]
+pub struct Waiter {
+    fds: Vec<RawFd>,
+    ready: Vec<bool>,
+    last_busy: std::time::Instant,
+}
+
+impl Waiter {
+    pub fn new(fds: Vec<RawFd>) -> Waiter {
+        let n = fds.len();
+        Waiter {
+            fds,
+            ready: vec![true; n],
+            last_busy: std::time::Instant::now(),
+        }
+    }
+
+    /// Wait at most `timeout_ns` (0: return at once). `busy`: this iteration moved
+    /// frames (or a ring still holds some), so the loop counts as active. Returns the
+    /// longest sleep it asked the OS for.
+    pub fn wait(&mut self, busy: bool, timeout_ns: u64) -> std::time::Duration {
+        let now = std::time::Instant::now();
+        if busy {
+            self.last_busy = now;
+        }
+        if timeout_ns == 0 {
+            return std::time::Duration::ZERO;
+        }
+        if now.duration_since(self.last_busy) < NAP_WINDOW {
+            let t = (NAP.as_nanos() as u64).min(timeout_ns);
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: t as libc::c_long,
+            };
+            // SAFETY: a valid timespec; an interrupted sleep just returns early.
+            unsafe {
+                libc::nanosleep(&ts, std::ptr::null_mut());
+            }
+            std::time::Duration::from_nanos(t)
+        } else {
+            wait_readable(&self.fds, timeout_ns, &mut self.ready);
+            std::time::Duration::from_nanos(timeout_ns)
+        }
     }
 }
 

@@ -1,8 +1,10 @@
 //! The congestion testbed: one userspace switch namespace and N host namespaces in a
 //! star, each host joined to a switch port by a veth pair. Two threads run it — one
-//! event loop for the switch (all its ports' AF_PACKET sockets), one for all hosts —
-//! each receiving and sending in batches (`recvmmsg`/`sendmmsg`) and sleeping in
-//! `ppoll` until the next pacing or timer deadline.
+//! event loop for the switch (all its ports' AF_PACKET sockets), one for all hosts,
+//! both `SCHED_FIFO` — each reading its sockets' receive rings, sending in `sendmmsg`
+//! batches and waiting with [`afpacket::Waiter`] (short naps while traffic flows,
+//! `ppoll` when idle) until the next pacing or timer deadline. The report says how far
+//! each loop fell behind ([`CongestionReport::faithful`]).
 //!
 //! [`run_workplan`] executes a compiled `scenario` [`Workplan`] (flows over host indices
 //! with start/stop times in the scenario's — virtual — time) and returns a
@@ -70,9 +72,9 @@ pub struct CongestionConfig {
 
 impl CongestionConfig {
     /// Defaults: 1 Gb/s real links standing for 100 Gb/s (scale 100), 4 KiB payload,
-    /// 32 MB shared buffer (a Tomahawk-3-class switch ASIC; PFC headroom must cover the
-    /// emulated hosts' reaction to PAUSE, which needed up to ~1 MB per port above XOFF in
-    /// an 8:1 incast here: peaks of 8 MB, overflowing the earlier 8 MB default),
+    /// 32 MB shared buffer (a Tomahawk-3-class switch ASIC; it covers 16 ingress ports
+    /// at XOFF plus the headroom the emulated hosts use after a PAUSE, measured at
+    /// 2–100 KB per port, up to ~300 KB when the machine is loaded),
     /// DCQCN paper ECN setting (Kmin 5 KB, Kmax 200 KB, Pmax 1 %),
     /// PFC XOFF 256 KB / XON 128 KB, DCQCN paper parameters, 10 µs virtual base RTT,
     /// 20 µs samples.
@@ -198,6 +200,14 @@ pub struct CongestionReport {
     /// Queue bytes per switch port per sample.
     pub queue_bytes: Vec<Vec<u64>>,
     pub max_buffer_used: u64,
+    /// Largest PFC headroom any ingress port used (bytes above XOFF while pausing its
+    /// peer; see [`PortCounters::max_headroom_bytes`]).
+    pub max_headroom_bytes: u64,
+    /// Longest time (real µs) the switch loop ran after the deadline it had asked for
+    /// (OS scheduling delay or a long iteration); see [`CongestionReport::faithful`].
+    pub switch_max_late_us: f64,
+    /// The same for the hosts' loop.
+    pub hosts_max_late_us: f64,
     /// Frames dropped by the switch (buffer full).
     pub switch_drops: u64,
     /// Frames the kernel dropped at our sockets (receive buffer full), all sockets.
@@ -217,6 +227,15 @@ pub struct CongestionReport {
 
 impl CongestionReport {
     /// All drops: switch buffer, kernel sockets, veths.
+    /// Whether both event loops kept up: neither ran more than [`MAX_FAITHFUL_LATE_US`]
+    /// (real time) behind its own deadlines. When they did not, frames waited in socket
+    /// rings unseen by PFC and ECN, or the emulated NICs fell below their rate, and the
+    /// figures of the run describe the machine more than the fabric.
+    pub fn faithful(&self) -> bool {
+        self.switch_max_late_us <= MAX_FAITHFUL_LATE_US
+            && self.hosts_max_late_us <= MAX_FAITHFUL_LATE_US
+    }
+
     pub fn total_drops(&self) -> u64 {
         self.switch_drops + self.kernel_drops + self.veth_drops
     }
@@ -259,15 +278,70 @@ impl Clock {
     }
 }
 
-/// Poll the sockets, sleeping until `next` (at most 500 µs) unless something is readable.
-fn sleep_until(fds: &[i32], now: Instant, next: Option<Instant>, ready: &mut [bool]) {
+/// How far an event loop fell behind (real time): for each iteration, the time from its
+/// start to the next iteration's start minus the sleep it asked for — the iteration's
+/// own work plus any delay of the OS in running it again. While a loop is behind, the
+/// switch does not forward (its rings fill unseen by PFC and ECN) or the hosts do not
+/// send, so a run with a large figure is not a faithful emulation; the report says so
+/// instead of hiding it.
+#[derive(Debug, Default)]
+struct Lateness {
+    start: Option<(std::time::Instant, std::time::Duration)>,
+    max: std::time::Duration,
+}
+
+impl Lateness {
+    /// At the top of an iteration.
+    fn on_wake(&mut self) {
+        let now = std::time::Instant::now();
+        if let Some((start, sleep)) = self.start {
+            let behind = now.duration_since(start).saturating_sub(sleep);
+            self.max = self.max.max(behind);
+        }
+        self.start = Some((now, std::time::Duration::ZERO));
+    }
+
+    /// Before waiting: the loop asks to sleep at most `sleep`.
+    fn sleeping(&mut self, sleep: std::time::Duration) {
+        if let Some((_, s)) = &mut self.start {
+            *s = sleep;
+        }
+    }
+
+    fn max_us(&self) -> f64 {
+        self.max.as_secs_f64() * 1e6
+    }
+}
+
+/// Largest lateness of an event loop (real µs) for which a run counts as faithful: 1 ms
+/// real is 10 µs of virtual time at the default scale, about 8 frames of 4 KiB on a
+/// 1 Gb/s link.
+pub const MAX_FAITHFUL_LATE_US: f64 = 1000.0;
+
+/// What the switch thread hands back: the switch, its sockets, the queue series per
+/// port, and how far (real µs) its loop fell behind.
+type SwitchOutcome = (Switch, Vec<PacketSocket>, Vec<Vec<u64>>, f64);
+
+/// Frames one emulated host may send per visit of the host loop.
+const HOST_BATCH: usize = 16;
+
+/// Wait until `next` (at most 500 µs) for the loop's sockets; `busy`: this iteration
+/// moved frames. A ring that already holds frames means no wait at all.
+fn sleep_until(
+    waiter: &mut afpacket::Waiter,
+    busy: bool,
+    readable: bool,
+    now: Instant,
+    next: Option<Instant>,
+) -> std::time::Duration {
     let max = Duration::micros(500);
     let wait = match next {
+        _ if readable => Duration::ZERO,
         Some(t) if t <= now => Duration::ZERO,
         Some(t) => (t - now).min(max),
         None => max,
     };
-    afpacket::wait_readable(fds, wait.as_nanos(), ready);
+    waiter.wait(busy || readable, wait.as_nanos())
 }
 
 /// Build the star, run `plan`, tear everything down, report.
@@ -400,92 +474,96 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
 
     let sw_thread = std::thread::Builder::new()
         .name("veth-switch".into())
-        .spawn(
-            move || -> Result<(Switch, Vec<PacketSocket>, Vec<Vec<u64>>)> {
-                afpacket::set_fine_timer_slack();
-                afpacket::set_realtime().map_err(|e| Error::Os {
-                    what: "SCHED_FIFO for the switch thread".into(),
-                    source: e,
-                })?;
-                let mut pcap = match &pcap_cfg {
-                    Some((p, _)) => Some(
-                        PcapWriter::new(std::io::BufWriter::new(
-                            std::fs::File::create(p).map_err(|e| Error::Os {
-                                what: format!("create pcap {}", p.display()),
-                                source: e,
-                            })?,
-                        ))
-                        .map_err(|e| Error::Os {
-                            what: "write pcap header".into(),
+        .spawn(move || -> Result<SwitchOutcome> {
+            afpacket::set_fine_timer_slack();
+            afpacket::set_realtime().map_err(|e| Error::Os {
+                what: "SCHED_FIFO for the switch thread".into(),
+                source: e,
+            })?;
+            let mut pcap = match &pcap_cfg {
+                Some((p, _)) => Some(
+                    PcapWriter::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
+                        |e| Error::Os {
+                            what: format!("create pcap {}", p.display()),
                             source: e,
-                        })?,
-                    ),
-                    None => None,
-                };
-                let pcap_port = pcap_cfg.as_ref().map(|(_, p)| *p);
-                let n = sw_socks.len();
-                let fds: Vec<i32> = sw_socks.iter().map(|s| s.raw_fd()).collect();
-                let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
-                let mut queue_series: Vec<Vec<u64>> = vec![Vec::new(); n];
-                let mut next_sample = Instant::ZERO;
-                let mut ready = vec![true; n];
-                while !sw_stop.load(Ordering::Relaxed) {
-                    let now = sw_clock.now();
-                    for (p, s) in sw_socks.iter_mut().enumerate() {
-                        let k = s.recv_batch();
-                        for i in 0..k {
-                            let f = s.frame(i).to_vec();
-                            if pcap_port == Some(p)
-                                && let Some(w) = pcap.as_mut()
-                            {
-                                let _ = w.write_frame(sw_clock.unix_nanos(now), &f);
-                            }
-                            switch.on_frame(now, p, f);
-                        }
-                    }
-                    switch.on_timeout(now);
-                    for p in 0..n {
-                        while pending[p].len() < afpacket::BATCH {
-                            match switch.poll_transmit(now, p) {
-                                Some(f) => pending[p].push(f),
-                                None => break,
-                            }
-                        }
-                        if pending[p].is_empty() {
-                            continue;
-                        }
-                        let sent = sw_socks[p].send_batch(&pending[p]);
+                        },
+                    )?))
+                    .map_err(|e| Error::Os {
+                        what: "write pcap header".into(),
+                        source: e,
+                    })?,
+                ),
+                None => None,
+            };
+            let pcap_port = pcap_cfg.as_ref().map(|(_, p)| *p);
+            let n = sw_socks.len();
+            let mut waiter = afpacket::Waiter::new(sw_socks.iter().map(|s| s.raw_fd()).collect());
+            let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+            let mut queue_series: Vec<Vec<u64>> = vec![Vec::new(); n];
+            let mut next_sample = Instant::ZERO;
+            let mut late = Lateness::default();
+            while !sw_stop.load(Ordering::Relaxed) {
+                let now = sw_clock.now();
+                late.on_wake();
+                let mut busy = false;
+                for (p, s) in sw_socks.iter_mut().enumerate() {
+                    let k = s.recv_batch();
+                    busy |= k > 0;
+                    for i in 0..k {
+                        let f = s.frame(i).to_vec();
                         if pcap_port == Some(p)
                             && let Some(w) = pcap.as_mut()
                         {
-                            for f in &pending[p][..sent] {
-                                let _ = w.write_frame(sw_clock.unix_nanos(now), f);
-                            }
+                            let _ = w.write_frame(sw_clock.unix_nanos(now), &f);
                         }
-                        pending[p].drain(..sent);
+                        switch.on_frame(now, p, f);
                     }
-                    if now >= next_sample {
-                        for (p, q) in queue_series.iter_mut().enumerate() {
-                            q.push(switch.counters(p).queue_bytes);
+                }
+                switch.on_timeout(now);
+                for p in 0..n {
+                    while pending[p].len() < afpacket::BATCH {
+                        match switch.poll_transmit(now, p) {
+                            Some(f) => pending[p].push(f),
+                            None => break,
                         }
-                        next_sample += sample_real;
                     }
-                    let mut next = switch.next_wakeup(now);
-                    if pending.iter().any(|p| !p.is_empty()) {
-                        next = Some(now + Duration::micros(20));
+                    if pending[p].is_empty() {
+                        continue;
                     }
-                    let next = Some(next.map_or(next_sample, |t| t.min(next_sample)));
-                    sleep_until(&fds, sw_clock.now(), next, &mut ready);
+                    let sent = sw_socks[p].send_batch(&pending[p]);
+                    busy |= sent > 0;
+                    if pcap_port == Some(p)
+                        && let Some(w) = pcap.as_mut()
+                    {
+                        for f in &pending[p][..sent] {
+                            let _ = w.write_frame(sw_clock.unix_nanos(now), f);
+                        }
+                    }
+                    pending[p].drain(..sent);
                 }
-                if let Some(w) = pcap.as_mut() {
-                    let _ = w.flush();
+                if now >= next_sample {
+                    for (p, q) in queue_series.iter_mut().enumerate() {
+                        q.push(switch.counters(p).queue_bytes);
+                    }
+                    next_sample += sample_real;
                 }
-                for s in &mut sw_socks {
-                    s.read_kernel_drops();
+                let mut next = switch.next_wakeup(now);
+                if pending.iter().any(|p| !p.is_empty()) {
+                    next = Some(now + Duration::micros(20));
                 }
-                Ok((switch, sw_socks, queue_series))
-            },
-        )
+                let next = Some(next.map_or(next_sample, |t| t.min(next_sample)));
+                let readable = sw_socks.iter().any(|s| s.readable());
+                let slept = sleep_until(&mut waiter, busy, readable, sw_clock.now(), next);
+                late.sleeping(slept);
+            }
+            if let Some(w) = pcap.as_mut() {
+                let _ = w.flush();
+            }
+            for s in &mut sw_socks {
+                s.read_kernel_drops();
+            }
+            Ok((switch, sw_socks, queue_series, late.max_us()))
+        })
         .map_err(|e| Error::Os {
             what: "spawn switch thread".into(),
             source: e,
@@ -510,28 +588,54 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         .spawn(move || {
             let clock = host_clock;
             afpacket::set_fine_timer_slack();
-            let fds: Vec<i32> = host_socks.iter().map(|s| s.raw_fd()).collect();
+            // The hosts' loop is real-time too: when a build or another test took its
+            // CPU, the emulated NICs fell below line rate together (an 8:1 incast that
+            // never congested) or their receive rings overflowed.
+            if let Err(e) = afpacket::set_realtime() {
+                host_stop.store(true, Ordering::Relaxed);
+                return Err(Error::Os {
+                    what: "SCHED_FIFO for the hosts thread".into(),
+                    source: e,
+                });
+            }
+            let mut waiter = afpacket::Waiter::new(host_socks.iter().map(|s| s.raw_fd()).collect());
             let mut completed: Completed = Completed::new();
             let mut next_sample = Instant::ZERO;
             let mut out: Vec<Vec<u8>> = Vec::new();
             let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); hosts.len()];
             let wall_start = std::time::Instant::now();
             let end;
-            let mut ready = vec![true; fds.len()];
+            let mut late = Lateness::default();
             loop {
-                let now = clock.now();
-                for (h, s) in host_socks.iter_mut().enumerate() {
-                    if !ready[h] {
-                        continue;
-                    }
+                late.on_wake();
+                let mut busy = false;
+                // Each host reads its own ring right before it sends, so a PAUSE (or a
+                // CNP, a credit) that arrived while the other hosts were busy is obeyed
+                // before its next frame, as a NIC would; and it sends at most
+                // HOST_BATCH frames per visit, which bounds what it can put on the wire
+                // after a PAUSE reached it.
+                for (i, h) in hosts.iter_mut().enumerate() {
+                    let now = clock.now();
+                    let s = &mut host_socks[i];
                     let k = s.recv_batch();
-                    for i in 0..k {
-                        hosts[h].on_frame(now, s.frame(i));
+                    busy |= k > 0;
+                    for j in 0..k {
+                        h.on_frame(now, s.frame(j));
+                    }
+                    s.release_batch();
+                    h.on_timeout(now);
+                    if pending[i].len() < HOST_BATCH {
+                        out.clear();
+                        h.poll_transmit(now, &completed, &mut out, HOST_BATCH - pending[i].len());
+                        pending[i].append(&mut out);
+                    }
+                    if !pending[i].is_empty() {
+                        let sent = s.send_batch(&pending[i]);
+                        busy |= sent > 0;
+                        pending[i].drain(..sent);
                     }
                 }
-                for h in &mut hosts {
-                    h.on_timeout(now);
-                }
+                let now = clock.now();
                 for &(id, dst) in &sized {
                     if !completed.contains(&id)
                         && hosts[dst as usize]
@@ -540,22 +644,6 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                             .is_some_and(|r| r.completed.is_some())
                     {
                         completed.insert(id);
-                    }
-                }
-                for (i, h) in hosts.iter_mut().enumerate() {
-                    if pending[i].len() < afpacket::BATCH {
-                        out.clear();
-                        h.poll_transmit(
-                            now,
-                            &completed,
-                            &mut out,
-                            afpacket::BATCH - pending[i].len(),
-                        );
-                        pending[i].append(&mut out);
-                    }
-                    if !pending[i].is_empty() {
-                        let sent = host_socks[i].send_batch(&pending[i]);
-                        pending[i].drain(..sent);
                     }
                 }
                 if now >= next_sample {
@@ -589,20 +677,23 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                     next = Some(now + Duration::micros(20));
                 }
                 let next = Some(next.map_or(next_sample, |t| t.min(next_sample)));
-                sleep_until(&fds, clock.now(), next, &mut ready);
+                let readable = host_socks.iter().any(|s| s.readable());
+                let slept = sleep_until(&mut waiter, busy, readable, clock.now(), next);
+                late.sleeping(slept);
             }
             host_stop.store(true, Ordering::Relaxed);
             for s in &mut host_socks {
                 s.read_kernel_drops();
             }
-            (
+            Ok((
                 hosts,
                 host_socks,
                 delivered_series,
                 rate_series,
                 completed,
                 end,
-            )
+                late.max_us(),
+            ))
         })
         .map_err(|e| Error::Os {
             what: "spawn host thread".into(),
@@ -611,9 +702,9 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
     let host_res = host_thread.join();
     stop.store(true, Ordering::Relaxed);
     let sw_res = sw_thread.join();
-    let (hosts, host_socks, delivered_series, mut rate_series, completed, end) =
-        host_res.map_err(|_| Error::Invalid("host thread panicked".into()))?;
-    let (switch, sw_socks, queue_series) =
+    let (hosts, host_socks, delivered_series, mut rate_series, completed, end, hosts_late) =
+        host_res.map_err(|_| Error::Invalid("host thread panicked".into()))??;
+    let (switch, sw_socks, queue_series, switch_late) =
         sw_res.map_err(|_| Error::Invalid("switch thread panicked".into()))??;
     let kernel_drops: u64 = sw_socks.iter().map(|s| s.kernel_drops).sum::<u64>()
         + host_socks.iter().map(|s| s.kernel_drops).sum::<u64>();
@@ -669,6 +760,11 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
     let ports: Vec<PortCounters> = (0..switch.num_ports())
         .map(|p| switch.counters(p).clone())
         .collect();
+    let max_headroom = ports
+        .iter()
+        .map(|p| p.max_headroom_bytes)
+        .max()
+        .unwrap_or(0);
     Ok(CongestionReport {
         scale: scale.0,
         link_rate_gbps: cfg.link_rate.as_gbps_f64(),
@@ -687,6 +783,9 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
         ports,
         queue_bytes: queue_series,
         max_buffer_used: switch.max_buffer_used,
+        max_headroom_bytes: max_headroom,
+        switch_max_late_us: switch_late,
+        hosts_max_late_us: hosts_late,
         kernel_drops,
         veth_drops,
         all_completed: completed.len() == n_sized,

@@ -8,7 +8,7 @@
 //! - [`wire`]: wire formats (Ethernet, IPv4, UDP, InfiniBand BTH/AETH, RoCEv2 ICRC, PFC),
 //!   each a zero-copy `Packet<T>` view plus a `Repr` (STYLE.md point 9).
 //! - [`pcap`]: a pcap writer (what a port sees), decodable by tshark as RoCE and PFC.
-//! - [`afpacket`]: AF_PACKET sockets with batched `recvmmsg`/`sendmmsg`.
+//! - [`afpacket`]: AF_PACKET sockets: TPACKET_V2 receive rings, `sendmmsg` batches.
 //! - [`switch`]: the userspace switch core (sans-IO): egress queues paced at link rate,
 //!   shared buffer, ECN marking, PFC, trimming, counters.
 //! - [`endpoint`]: RoCEv2 senders/receivers driving `cc-algos` controllers (sans-IO).

@@ -89,6 +89,11 @@ pub struct PortCounters {
     pub resumes_sent: u64,
     /// PFC frames received on this port.
     pub pfc_received: u64,
+    /// Headroom used: the largest ingress occupancy of one priority above its XOFF
+    /// threshold, i.e. the bytes that kept arriving on this port after it had asked its
+    /// peer to pause. A real switch must reserve this much per port and priority to
+    /// stay lossless (802.1Qbb headroom: cable, MTU and the peer's reaction time).
+    pub max_headroom_bytes: u64,
     /// Time this port's egress had data but was held by a received PAUSE.
     pub paused_time: Duration,
     /// Bytes queued now (all priorities).
@@ -286,6 +291,13 @@ impl Switch {
             .pfc_in
             .as_mut()
             .and_then(|p| p.on_enqueue(now, prio, Bytes(len)));
+        if let Some(pi) = &self.ports[in_port].pfc_in
+            && pi.is_pausing(prio)
+        {
+            let above = pi.occupancy(prio).0.saturating_sub(pi.config().xoff.0);
+            let c = &mut self.ports[in_port].c;
+            c.max_headroom_bytes = c.max_headroom_bytes.max(above);
+        }
         if let Some(f) = pfc_req {
             self.pfc_frame(in_port, f);
         }
