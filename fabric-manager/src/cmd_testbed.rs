@@ -91,6 +91,10 @@ pub struct VerifyArgs {
     /// bucket, 20 ms queue) and check one UDP flow per family gets R ± 10 %.
     #[arg(long, value_name = "R")]
     pub link_mbps: Option<u64>,
+    /// Program the switch routes as next-hop objects and groups (RTM_NEWNEXTHOP, routes
+    /// with `nhid`) instead of legacy multipath routes.
+    #[arg(long)]
+    pub nexthop_objects: bool,
     /// Write the full report as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -238,6 +242,7 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         testbed: routed::RoutedOptions {
             ipv6: !a.ipv4_only,
             link_mbps: a.link_mbps,
+            nexthop_objects: a.nexthop_objects,
         },
         spread_flows: a.flows,
         kernel_first: a.kernel_first,
@@ -255,7 +260,7 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         opts.fail = Some(set.links[0]);
     }
     println!(
-        "routed testbed: {} ({} hosts, {} switches, {} links), {}",
+        "routed testbed: {} ({} hosts, {} switches, {} links), {}, {}",
         f.name(),
         f.num_hosts(),
         f.num_switches(),
@@ -264,6 +269,11 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             "IPv4 only"
         } else {
             "dual stack (IPv4 + IPv6)"
+        },
+        if a.nexthop_objects {
+            "next-hop objects"
+        } else {
+            "legacy multipath routes"
         }
     );
     let r = routed::verify(f, &opts)?;
@@ -659,6 +669,7 @@ mod tests {
             ipv4_only: false,
             no_restore: false,
             link_mbps: None,
+            nexthop_objects: false,
             json: None,
         }
     }

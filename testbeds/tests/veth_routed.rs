@@ -437,3 +437,103 @@ fn tbf_shaped_fabric_reads_back_and_holds_the_rate_in_both_families() {
     assert_eq!(q[0].rate_bytes, 5_000_000_000);
     rt.teardown().unwrap();
 }
+
+#[test]
+fn nexthop_objects_carry_the_routes_and_the_kernel_alone_keeps_the_local_pairs() {
+    if !enabled() {
+        return;
+    }
+    // Routes as RTA_NH_ID → next-hop groups: readable with `ip nexthop`, and every route
+    // of a switch names an object instead of carrying next hops itself.
+    let f = generators::leaf_spine(3, 2, 1, Rate::gbps(100)).unwrap();
+    let opts = RoutedOptions {
+        nexthop_objects: true,
+        ..RoutedOptions::default()
+    };
+    let rt = RoutedTestbed::build_with(f, &opts).unwrap();
+    let fab = rt.fabric().clone();
+    let leaf0 = fab.plane_info(0).leaves().map(NodeId).next().unwrap();
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            rt.netns(leaf0).name(),
+            "ip",
+            "nexthop",
+            "show",
+        ])
+        .output()
+        .expect("run ip nexthop");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 2 uplinks × 2 families gateway objects + one 2-way group per family.
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" group ")).count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" via ")).count(),
+        4,
+        "{text}"
+    );
+    for fam_routes in [
+        rt.nl(leaf0).routes().unwrap(),
+        rt.nl(leaf0).routes6().unwrap(),
+    ] {
+        let with_nh = fam_routes
+            .iter()
+            .filter(|m| {
+                m.attributes
+                    .iter()
+                    .any(|a| matches!(a, netlink_packet_route::route::RouteAttribute::NhId(_)))
+            })
+            .count();
+        assert_eq!(
+            with_nh, 2,
+            "routes to the 2 other leaves name next-hop objects"
+        );
+    }
+    rt.teardown().unwrap();
+
+    // Fat-tree k = 4, kernel alone after the busiest uplink of pod0-leaf0 goes down: the
+    // leaf's group loses the dead member at once, so every pair from its hosts still
+    // reaches; pairs toward its hosts that hash onto the aggregation switch that lost its
+    // only way down are lost until re-programmed (as with legacy multipath + sysctls).
+    let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
+    let opts = VerifyOptions {
+        testbed: RoutedOptions {
+            nexthop_objects: true,
+            ..RoutedOptions::default()
+        },
+        kernel_first: true,
+        ..VerifyOptions::default()
+    };
+    let r = verify(f, &opts).unwrap();
+    for x in &r.families {
+        let fam = x.family;
+        assert!(x.before.ok(), "{fam} {:?}", x.before.missing);
+        let k = x.kernel_only.as_ref().unwrap();
+        assert!(!k.missing.is_empty(), "{fam}");
+        for (src, dst, _) in &k.missing {
+            assert!(
+                dst == "host0-nic0" || dst == "host1-nic0",
+                "{fam} {:?}",
+                k.missing
+            );
+            assert!(
+                src != "host0-nic0" && src != "host1-nic0",
+                "{fam} {:?}",
+                k.missing
+            );
+        }
+        assert!(x.after.ok(), "{fam} {:?}", x.after.missing);
+        assert!(x.restore_ok(), "{fam}");
+    }
+    assert!(r.ok());
+    assert!(r.leaked.is_empty());
+}

@@ -15,9 +15,9 @@
 //! - Every switch row of [`topo::Routes`] becomes one route per destination ToR prefix
 //!   and family: one gateway, or a legacy multipath route (`RTA_MULTIPATH`; weight =
 //!   number of times a port appears in the group, passed to the kernel minus one, see
-//!   [`super::link`]). netlink-packet-route 0.34 has no next-hop object messages
-//!   (RTM_NEWNEXTHOP), so the switches get the sysctls that make legacy multipath skip a
-//!   down link (`ignore_routes_with_linkdown=1`, `fib_multipath_use_neigh=1`, NOTES.md)
+//!   [`super::link`]) — or, with [`RoutedOptions::nexthop_objects`], next-hop objects
+//!   and groups (hand-built RTM_NEWNEXTHOP) named by the route (RTA_NH_ID). The switches
+//!   get the sysctls that make legacy multipath skip a down link (`ignore_routes_with_linkdown=1`, `fib_multipath_use_neigh=1`, NOTES.md)
 //!   and the L4 multipath hash for both families (`fib_multipath_hash_policy=1`) so UDP
 //!   flows with different ports spread.
 //! - With [`RoutedOptions::link_mbps`] every veth end gets a tbf root qdisc
@@ -48,7 +48,7 @@ use topo::routing::{LOCAL, NO_ROUTE};
 use topo::{Fabric, LinkId, NodeId, Routes};
 
 use super::link::{
-    Nl, Psched, Tbf, TbfState, multipath_route, multipath_route6, route_dst, route_hops,
+    NextHop, Nl, Psched, Tbf, TbfState, multipath_route, multipath_route6, route_dst, route_hops,
 };
 use super::netns::{Netns, in_netns};
 use super::{Error, Result, Testbed};
@@ -330,6 +330,31 @@ impl HostSock {
     }
 }
 
+/// Bookkeeping of next-hop-object programming.
+#[derive(Debug)]
+struct NhState {
+    ifindex: Vec<Vec<u32>>,
+    groups: std::sync::Mutex<std::collections::HashMap<(NodeId, Family, Vec<(u32, u8)>), u32>>,
+    /// Objects written since the last link change at their switch (not re-sent).
+    made: std::sync::Mutex<HashSet<(NodeId, u32)>>,
+}
+
+impl NhState {
+    /// Whether object `id` of switch `s` must be (re)written; marks it written.
+    fn needs(&self, s: NodeId, id: u32) -> bool {
+        self.made.lock().expect("nh registry").insert((s, id))
+    }
+
+    /// Forget what was written at `nodes`: a link going down deletes the kernel's
+    /// objects on it and shrinks the groups using them, so rewrite them when used.
+    fn invalidate(&self, nodes: &[NodeId]) {
+        self.made
+            .lock()
+            .expect("nh registry")
+            .retain(|(n, _)| !nodes.contains(n));
+    }
+}
+
 /// A probe path: source host, destination host, plane (multi-plane fabrics: one NIC
 /// port per plane; a probe stays in its plane).
 pub type Lane = (NodeId, NodeId, u16);
@@ -342,6 +367,10 @@ pub struct RoutedOptions {
     /// Shape every link to this many Mb/s with a tbf root qdisc on both ends of every
     /// veth ([`Tbf::mbps`]: 32 KiB bucket, 20 ms of queue). `None`: unshaped.
     pub link_mbps: Option<u64>,
+    /// Program switch routes as next-hop objects (RTM_NEWNEXTHOP, one per port and
+    /// family, plus one multipath group per distinct port set; routes carry RTA_NH_ID)
+    /// instead of legacy RTA_MULTIPATH routes.
+    pub nexthop_objects: bool,
 }
 
 impl Default for RoutedOptions {
@@ -349,9 +378,22 @@ impl Default for RoutedOptions {
         RoutedOptions {
             ipv6: true,
             link_mbps: None,
+            nexthop_objects: false,
         }
     }
 }
+
+/// Next-hop object id of `port` in family `fam` (gateway objects; groups start at
+/// [`NH_GROUP_BASE`]).
+fn nh_port_id(fam: Family, port: topo::Port) -> u32 {
+    match fam {
+        Family::V4 => 1 + port as u32,
+        Family::V6 => 70_000 + port as u32,
+    }
+}
+
+/// First id of next-hop groups.
+const NH_GROUP_BASE: u32 = 200_000;
 
 /// Outcome of [`RoutedTestbed::blast`]: one UDP flow at full speed for a while.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -384,6 +426,9 @@ pub struct RoutedTestbed {
     plan: AddressPlan,
     routes: Routes,
     ipv6: bool,
+    /// With next-hop objects: link index per (node, port), and the group ids allocated
+    /// per (switch, family, members).
+    nexthops: Option<NhState>,
     round: u32,
     setup: SetupStats,
     tb: Testbed,
@@ -537,10 +582,29 @@ impl RoutedTestbed {
             plan,
             routes,
             ipv6: opts.ipv6,
+            nexthops: None,
             round: 0,
             setup: st,
             tb,
         };
+        if opts.nexthop_objects {
+            let mut ifindex = Vec::with_capacity(rt.fabric.num_nodes());
+            for i in 0..rt.fabric.num_nodes() {
+                let n = NodeId(i as u32);
+                let mut v = Vec::new();
+                if !rt.fabric.is_host(n) {
+                    for p in 0..rt.fabric.degree(n) as topo::Port {
+                        v.push(rt.nl[i].index(&ifname(p))?);
+                    }
+                }
+                ifindex.push(v);
+            }
+            rt.nexthops = Some(NhState {
+                ifindex,
+                groups: std::sync::Mutex::new(Default::default()),
+                made: std::sync::Mutex::new(Default::default()),
+            });
+        }
         let switches: Vec<NodeId> = rt.fabric.switches().collect();
         for s in switches {
             for l in rt.plane_leaves(s) {
@@ -692,6 +756,9 @@ impl RoutedTestbed {
         if self.routes.entry(s, leaf) == LOCAL {
             return Ok(0);
         }
+        if self.nexthops.is_some() {
+            return self.program_nh(s, leaf);
+        }
         let nl = &self.nl[s.idx()];
         let mut n = 0;
         if let Some(prefix) = self.plan.tor_prefix_v4(leaf) {
@@ -713,6 +780,93 @@ impl RoutedTestbed {
                 }
             }
             n += 1;
+        }
+        Ok(n)
+    }
+
+    /// [`Self::program`] with next-hop objects: (re)create one gateway object per port
+    /// of the group (the kernel deletes the objects of a link that goes down, so they are
+    /// re-added whenever used), one multipath group object per distinct port set (weights
+    /// − 1, as in routes), and replace the route with one that only names the object
+    /// (RTA_NH_ID). No route: the route is deleted.
+    fn program_nh(&self, s: NodeId, leaf: NodeId) -> Result<usize> {
+        let st = self.nexthops.as_ref().expect("next-hop mode");
+        let nl = &self.nl[s.idx()];
+        let e = self.routes.entry(s, leaf);
+        let mut ports: Vec<(topo::Port, u8)> = Vec::new();
+        if e != NO_ROUTE {
+            for &p in self.routes.groups().get(e) {
+                match ports.iter_mut().find(|x| x.0 == p) {
+                    Some(x) => x.1 = x.1.saturating_add(1),
+                    None => ports.push((p, 1)),
+                }
+            }
+        }
+        let mut n = 0;
+        for fam in self.families() {
+            let prefix: Option<(IpAddr, u8)> = match fam {
+                Family::V4 => self
+                    .plan
+                    .tor_prefix_v4(leaf)
+                    .map(|p| (p.addr.into(), p.len)),
+                Family::V6 => self
+                    .plan
+                    .tor_prefix_v6(leaf)
+                    .map(|p| (p.addr.into(), p.len)),
+            };
+            let Some((dst, len)) = prefix else { continue };
+            n += 1;
+            if ports.is_empty() {
+                nl.del_route(dst, len)?;
+                continue;
+            }
+            let mut members = Vec::new();
+            for &(p, w) in &ports {
+                let gateway: IpAddr = match fam {
+                    Family::V4 => peer_addr(&self.fabric, &self.plan, s, p).map(IpAddr::V4),
+                    Family::V6 => peer_addr6(&self.fabric, &self.plan, s, p).map(IpAddr::V6),
+                }
+                .ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "{} port {p}: no peer address",
+                        self.fabric.node_name(s)
+                    ))
+                })?;
+                let id = nh_port_id(fam, p);
+                if st.needs(s, id) {
+                    nl.set_nexthop(&NextHop::Via {
+                        id,
+                        gateway,
+                        oif: st.ifindex[s.idx()][p as usize],
+                    })?;
+                }
+                members.push((id, w));
+            }
+            let id = if let [(id, _)] = members[..] {
+                id
+            } else {
+                let gid = {
+                    let mut g = st.groups.lock().expect("group registry");
+                    let next = NH_GROUP_BASE + g.len() as u32;
+                    *g.entry((s, fam, members.clone())).or_insert(next)
+                };
+                if st.needs(s, gid) {
+                    nl.set_nexthop(&NextHop::Group { id: gid, members })?;
+                }
+                gid
+            };
+            let msg = match (fam, dst) {
+                (Family::V4, IpAddr::V4(d)) => RouteMessageBuilder::<Ipv4Addr>::new()
+                    .destination_prefix(d, len)
+                    .nhid(id)
+                    .build(),
+                (_, IpAddr::V6(d)) => RouteMessageBuilder::<Ipv6Addr>::new()
+                    .destination_prefix(d, len)
+                    .nhid(id)
+                    .build(),
+                _ => unreachable!("prefix family follows fam"),
+            };
+            nl.replace_route(msg)?;
         }
         Ok(n)
     }
@@ -1087,6 +1241,9 @@ impl RoutedTestbed {
             t0 = Instant::now();
         }
         let rep = self.routes.fail_links(&self.fabric, &[l]);
+        if let Some(st) = &self.nexthops {
+            st.invalidate(&[link.a, link.b]);
+        }
         let mut n = 0;
         for &(s, leaf) in &rep.changed {
             n += self.program(s, leaf)?;
@@ -1146,6 +1303,9 @@ impl RoutedTestbed {
         }
         let before = self.table_snapshot();
         self.routes.restore_links(&self.fabric, &[l]);
+        if let Some(st) = &self.nexthops {
+            st.invalidate(&[link.a, link.b]);
+        }
         let after = self.table_snapshot();
         let mut changed = 0;
         let mut n = 0;
