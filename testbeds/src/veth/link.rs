@@ -186,7 +186,7 @@ fn push_attr(m: &mut Vec<u8>, kind: u16, value: &[u8]) {
     m.extend_from_slice(&((4 + value.len()) as u16).to_ne_bytes());
     m.extend_from_slice(&kind.to_ne_bytes());
     m.extend_from_slice(value);
-    while m.len() % 4 != 0 {
+    while !m.len().is_multiple_of(4) {
         m.push(0);
     }
 }

@@ -330,11 +330,14 @@ impl HostSock {
     }
 }
 
+/// A next-hop group: its switch, family and `(member object, weight)` list.
+type GroupKey = (NodeId, Family, Vec<(u32, u8)>);
+
 /// Bookkeeping of next-hop-object programming.
 #[derive(Debug)]
 struct NhState {
     ifindex: Vec<Vec<u32>>,
-    groups: std::sync::Mutex<std::collections::HashMap<(NodeId, Family, Vec<(u32, u8)>), u32>>,
+    groups: std::sync::Mutex<std::collections::HashMap<GroupKey, u32>>,
     /// Objects written since the last link change at their switch (not re-sent).
     made: std::sync::Mutex<HashSet<(NodeId, u32)>>,
 }
