@@ -95,6 +95,15 @@ pub struct VerifyArgs {
     /// with `nhid`) instead of legacy multipath routes.
     #[arg(long)]
     pub nexthop_objects: bool,
+    /// Leave out the sysctls that make legacy multipath skip next hops without carrier
+    /// (`ignore_routes_with_linkdown`, `fib_multipath_use_neigh`), e.g. with
+    /// `--kernel-first` to see the kernel without them.
+    #[arg(long)]
+    pub no_linkdown_sysctls: bool,
+    /// Set the failed link down at its far end (for a leaf uplink: at the upper switch),
+    /// so the leaf only loses carrier.
+    #[arg(long)]
+    pub fail_far_end: bool,
     /// Write the full report as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -243,6 +252,8 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             ipv6: !a.ipv4_only,
             link_mbps: a.link_mbps,
             nexthop_objects: a.nexthop_objects,
+            linkdown_sysctls: !a.no_linkdown_sysctls,
+            fail_at_b_end: a.fail_far_end,
         },
         spread_flows: a.flows,
         kernel_first: a.kernel_first,
@@ -670,6 +681,8 @@ mod tests {
             no_restore: false,
             link_mbps: None,
             nexthop_objects: false,
+            no_linkdown_sysctls: false,
+            fail_far_end: false,
             json: None,
         }
     }

@@ -537,3 +537,49 @@ fn nexthop_objects_carry_the_routes_and_the_kernel_alone_keeps_the_local_pairs()
     assert!(r.ok());
     assert!(r.leaked.is_empty());
 }
+
+#[test]
+fn without_linkdown_sysctls_legacy_multipath_loses_local_pairs_and_nexthop_objects_do_not() {
+    if !enabled() {
+        return;
+    }
+    // The leaf uplink is set down at its upper end, so pod0-leaf0 only loses carrier on
+    // it, and the linkdown sysctls are off. Legacy multipath keeps hashing the leaf's own
+    // flows onto the dead port (28 local pairs per family, each ~1/2 likely: all
+    // surviving has probability ~2^-28); a next-hop group drops the member at once.
+    let from_failed_leaf = |nexthop_objects: bool| {
+        let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
+        let opts = VerifyOptions {
+            testbed: RoutedOptions {
+                nexthop_objects,
+                linkdown_sysctls: false,
+                fail_at_b_end: true,
+                ..RoutedOptions::default()
+            },
+            kernel_first: true,
+            restore: false,
+            ..VerifyOptions::default()
+        };
+        let r = verify(f, &opts).unwrap();
+        assert!(r.leaked.is_empty());
+        r.families
+            .iter()
+            .map(|x| {
+                // Re-programming from topo recovers every pair either way.
+                assert!(x.after.ok(), "{} {:?}", x.family, x.after.missing);
+                let k = x.kernel_only.as_ref().unwrap();
+                k.missing
+                    .iter()
+                    .filter(|(s, _, _)| s == "host0-nic0" || s == "host1-nic0")
+                    .count()
+            })
+            .collect::<Vec<_>>()
+    };
+    let legacy = from_failed_leaf(false);
+    assert!(
+        legacy.iter().all(|&n| n > 0),
+        "legacy lost no local pair: {legacy:?}"
+    );
+    let objects = from_failed_leaf(true);
+    assert_eq!(objects, vec![0, 0], "next-hop objects lost local pairs");
+}

@@ -374,6 +374,13 @@ pub struct RoutedOptions {
     /// family, plus one multipath group per distinct port set; routes carry RTA_NH_ID)
     /// instead of legacy RTA_MULTIPATH routes.
     pub nexthop_objects: bool,
+    /// Write the sysctls that make legacy multipath skip next hops whose link lost
+    /// carrier (`ignore_routes_with_linkdown` for both families, IPv4
+    /// `fib_multipath_use_neigh`). Default on; off to see the kernel without them.
+    pub linkdown_sysctls: bool,
+    /// Fail (and restore) a link at its `b` end (for a leaf uplink: the upper switch), so
+    /// the `a` end only loses carrier; default: at its `a` end (admin-down there).
+    pub fail_at_b_end: bool,
 }
 
 impl Default for RoutedOptions {
@@ -382,8 +389,15 @@ impl Default for RoutedOptions {
             ipv6: true,
             link_mbps: None,
             nexthop_objects: false,
+            linkdown_sysctls: true,
+            fail_at_b_end: false,
         }
     }
+}
+
+/// The sysctls [`RoutedOptions::linkdown_sysctls`] switches off.
+fn is_linkdown_sysctl(key: &str) -> bool {
+    key.ends_with("ignore_routes_with_linkdown") || key.ends_with("fib_multipath_use_neigh")
 }
 
 /// Next-hop object id of `port` in family `fam` (gateway objects; groups start at
@@ -429,6 +443,7 @@ pub struct RoutedTestbed {
     plan: AddressPlan,
     routes: Routes,
     ipv6: bool,
+    fail_at_b_end: bool,
     /// With next-hop objects: link index per (node, port), and the group ids allocated
     /// per (switch, family, members).
     nexthops: Option<NhState>,
@@ -488,11 +503,15 @@ impl RoutedTestbed {
                 }
             } else {
                 for (k, v) in SWITCH_SYSCTLS {
-                    x.sysctl(k, v)?;
+                    if opts.linkdown_sysctls || !is_linkdown_sysctl(k) {
+                        x.sysctl(k, v)?;
+                    }
                 }
                 if opts.ipv6 {
                     for (k, v) in SWITCH_SYSCTLS_V6 {
-                        x.sysctl(k, v)?;
+                        if opts.linkdown_sysctls || !is_linkdown_sysctl(k) {
+                            x.sysctl(k, v)?;
+                        }
                     }
                 }
             }
@@ -585,6 +604,7 @@ impl RoutedTestbed {
             plan,
             routes,
             ipv6: opts.ipv6,
+            fail_at_b_end: opts.fail_at_b_end,
             nexthops: None,
             round: 0,
             setup: st,
@@ -1223,8 +1243,9 @@ impl RoutedTestbed {
         })
     }
 
-    /// Fail link `l`: set its `a` end down through netlink (the `b` end loses carrier),
-    /// re-route incrementally in `topo` and re-program the changed entries.
+    /// Fail link `l`: set its `a` end down through netlink (the `b` end loses carrier;
+    /// the other way round with [`RoutedOptions::fail_at_b_end`]), re-route
+    /// incrementally in `topo` and re-program the changed entries.
     pub fn fail_link(&mut self, l: LinkId) -> Result<Failure> {
         self.fail_link_with(l, None::<fn(&mut RoutedTestbed)>)
     }
@@ -1238,7 +1259,8 @@ impl RoutedTestbed {
     ) -> Result<Failure> {
         let link = *self.fabric.link(l);
         let mut t0 = Instant::now();
-        self.nl[link.a.idx()].set_down(&ifname(link.a_port))?;
+        let (n, p) = self.down_end(l);
+        self.nl[n.idx()].set_down(&ifname(p))?;
         if let Some(step) = between {
             step(self);
             t0 = Instant::now();
@@ -1266,6 +1288,16 @@ impl RoutedTestbed {
         })
     }
 
+    /// The end of link `l` that [`Self::fail_link`] sets down.
+    fn down_end(&self, l: LinkId) -> (NodeId, topo::Port) {
+        let link = self.fabric.link(l);
+        if self.fail_at_b_end {
+            (link.b, link.b_port)
+        } else {
+            (link.a, link.a_port)
+        }
+    }
+
     /// The next-hop port list of every `(switch, leaf)` entry (empty: none or local), to
     /// find the entries a non-incremental re-route changed.
     fn table_snapshot(&self) -> Vec<(NodeId, NodeId, Vec<topo::Port>)> {
@@ -1291,7 +1323,8 @@ impl RoutedTestbed {
     pub fn restore_link(&mut self, l: LinkId) -> Result<Failure> {
         let link = *self.fabric.link(l);
         let t0 = Instant::now();
-        self.nl[link.a.idx()].set_up(&ifname(link.a_port))?;
+        let (n, p) = self.down_end(l);
+        self.nl[n.idx()].set_up(&ifname(p))?;
         // Wait (≤ 2 s) until both ends are operationally up: before the kernel's link
         // watcher has run, the far end still drops what it sends (no ARP/ND replies), and
         // with `fib_multipath_use_neigh` the leaf then skips the restored next hop.
