@@ -4,10 +4,12 @@
 //!   and leave it running; prints its run id.
 //! - `run SCENARIO`: build a star, run a `scenario` file on it with the userspace switch
 //!   (PFC, ECN) and RoCEv2 endpoints (DCQCN from `cc-algos`), print the figures, remove it.
-//! - `verify [--preset NAME | --fabric SPEC | --fat-tree K | --leaf-spine LxSxH]`: realise a
-//!   `topo` fabric as namespaces with kernel ECMP routes (rtnetlink), probe all host pairs
-//!   over UDP, show the ECMP spread of one leaf, fail a link, re-route incrementally,
-//!   probe again and report the recovery time; exit non-zero if any check fails.
+//! - `verify [--preset NAME | --fabric SPEC | --fat-tree K | --leaf-spine LxSxH] [--planes N]`:
+//!   realise a `topo` fabric as namespaces with kernel ECMP routes (rtnetlink), dual stack,
+//!   optionally shaped (`--link-mbps`), probe all host pairs (per plane) over UDP in IPv4
+//!   and IPv6, show the ECMP spread of one leaf, fail a link, re-route incrementally, probe
+//!   again, restore the link, probe again; report recovery and restore times per family;
+//!   exit non-zero if any check of either family fails.
 //! - `down RUN_ID` / `down --all`: remove a testbed made by `up`.
 //! - `clean`: remove leftovers of crashed runs (namespaces named `fab-*` whose owning
 //!   process is gone; `--all`: every `fab-*` namespace).
@@ -62,6 +64,10 @@ pub struct VerifyArgs {
     /// A 2-tier leaf–spine `LEAVESxSPINESxHOSTS_PER_LEAF`, e.g. `4x2x2`.
     #[arg(long, value_name = "LxSxH", conflicts_with_all = ["fabric", "preset"])]
     pub leaf_spine: Option<String>,
+    /// Copies of the `--fat-tree` / `--leaf-spine` plane, each host with one NIC port per
+    /// plane (multi-plane fabric); probes stay in their plane.
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with_all = ["fabric", "preset"])]
+    pub planes: u32,
     /// Link to fail (`link:N` or `A--B`, as in `fabric routes --fail`); default: the
     /// busiest uplink of the first host's leaf during the spread test.
     #[arg(long, value_name = "LINK")]
@@ -85,6 +91,19 @@ pub struct VerifyArgs {
     /// bucket, 20 ms queue) and check one UDP flow per family gets R ± 10 %.
     #[arg(long, value_name = "R")]
     pub link_mbps: Option<u64>,
+    /// Program the switch routes as next-hop objects and groups (RTM_NEWNEXTHOP, routes
+    /// with `nhid`) instead of legacy multipath routes.
+    #[arg(long)]
+    pub nexthop_objects: bool,
+    /// Leave out the sysctls that make legacy multipath skip next hops without carrier
+    /// (`ignore_routes_with_linkdown`, `fib_multipath_use_neigh`), e.g. with
+    /// `--kernel-first` to see the kernel without them.
+    #[arg(long)]
+    pub no_linkdown_sysctls: bool,
+    /// Set the failed link down at its far end (for a leaf uplink: at the upper switch),
+    /// so the leaf only loses carrier.
+    #[arg(long)]
+    pub fail_far_end: bool,
     /// Write the full report as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -210,12 +229,24 @@ fn verify_fabric(a: &VerifyArgs) -> anyhow::Result<topo::Fabric> {
             .with_context(|| {
                 format!("--leaf-spine {ls}: expected LEAVESxSPINESxHOSTS_PER_LEAF, e.g. 4x2x2")
             })?;
-        return Ok(topo::generators::leaf_spine(v[0], v[1], v[2], rate)?);
+        let spec = topo::generators::leaf_spine_spec(v[0], v[1], v[2], 1, rate);
+        return planes(spec, a.planes, "leaf-spine");
     }
     if a.fabric.fabric.is_some() || a.fabric.preset.is_some() {
         return a.fabric.load();
     }
-    Ok(topo::generators::fat_tree(a.fat_tree.unwrap_or(4), rate)?)
+    let k = a.fat_tree.unwrap_or(4);
+    let spec = topo::generators::fat_tree_spec(k, rate);
+    planes(spec, a.planes, &format!("fat-tree-k{k}"))
+}
+
+/// `spec` as is (one plane) or with `n` copies of its plane, one NIC port per plane.
+fn planes(spec: topo::spec::Spec, n: u32, name: &str) -> anyhow::Result<topo::Fabric> {
+    match n {
+        0 => bail!("--planes: expected at least 1, got 0"),
+        1 => Ok(spec.build(name)?),
+        n => Ok(topo::generators::multi_plane_spec(spec, n).build(&format!("{name}-x{n}"))?),
+    }
 }
 
 fn verify(a: VerifyArgs) -> anyhow::Result<()> {
@@ -224,6 +255,9 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         testbed: routed::RoutedOptions {
             ipv6: !a.ipv4_only,
             link_mbps: a.link_mbps,
+            nexthop_objects: a.nexthop_objects,
+            linkdown_sysctls: !a.no_linkdown_sysctls,
+            fail_at_b_end: a.fail_far_end,
         },
         spread_flows: a.flows,
         kernel_first: a.kernel_first,
@@ -241,7 +275,7 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         opts.fail = Some(set.links[0]);
     }
     println!(
-        "routed testbed: {} ({} hosts, {} switches, {} links), {}",
+        "routed testbed: {} ({} hosts, {} switches, {} links), {}, {}",
         f.name(),
         f.num_hosts(),
         f.num_switches(),
@@ -250,6 +284,11 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             "IPv4 only"
         } else {
             "dual stack (IPv4 + IPv6)"
+        },
+        if a.nexthop_objects {
+            "next-hop objects"
+        } else {
+            "legacy multipath routes"
         }
     );
     let r = routed::verify(f, &opts)?;
@@ -259,8 +298,18 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         s.namespaces, s.veths, s.addresses, s.routes, s.total_s, s.netns_s, s.links_s, s.routes_s
     );
     let round = |what: &str, p: &routed::ProbeRound| {
+        let planes = if p.per_plane.len() > 1 {
+            let v: Vec<String> = p
+                .per_plane
+                .iter()
+                .map(|(pl, n, ok)| format!("plane {pl}: {ok}/{n}"))
+                .collect();
+            format!(" [{}]", v.join(", "))
+        } else {
+            String::new()
+        };
         println!(
-            "{} {what}: {}/{} pairs reached ({} UDP probes) in {:.1} ms{}",
+            "{} {what}: {}/{} pairs reached{planes} ({} UDP probes) in {:.1} ms{}",
             p.family,
             p.received,
             p.pairs,
@@ -716,12 +765,16 @@ mod tests {
             },
             fat_tree,
             leaf_spine: leaf_spine.map(String::from),
+            planes: 1,
             fail: None,
             flows: 256,
             kernel_first: false,
             ipv4_only: false,
             no_restore: false,
             link_mbps: None,
+            nexthop_objects: false,
+            no_linkdown_sysctls: false,
+            fail_far_end: false,
             json: None,
         }
     }
@@ -732,6 +785,24 @@ mod tests {
         assert_eq!((f.num_hosts(), f.num_switches()), (16, 20));
         let f = verify_fabric(&args(Some(6), None)).unwrap();
         assert_eq!(f.num_hosts(), 54);
+    }
+
+    #[test]
+    fn planes_copy_the_generated_plane_with_one_nic_port_each() {
+        let mut a = args(None, Some("2x2x2"));
+        a.planes = 2;
+        let f = verify_fabric(&a).unwrap();
+        assert_eq!((f.num_planes(), f.num_hosts(), f.num_switches()), (2, 4, 8));
+        assert_eq!(f.name(), "leaf-spine-2x2-x2");
+        let mut a = args(Some(4), None);
+        a.planes = 3;
+        let f = verify_fabric(&a).unwrap();
+        assert_eq!((f.num_planes(), f.num_hosts()), (3, 16));
+        a.planes = 0;
+        assert_eq!(
+            verify_fabric(&a).unwrap_err().to_string(),
+            "--planes: expected at least 1, got 0"
+        );
     }
 
     #[test]

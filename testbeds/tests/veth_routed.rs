@@ -223,6 +223,94 @@ fn host_link_failure_is_listed_as_unreachable_and_the_rest_still_reach() {
 }
 
 #[test]
+fn two_plane_fabric_probes_stay_in_their_plane_and_a_plane0_host_link_failure_spares_plane1() {
+    if !enabled() {
+        return;
+    }
+    // Two copies of a 2×2 leaf–spine, each host with one NIC port per plane: 4 hosts,
+    // 8 switches, 16 links; 4 × 3 ordered pairs per plane.
+    let spec =
+        generators::multi_plane_spec(generators::leaf_spine_spec(2, 2, 2, 1, Rate::gbps(100)), 2);
+    let f = spec.build("leaf-spine-x2").unwrap();
+    assert_eq!(f.num_planes(), 2);
+    let host0_plane0 = f.attachment(NodeId(0), 0).unwrap().link;
+    let opts = VerifyOptions {
+        fail: Some(host0_plane0),
+        ..VerifyOptions::default()
+    };
+    let r = verify(f, &opts).unwrap();
+    assert_eq!((r.hosts, r.switches), (4, 8));
+    // Host 0 loses its plane-0 port only: its 6 plane-0 pairs are unreachable, its
+    // plane-1 pairs are not.
+    assert_eq!(r.unreachable.len(), 6, "{:?}", r.unreachable);
+    assert!(
+        r.unreachable.iter().all(|u| u.2 == 0),
+        "{:?}",
+        r.unreachable
+    );
+    for x in &r.families {
+        let fam = x.family;
+        assert_eq!(x.before.per_plane, vec![(0, 12, 12), (1, 12, 12)], "{fam}");
+        assert_eq!(x.after.per_plane, vec![(0, 6, 6), (1, 12, 12)], "{fam}");
+        let back = x.restored.as_ref().unwrap();
+        assert_eq!(back.per_plane, vec![(0, 12, 12), (1, 12, 12)], "{fam}");
+    }
+    assert!(r.ok());
+    assert!(r.leaked.is_empty(), "{:?}", r.leaked);
+}
+
+#[test]
+fn two_plane_probes_leave_through_their_own_plane() {
+    if !enabled() {
+        return;
+    }
+    let spec =
+        generators::multi_plane_spec(generators::leaf_spine_spec(2, 1, 1, 1, Rate::gbps(100)), 2);
+    let f = spec.build("leaf-spine-x2").unwrap();
+    let mut rt = RoutedTestbed::build(f).unwrap();
+    let fab = rt.fabric().clone();
+    let (h0, h1) = (NodeId(0), NodeId(1));
+    // Both planes' addresses are distinct and each plane's leaf carries its own probes:
+    // send only plane-1 probes and count what the plane-0 and plane-1 leaves of host 0
+    // received from it.
+    let a0 = rt.host_addr_in(h0, Family::V4, 0).unwrap();
+    let a1 = rt.host_addr_in(h0, Family::V4, 1).unwrap();
+    assert_ne!(a0, a1);
+    let leaf = |p: u16| fab.attachment(h0, p).unwrap();
+    let rx = |rt: &RoutedTestbed, p: u16| {
+        let a = leaf(p);
+        rt.nl(a.leaf)
+            .stats()
+            .unwrap()
+            .into_iter()
+            .find(|(n, _)| n == &format!("p{}", a.leaf_port))
+            .unwrap()
+            .1
+            .rx_packets
+    };
+    let before = (rx(&rt, 0), rx(&rt, 1));
+    for _ in 0..20 {
+        for fam in [Family::V4, Family::V6] {
+            let r = rt.probe_round(
+                fam,
+                &[(h0, h1, 1)],
+                std::time::Duration::from_millis(200),
+                std::time::Duration::from_secs(2),
+            );
+            assert!(r.ok(), "{fam} {:?}", r.missing);
+        }
+    }
+    let after = (rx(&rt, 0), rx(&rt, 1));
+    // 40 probes through plane 1; plane 0 sees at most a little IPv6 MLD/ND noise.
+    assert!(after.1 >= before.1 + 40, "{before:?} → {after:?}");
+    assert!(
+        after.0 <= before.0 + 3,
+        "plane-0 leaf saw plane-1 probes: {before:?} → {after:?}"
+    );
+    rt.teardown().unwrap();
+}
+
+#[test]
 fn fat_tree_kernel_alone_blackholes_the_failed_leaf_until_reprogrammed() {
     if !enabled() {
         return;
@@ -250,7 +338,8 @@ fn fat_tree_kernel_alone_blackholes_the_failed_leaf_until_reprogrammed() {
         assert!(!k.missing.is_empty(), "{fam}: kernel alone lost nothing?");
         // Only flows toward the hosts under the failed leaf are lost: flows leaving it
         // take its live uplink at once (the local next hop is dead on admin-down).
-        for (_, dst) in &k.missing {
+        for (_, dst, plane) in &k.missing {
+            assert_eq!(*plane, 0);
             assert!(
                 dst == "host0-nic0" || dst == "host1-nic0",
                 "{fam} {:?}",
@@ -347,4 +436,150 @@ fn tbf_shaped_fabric_reads_back_and_holds_the_rate_in_both_families() {
     assert_eq!(q.len(), 1);
     assert_eq!(q[0].rate_bytes, 5_000_000_000);
     rt.teardown().unwrap();
+}
+
+#[test]
+fn nexthop_objects_carry_the_routes_and_the_kernel_alone_keeps_the_local_pairs() {
+    if !enabled() {
+        return;
+    }
+    // Routes as RTA_NH_ID → next-hop groups: readable with `ip nexthop`, and every route
+    // of a switch names an object instead of carrying next hops itself.
+    let f = generators::leaf_spine(3, 2, 1, Rate::gbps(100)).unwrap();
+    let opts = RoutedOptions {
+        nexthop_objects: true,
+        ..RoutedOptions::default()
+    };
+    let rt = RoutedTestbed::build_with(f, &opts).unwrap();
+    let fab = rt.fabric().clone();
+    let leaf0 = fab.plane_info(0).leaves().map(NodeId).next().unwrap();
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            rt.netns(leaf0).name(),
+            "ip",
+            "nexthop",
+            "show",
+        ])
+        .output()
+        .expect("run ip nexthop");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 2 uplinks × 2 families gateway objects + one 2-way group per family.
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" group ")).count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" via ")).count(),
+        4,
+        "{text}"
+    );
+    for fam_routes in [
+        rt.nl(leaf0).routes().unwrap(),
+        rt.nl(leaf0).routes6().unwrap(),
+    ] {
+        let with_nh = fam_routes
+            .iter()
+            .filter(|m| {
+                m.attributes
+                    .iter()
+                    .any(|a| matches!(a, netlink_packet_route::route::RouteAttribute::NhId(_)))
+            })
+            .count();
+        assert_eq!(
+            with_nh, 2,
+            "routes to the 2 other leaves name next-hop objects"
+        );
+    }
+    rt.teardown().unwrap();
+
+    // Fat-tree k = 4, kernel alone after the busiest uplink of pod0-leaf0 goes down: the
+    // leaf's group loses the dead member at once, so every pair from its hosts still
+    // reaches; pairs toward its hosts that hash onto the aggregation switch that lost its
+    // only way down are lost until re-programmed (as with legacy multipath + sysctls).
+    let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
+    let opts = VerifyOptions {
+        testbed: RoutedOptions {
+            nexthop_objects: true,
+            ..RoutedOptions::default()
+        },
+        kernel_first: true,
+        ..VerifyOptions::default()
+    };
+    let r = verify(f, &opts).unwrap();
+    for x in &r.families {
+        let fam = x.family;
+        assert!(x.before.ok(), "{fam} {:?}", x.before.missing);
+        let k = x.kernel_only.as_ref().unwrap();
+        assert!(!k.missing.is_empty(), "{fam}");
+        for (src, dst, _) in &k.missing {
+            assert!(
+                dst == "host0-nic0" || dst == "host1-nic0",
+                "{fam} {:?}",
+                k.missing
+            );
+            assert!(
+                src != "host0-nic0" && src != "host1-nic0",
+                "{fam} {:?}",
+                k.missing
+            );
+        }
+        assert!(x.after.ok(), "{fam} {:?}", x.after.missing);
+        assert!(x.restore_ok(), "{fam}");
+    }
+    assert!(r.ok());
+    assert!(r.leaked.is_empty());
+}
+
+#[test]
+fn without_linkdown_sysctls_legacy_multipath_loses_local_pairs_and_nexthop_objects_do_not() {
+    if !enabled() {
+        return;
+    }
+    // The leaf uplink is set down at its upper end, so pod0-leaf0 only loses carrier on
+    // it, and the linkdown sysctls are off. Legacy multipath keeps hashing the leaf's own
+    // flows onto the dead port (28 local pairs per family, each ~1/2 likely: all
+    // surviving has probability ~2^-28); a next-hop group drops the member at once.
+    let from_failed_leaf = |nexthop_objects: bool| {
+        let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
+        let opts = VerifyOptions {
+            testbed: RoutedOptions {
+                nexthop_objects,
+                linkdown_sysctls: false,
+                fail_at_b_end: true,
+                ..RoutedOptions::default()
+            },
+            kernel_first: true,
+            restore: false,
+            ..VerifyOptions::default()
+        };
+        let r = verify(f, &opts).unwrap();
+        assert!(r.leaked.is_empty());
+        r.families
+            .iter()
+            .map(|x| {
+                // Re-programming from topo recovers every pair either way.
+                assert!(x.after.ok(), "{} {:?}", x.family, x.after.missing);
+                let k = x.kernel_only.as_ref().unwrap();
+                k.missing
+                    .iter()
+                    .filter(|(s, _, _)| s == "host0-nic0" || s == "host1-nic0")
+                    .count()
+            })
+            .collect::<Vec<_>>()
+    };
+    let legacy = from_failed_leaf(false);
+    assert!(
+        legacy.iter().all(|&n| n > 0),
+        "legacy lost no local pair: {legacy:?}"
+    );
+    let objects = from_failed_leaf(true);
+    assert_eq!(objects, vec![0, 0], "next-hop objects lost local pairs");
 }

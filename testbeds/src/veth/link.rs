@@ -46,6 +46,9 @@ pub struct Nl {
     ns: String,
     rt: tokio::runtime::Runtime,
     handle: Handle,
+    /// A plain NETLINK_ROUTE socket in the same namespace for messages netlink-packet-route
+    /// 0.34 cannot express (RTM_NEWNEXTHOP), opened on first use; with its sequence number.
+    raw: std::sync::Mutex<Option<(netlink_sys::Socket, u32)>>,
 }
 
 fn nl_err(ns: &str, what: impl std::fmt::Display, e: rtnetlink::Error) -> Error {
@@ -147,6 +150,91 @@ pub fn route_dst(m: &RouteMessage) -> Option<(IpAddr, u8)> {
         }
         _ => None,
     })
+}
+
+/// RTM_NEWNEXTHOP (linux/rtnetlink.h).
+pub const RTM_NEWNEXTHOP: u16 = 104;
+const NHA_ID: u16 = 1;
+const NHA_GROUP: u16 = 2;
+const NHA_GROUP_TYPE: u16 = 3;
+const NHA_OIF: u16 = 5;
+const NHA_GATEWAY: u16 = 6;
+
+/// A next-hop object (Linux ≥ 5.3, `ip nexthop`): one gateway out of one link, or a
+/// multipath group of other objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NextHop {
+    /// `id` via `gateway` dev `oif`.
+    Via { id: u32, gateway: IpAddr, oif: u32 },
+    /// `id` group of `(member id, weight)`; weights are passed minus one, as in routes.
+    Group { id: u32, members: Vec<(u32, u8)> },
+}
+
+/// One netlink message: `struct nlmsghdr` (length, type, flags, seq, pid 0) + `payload`.
+pub fn raw_nlmsg(ty: u16, flags: u16, seq: u32, payload: &[u8]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(16 + payload.len());
+    m.extend_from_slice(&((16 + payload.len()) as u32).to_ne_bytes());
+    m.extend_from_slice(&ty.to_ne_bytes());
+    m.extend_from_slice(&flags.to_ne_bytes());
+    m.extend_from_slice(&seq.to_ne_bytes());
+    m.extend_from_slice(&0u32.to_ne_bytes());
+    m.extend_from_slice(payload);
+    m
+}
+
+fn push_attr(m: &mut Vec<u8>, kind: u16, value: &[u8]) {
+    m.extend_from_slice(&((4 + value.len()) as u16).to_ne_bytes());
+    m.extend_from_slice(&kind.to_ne_bytes());
+    m.extend_from_slice(value);
+    while !m.len().is_multiple_of(4) {
+        m.push(0);
+    }
+}
+
+/// The RTM_NEWNEXTHOP payload (linux/nexthop.h): `struct nhmsg` { family u8 (AF_INET /
+/// AF_INET6 for a gateway, AF_UNSPEC for a group), scope u8, protocol u8, resvd u8,
+/// flags u32 } then NHA_ID (u32); for a gateway NHA_OIF (u32) and NHA_GATEWAY (4 or 16
+/// bytes); for a group NHA_GROUP = `struct nexthop_grp` { id u32, weight u8 (w − 1),
+/// weight_high u8, resvd u16 } per member and NHA_GROUP_TYPE = 0 (multipath).
+pub fn nexthop_payload(nh: &NextHop) -> Vec<u8> {
+    let mut m = Vec::new();
+    let family = match nh {
+        NextHop::Via {
+            gateway: IpAddr::V4(_),
+            ..
+        } => libc::AF_INET as u8,
+        NextHop::Via {
+            gateway: IpAddr::V6(_),
+            ..
+        } => libc::AF_INET6 as u8,
+        NextHop::Group { .. } => libc::AF_UNSPEC as u8,
+    };
+    // RTPROT_BOOT (3), as `ip nexthop` uses by default.
+    m.extend_from_slice(&[family, 0, 3, 0]);
+    m.extend_from_slice(&0u32.to_ne_bytes());
+    match nh {
+        NextHop::Via { id, gateway, oif } => {
+            push_attr(&mut m, NHA_ID, &id.to_ne_bytes());
+            push_attr(&mut m, NHA_OIF, &oif.to_ne_bytes());
+            match gateway {
+                IpAddr::V4(a) => push_attr(&mut m, NHA_GATEWAY, &a.octets()),
+                IpAddr::V6(a) => push_attr(&mut m, NHA_GATEWAY, &a.octets()),
+            }
+        }
+        NextHop::Group { id, members } => {
+            push_attr(&mut m, NHA_ID, &id.to_ne_bytes());
+            let mut g = Vec::new();
+            for (mid, w) in members {
+                g.extend_from_slice(&mid.to_ne_bytes());
+                g.push(w.saturating_sub(1));
+                g.push(0);
+                g.extend_from_slice(&0u16.to_ne_bytes());
+            }
+            push_attr(&mut m, NHA_GROUP, &g);
+            push_attr(&mut m, NHA_GROUP_TYPE, &0u16.to_ne_bytes());
+        }
+    }
+    m
 }
 
 /// The kernel's packet-scheduler clock, from `/proc/net/psched` (four hex words:
@@ -384,7 +472,65 @@ impl Nl {
             ns: ns.name().to_string(),
             rt,
             handle,
+            raw: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Send one hand-built rtnetlink request (`ty`, `flags` | NLM_F_REQUEST | NLM_F_ACK,
+    /// `payload` = family header + attributes) on the raw socket and wait for its ack.
+    pub fn raw_request(&self, ty: u16, flags: u16, payload: &[u8], what: &str) -> Result<()> {
+        let os = |e: std::io::Error| Error::Os {
+            what: format!("{what} (netns {})", self.ns),
+            source: e,
+        };
+        let mut guard = self.raw.lock().expect("raw netlink socket");
+        if guard.is_none() {
+            let ns = Netns::from_name(&self.ns);
+            let sock = in_netns(&ns, || -> std::io::Result<netlink_sys::Socket> {
+                let mut s = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)?;
+                s.bind_auto()?;
+                s.connect(&netlink_sys::SocketAddr::new(0, 0))?;
+                Ok(s)
+            })?
+            .map_err(os)?;
+            *guard = Some((sock, 0));
+        }
+        let (sock, seq) = guard.as_mut().expect("opened above");
+        *seq = seq.wrapping_add(1);
+        let msg = raw_nlmsg(ty, flags | NLM_F_REQUEST | NLM_F_ACK, *seq, payload);
+        sock.send(&msg, 0).map_err(os)?;
+        loop {
+            let mut buf: Vec<u8> = Vec::with_capacity(65_536);
+            sock.recv(&mut buf, 0).map_err(os)?;
+            let mut at = 0;
+            while at + 16 <= buf.len() {
+                let len = u32::from_ne_bytes(buf[at..at + 4].try_into().expect("4")) as usize;
+                let mty = u16::from_ne_bytes([buf[at + 4], buf[at + 5]]);
+                let mseq = u32::from_ne_bytes(buf[at + 8..at + 12].try_into().expect("4"));
+                if len < 16 || at + len > buf.len() {
+                    break;
+                }
+                // NLMSG_ERROR = 2: i32 error (0 = ack) after the 16-byte header.
+                if mty == 2 && mseq == *seq && len >= 20 {
+                    let code = i32::from_ne_bytes(buf[at + 16..at + 20].try_into().expect("4"));
+                    if code == 0 {
+                        return Ok(());
+                    }
+                    return Err(os(std::io::Error::from_raw_os_error(-code)));
+                }
+                at += len.div_ceil(4) * 4;
+            }
+        }
+    }
+
+    /// Create or replace next-hop object `id` (RTM_NEWNEXTHOP, see [`nexthop_payload`]).
+    pub fn set_nexthop(&self, nh: &NextHop) -> Result<()> {
+        self.raw_request(
+            RTM_NEWNEXTHOP,
+            NLM_F_CREATE | NLM_F_REPLACE,
+            &nexthop_payload(nh),
+            &format!("nexthop {nh:?}"),
+        )
     }
 
     /// Create a veth pair: `name` here, `peer` in `peer_ns`, both down.
@@ -816,6 +962,46 @@ mod tests {
             proptest::prop_assert!(total <= b.len());
             let _ = parse_tbf(0, &[TcOption::Other(DefaultNla::new(2, b))]);
         }
+    }
+
+    #[test]
+    fn nexthop_messages_have_the_kernel_layout() {
+        let via = nexthop_payload(&NextHop::Via {
+            id: 3,
+            gateway: IpAddr::V4(Ipv4Addr::new(10, 64, 0, 1)),
+            oif: 7,
+        });
+        // nhmsg (8) + NHA_ID (8) + NHA_OIF (8) + NHA_GATEWAY (8).
+        assert_eq!(via.len(), 32);
+        assert_eq!(via[0], libc::AF_INET as u8);
+        assert_eq!(&via[8..12], &[8, 0, 1, 0][..]);
+        assert_eq!(&via[12..16], &3u32.to_ne_bytes());
+        assert_eq!(&via[16..20], &[8, 0, 5, 0][..]);
+        assert_eq!(&via[28..32], &[10, 64, 0, 1]);
+        let v6 = nexthop_payload(&NextHop::Via {
+            id: 4,
+            gateway: IpAddr::V6("fd00:fffe::1".parse().unwrap()),
+            oif: 7,
+        });
+        assert_eq!(v6[0], libc::AF_INET6 as u8);
+        assert_eq!(v6.len(), 8 + 8 + 8 + 20);
+        let g = nexthop_payload(&NextHop::Group {
+            id: 9,
+            members: vec![(3, 1), (4, 3)],
+        });
+        assert_eq!(g[0], libc::AF_UNSPEC as u8);
+        // NHA_GROUP: 2 × struct nexthop_grp (8 bytes), weights stored minus one.
+        let a = nested_attrs(&g[8..]);
+        assert_eq!(a[1].0, 2);
+        assert_eq!(a[1].1.len(), 16);
+        assert_eq!((a[1].1[4], a[1].1[12]), (0, 2));
+        assert_eq!(a[2], (3, 0u16.to_ne_bytes().to_vec()));
+        let m = raw_nlmsg(RTM_NEWNEXTHOP, 0x5, 42, &g);
+        assert_eq!(
+            u32::from_ne_bytes(m[..4].try_into().unwrap()) as usize,
+            m.len()
+        );
+        assert_eq!(u16::from_ne_bytes([m[4], m[5]]), 104);
     }
 
     #[test]

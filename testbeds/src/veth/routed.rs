@@ -1,5 +1,6 @@
-//! The routed testbed: a `topo` fabric realised as Linux namespaces (one per switch and
-//! per host) joined by veth pairs, with the kernel forwarding IPv4 and IPv6 (dual stack,
+//! The routed testbed: a `topo` fabric (single- or multi-plane: one NIC port per plane,
+//! probes per plane) realised as Linux namespaces (one per switch and per host) joined by
+//! veth pairs, with the kernel forwarding IPv4 and IPv6 (dual stack,
 //! [`RoutedOptions::ipv6`]) along the ECMP tables `topo` computes, programmed through
 //! rtnetlink (no `ip`).
 //!
@@ -14,9 +15,9 @@
 //! - Every switch row of [`topo::Routes`] becomes one route per destination ToR prefix
 //!   and family: one gateway, or a legacy multipath route (`RTA_MULTIPATH`; weight =
 //!   number of times a port appears in the group, passed to the kernel minus one, see
-//!   [`super::link`]). netlink-packet-route 0.34 has no next-hop object messages
-//!   (RTM_NEWNEXTHOP), so the switches get the sysctls that make legacy multipath skip a
-//!   down link (`ignore_routes_with_linkdown=1`, `fib_multipath_use_neigh=1`, NOTES.md)
+//!   [`super::link`]) — or, with [`RoutedOptions::nexthop_objects`], next-hop objects
+//!   and groups (hand-built RTM_NEWNEXTHOP) named by the route (RTA_NH_ID). The switches
+//!   get the sysctls that make legacy multipath skip a down link (`ignore_routes_with_linkdown=1`, `fib_multipath_use_neigh=1`, NOTES.md)
 //!   and the L4 multipath hash for both families (`fib_multipath_hash_policy=1`) so UDP
 //!   flows with different ports spread.
 //! - With [`RoutedOptions::link_mbps`] every veth end gets a tbf root qdisc
@@ -47,7 +48,7 @@ use topo::routing::{LOCAL, NO_ROUTE};
 use topo::{Fabric, LinkId, NodeId, Routes};
 
 use super::link::{
-    Nl, Psched, Tbf, TbfState, multipath_route, multipath_route6, route_dst, route_hops,
+    NextHop, Nl, Psched, Tbf, TbfState, multipath_route, multipath_route6, route_dst, route_hops,
 };
 use super::netns::{Netns, in_netns};
 use super::{Error, Result, Testbed};
@@ -233,8 +234,10 @@ pub struct ProbeRound {
     pub sent: usize,
     /// Pairs whose probe arrived.
     pub received: usize,
-    /// Pairs whose probe never arrived (src, dst host names).
-    pub missing: Vec<(String, String)>,
+    /// Pairs whose probe never arrived (src, dst host names, plane).
+    pub missing: Vec<(String, String, u16)>,
+    /// Per plane that had pairs: (plane, pairs, received).
+    pub per_plane: Vec<(u16, usize, usize)>,
     /// From the first send to the last arrival (or the timeout).
     pub elapsed_s: f64,
 }
@@ -304,21 +307,60 @@ struct Sock {
     tx: UdpSocket,
 }
 
-/// One host's probe sockets.
+/// One host's probe sockets in one plane.
 #[derive(Debug)]
-struct HostSock {
+struct PlaneSock {
     v4: Sock,
     v6: Option<Sock>,
 }
 
+/// One host's probe sockets, per plane it has a port in.
+#[derive(Debug)]
+struct HostSock {
+    planes: Vec<Option<PlaneSock>>,
+}
+
 impl HostSock {
-    fn get(&self, fam: Family) -> Option<&Sock> {
+    fn get(&self, fam: Family, plane: u16) -> Option<&Sock> {
+        let p = self.planes.get(plane as usize)?.as_ref()?;
         match fam {
-            Family::V4 => Some(&self.v4),
-            Family::V6 => self.v6.as_ref(),
+            Family::V4 => Some(&p.v4),
+            Family::V6 => p.v6.as_ref(),
         }
     }
 }
+
+/// A next-hop group: its switch, family and `(member object, weight)` list.
+type GroupKey = (NodeId, Family, Vec<(u32, u8)>);
+
+/// Bookkeeping of next-hop-object programming.
+#[derive(Debug)]
+struct NhState {
+    ifindex: Vec<Vec<u32>>,
+    groups: std::sync::Mutex<std::collections::HashMap<GroupKey, u32>>,
+    /// Objects written since the last link change at their switch (not re-sent).
+    made: std::sync::Mutex<HashSet<(NodeId, u32)>>,
+}
+
+impl NhState {
+    /// Whether object `id` of switch `s` must be (re)written; marks it written.
+    fn needs(&self, s: NodeId, id: u32) -> bool {
+        self.made.lock().expect("nh registry").insert((s, id))
+    }
+
+    /// Forget what was written at `nodes`: a link going down deletes the kernel's
+    /// objects on it and shrinks the groups using them, so rewrite them when used.
+    fn invalidate(&self, nodes: &[NodeId]) {
+        self.made
+            .lock()
+            .expect("nh registry")
+            .retain(|(n, _)| !nodes.contains(n));
+    }
+}
+
+/// A probe path: source host, destination host, plane (multi-plane fabrics: one NIC
+/// port per plane; a probe stays in its plane).
+pub type Lane = (NodeId, NodeId, u16);
 
 /// How [`RoutedTestbed::build_with`] builds the testbed.
 #[derive(Debug, Clone)]
@@ -328,6 +370,17 @@ pub struct RoutedOptions {
     /// Shape every link to this many Mb/s with a tbf root qdisc on both ends of every
     /// veth ([`Tbf::mbps`]: 32 KiB bucket, 20 ms of queue). `None`: unshaped.
     pub link_mbps: Option<u64>,
+    /// Program switch routes as next-hop objects (RTM_NEWNEXTHOP, one per port and
+    /// family, plus one multipath group per distinct port set; routes carry RTA_NH_ID)
+    /// instead of legacy RTA_MULTIPATH routes.
+    pub nexthop_objects: bool,
+    /// Write the sysctls that make legacy multipath skip next hops whose link lost
+    /// carrier (`ignore_routes_with_linkdown` for both families, IPv4
+    /// `fib_multipath_use_neigh`). Default on; off to see the kernel without them.
+    pub linkdown_sysctls: bool,
+    /// Fail (and restore) a link at its `b` end (for a leaf uplink: the upper switch), so
+    /// the `a` end only loses carrier; default: at its `a` end (admin-down there).
+    pub fail_at_b_end: bool,
 }
 
 impl Default for RoutedOptions {
@@ -335,9 +388,29 @@ impl Default for RoutedOptions {
         RoutedOptions {
             ipv6: true,
             link_mbps: None,
+            nexthop_objects: false,
+            linkdown_sysctls: true,
+            fail_at_b_end: false,
         }
     }
 }
+
+/// The sysctls [`RoutedOptions::linkdown_sysctls`] switches off.
+fn is_linkdown_sysctl(key: &str) -> bool {
+    key.ends_with("ignore_routes_with_linkdown") || key.ends_with("fib_multipath_use_neigh")
+}
+
+/// Next-hop object id of `port` in family `fam` (gateway objects; groups start at
+/// [`NH_GROUP_BASE`]).
+fn nh_port_id(fam: Family, port: topo::Port) -> u32 {
+    match fam {
+        Family::V4 => 1 + port as u32,
+        Family::V6 => 70_000 + port as u32,
+    }
+}
+
+/// First id of next-hop groups.
+const NH_GROUP_BASE: u32 = 200_000;
 
 /// Outcome of [`RoutedTestbed::blast`]: one UDP flow at full speed for a while.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -370,6 +443,10 @@ pub struct RoutedTestbed {
     plan: AddressPlan,
     routes: Routes,
     ipv6: bool,
+    fail_at_b_end: bool,
+    /// With next-hop objects: link index per (node, port), and the group ids allocated
+    /// per (switch, family, members).
+    nexthops: Option<NhState>,
     round: u32,
     setup: SetupStats,
     tb: Testbed,
@@ -385,21 +462,14 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
 }
 
 impl RoutedTestbed {
-    /// Build the namespaces, veths, addresses and routes of `f` (single plane), dual
-    /// stack (see [`RoutedOptions`]).
+    /// Build the namespaces, veths, addresses and routes of `f` (any number of planes),
+    /// dual stack (see [`RoutedOptions`]).
     pub fn build(f: Fabric) -> Result<RoutedTestbed> {
         Self::build_with(f, &RoutedOptions::default())
     }
 
     /// [`Self::build`] with options.
     pub fn build_with(f: Fabric, opts: &RoutedOptions) -> Result<RoutedTestbed> {
-        if f.num_planes() != 1 {
-            return Err(Error::Invalid(format!(
-                "fabric {}: the routed testbed supports single-plane fabrics; it has {} planes",
-                f.name(),
-                f.num_planes()
-            )));
-        }
         let plan = AddressPlan::new(&f)
             .map_err(|e| Error::Invalid(format!("fabric {}: addressing: {e}", f.name())))?;
         let routes = Routes::compute(&f);
@@ -433,11 +503,15 @@ impl RoutedTestbed {
                 }
             } else {
                 for (k, v) in SWITCH_SYSCTLS {
-                    x.sysctl(k, v)?;
+                    if opts.linkdown_sysctls || !is_linkdown_sysctl(k) {
+                        x.sysctl(k, v)?;
+                    }
                 }
                 if opts.ipv6 {
                     for (k, v) in SWITCH_SYSCTLS_V6 {
-                        x.sysctl(k, v)?;
+                        if opts.linkdown_sysctls || !is_linkdown_sysctl(k) {
+                            x.sysctl(k, v)?;
+                        }
                     }
                 }
             }
@@ -502,9 +576,11 @@ impl RoutedTestbed {
         let t2 = Instant::now();
         let nl = ns.iter().map(Nl::open).collect::<Result<Vec<_>>>()?;
         for h in f.hosts() {
-            let (a, r) = host_link(&f, &plan, &nl, h, opts.ipv6, true)?;
-            st.addresses += a;
-            st.routes += r;
+            for p in f.host_planes(h).collect::<Vec<_>>() {
+                let (a, r) = host_link(&f, &plan, &nl, h, p, opts.ipv6, true)?;
+                st.addresses += a;
+                st.routes += r;
+            }
         }
         for s in f.switches() {
             for p in 0..f.degree(s) as topo::Port {
@@ -528,15 +604,34 @@ impl RoutedTestbed {
             plan,
             routes,
             ipv6: opts.ipv6,
+            fail_at_b_end: opts.fail_at_b_end,
+            nexthops: None,
             round: 0,
             setup: st,
             tb,
         };
+        if opts.nexthop_objects {
+            let mut ifindex = Vec::with_capacity(rt.fabric.num_nodes());
+            for i in 0..rt.fabric.num_nodes() {
+                let n = NodeId(i as u32);
+                let mut v = Vec::new();
+                if !rt.fabric.is_host(n) {
+                    for p in 0..rt.fabric.degree(n) as topo::Port {
+                        v.push(rt.nl[i].index(&ifname(p))?);
+                    }
+                }
+                ifindex.push(v);
+            }
+            rt.nexthops = Some(NhState {
+                ifindex,
+                groups: std::sync::Mutex::new(Default::default()),
+                made: std::sync::Mutex::new(Default::default()),
+            });
+        }
         let switches: Vec<NodeId> = rt.fabric.switches().collect();
         for s in switches {
-            let leaves = rt.fabric.plane_info(0).leaves();
-            for l in leaves {
-                rt.setup.routes += rt.program(s, NodeId(l))?;
+            for l in rt.plane_leaves(s) {
+                rt.setup.routes += rt.program(s, l)?;
             }
         }
         rt.setup.routes_s = secs(t2);
@@ -544,23 +639,44 @@ impl RoutedTestbed {
         // Probe sockets inside the host namespaces.
         let hosts: Vec<NodeId> = rt.fabric.hosts().collect();
         for h in hosts {
-            let addr = rt.plan.host_v4(&rt.fabric, h, 0).expect("checked above");
-            let v4 = open_sock(&rt.ns[h.idx()], addr.into())?;
-            let v6 = if rt.ipv6 {
-                let a6 = rt.plan.host_v6(&rt.fabric, h, 0).expect("checked above");
-                Some(open_sock(&rt.ns[h.idx()], a6.into())?)
-            } else {
-                None
-            };
-            rt.hosts.push(HostSock { v4, v6 });
+            let mut planes = Vec::new();
+            for p in 0..rt.fabric.num_planes() as u16 {
+                let Some(addr) = rt.plan.host_v4(&rt.fabric, h, p) else {
+                    planes.push(None);
+                    continue;
+                };
+                let v4 = open_sock(&rt.ns[h.idx()], addr.into())?;
+                let v6 = if rt.ipv6 {
+                    let a6 = rt.plan.host_v6(&rt.fabric, h, p).expect("checked above");
+                    Some(open_sock(&rt.ns[h.idx()], a6.into())?)
+                } else {
+                    None
+                };
+                planes.push(Some(PlaneSock { v4, v6 }));
+            }
+            rt.hosts.push(HostSock { planes });
         }
         rt.setup.total_s = secs(t0);
         Ok(rt)
     }
 
-    /// Address of host `h` in family `fam` (`None`: not a host, or no such family here).
+    /// Address of host `h`'s plane-0 port in family `fam` (`None`: not a host, no port
+    /// in plane 0, or no such family here).
     pub fn host_addr(&self, h: NodeId, fam: Family) -> Option<IpAddr> {
-        self.hosts.get(h.idx())?.get(fam).map(|s| s.addr)
+        self.host_addr_in(h, fam, 0)
+    }
+
+    /// Address of host `h`'s port in `plane`, family `fam`.
+    pub fn host_addr_in(&self, h: NodeId, fam: Family, plane: u16) -> Option<IpAddr> {
+        self.hosts.get(h.idx())?.get(fam, plane).map(|s| s.addr)
+    }
+
+    /// The leaves of switch `s`'s plane (the destinations of its routes).
+    fn plane_leaves(&self, s: NodeId) -> Vec<NodeId> {
+        match self.fabric.plane(s) {
+            Some(p) => self.fabric.plane_info(p).leaves().map(NodeId).collect(),
+            None => Vec::new(),
+        }
     }
 
     /// Send UDP datagrams of `payload` bytes from `src` to `dst` in family `fam` as fast
@@ -663,6 +779,9 @@ impl RoutedTestbed {
         if self.routes.entry(s, leaf) == LOCAL {
             return Ok(0);
         }
+        if self.nexthops.is_some() {
+            return self.program_nh(s, leaf);
+        }
         let nl = &self.nl[s.idx()];
         let mut n = 0;
         if let Some(prefix) = self.plan.tor_prefix_v4(leaf) {
@@ -684,6 +803,93 @@ impl RoutedTestbed {
                 }
             }
             n += 1;
+        }
+        Ok(n)
+    }
+
+    /// [`Self::program`] with next-hop objects: (re)create one gateway object per port
+    /// of the group (the kernel deletes the objects of a link that goes down, so they are
+    /// re-added whenever used), one multipath group object per distinct port set (weights
+    /// − 1, as in routes), and replace the route with one that only names the object
+    /// (RTA_NH_ID). No route: the route is deleted.
+    fn program_nh(&self, s: NodeId, leaf: NodeId) -> Result<usize> {
+        let st = self.nexthops.as_ref().expect("next-hop mode");
+        let nl = &self.nl[s.idx()];
+        let e = self.routes.entry(s, leaf);
+        let mut ports: Vec<(topo::Port, u8)> = Vec::new();
+        if e != NO_ROUTE {
+            for &p in self.routes.groups().get(e) {
+                match ports.iter_mut().find(|x| x.0 == p) {
+                    Some(x) => x.1 = x.1.saturating_add(1),
+                    None => ports.push((p, 1)),
+                }
+            }
+        }
+        let mut n = 0;
+        for fam in self.families() {
+            let prefix: Option<(IpAddr, u8)> = match fam {
+                Family::V4 => self
+                    .plan
+                    .tor_prefix_v4(leaf)
+                    .map(|p| (p.addr.into(), p.len)),
+                Family::V6 => self
+                    .plan
+                    .tor_prefix_v6(leaf)
+                    .map(|p| (p.addr.into(), p.len)),
+            };
+            let Some((dst, len)) = prefix else { continue };
+            n += 1;
+            if ports.is_empty() {
+                nl.del_route(dst, len)?;
+                continue;
+            }
+            let mut members = Vec::new();
+            for &(p, w) in &ports {
+                let gateway: IpAddr = match fam {
+                    Family::V4 => peer_addr(&self.fabric, &self.plan, s, p).map(IpAddr::V4),
+                    Family::V6 => peer_addr6(&self.fabric, &self.plan, s, p).map(IpAddr::V6),
+                }
+                .ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "{} port {p}: no peer address",
+                        self.fabric.node_name(s)
+                    ))
+                })?;
+                let id = nh_port_id(fam, p);
+                if st.needs(s, id) {
+                    nl.set_nexthop(&NextHop::Via {
+                        id,
+                        gateway,
+                        oif: st.ifindex[s.idx()][p as usize],
+                    })?;
+                }
+                members.push((id, w));
+            }
+            let id = if let [(id, _)] = members[..] {
+                id
+            } else {
+                let gid = {
+                    let mut g = st.groups.lock().expect("group registry");
+                    let next = NH_GROUP_BASE + g.len() as u32;
+                    *g.entry((s, fam, members.clone())).or_insert(next)
+                };
+                if st.needs(s, gid) {
+                    nl.set_nexthop(&NextHop::Group { id: gid, members })?;
+                }
+                gid
+            };
+            let msg = match (fam, dst) {
+                (Family::V4, IpAddr::V4(d)) => RouteMessageBuilder::<Ipv4Addr>::new()
+                    .destination_prefix(d, len)
+                    .nhid(id)
+                    .build(),
+                (_, IpAddr::V6(d)) => RouteMessageBuilder::<Ipv6Addr>::new()
+                    .destination_prefix(d, len)
+                    .nhid(id)
+                    .build(),
+                _ => unreachable!("prefix family follows fam"),
+            };
+            nl.replace_route(msg)?;
         }
         Ok(n)
     }
@@ -768,30 +974,36 @@ impl RoutedTestbed {
         &self.nl[n.idx()]
     }
 
-    /// Ordered host pairs `topo` says can reach each other now.
-    pub fn reachable_pairs(&self) -> Vec<(NodeId, NodeId)> {
+    /// Ordered host pairs with a port in a common plane, per such plane, split by
+    /// whether `topo` says they reach each other there now.
+    fn lanes(&self, reachable: bool) -> Vec<Lane> {
         let mut v = Vec::new();
-        for s in self.fabric.hosts() {
-            for d in self.fabric.hosts() {
-                if s != d && self.routes.plane_reaches(s, d, 0) {
-                    v.push((s, d));
+        for p in 0..self.fabric.num_planes() as u16 {
+            for s in self.fabric.hosts() {
+                if self.fabric.attachment(s, p).is_none() {
+                    continue;
+                }
+                for d in self.fabric.hosts() {
+                    if s != d
+                        && self.fabric.attachment(d, p).is_some()
+                        && self.routes.plane_reaches(s, d, p) == reachable
+                    {
+                        v.push((s, d, p));
+                    }
                 }
             }
         }
         v
     }
 
-    /// Ordered host pairs `topo` says cannot reach each other now.
-    pub fn unreachable_pairs(&self) -> Vec<(NodeId, NodeId)> {
-        let mut v = Vec::new();
-        for s in self.fabric.hosts() {
-            for d in self.fabric.hosts() {
-                if s != d && !self.routes.plane_reaches(s, d, 0) {
-                    v.push((s, d));
-                }
-            }
-        }
-        v
+    /// Ordered host pairs (per common plane) `topo` says can reach each other now.
+    pub fn reachable_pairs(&self) -> Vec<Lane> {
+        self.lanes(true)
+    }
+
+    /// Ordered host pairs (per common plane) `topo` says cannot reach each other now.
+    pub fn unreachable_pairs(&self) -> Vec<Lane> {
+        self.lanes(false)
     }
 
     fn payload(&self, src: NodeId, dst: NodeId) -> [u8; 16] {
@@ -803,21 +1015,24 @@ impl RoutedTestbed {
         b
     }
 
-    /// Drain every host's probe socket of family `fam`; calls `seen(src, dst)` for this
-    /// round's probes.
-    fn drain(&self, fam: Family, mut seen: impl FnMut(NodeId, NodeId)) {
+    /// Drain every host's probe sockets of family `fam`; calls `seen(src, dst, plane)`
+    /// for this round's probes (the plane is the receiving socket's).
+    fn drain(&self, fam: Family, mut seen: impl FnMut(NodeId, NodeId, u16)) {
         let mut buf = [0u8; 64];
         for (i, h) in self.hosts.iter().enumerate() {
-            let Some(sock) = h.get(fam) else { continue };
-            while let Ok((n, _)) = sock.rx.recv_from(&mut buf) {
-                if n != 16 {
-                    continue;
+            for p in 0..h.planes.len() as u16 {
+                let Some(sock) = h.get(fam, p) else { continue };
+                while let Ok((n, _)) = sock.rx.recv_from(&mut buf) {
+                    if n != 16 {
+                        continue;
+                    }
+                    let w =
+                        |k: usize| u32::from_be_bytes(buf[k..k + 4].try_into().expect("4 bytes"));
+                    if w(0) != MAGIC || w(4) != self.round || w(12) != i as u32 {
+                        continue;
+                    }
+                    seen(NodeId(w(8)), NodeId(w(12)), p);
                 }
-                let w = |k: usize| u32::from_be_bytes(buf[k..k + 4].try_into().expect("4 bytes"));
-                if w(0) != MAGIC || w(4) != self.round || w(12) != i as u32 {
-                    continue;
-                }
-                seen(NodeId(w(8)), NodeId(w(12)));
             }
         }
     }
@@ -827,7 +1042,7 @@ impl RoutedTestbed {
     pub fn probe_round(
         &mut self,
         fam: Family,
-        pairs: &[(NodeId, NodeId)],
+        pairs: &[Lane],
         retry: Duration,
         timeout: Duration,
     ) -> ProbeRound {
@@ -843,13 +1058,13 @@ impl RoutedTestbed {
     pub fn probe_rounds(
         &mut self,
         fams: &[Family],
-        pairs: &[(NodeId, NodeId)],
+        pairs: &[Lane],
         retry: Duration,
         timeout: Duration,
     ) -> Vec<ProbeRound> {
         self.round = self.round.wrapping_add(1);
         let t0 = Instant::now();
-        let mut missing: Vec<HashSet<(NodeId, NodeId)>> = fams
+        let mut missing: Vec<HashSet<Lane>> = fams
             .iter()
             .map(|_| pairs.iter().copied().collect())
             .collect();
@@ -859,13 +1074,14 @@ impl RoutedTestbed {
         loop {
             if last_send.is_none_or(|t| t.elapsed() >= retry) {
                 for (k, &fam) in fams.iter().enumerate() {
-                    for &(s, d) in pairs {
-                        if !missing[k].contains(&(s, d)) {
+                    for &(s, d, p) in pairs {
+                        if !missing[k].contains(&(s, d, p)) {
                             continue;
                         }
-                        let (Some(from), Some(to)) =
-                            (self.hosts[s.idx()].get(fam), self.hosts[d.idx()].get(fam))
-                        else {
+                        let (Some(from), Some(to)) = (
+                            self.hosts[s.idx()].get(fam, p),
+                            self.hosts[d.idx()].get(fam, p),
+                        ) else {
                             continue;
                         };
                         // A send error (e.g. no route yet) counts as a lost probe.
@@ -880,8 +1096,8 @@ impl RoutedTestbed {
             for (k, &fam) in fams.iter().enumerate() {
                 let before = missing[k].len();
                 let m = &mut missing[k];
-                self.drain(fam, |s, d| {
-                    m.remove(&(s, d));
+                self.drain(fam, |s, d, p| {
+                    m.remove(&(s, d, p));
                 });
                 if missing[k].len() < before {
                     done_at[k] = Instant::now();
@@ -896,9 +1112,20 @@ impl RoutedTestbed {
         fams.iter()
             .enumerate()
             .map(|(k, &family)| {
-                let mut miss: Vec<(NodeId, NodeId)> = missing[k].iter().copied().collect();
+                let mut miss: Vec<Lane> = missing[k].iter().copied().collect();
                 miss.sort();
                 let done = if miss.is_empty() { done_at[k] } else { end };
+                let mut per_plane: Vec<(u16, usize, usize)> = Vec::new();
+                for &(_, _, p) in pairs {
+                    match per_plane.iter_mut().find(|x| x.0 == p) {
+                        Some(x) => x.1 += 1,
+                        None => per_plane.push((p, 1, 0)),
+                    }
+                }
+                per_plane.sort();
+                for x in &mut per_plane {
+                    x.2 = x.1 - miss.iter().filter(|m| m.2 == x.0).count();
+                }
                 ProbeRound {
                     family,
                     pairs: pairs.len(),
@@ -906,14 +1133,16 @@ impl RoutedTestbed {
                     received: pairs.len() - miss.len(),
                     missing: miss
                         .into_iter()
-                        .map(|(s, d)| {
+                        .map(|(s, d, p)| {
                             (
                                 self.fabric.node_name(s).to_string(),
                                 self.fabric.node_name(d).to_string(),
+                                p,
                             )
                         })
                         .collect(),
                     elapsed_s: (done - t0).as_secs_f64(),
+                    per_plane,
                 }
             })
             .collect()
@@ -949,9 +1178,9 @@ impl RoutedTestbed {
             .ok_or_else(|| Error::Invalid(format!("{} is not attached", f.node_name(src))))?
             .leaf;
         let missing = || Error::Invalid(format!("the testbed carries no {fam}"));
-        let addr = self.hosts[src.idx()].get(fam).ok_or_else(missing)?.addr;
+        let addr = self.hosts[src.idx()].get(fam, 0).ok_or_else(missing)?.addr;
         let to = SocketAddr::new(
-            self.hosts[dst.idx()].get(fam).ok_or_else(missing)?.addr,
+            self.hosts[dst.idx()].get(fam, 0).ok_or_else(missing)?.addr,
             PROBE_PORT,
         );
         let socks = in_netns(&self.ns[src.idx()], || -> Result<Vec<UdpSocket>> {
@@ -970,8 +1199,8 @@ impl RoutedTestbed {
             let _ = s.send_to(&msg, to);
             // Drain as we go so a small receive buffer never drops a flow.
             if i % 16 == 15 {
-                self.drain(fam, |s, d| {
-                    if (s, d) == (src, dst) {
+                self.drain(fam, |s, d, p| {
+                    if (s, d, p) == (src, dst, 0) {
                         delivered += 1;
                     }
                 });
@@ -979,8 +1208,8 @@ impl RoutedTestbed {
         }
         let t0 = Instant::now();
         while delivered < flows && t0.elapsed() < Duration::from_secs(2) {
-            self.drain(fam, |s, d| {
-                if (s, d) == (src, dst) {
+            self.drain(fam, |s, d, p| {
+                if (s, d, p) == (src, dst, 0) {
                     delivered += 1;
                 }
             });
@@ -1014,8 +1243,9 @@ impl RoutedTestbed {
         })
     }
 
-    /// Fail link `l`: set its `a` end down through netlink (the `b` end loses carrier),
-    /// re-route incrementally in `topo` and re-program the changed entries.
+    /// Fail link `l`: set its `a` end down through netlink (the `b` end loses carrier;
+    /// the other way round with [`RoutedOptions::fail_at_b_end`]), re-route
+    /// incrementally in `topo` and re-program the changed entries.
     pub fn fail_link(&mut self, l: LinkId) -> Result<Failure> {
         self.fail_link_with(l, None::<fn(&mut RoutedTestbed)>)
     }
@@ -1029,12 +1259,16 @@ impl RoutedTestbed {
     ) -> Result<Failure> {
         let link = *self.fabric.link(l);
         let mut t0 = Instant::now();
-        self.nl[link.a.idx()].set_down(&ifname(link.a_port))?;
+        let (n, p) = self.down_end(l);
+        self.nl[n.idx()].set_down(&ifname(p))?;
         if let Some(step) = between {
             step(self);
             t0 = Instant::now();
         }
         let rep = self.routes.fail_links(&self.fabric, &[l]);
+        if let Some(st) = &self.nexthops {
+            st.invalidate(&[link.a, link.b]);
+        }
         let mut n = 0;
         for &(s, leaf) in &rep.changed {
             n += self.program(s, leaf)?;
@@ -1054,19 +1288,29 @@ impl RoutedTestbed {
         })
     }
 
+    /// The end of link `l` that [`Self::fail_link`] sets down.
+    fn down_end(&self, l: LinkId) -> (NodeId, topo::Port) {
+        let link = self.fabric.link(l);
+        if self.fail_at_b_end {
+            (link.b, link.b_port)
+        } else {
+            (link.a, link.a_port)
+        }
+    }
+
     /// The next-hop port list of every `(switch, leaf)` entry (empty: none or local), to
     /// find the entries a non-incremental re-route changed.
-    fn table_snapshot(&self) -> Vec<Vec<topo::Port>> {
-        let leaves: Vec<NodeId> = self.fabric.plane_info(0).leaves().map(NodeId).collect();
+    fn table_snapshot(&self) -> Vec<(NodeId, NodeId, Vec<topo::Port>)> {
         let mut v = Vec::new();
         for s in self.fabric.switches() {
-            for &l in &leaves {
+            for l in self.plane_leaves(s) {
                 let e = self.routes.entry(s, l);
-                v.push(if e == LOCAL || e == NO_ROUTE {
+                let ports = if e == LOCAL || e == NO_ROUTE {
                     Vec::new()
                 } else {
                     self.routes.groups().get(e).to_vec()
-                });
+                };
+                v.push((s, l, ports));
             }
         }
         v
@@ -1079,7 +1323,8 @@ impl RoutedTestbed {
     pub fn restore_link(&mut self, l: LinkId) -> Result<Failure> {
         let link = *self.fabric.link(l);
         let t0 = Instant::now();
-        self.nl[link.a.idx()].set_up(&ifname(link.a_port))?;
+        let (n, p) = self.down_end(l);
+        self.nl[n.idx()].set_up(&ifname(p))?;
         // Wait (≤ 2 s) until both ends are operationally up: before the kernel's link
         // watcher has run, the far end still drops what it sends (no ARP/ND replies), and
         // with `fib_multipath_use_neigh` the leaf then skips the restored next hop.
@@ -1094,9 +1339,10 @@ impl RoutedTestbed {
         }
         let before = self.table_snapshot();
         self.routes.restore_links(&self.fabric, &[l]);
+        if let Some(st) = &self.nexthops {
+            st.invalidate(&[link.a, link.b]);
+        }
         let after = self.table_snapshot();
-        let leaves: Vec<NodeId> = self.fabric.plane_info(0).leaves().map(NodeId).collect();
-        let switches: Vec<NodeId> = self.fabric.switches().collect();
         let mut changed = 0;
         let mut n = 0;
         // A host's routes went with its link (the kernel flushes routes through a link
@@ -1104,13 +1350,17 @@ impl RoutedTestbed {
         if let Some(h) = [link.a, link.b]
             .into_iter()
             .find(|&x| self.fabric.is_host(x))
+            && let Some(p) = self
+                .fabric
+                .host_planes(h)
+                .find(|&p| self.fabric.attachment(h, p).is_some_and(|a| a.link == l))
         {
-            n += host_link(&self.fabric, &self.plan, &self.nl, h, self.ipv6, false)?.1;
+            n += host_link(&self.fabric, &self.plan, &self.nl, h, p, self.ipv6, false)?.1;
         }
-        for (i, (b, a)) in before.iter().zip(&after).enumerate() {
-            if b != a {
+        for (b, a) in before.iter().zip(&after) {
+            if b.2 != a.2 {
                 changed += 1;
-                n += self.program(switches[i / leaves.len()], leaves[i % leaves.len()])?;
+                n += self.program(a.0, a.1)?;
             }
         }
         Ok(Failure {
@@ -1168,14 +1418,23 @@ fn host_link(
     plan: &AddressPlan,
     nl: &[Nl],
     h: NodeId,
+    plane: u16,
     ipv6: bool,
     add_addrs: bool,
 ) -> Result<(usize, usize)> {
-    let a = f
-        .attachment(h, 0)
-        .ok_or_else(|| Error::Invalid(format!("host {} has no port in plane 0", f.node_name(h))))?;
+    let a = f.attachment(h, plane).ok_or_else(|| {
+        Error::Invalid(format!(
+            "host {} has no port in plane {plane}",
+            f.node_name(h)
+        ))
+    })?;
+    // Single plane: a default route. Several planes: one route per ToR prefix of the
+    // plane through this plane's NIC, so a probe to a plane-p address leaves through the
+    // plane-p port (and stays in plane p).
+    let multi = f.num_planes() > 1;
+    let plane_leaves: Vec<NodeId> = f.plane_info(plane).leaves().map(NodeId).collect();
     let addr = plan
-        .host_v4(f, h, 0)
+        .host_v4(f, h, plane)
         .ok_or_else(|| Error::Invalid(format!("host {} has no IPv4 address", f.node_name(h))))?;
     let gw = plan
         .gateway_v4(a.leaf)
@@ -1193,19 +1452,30 @@ fn host_link(
     let hidx = hn.index(&hif)?;
     let lidx = ln.index(&lif)?;
     hn.replace_route(link_route(gw, hidx))?;
-    hn.replace_route(
-        RouteMessageBuilder::<Ipv4Addr>::new()
-            .destination_prefix(Ipv4Addr::UNSPECIFIED, 0)
-            .gateway(gw)
-            .output_interface(hidx)
-            .build(),
-    )?;
+    let dsts: Vec<(Ipv4Addr, u8)> = if multi {
+        plane_leaves
+            .iter()
+            .filter_map(|&l| plan.tor_prefix_v4(l))
+            .map(|p| (p.addr, p.len))
+            .collect()
+    } else {
+        vec![(Ipv4Addr::UNSPECIFIED, 0)]
+    };
+    for &(d, len) in &dsts {
+        hn.replace_route(
+            RouteMessageBuilder::<Ipv4Addr>::new()
+                .destination_prefix(d, len)
+                .gateway(gw)
+                .output_interface(hidx)
+                .build(),
+        )?;
+    }
     ln.replace_route(link_route(addr, lidx))?;
-    nr += 3;
+    nr += 2 + dsts.len();
     if ipv6 {
         // The same shape in IPv6: host ::(p+2)/128, leaf gateway ::1/128 on every
-        // host port, a connected /128 each way and the host's default route.
-        let addr6 = plan.host_v6(f, h, 0).ok_or_else(|| {
+        // host port, a connected /128 each way and the host's default (or per-ToR) routes.
+        let addr6 = plan.host_v6(f, h, plane).ok_or_else(|| {
             Error::Invalid(format!("host {} has no IPv6 address", f.node_name(h)))
         })?;
         let gw6 = gateway_v6(plan, a.leaf)
@@ -1216,15 +1486,26 @@ fn host_link(
             na += 2;
         }
         hn.replace_route(link_route6(gw6, hidx))?;
-        hn.replace_route(
-            RouteMessageBuilder::<Ipv6Addr>::new()
-                .destination_prefix(Ipv6Addr::UNSPECIFIED, 0)
-                .gateway(gw6)
-                .output_interface(hidx)
-                .build(),
-        )?;
+        let dsts: Vec<(Ipv6Addr, u8)> = if multi {
+            plane_leaves
+                .iter()
+                .filter_map(|&l| plan.tor_prefix_v6(l))
+                .map(|p| (p.addr, p.len))
+                .collect()
+        } else {
+            vec![(Ipv6Addr::UNSPECIFIED, 0)]
+        };
+        for &(d, len) in &dsts {
+            hn.replace_route(
+                RouteMessageBuilder::<Ipv6Addr>::new()
+                    .destination_prefix(d, len)
+                    .gateway(gw6)
+                    .output_interface(hidx)
+                    .build(),
+            )?;
+        }
         ln.replace_route(link_route6(addr6, lidx))?;
-        nr += 3;
+        nr += 2 + dsts.len();
     }
     Ok((na, nr))
 }
@@ -1390,8 +1671,8 @@ pub struct VerifyReport {
     /// One report per address family (IPv4 first).
     pub families: Vec<FamilyReport>,
     pub failure: Failure,
-    /// Pairs topo says are unreachable after the failure (not probed).
-    pub unreachable: Vec<(String, String)>,
+    /// Pairs topo says are unreachable after the failure (not probed): (src, dst, plane).
+    pub unreachable: Vec<(String, String, u16)>,
     /// With [`VerifyOptions::restore`]: what restoring the link did.
     pub restore: Option<Failure>,
     /// Namespaces of this run still present after teardown (must be empty).
@@ -1419,7 +1700,7 @@ impl VerifyReport {
 fn probe_until_ok(
     rt: &mut RoutedTestbed,
     fams: &[Family],
-    pairs: &[(NodeId, NodeId)],
+    pairs: &[Lane],
     t0: Instant,
     limit: Duration,
 ) -> Vec<(ProbeRound, usize, Option<f64>)> {
@@ -1536,13 +1817,14 @@ pub fn verify(f: Fabric, opts: &VerifyOptions) -> Result<VerifyReport> {
     } else {
         rt.fail_link(fail)?
     };
-    let unreachable: Vec<(String, String)> = rt
+    let unreachable: Vec<(String, String, u16)> = rt
         .unreachable_pairs()
         .into_iter()
-        .map(|(s, d)| {
+        .map(|(s, d, p)| {
             (
                 rt.fabric().node_name(s).to_string(),
                 rt.fabric().node_name(d).to_string(),
+                p,
             )
         })
         .collect();
