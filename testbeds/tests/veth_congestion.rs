@@ -208,6 +208,7 @@ fn without_pfc_a_small_buffer_drops_and_counts_it() {
     let mut cfg = CongestionConfig::new(9);
     cfg.apply(&p.network).unwrap();
     assert!(cfg.pfc.is_none());
+    cfg.wall_limit = std::time::Duration::from_secs(15);
     let r = run_workplan(&cfg, &p).unwrap();
     println!("{}", summary(&r));
     assert!(r.switch_drops > 0, "{}", summary(&r));
