@@ -207,8 +207,9 @@ pub struct CongestionReport {
     /// Largest PFC headroom any ingress port used (bytes above XOFF while pausing its
     /// peer; see [`PortCounters::max_headroom_bytes`]).
     pub max_headroom_bytes: u64,
-    /// Longest time (real µs) the switch loop ran after the deadline it had asked for
-    /// (OS scheduling delay or a long iteration); see [`CongestionReport::faithful`].
+    /// How far (real µs) the switch loop fell behind at worst: one iteration's own work
+    /// plus the OS's delay beyond the sleep it asked for; see
+    /// [`CongestionReport::faithful`].
     pub switch_max_late_us: f64,
     /// The same for the hosts' loop.
     pub hosts_max_late_us: f64,
@@ -231,8 +232,8 @@ pub struct CongestionReport {
 
 impl CongestionReport {
     /// All drops: switch buffer, kernel sockets, veths.
-    /// Whether both event loops kept up: neither ran more than [`MAX_FAITHFUL_LATE_US`]
-    /// (real time) behind its own deadlines. When they did not, frames waited in socket
+    /// Whether both event loops kept up: neither fell more than [`MAX_FAITHFUL_LATE_US`]
+    /// (real time) behind. When they did not, frames waited in socket
     /// rings unseen by PFC and ECN, or the emulated NICs fell below their rate, and the
     /// figures of the run describe the machine more than the fabric.
     pub fn faithful(&self) -> bool {

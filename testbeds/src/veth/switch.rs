@@ -579,6 +579,11 @@ mod tests {
             Some(pfc::Repr::single(3, 0xffff))
         );
         assert_eq!(s.counters(0).pauses_sent, 1);
+        // Headroom: the 5th frame crossed XOFF, the 6th still arrived after the pause.
+        let len = data_frame(Ipv4Addr::new(10, 0, 0, 3), 1000, Ecn::Ect0).len() as u64;
+        assert!(5 * len >= 5000 && 4 * len < 5000);
+        assert_eq!(s.counters(0).max_headroom_bytes, 6 * len - 5000);
+        assert_eq!(s.counters(1).max_headroom_bytes, 0);
         // Drain port 2 until the ingress count falls to XON: a resume follows.
         let mut now = 0;
         while s.poll_transmit(t(now), 2).is_some() || s.has_pending(2) {
