@@ -442,6 +442,7 @@ fn trimming_instead_of_pfc_loses_no_data() {
         cfg.buffer = cc_algos::Bytes(400_000);
         cfg.trim =
             Some(cc_algos::TrimPolicy::new(cc_algos::Bytes(100_000), cc_algos::Bytes(64)).unwrap());
+        cfg.wall_limit = std::time::Duration::from_secs(15);
         let r = run_workplan(&cfg, &p).unwrap();
         let trims: u64 = r.ports.iter().map(|c| c.trims).sum();
         println!("{cc} with trimming: trims {trims}, {}", summary(&r));

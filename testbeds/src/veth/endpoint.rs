@@ -603,12 +603,27 @@ impl Host {
         if self.np.next_timeout().is_some_and(|t| t <= vnow) {
             self.drain_feedback(now, Ipv4Addr::UNSPECIFIED);
         }
-        for f in &mut self.flows {
+        let totals: Vec<Option<u32>> = self.flows.iter().map(|f| self.packets_of(f)).collect();
+        for (f, total) in self.flows.iter_mut().zip(totals) {
             while let Some(t) = f.cc.next_timeout() {
                 if t > vnow {
                     break;
                 }
                 f.cc.on_timeout(vnow);
+            }
+            // A credit-based flow with data left, nothing in flight and no credit for a
+            // whole RTO asks again for what is left: credit can be lost on the way (the
+            // sender caps what it holds at `max_credit`, so grants that pile up while
+            // its loop runs late are dropped) and the receiver, having granted all it
+            // was asked for, would wait for data that never comes.
+            if f.requested
+                && f.next_psn == f.acked_psn
+                && total.is_none_or(|t| f.next_psn < t)
+                && f.cc.credit() == Some(Bytes::ZERO)
+                && now > f.last_progress + rto
+            {
+                f.requested = false;
+                f.last_progress = now;
             }
             if f.next_psn > f.acked_psn && now > f.last_progress + rto {
                 f.timeouts += 1;
@@ -1022,6 +1037,88 @@ mod tests {
         assert_eq!(a.flows[0].credits, b.c.credits_sent);
         a.poll_transmit(t(now + 2000), &done, &mut more, 64);
         assert!(!more.is_empty(), "credit lets the sender go on");
+    }
+
+    #[test]
+    fn rccc_sender_without_credit_asks_again_after_an_rto() {
+        // Credit can be lost (grants beyond the sender's cap, a stalled loop): a sender
+        // with data left, no credit and no grant for an RTO must ask again, or the flow
+        // waits forever (seen in the trimming test before this rule).
+        let path = PathParams {
+            line_rate: Rate::gbps(100),
+            base_rtt: Duration::micros(10),
+            mtu: Bytes(1082),
+        };
+        let kind: CcKind = "rccc".parse().unwrap();
+        let mut a = host(1);
+        let mut b = Host::new(
+            host(2).cfg,
+            Box::new(kind.build_receiver(&path).unwrap().unwrap()),
+        );
+        let size = 400 * 1024;
+        a.add_send_flow(
+            7,
+            b.cfg.ip,
+            3,
+            Some(size),
+            t(0),
+            None,
+            vec![],
+            kind.build(&path).unwrap(),
+        );
+        b.add_recv_flow(7, a.cfg.ip, Some(size));
+        let done = Completed::new();
+        // Send the request and the initial credit; the receiver gets the data (not the
+        // request) and its ACKs come back; no grant ever reaches the sender.
+        let mut now = 0;
+        let mut sent = Vec::new();
+        while now < 100_000 && a.flows[0].cc.credit() != Some(Bytes::ZERO) {
+            let mut o = Vec::new();
+            a.poll_transmit(t(now), &done, &mut o, 64);
+            sent.append(&mut o);
+            now += 9;
+        }
+        assert_eq!(a.flows[0].cc.credit(), Some(Bytes::ZERO));
+        for f in &sent[1..] {
+            b.on_frame(t(now), f);
+        }
+        let mut acks = Vec::new();
+        b.poll_transmit(t(now), &done, &mut acks, 64);
+        for f in &acks {
+            a.on_frame(t(now), f);
+        }
+        let requests = |frames: &[Vec<u8>]| {
+            frames
+                .iter()
+                .filter(|f| roce::Repr::parse(f).unwrap().0.bth.opcode == opcode::CREDIT_REQUEST)
+                .count()
+        };
+        assert_eq!(requests(&sent), 1);
+        // Before an RTO: silence. After it: a new request for what is left.
+        let mut out = Vec::new();
+        a.on_timeout(t(now + 1_000));
+        a.poll_transmit(t(now + 1_000), &done, &mut out, 64);
+        assert_eq!(requests(&out), 0, "no request before an RTO");
+        let later = now + 41_000 + 1;
+        a.on_timeout(t(later));
+        out.clear();
+        a.poll_transmit(t(later), &done, &mut out, 64);
+        assert_eq!(
+            requests(&out),
+            1,
+            "asks again after an RTO without credit: {}",
+            a.flows[0].state()
+        );
+        let req = out
+            .iter()
+            .find(|f| roce::Repr::parse(f).unwrap().0.bth.opcode == opcode::CREDIT_REQUEST)
+            .unwrap();
+        let (_, pl) = roce::Repr::parse(req).unwrap();
+        let asked = u64::from_be_bytes(pl[..8].try_into().unwrap());
+        assert!(
+            asked > 0 && asked <= size,
+            "asks for the rest, not more: {asked}"
+        );
     }
 
     #[test]
