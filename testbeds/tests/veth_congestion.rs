@@ -327,7 +327,12 @@ fn check_credit_frames_in_tshark(pcap: &std::path::Path, r: &CongestionReport) {
     let count = |op: &str| rows.iter().filter(|c| c[0] == op).count() as u64;
     let (requests, grants, data) = (count("31"), count("30"), count("4"));
     println!("pcap: {requests} credit requests, {grants} grants, {data} data frames");
-    assert_eq!(requests, 4, "one request per sender: {text}");
+    // One request per sender (a sender left without credit for an RTO asks again, so
+    // count the senders that asked).
+    let askers: std::collections::BTreeSet<&str> =
+        rows.iter().filter(|c| c[0] == "31").map(|c| c[2]).collect();
+    assert_eq!(askers.len(), 4, "every sender asked for credit: {text}");
+    assert!(requests >= 4);
     assert_eq!(grants, r.credits_sent, "every grant crossed port 0");
     assert!(
         data > 4 * 2_000_000 / 4096,
