@@ -972,8 +972,9 @@ mod tests {
         assert_eq!(b.recv[&7].bytes, 4 * 1024);
     }
 
-    #[test]
-    fn rccc_sender_requests_credit_and_spends_only_what_it_is_granted() {
+    /// Host 1 sending flow 7 of `size` bytes with RCCC to host 2, which runs the RCCC
+    /// receiver; returns both and the sender's initial credit.
+    fn rccc_pair(size: u64) -> (Host, Host, u64) {
         let path = PathParams {
             line_rate: Rate::gbps(100),
             base_rtt: Duration::micros(10),
@@ -985,11 +986,17 @@ mod tests {
             host(2).cfg,
             Box::new(kind.build_receiver(&path).unwrap().unwrap()),
         );
-        let size = 400 * 1024;
         let cc = kind.build(&path).unwrap();
         let initial = cc.credit().unwrap().0;
         a.add_send_flow(7, b.cfg.ip, 3, Some(size), t(0), None, vec![], cc);
         b.add_recv_flow(7, a.cfg.ip, Some(size));
+        (a, b, initial)
+    }
+
+    #[test]
+    fn rccc_sender_requests_credit_and_spends_only_what_it_is_granted() {
+        let size = 400 * 1024;
+        let (mut a, mut b, initial) = rccc_pair(size);
         let done = Completed::new();
         let mut out = Vec::new();
         let mut now = 0;
@@ -1044,29 +1051,8 @@ mod tests {
         // Credit can be lost (grants beyond the sender's cap, a stalled loop): a sender
         // with data left, no credit and no grant for an RTO must ask again, or the flow
         // waits forever (seen in the trimming test before this rule).
-        let path = PathParams {
-            line_rate: Rate::gbps(100),
-            base_rtt: Duration::micros(10),
-            mtu: Bytes(1082),
-        };
-        let kind: CcKind = "rccc".parse().unwrap();
-        let mut a = host(1);
-        let mut b = Host::new(
-            host(2).cfg,
-            Box::new(kind.build_receiver(&path).unwrap().unwrap()),
-        );
         let size = 400 * 1024;
-        a.add_send_flow(
-            7,
-            b.cfg.ip,
-            3,
-            Some(size),
-            t(0),
-            None,
-            vec![],
-            kind.build(&path).unwrap(),
-        );
-        b.add_recv_flow(7, a.cfg.ip, Some(size));
+        let (mut a, mut b, _) = rccc_pair(size);
         let done = Completed::new();
         // Send the request and the initial credit; the receiver gets the data (not the
         // request) and its ACKs come back; no grant ever reaches the sender.
