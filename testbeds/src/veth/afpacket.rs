@@ -375,10 +375,11 @@ impl PacketSocket {
     /// Send frames with one `sendmmsg` per [`BATCH`]; returns how many the kernel took
     /// (fewer when its send buffer is full: the caller keeps the rest).
     ///
-    /// Not a `PACKET_TX_RING`: measured with `veth-bench`, a transmit ring made the
-    /// switch slower on veth (6.2–7.3 µs instead of ~4 µs of CPU per forwarded frame),
-    /// because the veth must copy the ring's user pages out of every skb
-    /// (`skb_copy_ubufs`, a page allocation per frame) before handing it to the peer.
+    /// Not a `PACKET_TX_RING`: measured with `veth-bench` (three runs, loaded machine), a
+    /// transmit ring cost the switch 4.1–7.3 µs of CPU per forwarded frame against
+    /// 2.9–4.9 µs with `sendmmsg` in the same hour, because the veth must copy the ring's
+    /// user pages out of every skb (`skb_copy_ubufs`, a page allocation per frame)
+    /// before handing it to the peer.
     pub fn send_batch<B: AsRef<[u8]>>(&mut self, frames: &[B]) -> usize {
         let mut sent = 0;
         for chunk in frames.chunks(BATCH) {
