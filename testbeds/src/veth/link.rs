@@ -555,8 +555,8 @@ impl Nl {
             })
     }
 
-    /// The index of link `name`.
-    pub fn index(&self, name: &str) -> Result<u32> {
+    /// The link message of `name` (one RTM_GETLINK).
+    fn link(&self, name: &str) -> Result<LinkMessage> {
         let name2 = name.to_string();
         let r = self.rt.block_on(async {
             self.handle
@@ -568,13 +568,18 @@ impl Nl {
                 .await
         });
         match r {
-            Ok(Some(m)) => Ok(m.header.index),
+            Ok(Some(m)) => Ok(m),
             Ok(None) => Err(Error::Invalid(format!(
                 "no link {name} in netns {}",
                 self.ns
             ))),
             Err(e) => Err(nl_err(&self.ns, format!("get link {name}"), e)),
         }
+    }
+
+    /// The index of link `name`.
+    pub fn index(&self, name: &str) -> Result<u32> {
+        Ok(self.link(name)?.header.index)
     }
 
     fn set(&self, name: &str, up: bool) -> Result<()> {
@@ -597,27 +602,11 @@ impl Nl {
     /// carrier change (until then the device drops what it sends), and it may run up to
     /// a second after the change.
     pub fn oper_up(&self, name: &str) -> Result<bool> {
-        let name2 = name.to_string();
-        let r = self.rt.block_on(async {
-            self.handle
-                .link()
-                .get()
-                .match_name(name2)
-                .execute()
-                .try_next()
-                .await
-        });
-        match r {
-            Ok(Some(m)) => Ok(m
-                .attributes
-                .iter()
-                .any(|a| matches!(a, LinkAttribute::OperState(State::Up)))),
-            Ok(None) => Err(Error::Invalid(format!(
-                "no link {name} in netns {}",
-                self.ns
-            ))),
-            Err(e) => Err(nl_err(&self.ns, format!("get link {name}"), e)),
-        }
+        Ok(self
+            .link(name)?
+            .attributes
+            .iter()
+            .any(|a| matches!(a, LinkAttribute::OperState(State::Up))))
     }
 
     pub fn set_up(&self, name: &str) -> Result<()> {
