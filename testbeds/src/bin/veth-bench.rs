@@ -183,6 +183,7 @@ fn run_path(
                         }
                         let mut waiter = afpacket::Waiter::new(vec![socks[0].raw_fd()]);
                         let t0 = StdInstant::now();
+                        let mut pool = afpacket::FramePool::default();
                         let mut out: Vec<Vec<u8>> = Vec::new();
                         let (mut fwd, mut cpu0, mut fwd0) = (0u64, None, 0u64);
                         while !stop.load(Ordering::Relaxed) {
@@ -193,7 +194,7 @@ fn run_path(
                             let now = Instant::from_picos(t0.elapsed().as_nanos() as u64 * 1000);
                             let k = socks[0].recv_batch();
                             for i in 0..k {
-                                let f = socks[0].frame(i).to_vec();
+                                let f = pool.copy(socks[0].frame(i));
                                 switch.on_frame(now, 0, f);
                             }
                             while out.len() < afpacket::BATCH {
@@ -204,7 +205,7 @@ fn run_path(
                             }
                             let n = socks[1].send_batch(&out);
                             fwd += n as u64;
-                            out.drain(..n);
+                            pool.recycle(out.drain(..n));
                             // Never spin at real-time priority: only a readable ring skips the
                             // nap; frames the kernel did not take wait for the next round.
                             let more = socks[0].readable();

@@ -493,6 +493,35 @@ pub fn wait_readable(fds: &[RawFd], timeout_ns: u64, ready: &mut [bool]) {
     }
 }
 
+/// Frame buffers a forwarding loop reuses: each received frame is copied out of its ring
+/// slot into a recycled buffer, and the buffer comes back once the frame has been sent,
+/// so the switch's hot path allocates nothing per frame.
+#[derive(Debug, Default)]
+pub struct FramePool(Vec<Vec<u8>>);
+
+impl FramePool {
+    /// Buffers kept at most (the rest are freed).
+    const KEEP: usize = 4096;
+
+    /// `frame` in a buffer of the pool (a new one if the pool is empty).
+    pub fn copy(&mut self, frame: &[u8]) -> Vec<u8> {
+        let mut b = self.0.pop().unwrap_or_default();
+        b.clear();
+        b.extend_from_slice(frame);
+        b
+    }
+
+    /// Give sent frames' buffers back.
+    pub fn recycle(&mut self, bufs: impl IntoIterator<Item = Vec<u8>>) {
+        for b in bufs {
+            if self.0.len() >= Self::KEEP {
+                break;
+            }
+            self.0.push(b);
+        }
+    }
+}
+
 /// How long after its last activity an event loop keeps napping instead of blocking.
 pub const NAP_WINDOW: std::time::Duration = std::time::Duration::from_millis(2);
 /// One nap while traffic flows.
@@ -579,5 +608,24 @@ pub fn set_fine_timer_slack() {
     // SAFETY: prctl with integer arguments.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1000u64, 0, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_pool_reuses_buffers_and_stays_bounded() {
+        let mut pool = FramePool::default();
+        let a = pool.copy(&[1, 2, 3]);
+        assert_eq!(a, [1, 2, 3]);
+        let ptr = a.as_ptr();
+        pool.recycle([a]);
+        // The same allocation comes back, holding only the new frame.
+        let b = pool.copy(&[9]);
+        assert_eq!((b.as_slice(), b.as_ptr()), (&[9u8][..], ptr));
+        pool.recycle((0..FramePool::KEEP + 10).map(|_| Vec::new()));
+        assert_eq!(pool.0.len(), FramePool::KEEP);
     }
 }

@@ -522,6 +522,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
             let pcap_port = pcap_cfg.as_ref().map(|(_, p)| *p);
             let n = sw_socks.len();
             let mut waiter = afpacket::Waiter::new(sw_socks.iter().map(|s| s.raw_fd()).collect());
+            let mut pool = afpacket::FramePool::default();
             let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
             let mut queue_series: Vec<Vec<u64>> = vec![Vec::new(); n];
             let mut next_sample = Instant::ZERO;
@@ -534,7 +535,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                     let k = s.recv_batch();
                     busy |= k > 0;
                     for i in 0..k {
-                        let f = s.frame(i).to_vec();
+                        let f = pool.copy(s.frame(i));
                         if pcap_port == Some(p)
                             && let Some(w) = pcap.as_mut()
                         {
@@ -563,7 +564,7 @@ pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<Congestio
                             let _ = w.write_frame(sw_clock.unix_nanos(now), f);
                         }
                     }
-                    pending[p].drain(..sent);
+                    pool.recycle(pending[p].drain(..sent));
                 }
                 if now >= next_sample {
                     for (p, q) in queue_series.iter_mut().enumerate() {
