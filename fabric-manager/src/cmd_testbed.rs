@@ -481,11 +481,18 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         println!("report written to {}", path.display());
     }
     if !r.ok() {
-        bail!("routed testbed verification failed (see above)");
+        return Err(crate::common::CheckFailed(
+            "routed testbed verification failed (see above)".into(),
+        )
+        .into());
     }
     println!("OK");
     Ok(())
 }
+
+/// The most hosts the congestion testbed's star may have (one namespace each, all
+/// served by one host loop).
+const MAX_STAR_HOSTS: usize = 64;
 
 fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     let scenario = Scenario::from_file(&a.scenario)?;
@@ -494,10 +501,17 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         Ok(scenario.compile(&CompileCtx::new(hosts, virtual_rate, 1))?)
     };
     let hosts = match a.hosts {
+        Some(h) if h > MAX_STAR_HOSTS => bail!(
+            "--hosts {h}: the congestion testbed builds one namespace per host and runs them all from one core; at most {MAX_STAR_HOSTS} hosts"
+        ),
         Some(h) => h,
+        None if scenario.uses_every_host() => bail!(
+            "{}: a workload uses `all` hosts, so the scenario does not say how many namespaces to build: give --hosts N (2..={MAX_STAR_HOSTS})",
+            a.scenario.display()
+        ),
         None => {
-            // Compile with a generous host count to learn how many the scenario uses.
-            let p = used(4096)?;
+            // The scenario names its hosts: learn how many it uses.
+            let p = used(MAX_STAR_HOSTS as u32)?;
             p.flows
                 .iter()
                 .map(|f| f.src.max(f.dst) as usize + 1)
@@ -759,10 +773,7 @@ mod tests {
 
     fn args(fat_tree: Option<u32>, leaf_spine: Option<&str>) -> VerifyArgs {
         VerifyArgs {
-            fabric: FabricArgs {
-                fabric: None,
-                preset: None,
-            },
+            fabric: FabricArgs::default(),
             fat_tree,
             leaf_spine: leaf_spine.map(String::from),
             planes: 1,
