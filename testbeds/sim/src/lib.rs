@@ -23,6 +23,7 @@
 pub mod config;
 pub mod engine;
 pub mod net;
+pub mod outcome;
 pub mod plots;
 pub mod queue;
 pub mod results;
