@@ -80,8 +80,8 @@ fn main() {
         },
         EventKind::Reroute {
             links: vec![LinkId(1)],
-            switches_changed: vec![2, 3],
-            unreachable_pairs: 0,
+            switches_changed: Some(vec![2, 3]),
+            unreachable_pairs: Some(0),
             repaired_ns: 1_150,
         },
         EventKind::PfcStorm {
