@@ -189,5 +189,8 @@ pub(super) fn flow_state(
         timeouts: 0,
         group: f.group,
         last_sample_acked: 0,
+        cnps: 0,
+        nacks: 0,
+        last_rtt: 0,
     }
 }

@@ -84,10 +84,12 @@ impl<Q: EventQueue> Sim<Q> {
                     }
                 }
                 self.t.drops_failure += 1;
+                self.pc[pu].drops_failure += 1;
                 self.release(pid);
             }
         }
         self.t.failures += 1;
+        self.emit_failure(i, true);
     }
 
     pub(super) fn restore(&mut self, i: usize) {
@@ -99,10 +101,20 @@ impl<Q: EventQueue> Sim<Q> {
         for p in ports {
             self.try_tx(p);
         }
+        self.emit_failure(i, false);
     }
 
-    /// Recompute routes around every port that is down now.
-    pub(super) fn reroute(&mut self) {
+    /// Recompute routes around every port that is down now (failure `i`'s detection
+    /// delay has passed), and say what changed.
+    pub(super) fn reroute(&mut self, i: usize) {
+        let before = self.events_on.then(|| self.route_fingerprints());
+        self.recompute_routes();
+        if let Some(before) = before {
+            self.emit_reroute(i, before);
+        }
+    }
+
+    fn recompute_routes(&mut self) {
         match &mut self.router {
             Router::Topo(r) => {
                 let f = self.fabric.as_ref().expect("topo router has a fabric");
@@ -159,5 +171,102 @@ impl<Q: EventQueue> Sim<Q> {
         for h in 0..self.net.hosts {
             self.kick_host(h);
         }
+    }
+}
+
+/// Injecting failures into a running simulation (between [`Sim::run_until`] calls).
+impl<Q: EventQueue> Sim<Q> {
+    /// Takes `link` down now (packets queued on it are lost, packets reaching it are
+    /// dropped); routing reacts after `detect`, through the same path as a scenario's
+    /// failures. Returns the failure's index for [`Self::restore_failure`].
+    pub fn fail_link(&mut self, link: topo::LinkId, detect: Duration) -> Result<usize, SimError> {
+        let i = self.failures.len();
+        let bad = |message: String| SimError::BadFailure { index: i, message };
+        let Some(p) = self.port_link.iter().position(|&l| l == link.0) else {
+            return Err(bad(format!(
+                "link {} does not exist ({} links)",
+                link.0,
+                self.port_link.len() / 2
+            )));
+        };
+        let peer = self.net.port_peer[p];
+        let target = FailureTarget::Link(self.net.port_node[p], self.net.port_node[peer as usize]);
+        self.inject(target, vec![p as u32, peer], detect)
+    }
+
+    /// Takes the switch named `name` down now (all its links); routing reacts after
+    /// `detect`. Returns the failure's index for [`Self::restore_failure`].
+    pub fn fail_switch(&mut self, name: &str, detect: Duration) -> Result<usize, SimError> {
+        let i = self.failures.len();
+        let node = match &self.fabric {
+            Some(f) => f.name_index().get(name).map(|n| n.0),
+            None => name.strip_prefix("switch").and_then(|n| n.parse().ok()),
+        };
+        let s = match node {
+            Some(s) if s >= self.net.hosts && s < self.net.nodes() => s,
+            _ => {
+                return Err(SimError::BadFailure {
+                    index: i,
+                    message: format!("no switch named `{name}` (names as in the fabric map)"),
+                });
+            }
+        };
+        let ports = self
+            .net
+            .ports_of(s)
+            .flat_map(|p| [p, self.net.port_peer[p as usize]])
+            .collect();
+        self.inject(FailureTarget::Switch(s), ports, detect)
+    }
+
+    /// Brings failure `i` back now; routing reacts after its detection delay.
+    pub fn restore_failure(&mut self, i: usize) -> Result<(), SimError> {
+        let bad = |message: &str| SimError::BadFailure {
+            index: i,
+            message: message.into(),
+        };
+        if self.finished {
+            return Err(bad("the run has finished"));
+        }
+        let Some(f) = self.failures.get_mut(i) else {
+            return Err(bad("no such failure"));
+        };
+        if f.restore.is_some() {
+            return Err(bad("already restored (or its restore is scheduled)"));
+        }
+        f.restore = Some(Instant::from_picos(self.now));
+        let detect = f.detect.as_picos();
+        self.q.push(self.now, EV_RESTORE, i as u32);
+        self.q.push(self.now + detect, EV_REROUTE, i as u32);
+        Ok(())
+    }
+
+    fn inject(
+        &mut self,
+        target: FailureTarget,
+        ports: Vec<u32>,
+        detect: Duration,
+    ) -> Result<usize, SimError> {
+        let i = self.failures.len();
+        if self.finished {
+            return Err(SimError::BadFailure {
+                index: i,
+                message: "the run has finished".into(),
+            });
+        }
+        if i as u32 > crate::queue::MAX_ID {
+            return Err(SimError::TooLarge(format!("{i} failures")));
+        }
+        self.failures.push(FailureSpec {
+            at: Instant::from_picos(self.now),
+            target,
+            detect,
+            restore: None,
+        });
+        self.failed_ports.push(ports);
+        self.q.push(self.now, EV_FAIL, i as u32);
+        self.q
+            .push(self.now + detect.as_picos(), EV_REROUTE, i as u32);
+        Ok(i)
     }
 }

@@ -1,26 +1,14 @@
 //! The results of a run: flows, per-port counters and totals assembled into
-//! [`SimResults`].
+//! [`SimResults`], readable any number of times.
 
 use super::*;
 
 impl<Q: EventQueue> Sim<Q> {
-    pub(super) fn results(&mut self) -> SimResults {
+    /// The results so far (at the end of a run: the run's results). Open paused-time and
+    /// queue-area intervals are closed in the copy, so this can be read any number of
+    /// times, also in the middle of a stepped run.
+    pub fn results(&self) -> SimResults {
         let end = self.now;
-        // Close paused-time intervals.
-        for p in 0..self.net.ports() {
-            for c in 0..self.nclass {
-                let k = p as usize * self.nclass + c;
-                let (mark, until) = self.pause_mark[k];
-                let e = until.min(end);
-                if e > mark {
-                    self.pc[p as usize].paused_ps += e - mark;
-                }
-                self.pause_mark[k] = (end, until);
-            }
-            let pu = p as usize;
-            self.pc[pu].q_area += self.qtotal[pu] as u128 * (end - self.pc[pu].q_last) as u128;
-            self.pc[pu].q_last = end;
-        }
         let mut flows = Vec::with_capacity(self.flows.len());
         for (i, fl) in self.flows.iter().enumerate() {
             let rate = self
@@ -62,10 +50,12 @@ impl<Q: EventQueue> Sim<Q> {
         for p in 0..self.net.ports() {
             let pu = p as usize;
             let c = &self.pc[pu];
+            let paused_ps = self.paused_ps_now(pu, end);
+            let q_area = c.q_area + self.qtotal[pu] as u128 * (end - c.q_last) as u128;
             let node = self.net.port_node[pu];
             let peer = self.net.peer_node(p);
             t.pauses_rcvd += c.pauses_rcvd;
-            t.paused_us += c.paused_ps as f64 / 1e6;
+            t.paused_us += paused_ps as f64 / 1e6;
             t.ecn_marks += c.marks;
             let dur = end.max(1) as f64;
             links.push(LinkResult {
@@ -85,9 +75,9 @@ impl<Q: EventQueue> Sim<Q> {
                 trims: c.trims,
                 pauses_sent: self.pfc_in[pu].pauses_sent,
                 pauses_rcvd: c.pauses_rcvd,
-                paused_us: c.paused_ps as f64 / 1e6,
+                paused_us: paused_ps as f64 / 1e6,
                 max_queue: c.max_q,
-                avg_queue: (c.q_area / end.max(1) as u128) as f64,
+                avg_queue: (q_area / end.max(1) as u128) as f64,
             });
         }
         t.drops = t.drops_buffer + t.drops_failure + t.drops_noroute;
@@ -115,7 +105,7 @@ impl<Q: EventQueue> Sim<Q> {
             flows,
             links,
             t,
-            self.series.take(),
+            self.series.clone(),
             self.deadlock.clone(),
         )
     }

@@ -387,6 +387,7 @@ impl<Q: EventQueue> Sim<Q> {
                 let seq = pk.seq as usize;
                 let pl = self.payload_of(&self.flows[fu], pk.seq);
                 let fl = &mut self.flows[fu];
+                fl.nacks += 1;
                 if let Some(p) = fl.ev.as_mut() {
                     p.on_feedback(pk.ev, PathSignal::Nack);
                 }
@@ -411,6 +412,7 @@ impl<Q: EventQueue> Sim<Q> {
                 self.kick_host(src);
             }
             K_CNP => {
+                self.flows[fu].cnps += 1;
                 if let Some(cc) = self.flows[fu].cc.as_mut() {
                     cc.on_cnp(Instant::from_picos(self.now));
                 }
@@ -528,6 +530,7 @@ impl<Q: EventQueue> Sim<Q> {
                 },
             );
         }
+        fl.last_rtt = self.now - pk.sent_at;
         if let Some(cc) = fl.cc.as_mut() {
             cc.on_ack(
                 now,
@@ -556,6 +559,7 @@ impl<Q: EventQueue> Sim<Q> {
             if self.flows_done == self.flows.len() as u64 {
                 self.stop = Stop::AllDone;
             }
+            self.emit_flow_finished(f);
             return;
         }
         self.arm_cc_timer(f);

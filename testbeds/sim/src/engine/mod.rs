@@ -49,6 +49,7 @@ mod links;
 mod pfc;
 mod sampling;
 mod switch;
+mod telemetry;
 
 // Event kinds.
 const EV_TXDONE: u32 = 0;
@@ -203,6 +204,12 @@ struct FlowState {
     timeouts: u64,
     group: u32,
     last_sample_acked: u64,
+    /// CNPs received.
+    cnps: u64,
+    /// NACKs received.
+    nacks: u64,
+    /// Latest RTT sample, ps (0: none yet).
+    last_rtt: u64,
 }
 
 #[derive(Debug, Default)]
@@ -224,10 +231,23 @@ struct PortCounters {
     trims: u64,
     pauses_rcvd: u64,
     paused_ps: u64,
+    rx_bytes: u64,
+    rx_pkts: u64,
+    drops_failure: u64,
+    drops_noroute: u64,
     max_q: u64,
     q_area: u128,
     q_last: u64,
     last_sample_bytes: u64,
+}
+
+/// Where a stepped run is ([`Sim::run_until`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    /// Events remain.
+    Running,
+    /// The run has ended (all flows done, the stop time, a deadlock, or no events left).
+    Finished,
 }
 
 /// What stopped the run.
@@ -352,6 +372,19 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     sample_ports: Vec<u32>,
     plan: Workplan,
     hop_buf: Vec<u16>,
+    // Telemetry.
+    /// Per (port, class): PFC PAUSE frames sent / received.
+    pfc_tx: Vec<u64>,
+    pfc_rx: Vec<u64>,
+    /// Link id of every global port, and its index in `fabric_api`'s port order.
+    port_link: Vec<u32>,
+    api_port: Vec<u32>,
+    /// Sequence number of the next snapshot.
+    snap_seq: u64,
+    events_on: bool,
+    events_out: Vec<fabric_api::Event>,
+    /// The run reached its end (all done, stop time, deadlock or no events left).
+    finished: bool,
 }
 
 impl Sim<CalendarQueue> {
@@ -420,6 +453,7 @@ impl<Q: EventQueue> Sim<Q> {
         let hosts = build::host_states(&net, &cfg)?;
         let mut rng = Rng::new(cfg.seed);
         let (flows, dependents) = build::flow_states(&net, &cfg, plan, &prios, &mut rng)?;
+        let (port_link, api_port) = telemetry::port_maps(&net, fabric.as_ref());
         let mut s = Sim {
             net,
             router,
@@ -469,6 +503,14 @@ impl<Q: EventQueue> Sim<Q> {
             sample_ports: Vec::new(),
             plan: plan.clone(),
             hop_buf: Vec::new(),
+            pfc_tx: vec![0; np * nclass],
+            pfc_rx: vec![0; np * nclass],
+            port_link,
+            api_port,
+            snap_seq: 0,
+            events_on: false,
+            events_out: Vec::new(),
+            finished: false,
             cfg,
         };
         s.validate_failures()?;
@@ -499,7 +541,22 @@ impl<Q: EventQueue> Sim<Q> {
             self.sample_ports = (0..self.net.ports())
                 .filter(|&p| !self.net.is_host(self.net.port_node[p as usize]))
                 .collect();
-            self.series = Some(Series::default());
+            let ports = self
+                .sample_ports
+                .iter()
+                .map(|&p| {
+                    let node = self.net.port_node[p as usize];
+                    SeriesPort {
+                        node,
+                        port: (p - self.net.port_off[node as usize]) as u16,
+                        link: self.port_link[p as usize],
+                    }
+                })
+                .collect();
+            self.series = Some(Series {
+                ports,
+                ..Series::default()
+            });
             self.q.push(p.as_picos(), EV_SAMPLE, 0);
         }
     }
@@ -519,63 +576,61 @@ impl<Q: EventQueue> Sim<Q> {
         self.run_with_progress(u64::MAX, &mut |_| {})
     }
 
-    /// Run, calling `progress` every `every` events.
+    /// Run to completion, calling `progress` every `every` events.
     pub fn run_with_progress(
         &mut self,
         every: u64,
         progress: &mut dyn FnMut(Progress),
     ) -> SimResults {
+        self.step_until(u64::MAX, every, progress);
+        self.results()
+    }
+
+    /// Run every event up to and including virtual time `t`, then stop with the clock at
+    /// `t` (the next event stays queued, in its place). Returns [`RunState::Finished`]
+    /// once the run has ended; calling again then does nothing.
+    pub fn run_until(&mut self, t: Instant) -> RunState {
+        self.step_until(t.picos(), u64::MAX, &mut |_| {})
+    }
+
+    /// Virtual time now.
+    pub fn now(&self) -> Instant {
+        Instant::from_picos(self.now)
+    }
+
+    /// Whether the run has ended.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn step_until(
+        &mut self,
+        until: u64,
+        every: u64,
+        progress: &mut dyn FnMut(Progress),
+    ) -> RunState {
+        if self.finished {
+            return RunState::Finished;
+        }
         let stop = self.cfg.stop.map(|t| t.picos()).unwrap_or(u64::MAX);
-        let mut next_report = every;
+        let mut next_report = self.events.saturating_add(every);
         while let Some(ev) = self.q.pop() {
             if ev.t > stop {
                 self.now = stop;
-                break;
+                return self.finish_run();
+            }
+            if ev.t > until {
+                self.q.unpop(ev);
+                self.now = self.now.max(until);
+                return RunState::Running;
             }
             debug_assert!(ev.t >= self.now);
             self.now = ev.t;
             self.events += 1;
             self.by_kind[ev.kind() as usize] += 1;
-            let id = ev.id();
-            match ev.kind() {
-                EV_TXDONE => {
-                    if self.txdone_at[id as usize] == self.now {
-                        self.txdone_at[id as usize] = u64::MAX;
-                        self.try_tx(id);
-                    }
-                }
-                EV_ARRIVE => self.arrive(id),
-                EV_FLOWSTART => self.flow_start(id),
-                EV_HOSTWAKE => {
-                    if self.hosts[id as usize].wake_at == self.now {
-                        self.hosts[id as usize].wake_at = u64::MAX;
-                        self.kick_host(id);
-                    }
-                }
-                EV_CCTIMER => self.cc_timer(id),
-                EV_RTO => self.rto(id),
-                EV_PORTWAKE => {
-                    if self.wake_at[id as usize] == self.now {
-                        self.wake_at[id as usize] = u64::MAX;
-                        self.try_tx(id);
-                    }
-                }
-                EV_PFCREFRESH => self.pfc_refresh(id),
-                EV_FAIL => self.fail(id as usize),
-                EV_REROUTE => self.reroute(),
-                EV_RESTORE => self.restore(id as usize),
-                EV_SAMPLE => self.sample(),
-                EV_WATCHDOG => self.watchdog(),
-                EV_RXTIMER => {
-                    if self.hosts[id as usize].rx_timer == self.now {
-                        self.hosts[id as usize].rx_timer = u64::MAX;
-                        self.poll_receiver(id);
-                    }
-                }
-                _ => unreachable!("unknown event kind"),
-            }
+            self.dispatch(ev);
             if self.stop != Stop::Running {
-                break;
+                return self.finish_run();
             }
             if self.events >= next_report {
                 next_report += every;
@@ -587,6 +642,52 @@ impl<Q: EventQueue> Sim<Q> {
                 });
             }
         }
+        self.finish_run()
+    }
+
+    fn dispatch(&mut self, ev: super::queue::Ev) {
+        let id = ev.id();
+        match ev.kind() {
+            EV_TXDONE => {
+                if self.txdone_at[id as usize] == self.now {
+                    self.txdone_at[id as usize] = u64::MAX;
+                    self.try_tx(id);
+                }
+            }
+            EV_ARRIVE => self.arrive(id),
+            EV_FLOWSTART => self.flow_start(id),
+            EV_HOSTWAKE => {
+                if self.hosts[id as usize].wake_at == self.now {
+                    self.hosts[id as usize].wake_at = u64::MAX;
+                    self.kick_host(id);
+                }
+            }
+            EV_CCTIMER => self.cc_timer(id),
+            EV_RTO => self.rto(id),
+            EV_PORTWAKE => {
+                if self.wake_at[id as usize] == self.now {
+                    self.wake_at[id as usize] = u64::MAX;
+                    self.try_tx(id);
+                }
+            }
+            EV_PFCREFRESH => self.pfc_refresh(id),
+            EV_FAIL => self.fail(id as usize),
+            EV_REROUTE => self.reroute(id as usize),
+            EV_RESTORE => self.restore(id as usize),
+            EV_SAMPLE => self.sample(),
+            EV_WATCHDOG => self.watchdog(),
+            EV_RXTIMER => {
+                if self.hosts[id as usize].rx_timer == self.now {
+                    self.hosts[id as usize].rx_timer = u64::MAX;
+                    self.poll_receiver(id);
+                }
+            }
+            _ => unreachable!("unknown event kind"),
+        }
+    }
+
+    /// The end of a run: say whether a pause cycle kept flows from finishing.
+    fn finish_run(&mut self) -> RunState {
         if self.stop == Stop::Running
             && self.flows_done < self.flows.len() as u64
             && self.cfg.pfc
@@ -598,10 +699,10 @@ impl<Q: EventQueue> Sim<Q> {
                 self.report_deadlock(cycle);
             }
         }
-        self.results()
+        self.finished = true;
+        RunState::Finished
     }
 
-    #[inline]
     fn alloc(&mut self, p: Pkt) -> u32 {
         if let Some(i) = self.free.pop() {
             self.pkts[i as usize] = p;

@@ -16,6 +16,16 @@ impl<Q: EventQueue> Sim<Q> {
     }
 
     pub(super) fn send_pfc(&mut self, port: u32, fr: PfcFrame) {
+        self.queue_pfc_frame(port, fr);
+        if !fr.is_resume() {
+            self.arm_refresh(port);
+        }
+        self.try_tx(port);
+    }
+
+    /// Puts a PFC frame (PAUSE, or resume with zero quanta) at the head of `port`'s
+    /// transmit queue and counts it.
+    fn queue_pfc_frame(&mut self, port: u32, fr: PfcFrame) {
         let pid = self.alloc(Pkt {
             kind: K_PAUSE,
             class: fr.priority,
@@ -28,9 +38,10 @@ impl<Q: EventQueue> Sim<Q> {
             self.t.resumes_sent += 1;
         } else {
             self.t.pauses_sent += 1;
-            self.arm_refresh(port);
         }
-        self.try_tx(port);
+        if let Some(c) = self.prio_of.iter().position(|&x| x == fr.priority) {
+            self.pfc_tx[port as usize * self.nclass + c] += 1;
+        }
     }
 
     pub(super) fn arm_refresh(&mut self, port: u32) {
@@ -55,17 +66,7 @@ impl<Q: EventQueue> Sim<Q> {
                 break;
             }
             match self.pfc_in[pu].on_timeout(now) {
-                Some(fr) => {
-                    let pid = self.alloc(Pkt {
-                        kind: K_PAUSE,
-                        class: fr.priority,
-                        seq: fr.quanta as u32,
-                        wire: 64,
-                        ..Pkt::default()
-                    });
-                    self.pause_q[pu].push(&mut self.pkts, pid);
-                    self.t.pauses_sent += 1;
-                }
+                Some(fr) => self.queue_pfc_frame(port, fr),
                 None => break,
             }
         }
@@ -172,5 +173,6 @@ impl<Q: EventQueue> Sim<Q> {
                 .collect(),
             stuck_bytes: stuck,
         });
+        self.emit_deadlock(&cycle);
     }
 }

@@ -10,13 +10,19 @@ impl<Q: EventQueue> Sim<Q> {
         let ru = r as usize;
         if !self.up[ru] {
             self.t.drops_failure += 1;
+            self.pc[ru].drops_failure += 1;
             self.release(pid);
             return;
         }
+        self.pc[ru].rx_bytes += pk.wire as u64;
+        self.pc[ru].rx_pkts += 1;
         let node = self.net.port_node[ru];
         if pk.kind == K_PAUSE {
             self.release(pid);
             self.pc[ru].pauses_rcvd += 1;
+            if let Some(c) = self.prio_of.iter().position(|&x| x == pk.class) {
+                self.pfc_rx[ru * self.nclass + c] += 1;
+            }
             let now = Instant::from_picos(self.now);
             let fr = PfcFrame {
                 priority: pk.class,
@@ -50,6 +56,7 @@ impl<Q: EventQueue> Sim<Q> {
         let hops = self.router.next_hops(node, dst);
         if hops.is_empty() {
             self.t.drops_noroute += 1;
+            self.pc[ru].drops_noroute += 1;
             self.release(pid);
             return;
         }
@@ -61,6 +68,7 @@ impl<Q: EventQueue> Sim<Q> {
         let e = self.net.port_off[node as usize] + local as u32;
         if !self.up[e as usize] {
             self.t.drops_failure += 1;
+            self.pc[e as usize].drops_failure += 1;
             self.release(pid);
             return;
         }
