@@ -718,53 +718,74 @@ fn compare_with_sim(
     let mut sim = Sim::from_net(net, sc, plan)?;
     let s = sim.run();
     println!(
-        "simulator (star of {hosts} at {}, same buffer/ECN/PFC/cc): drops {}, ECN marks {}, PFC pauses {}, CNPs {}",
-        cfg.virtual_rate, s.totals.drops, s.totals.ecn_marks, s.totals.pauses_sent, s.totals.cnps
+        "simulator: a star of {hosts} at {} with the same buffer, ECN, PFC, MTU and cc",
+        cfg.virtual_rate
     );
-    println!("| flow | veth FCT (µs) | sim FCT (µs) | veth/sim |");
-    println!("|---|---|---|---|");
-    let (mut vmax, mut smax) = (0f64, 0f64);
-    let (mut vall, mut sall) = (Vec::new(), Vec::new());
-    for (v, sf) in veth.flows.iter().zip(&s.flows) {
-        let vf = v.completed_us.map(|t| t - v.start_us);
-        if let Some(x) = vf {
-            vmax = vmax.max(x);
-            vall.push(x);
-        }
-        if let Some(x) = sf.fct_us {
-            smax = smax.max(x);
-            sall.push(x);
-        }
-        println!(
-            "| {} | {} | {} | {} |",
-            v.id,
-            vf.map_or("-".into(), |x| format!("{x:.0}")),
-            sf.fct_us.map_or("-".into(), |x| format!("{x:.0}")),
-            match (vf, sf.fct_us) {
-                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-                _ => "-".into(),
-            }
-        );
-    }
-    if smax > 0.0 {
-        println!(
-            "last completion: veth {vmax:.0} µs, sim {smax:.0} µs (ratio {:.2})",
-            vmax / smax
-        );
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v.get(v.len() / 2).copied()
-    };
-    if let (Some(vm), Some(sm)) = (median(&mut vall), median(&mut sall))
-        && sm > 0.0
-    {
-        println!(
-            "median completion: veth {vm:.0} µs, sim {sm:.0} µs (ratio {:.2})",
-            vm / sm
-        );
-    }
+    let c = report::compare::compare(&s.outcome(), &veth.outcome())?;
+    print!("{}", comparison_table(&c));
     Ok(())
+}
+
+/// The comparison as the CLI prints it: counters side by side, then per-flow FCTs.
+fn comparison_table(c: &report::compare::Comparison) -> String {
+    let (a, b) = &c.counts;
+    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
+    let mut rows = vec![
+        vec!["drops".into(), a.drops.to_string(), b.drops.to_string()],
+        vec![
+            "PFC pauses".into(),
+            a.pauses.to_string(),
+            b.pauses.to_string(),
+        ],
+        vec![
+            "ECN marks".into(),
+            a.ecn_marks.to_string(),
+            b.ecn_marks.to_string(),
+        ],
+        vec!["CNPs".into(), a.cnps.to_string(), b.cnps.to_string()],
+        vec![
+            "flows finished".into(),
+            c.a_fct.finished.to_string(),
+            c.b_fct.finished.to_string(),
+        ],
+        vec![
+            "median FCT (µs)".into(),
+            format!("{:.0}", c.a_fct.p50_us),
+            format!("{:.0} ({:.2}×)", c.b_fct.p50_us, c.median_ratio()),
+        ],
+        vec![
+            "last FCT (µs)".into(),
+            format!("{:.0}", c.a_fct.max_us),
+            format!("{:.0} ({:.2}×)", c.b_fct.max_us, c.last_ratio()),
+        ],
+        vec![
+            "Jain of mean rates".into(),
+            format!("{:.3}", c.jain.0),
+            format!("{:.3}", c.jain.1),
+        ],
+    ];
+    let mut out = report::table(&["", &c.a, &c.b], &rows);
+    rows = c
+        .flows
+        .iter()
+        .map(|f| {
+            vec![
+                f.id.to_string(),
+                format!("{}→{}", f.src, f.dst),
+                fmt(f.a_fct_us),
+                fmt(f.b_fct_us),
+                f.ratio.map_or("-".into(), |r| format!("{r:.2}")),
+            ]
+        })
+        .collect();
+    let a_fct = format!("{} FCT (µs)", c.a);
+    let b_fct = format!("{} FCT (µs)", c.b);
+    let ratio = format!("{}/{}", c.b, c.a);
+    out.push_str(&report::table(
+        &["flow", "src→dst", &a_fct, &b_fct, &ratio],
+        &rows,
+    ));
+    out
 }
 
 #[cfg(test)]
