@@ -4,6 +4,7 @@
 
 mod cmd_build;
 mod cmd_export;
+mod cmd_plan;
 mod cmd_routes;
 mod cmd_sim;
 mod cmd_testbed;
@@ -36,6 +37,11 @@ enum Command {
     },
     /// Packet-level simulation of congestion control and load balancing.
     Sim(cmd_sim::Args),
+    /// Resilience planning: what component failures cost a design over weeks of training.
+    Plan {
+        #[command(subcommand)]
+        command: cmd_plan::Command,
+    },
     /// Real veth testbeds in network namespaces (root required).
     Testbed {
         #[command(subcommand)]
@@ -61,6 +67,7 @@ fn main() -> anyhow::Result<()> {
             RoutesCommand::Export(a) => cmd_export::run(a),
         },
         Command::Sim(a) => cmd_sim::run(a),
+        Command::Plan { command } => cmd_plan::run(command),
         Command::Testbed { command } => cmd_testbed::run(command),
     }
 }
