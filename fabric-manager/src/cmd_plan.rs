@@ -382,7 +382,7 @@ fn steps(line: &[TimelinePoint], end: f64, v: impl Fn(&TimelinePoint) -> f64) ->
 }
 
 fn plots(r: &RunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    use testbeds::report::plots::line_chart;
+    use report::plots::line_chart;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let job = format!("{}-GPU job, {} days", r.config.job_gpus, r.config.days);
     let mut out = Vec::new();
