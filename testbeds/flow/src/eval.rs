@@ -3,7 +3,7 @@
 
 use topo::{Fabric, LinkId, Routes};
 
-use crate::fill::{EPS, Filler, link_loads};
+use crate::fill::{Filler, link_loads};
 use crate::paths::{self, LoadBalance, PathSet};
 use crate::traffic::{Expanded, Pattern, Timing};
 
@@ -150,32 +150,55 @@ impl Evaluator {
         first: &[f64],
     ) -> Vec<f64> {
         let mut done = vec![f64::NAN; jobs.len()];
-        // remaining bits per flow (infinite for gated flows), owner job per flow
-        let mut left = Vec::with_capacity(ps.len());
-        let mut owner = Vec::with_capacity(ps.len());
-        for (k, (e, j)) in expanded.iter().zip(jobs).enumerate() {
-            match &e.timing {
-                Timing::Fluid { bytes } => {
-                    left.extend(bytes.iter().map(|b| b * j.bytes * 8.0));
-                }
-                Timing::Gated { .. } => {
-                    left.extend(std::iter::repeat_n(f64::INFINITY, e.flows.len()))
-                }
-            }
-            owner.extend(std::iter::repeat_n(k as u32, e.flows.len()));
-        }
         if !expanded
             .iter()
             .any(|e| matches!(e.timing, Timing::Fluid { .. }))
         {
             return done;
         }
-        let mut active: Vec<usize> = (0..ps.len()).collect();
-        let mut rates = first.to_vec();
+        // bits per flow (infinite for gated flows)
+        let mut bits = Vec::with_capacity(ps.len());
+        for (e, j) in expanded.iter().zip(jobs) {
+            match &e.timing {
+                Timing::Fluid { bytes } => bits.extend(bytes.iter().map(|b| b * j.bytes * 8.0)),
+                Timing::Gated { .. } => {
+                    bits.extend(std::iter::repeat_n(f64::INFINITY, e.flows.len()))
+                }
+            }
+        }
+        let finish = self.finish_times(ps, cap, &bits, Some(first));
+        let mut at = 0;
+        for (k, e) in expanded.iter().enumerate() {
+            let n = e.flows.len();
+            if matches!(e.timing, Timing::Fluid { .. }) {
+                done[k] = finish[at..at + n].iter().copied().fold(0.0, f64::max);
+            }
+            at += n;
+        }
+        done
+    }
+
+    /// Finish time (s) of every flow carrying `bits[i]` (infinite: never ends), all
+    /// starting together, with max-min rates re-filled each time flows finish (a fluid
+    /// simulation). Unroutable flows never finish. After 10,000 re-fills the remaining
+    /// flows finish at their current rates. `first`: the rates of the first filling, when
+    /// the caller has them.
+    pub fn finish_times(
+        &mut self,
+        ps: &PathSet,
+        cap: &[f64],
+        bits: &[f64],
+        first: Option<&[f64]>,
+    ) -> Vec<f64> {
+        let mut left = bits.to_vec();
+        let mut finish = vec![f64::INFINITY; ps.len()];
+        let mut active: Vec<usize> = (0..ps.len()).filter(|&i| !ps.unroutable(i)).collect();
+        let mut rates = match first {
+            Some(r) => active.iter().map(|&i| r[i]).collect(),
+            None => self.filler.max_min(&subset(ps, &active), cap),
+        };
         let mut now = 0.0f64;
-        let mut rounds = 0;
-        loop {
-            // earliest finish among active finite flows with a rate
+        for round in 0.. {
             let mut dt = f64::INFINITY;
             for (ai, &i) in active.iter().enumerate() {
                 if left[i].is_finite() && rates[ai] > 0.0 {
@@ -185,52 +208,33 @@ impl Evaluator {
             if !dt.is_finite() {
                 break;
             }
+            if round >= 10_000 {
+                for (ai, &i) in active.iter().enumerate() {
+                    if left[i].is_finite() && rates[ai] > 0.0 {
+                        finish[i] = now + left[i] / rates[ai];
+                    }
+                }
+                break;
+            }
             now += dt;
             let mut still = Vec::with_capacity(active.len());
             for (ai, &i) in active.iter().enumerate() {
                 if left[i].is_finite() {
                     left[i] -= rates[ai] * dt;
-                    if left[i] <= EPS * (1.0 + rates[ai] * dt) || left[i] <= 1e-6 {
-                        let k = owner[i] as usize;
-                        done[k] = if done[k].is_nan() {
-                            now
-                        } else {
-                            done[k].max(now)
-                        };
+                    if left[i] <= 1e-9 * bits[i].max(1.0) {
+                        finish[i] = now;
                         continue;
                     }
                 }
                 still.push(i);
             }
             active = still;
-            rounds += 1;
             if active.iter().all(|&i| !left[i].is_finite()) {
                 break;
             }
-            let sub = subset(ps, &active);
-            rates = self.filler.max_min(&sub, cap);
-            // bound the work: after 10,000 re-fills the rest finish at current rates
-            if rounds >= 10_000 {
-                for (ai, &i) in active.iter().enumerate() {
-                    if left[i].is_finite() {
-                        let k = owner[i] as usize;
-                        let t = now + left[i] / rates[ai];
-                        done[k] = if done[k].is_nan() { t } else { done[k].max(t) };
-                    }
-                }
-                break;
-            }
+            rates = self.filler.max_min(&subset(ps, &active), cap);
         }
-        // a fluid job with an unroutable flow never completes
-        for (k, e) in expanded.iter().enumerate() {
-            if matches!(e.timing, Timing::Fluid { .. }) {
-                let start: usize = expanded[..k].iter().map(|e| e.flows.len()).sum();
-                if (start..start + e.flows.len()).any(|i| ps.unroutable(i)) || done[k].is_nan() {
-                    done[k] = f64::INFINITY;
-                }
-            }
-        }
-        done
+        finish
     }
 }
 

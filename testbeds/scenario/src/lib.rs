@@ -1395,16 +1395,21 @@ mod tests {
             e,
             "t.toml: workload[0].kind: would make 67100672 flows; a scenario may have at most 20000000 (use fewer hosts or a shorter duration)"
         );
-        let e = parse("[[workload]]\nkind = \"poisson\"\nload = 1.0\nsize = \"1KB\"\nduration = \"3600s\"\n")
-            .unwrap()
-            .compile(&ctx(8))
-            .unwrap_err()
-            .to_string();
+        let e = parse(
+            "[[workload]]\nkind = \"poisson\"\nload = 1.0\nsize = \"1KB\"\nduration = \"3600s\"\n",
+        )
+        .unwrap()
+        .compile(&ctx(8))
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("a scenario may have at most 20000000"), "{e}");
         let e = parse("[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"1KB\"\nstart = \"20000000s\"\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("longer than the longest time a scenario may give, 3600s"), "{e}");
+        assert!(
+            e.contains("longer than the longest time a scenario may give, 3600s"),
+            "{e}"
+        );
     }
 
     #[test]
