@@ -4,6 +4,7 @@
 
 mod cmd_build;
 mod cmd_export;
+mod cmd_plan;
 mod cmd_routes;
 mod cmd_sim;
 mod cmd_testbed;
@@ -37,6 +38,11 @@ enum Command {
     },
     /// Packet-level simulation of congestion control and load balancing.
     Sim(cmd_sim::Args),
+    /// Resilience planning: what component failures cost a design over weeks of training.
+    Plan {
+        #[command(subcommand)]
+        command: cmd_plan::Command,
+    },
     /// Real veth testbeds in network namespaces (root required).
     Testbed {
         #[command(subcommand)]
@@ -84,6 +90,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             RoutesCommand::Export(a) => cmd_export::run(a),
         },
         Command::Sim(a) => cmd_sim::run(a),
+        Command::Plan { command } => cmd_plan::run(command),
         Command::Testbed { command } => cmd_testbed::run(command),
     }
 }
