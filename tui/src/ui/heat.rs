@@ -1,0 +1,295 @@
+//! The heat map: a plane's grid (or a drilled-down window of it), downsampled by maximum,
+//! two bins per character with half blocks (one bin and a shade glyph without colour).
+
+use crate::app::App;
+use crate::fabric::Grid;
+use crate::heatmap::{self, Bin, Binning, Window};
+use crate::theme::{self, Theme};
+use crate::units::pct;
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+/// Width of the row-label column.
+const LABEL_W: u16 = 12;
+
+fn inner(r: Rect) -> (Rect, u16) {
+    let i = Block::new().borders(Borders::ALL).inner(r);
+    let label = if i.width >= 40 { LABEL_W } else { 0 };
+    // one line for the column axis, one for the legend / cursor line
+    let cells = Rect {
+        x: i.x + label,
+        y: i.y + 1,
+        width: i.width.saturating_sub(label),
+        height: i.height.saturating_sub(2),
+    };
+    (cells, label)
+}
+
+/// Bins that fit in a heat-map panel of `r`: (rows, columns).
+pub fn capacity(r: Rect, theme: Theme) -> (u32, u32) {
+    let (c, _) = inner(r);
+    let per_char = if theme.colours() { 2 } else { 1 };
+    ((c.height as u32 * per_char).max(1), (c.width as u32).max(1))
+}
+
+/// Draw the heat map (one plane, or all planes side by side).
+pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
+    if app.fabric.planes.is_empty() {
+        let msg = "this fabric has no switch planes to draw; see the Links view";
+        f.render_widget(Paragraph::new(msg).block(Block::bordered()), r);
+        return;
+    }
+    if app.side_by_side && app.fabric.planes.len() > 1 {
+        let n = app.fabric.planes.len() as u16;
+        let w = r.width / n;
+        for (i, p) in app.fabric.planes.iter().enumerate() {
+            let area = Rect {
+                x: r.x + i as u16 * w,
+                width: w,
+                ..r
+            };
+            let (cap_r, cap_c) = capacity(area, app.theme);
+            let b = Binning::fit(Window::all(&p.top), cap_r, cap_c);
+            let cursor = (i == app.plane).then_some(app.cursor);
+            draw_grid(f, area, app, &p.top, &b, cursor, p.top.title.clone());
+        }
+        return;
+    }
+    let (Some((g, _, _)), Some(b)) = (app.grid(), app.binning()) else {
+        return;
+    };
+    let title = format!("{} — {}", app.breadcrumb().join(" › "), g.title);
+    draw_grid(f, r, app, g, &b, Some(app.cursor), title);
+}
+
+fn draw_grid(
+    f: &mut Frame<'_>,
+    r: Rect,
+    app: &App,
+    g: &Grid,
+    b: &Binning,
+    cursor: Option<(u32, u32)>,
+    title: String,
+) {
+    let t = app.theme;
+    let block = Block::bordered().title(Span::styled(format!(" {title} "), t.title()));
+    f.render_widget(block, r);
+    let (cells, label_w) = inner(r);
+    if cells.width == 0 || cells.height == 0 {
+        return;
+    }
+    let keep = |id: u32, l: &crate::LinkRates| {
+        (!app.faults_only || l.faulty())
+            && app
+                .filter
+                .expr
+                .as_ref()
+                .is_none_or(|e| e.matches(&app.fabric, id, l))
+    };
+    let bins = heatmap::bin(g, b, app.rates(), keep);
+    let per_char = if t.colours() { 2 } else { 1 };
+    let buf = f.buffer_mut();
+    for y in 0..cells.height.min((b.bin_rows as u16).div_ceil(per_char)) {
+        for x in 0..cells.width.min(b.bin_cols as u16) {
+            let r0 = y as u32 * per_char as u32;
+            let top = bins[(r0 * b.bin_cols + x as u32) as usize];
+            let bottom = (per_char == 2 && r0 + 1 < b.bin_rows)
+                .then(|| bins[((r0 + 1) * b.bin_cols + x as u32) as usize]);
+            let cur = cursor.and_then(|(cr, cc)| {
+                (cc == x as u32 && cr / per_char as u32 == y as u32).then_some(cr % per_char as u32)
+            });
+            draw_cell(buf, cells.x + x, cells.y + y, t, top, bottom, cur);
+        }
+    }
+    let i = Block::bordered().inner(r);
+    axes(buf, i, label_w, g, b, per_char, t);
+    let legend = legend_line(app, g, b, &bins, cursor);
+    f.render_widget(
+        Paragraph::new(legend),
+        Rect {
+            y: i.bottom().saturating_sub(1),
+            height: 1,
+            ..i
+        },
+    );
+}
+
+fn glyph(b: &Bin) -> Option<char> {
+    if b.down {
+        Some(theme::DOWN)
+    } else if b.drops {
+        Some(theme::DROP)
+    } else if b.pause {
+        Some(theme::PAUSE)
+    } else {
+        None
+    }
+}
+
+fn colour(t: Theme, b: Option<Bin>) -> Color {
+    match b {
+        Some(b) if b.links > 0 => t.util(b.util),
+        _ => Color::Reset,
+    }
+}
+
+fn draw_cell(
+    buf: &mut Buffer,
+    x: u16,
+    y: u16,
+    t: Theme,
+    top: Bin,
+    bottom: Option<Bin>,
+    cursor: Option<u32>,
+) {
+    let Some(cell) = buf.cell_mut((x, y)) else {
+        return;
+    };
+    if !t.colours() {
+        let ch = glyph(&top).unwrap_or(if top.links > 0 {
+            Theme::shade(top.util)
+        } else {
+            ' '
+        });
+        let style = if cursor.is_some() {
+            Style::new().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::new()
+        };
+        cell.set_char(ch).set_style(style);
+        return;
+    }
+    let (mut fg, mut bg) = (colour(t, Some(top)), colour(t, bottom));
+    match cursor {
+        Some(0) => fg = Color::White,
+        Some(_) => bg = Color::White,
+        None => {}
+    }
+    let flagged = glyph(&top).or_else(|| bottom.as_ref().and_then(glyph));
+    if let Some(ch) = flagged {
+        // A fault glyph replaces the half blocks: red-on-hot, readable in 16 colours.
+        let under = if top.util >= bottom.map_or(0.0, |b| b.util) {
+            fg
+        } else {
+            bg
+        };
+        let fg = if matches!(t, Theme::Ansi16) {
+            Color::White
+        } else {
+            Color::Rgb(255, 255, 255)
+        };
+        cell.set_char(ch)
+            .set_style(Style::new().fg(fg).bg(under).add_modifier(Modifier::BOLD));
+        if cursor.is_some() {
+            cell.modifier.insert(Modifier::REVERSED);
+        }
+        return;
+    }
+    cell.set_char('▀').set_style(Style::new().fg(fg).bg(bg));
+}
+
+fn axes(buf: &mut Buffer, i: Rect, label_w: u16, g: &Grid, b: &Binning, per_char: u16, t: Theme) {
+    let w = b.window;
+    let name = |v: &[String], k: u32| v.get(k as usize).cloned().unwrap_or_default();
+    let cols = format!(
+        "{} {}…{} ({} per column)",
+        " ".repeat(label_w as usize),
+        name(&g.cols, w.col0),
+        name(&g.cols, w.col0 + w.cols.saturating_sub(1)),
+        b.cols_per_bin
+    );
+    buf.set_stringn(i.x, i.y, cols, i.width as usize, t.dim());
+    if label_w == 0 {
+        return;
+    }
+    let rows_per_line = b.rows_per_bin * per_char as u32;
+    for y in 0..i.height.saturating_sub(2) {
+        let row = w.row0 + y as u32 * rows_per_line;
+        if row >= w.row0 + w.rows {
+            break;
+        }
+        if y % 2 == 0 || rows_per_line > 1 {
+            let label = format!("{:>1$} ", name(&g.rows, row), label_w as usize - 1);
+            let label: String = label
+                .chars()
+                .rev()
+                .take(label_w as usize)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            buf.set_stringn(i.x, i.y + 1 + y, label, label_w as usize, t.dim());
+        }
+    }
+}
+
+fn legend_line(
+    app: &App,
+    g: &Grid,
+    b: &Binning,
+    bins: &[Bin],
+    cursor: Option<(u32, u32)>,
+) -> Line<'static> {
+    let t = app.theme;
+    let mut s = Vec::new();
+    if let Some((cr, cc)) = cursor.filter(|&(r, c)| r < b.bin_rows && c < b.bin_cols) {
+        let bin = bins[(cr * b.bin_cols + cc) as usize];
+        let w = b.cells_of(cr, cc);
+        let name = |v: &[String], k: u32| v.get(k as usize).cloned().unwrap_or_default();
+        let rows = if w.rows == 1 {
+            name(&g.rows, w.row0)
+        } else {
+            format!(
+                "{}…{}",
+                name(&g.rows, w.row0),
+                name(&g.rows, w.row0 + w.rows - 1)
+            )
+        };
+        let cols = if w.cols == 1 {
+            name(&g.cols, w.col0)
+        } else {
+            format!(
+                "{}…{}",
+                name(&g.cols, w.col0),
+                name(&g.cols, w.col0 + w.cols - 1)
+            )
+        };
+        let mut text = format!(
+            "▸ {rows} × {cols}: {} links, max {}",
+            bin.links,
+            pct(bin.util)
+        );
+        for (flag, what) in [
+            (bin.down, " ✖ down"),
+            (bin.drops, " ! drops"),
+            (bin.pause, " P PFC"),
+        ] {
+            if flag {
+                text += what;
+            }
+        }
+        s.push(Span::styled(
+            text,
+            if bin.down || bin.drops {
+                t.bad()
+            } else {
+                t.text()
+            },
+        ));
+        s.push(Span::raw("   "));
+    }
+    if t.colours() {
+        for u in [0.0, 0.3, 0.7, 1.0] {
+            s.push(Span::styled("█", Style::new().fg(t.util(u))));
+            s.push(Span::styled(format!("{} ", pct(u)), t.dim()));
+        }
+    } else {
+        s.push(Span::styled("·░▒▓█ 0→100% ", t.dim()));
+    }
+    s.push(Span::styled("✖ down ! drops P PFC", t.dim()));
+    Line::from(s)
+}
