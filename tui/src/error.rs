@@ -14,6 +14,22 @@ pub enum Error {
         /// What was wrong (names the field).
         msg: String,
     },
+    /// A file could not be opened or created.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A recording could not be read or written.
+    #[error("{path}: {source}")]
+    Recording {
+        /// The recording.
+        path: String,
+        /// What was wrong.
+        source: fabric_api::Error,
+    },
     /// A key binding names a key that does not exist.
     #[error("key binding `{key}` for `{action}`: {msg}")]
     Key {

@@ -176,7 +176,7 @@ impl FabricView {
         let has_core = self.nodes.iter().any(|n| in_plane(n, 3));
         if !has_core {
             let top = self.switch_grid(
-                format!("plane {p} leaf × spine"),
+                "leaf × spine".to_string(),
                 |n| in_plane(n, 1),
                 |n| in_plane(n, 2),
             );
@@ -198,7 +198,7 @@ impl FabricView {
         let pods = pods
             .iter()
             .map(|&pod| {
-                let title = format!("plane {p} pod {pod} leaf × aggregation");
+                let title = format!("pod {pod} leaf × aggregation");
                 let g = self.switch_grid(
                     title,
                     |n| in_plane(n, 1) && n.pod == Some(pod),
@@ -279,7 +279,7 @@ impl FabricView {
         }
         links.sort_unstable_by_key(|g| (g.row, g.col, g.link));
         Grid {
-            title: format!("plane {p} pod × core"),
+            title: "pod × core".into(),
             rows: pods.iter().map(|x| format!("pod {x}")).collect(),
             cols,
             row_kind: RowKind::Pod,

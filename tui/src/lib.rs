@@ -41,12 +41,16 @@
 
 pub mod app;
 pub mod config;
+pub mod driver;
 pub mod error;
 pub mod fabric;
 pub mod filter;
 pub mod heatmap;
+pub mod http;
+pub mod ingest;
 pub mod keys;
 pub mod metrics;
+pub mod source;
 pub mod table;
 pub mod theme;
 pub mod ui;

@@ -151,10 +151,9 @@ impl Sample {
         }
     }
 
-    /// Compute [`Sample::totals`] from the links (keeps `drops_total` and adds this
-    /// interval's drops to it).
+    /// Compute [`Sample::totals`] from the links (keeps `drops_total`, the source's
+    /// cumulative count).
     pub fn finish(&mut self, fabric: &FabricView) {
-        let secs = self.interval_ns as f64 / 1e9;
         let mut t = Totals {
             drops_total: self.totals.drops_total,
             ..Totals::default()
@@ -182,7 +181,6 @@ impl Sample {
                 t.host_bps += l.bps as f64;
             }
         }
-        t.drops_total += (t.drops_per_s * secs).round() as u64;
         t.paused_share = if busy > 0 {
             paused_sum / busy as f64
         } else {

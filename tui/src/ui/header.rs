@@ -10,11 +10,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 const TIER_NAMES: [&str; 3] = ["host–leaf", "leaf–spine", "spine–core"];
+const SHORT_NAMES: [&str; 3] = ["H–L", "L–S", "S–C"];
 const SPARK: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
 /// Draw the header into `r` (2 or 3 lines).
 pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
-    let mut lines = vec![status_line(app, r.width), loss_line(app)];
+    let mut lines = vec![status_line(app, r.width), loss_line(app, r.width)];
     if r.height >= 3 {
         lines.push(tier_line(app, r.width));
     }
@@ -71,13 +72,15 @@ fn status_line(app: &App, width: u16) -> Line<'static> {
     Line::from(s)
 }
 
-fn loss_line(app: &App) -> Line<'static> {
+fn loss_line(app: &App, width: u16) -> Line<'static> {
     let t = app.theme;
     let Some(cur) = app.current() else {
         return Line::from(Span::styled(" no data yet", t.dim()));
     };
     let tot = &cur.totals;
     let mut s = vec![Span::raw(" ")];
+    // The indicator always shows; the other parts are added while they fit, most urgent first.
+    let mut parts: Vec<(String, ratatui::style::Style)> = Vec::new();
     if tot.lossless() {
         s.push(Span::styled("✔ LOSSLESS", t.ok()));
     } else {
@@ -85,45 +88,53 @@ fn loss_line(app: &App) -> Line<'static> {
             format!("{} LOSS DETECTED", theme::DROP),
             t.bad(),
         ));
-        let mut at = format!(
-            " {} drops/s, {} total",
+        let rate = format!(
+            " {} drops/s ({} total)",
             si(tot.drops_per_s),
             si(tot.drops_total as f64)
         );
+        s.push(Span::styled(rate, t.bad()));
         if let Some(l) = tot.worst_drop_link {
-            at += &format!(", worst {}", app.fabric.link_name(l));
+            parts.push((format!(" at {}", app.fabric.link_name(l)), t.bad()));
         }
-        s.push(Span::styled(at, t.bad()));
     }
-    s.push(Span::styled("  │ ", t.dim()));
-    let pfc_style = if tot.pfc_per_s > 0.0 {
-        t.warn()
-    } else {
-        t.text()
-    };
-    let p = if tot.pfc_per_s > 0.0 {
-        format!("{} ", theme::PAUSE)
-    } else {
-        String::new()
-    };
-    s.push(Span::styled(
-        format!(
-            "{p}PFC {}/s paused {}",
-            si(tot.pfc_per_s),
-            pct(tot.paused_share as f32)
-        ),
-        pfc_style,
-    ));
-    s.push(Span::styled("  │ ", t.dim()));
-    s.push(Span::raw(format!("ECN {}/s", si(tot.ecn_per_s))));
-    s.push(Span::styled("  │ ", t.dim()));
     if tot.failed_links > 0 {
-        s.push(Span::styled(
-            format!("{} {} link(s) down", theme::DOWN, tot.failed_links),
+        let n = tot.failed_links;
+        parts.push((
+            format!(
+                " │ {} {n} link{} down",
+                theme::DOWN,
+                if n == 1 { "" } else { "s" }
+            ),
             t.bad(),
         ));
+    }
+    let pfc = if tot.pfc_per_s > 0.0 {
+        (
+            format!(
+                " │ {} PFC {}/s paused {}",
+                theme::PAUSE,
+                si(tot.pfc_per_s),
+                pct(tot.paused_share as f32)
+            ),
+            t.warn(),
+        )
     } else {
-        s.push(Span::styled("all links up", t.ok()));
+        (" │ no PFC pauses".to_string(), t.text())
+    };
+    parts.push(pfc);
+    parts.push((format!(" │ ECN {}/s", si(tot.ecn_per_s)), t.text()));
+    if tot.failed_links == 0 {
+        parts.push((" │ all links up".to_string(), t.ok()));
+    }
+    let mut used: usize = s.iter().map(|x| x.width()).sum();
+    for (text, style) in parts {
+        let w = text.chars().count();
+        if used + w > width as usize {
+            break;
+        }
+        used += w;
+        s.push(Span::styled(text, style));
     }
     Line::from(s)
 }
@@ -138,7 +149,12 @@ fn tier_line(app: &App, width: u16) -> Line<'static> {
     let mut s = vec![Span::raw(" ")];
     for k in tiers {
         let x = cur.totals.tiers[k];
-        let text = format!("{} p99 {} max {} ", TIER_NAMES[k], pct(x.p99), pct(x.max));
+        let name = if per >= 32 {
+            TIER_NAMES[k]
+        } else {
+            SHORT_NAMES[k]
+        };
+        let text = format!("{name} p99 {} max {} ", pct(x.p99), pct(x.max));
         let spark_w = per.saturating_sub(text.chars().count() + 2).min(30);
         s.push(Span::raw(text.clone()));
         if spark_w >= 4 {

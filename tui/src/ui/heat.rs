@@ -91,22 +91,43 @@ fn draw_grid(
                 .is_none_or(|e| e.matches(&app.fabric, id, l))
     };
     let bins = heatmap::bin(g, b, app.rates(), keep);
-    let per_char = if t.colours() { 2 } else { 1 };
+    let per_char: u32 = if t.colours() { 2 } else { 1 };
+    let sc = Scale::new(cells, per_char, b);
     let buf = f.buffer_mut();
-    for y in 0..cells.height.min((b.bin_rows as u16).div_ceil(per_char)) {
-        for x in 0..cells.width.min(b.bin_cols as u16) {
-            let r0 = y as u32 * per_char as u32;
-            let top = bins[(r0 * b.bin_cols + x as u32) as usize];
-            let bottom = (per_char == 2 && r0 + 1 < b.bin_rows)
-                .then(|| bins[((r0 + 1) * b.bin_cols + x as u32) as usize]);
+    for y in 0..cells.height {
+        for x in 0..cells.width {
+            let Some(c) = sc.col(x) else { continue };
+            let half = |h: u32| {
+                sc.row(y as u32 * per_char + h)
+                    .map(|r| (r, bins[(r * b.bin_cols + c) as usize]))
+            };
+            let (top, bottom) = (half(0), if per_char == 2 { half(1) } else { None });
+            let Some((tr, top)) = top else { continue };
             let cur = cursor.and_then(|(cr, cc)| {
-                (cc == x as u32 && cr / per_char as u32 == y as u32).then_some(cr % per_char as u32)
+                if cc != c {
+                    None
+                } else if cr == tr {
+                    Some(0)
+                } else if bottom.is_some_and(|(br, _)| br == cr) {
+                    Some(1)
+                } else {
+                    None
+                }
             });
-            draw_cell(buf, cells.x + x, cells.y + y, t, top, bottom, cur);
+            let first = sc.first(x);
+            draw_cell(
+                buf,
+                (cells.x + x, cells.y + y),
+                t,
+                top,
+                bottom.map(|x| x.1),
+                cur,
+                first,
+            );
         }
     }
     let i = Block::bordered().inner(r);
-    axes(buf, i, label_w, g, b, per_char, t);
+    axes(buf, i, label_w, g, b, &sc, t);
     let legend = legend_line(app, g, b, &bins, cursor);
     f.render_widget(
         Paragraph::new(legend),
@@ -139,16 +160,17 @@ fn colour(t: Theme, b: Option<Bin>) -> Color {
 
 fn draw_cell(
     buf: &mut Buffer,
-    x: u16,
-    y: u16,
+    at: (u16, u16),
     t: Theme,
     top: Bin,
     bottom: Option<Bin>,
     cursor: Option<u32>,
+    first: bool,
 ) {
-    let Some(cell) = buf.cell_mut((x, y)) else {
+    let Some(cell) = buf.cell_mut(at) else {
         return;
     };
+    let glyph = |b: &Bin| if first { glyph(b) } else { None };
     if !t.colours() {
         let ch = glyph(&top).unwrap_or(if top.links > 0 {
             Theme::shade(top.util)
@@ -192,38 +214,95 @@ fn draw_cell(
     cell.set_char('▀').set_style(Style::new().fg(fg).bg(bg));
 }
 
-fn axes(buf: &mut Buffer, i: Rect, label_w: u16, g: &Grid, b: &Binning, per_char: u16, t: Theme) {
+/// How bins map onto characters: small grids are scaled up (up to 6 characters wide
+/// and 4 half-rows tall per bin, with a gap column from 3 wide) to fill the panel.
+struct Scale {
+    sx: u32,
+    sy: u32,
+    per_char: u32,
+    rows: u32,
+    cols: u32,
+}
+
+impl Scale {
+    fn new(cells: Rect, per_char: u32, b: &Binning) -> Scale {
+        let sx = (cells.width as u32 / b.bin_cols.max(1)).clamp(1, 6);
+        let mut sy = (cells.height as u32 * per_char / b.bin_rows.max(1)).clamp(1, 4);
+        if per_char == 2 && sy > 1 {
+            sy &= !1; // whole characters per bin, so row labels line up
+        }
+        Scale {
+            sx,
+            sy,
+            per_char,
+            rows: b.bin_rows,
+            cols: b.bin_cols,
+        }
+    }
+
+    /// Bin column under character column `x` (None in a gap or past the grid).
+    fn col(&self, x: u16) -> Option<u32> {
+        let x = x as u32;
+        let c = x / self.sx;
+        (c < self.cols && !(self.sx >= 3 && x % self.sx == self.sx - 1)).then_some(c)
+    }
+
+    /// Is character column `x` the first of its bin (where fault glyphs go)?
+    fn first(&self, x: u16) -> bool {
+        (x as u32).is_multiple_of(self.sx)
+    }
+
+    /// Bin row under half-row `hr`.
+    fn row(&self, hr: u32) -> Option<u32> {
+        let r = hr / self.sy;
+        (r < self.rows).then_some(r)
+    }
+}
+
+fn axes(buf: &mut Buffer, i: Rect, label_w: u16, g: &Grid, b: &Binning, sc: &Scale, t: Theme) {
     let w = b.window;
     let name = |v: &[String], k: u32| v.get(k as usize).cloned().unwrap_or_default();
     let cols = format!(
-        "{} {}…{} ({} per column)",
+        "{} {}…{} ({} per column{})",
         " ".repeat(label_w as usize),
         name(&g.cols, w.col0),
         name(&g.cols, w.col0 + w.cols.saturating_sub(1)),
-        b.cols_per_bin
+        b.cols_per_bin,
+        if sc.per_char == 2 {
+            ", 2 rows per line"
+        } else {
+            ""
+        },
     );
     buf.set_stringn(i.x, i.y, cols, i.width as usize, t.dim());
     if label_w == 0 {
         return;
     }
-    let rows_per_line = b.rows_per_bin * per_char as u32;
+    let mut last = None;
     for y in 0..i.height.saturating_sub(2) {
-        let row = w.row0 + y as u32 * rows_per_line;
-        if row >= w.row0 + w.rows {
+        let Some(r) = sc.row(y as u32 * sc.per_char) else {
             break;
+        };
+        if last == Some(r) {
+            continue;
         }
-        if y % 2 == 0 || rows_per_line > 1 {
-            let label = format!("{:>1$} ", name(&g.rows, row), label_w as usize - 1);
-            let label: String = label
-                .chars()
-                .rev()
-                .take(label_w as usize)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            buf.set_stringn(i.x, i.y + 1 + y, label, label_w as usize, t.dim());
-        }
+        last = Some(r);
+        let cells = b.cells_of(r, 0);
+        let more = if cells.rows > 1 { "…" } else { "" };
+        let label = format!("{}{more}", name(&g.rows, cells.row0));
+        let n = label.chars().count();
+        let label: String = if n >= label_w as usize {
+            label.chars().skip(n + 1 - label_w as usize).collect()
+        } else {
+            label
+        };
+        buf.set_stringn(
+            i.x,
+            i.y + 1 + y,
+            format!("{label:>0$}", label_w as usize - 1),
+            label_w as usize,
+            t.dim(),
+        );
     }
 }
 
