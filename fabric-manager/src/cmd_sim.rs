@@ -10,10 +10,9 @@
 use crate::common::FabricArgs;
 use anyhow::{Context, bail};
 use cc_algos::{Duration, Instant, Rate};
+use scenario::{CompileCtx, Scenario, Workplan};
+use sim::{CcChoice, LbScheme, Progress, Sim, SimConfig, SimResults};
 use std::path::{Path, PathBuf};
-use testbeds::report;
-use testbeds::scenario::{CompileCtx, Scenario, Workplan};
-use testbeds::sim::{CcChoice, LbScheme, Progress, Sim, SimConfig, SimResults};
 
 /// `fabric sim [OPTIONS]` or `fabric sim compare-lb [OPTIONS]`.
 #[derive(Debug, clap::Args)]
@@ -187,7 +186,7 @@ fn preset(name: &str) -> anyhow::Result<topo::Fabric> {
 }
 
 fn parse_time(what: &str, s: &str) -> anyhow::Result<Duration> {
-    testbeds::scenario::units::parse_time(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+    scenario::units::parse_time(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
 }
 
 fn host_rate(f: &topo::Fabric) -> Rate {
@@ -287,7 +286,7 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let (r, wall) = simulate(&fabric, cfg, &plan, a.quiet)?;
-    print!("{}", report::summary(&r));
+    print!("{}", sim::summary::summary(&r));
     println!(
         "wall {:.2} s · {:.2} M events/s",
         wall,
@@ -298,7 +297,7 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
         println!("wrote {}", out.display());
     }
     if let Some(dir) = &a.plot {
-        for p in report::plots::write_all(&r, dir)? {
+        for p in sim::plots::write_all(&r, dir)? {
             println!("wrote {}", p.display());
         }
     }
@@ -323,7 +322,7 @@ fn export_cm(a: ExportCmArgs) -> anyhow::Result<()> {
         host_rate(&fabric),
         a.seed,
     ))?;
-    let (m, skipped) = testbeds::scenario::cm::ConnectionMatrix::from_plan(&plan, n);
+    let (m, skipped) = scenario::cm::ConnectionMatrix::from_plan(&plan, n);
     let text = m.to_text();
     match &a.out {
         Some(p) => {
@@ -359,8 +358,7 @@ struct Row {
 }
 
 fn workload_toml(w: &str, size: &str, hosts_per_leaf: u32) -> anyhow::Result<(String, String)> {
-    let b =
-        testbeds::scenario::units::parse_size(size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
+    let b = scenario::units::parse_size(size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
     Ok(match w {
         "permutation" => (
             "permutation".into(),

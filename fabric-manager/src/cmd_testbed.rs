@@ -20,9 +20,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use cc_algos::{CcKind, Rate};
-use testbeds::scenario::{CompileCtx, Scenario};
-use testbeds::veth::engine::{CongestionConfig, jain, run_workplan};
-use testbeds::veth::{Testbed, netns, routed};
+use scenario::{CompileCtx, Scenario};
+use veth::congestion::{CongestionConfig, jain, run_workplan};
+use veth::{Testbed, netns, routed};
 
 use crate::common::FabricArgs;
 
@@ -547,7 +547,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     if !r.faithful() {
         println!(
             "WARNING: an engine loop fell more than {:.0} µs (real) behind; while it did, frames waited unseen by PFC/ECN or the NICs fell below their rate: the figures describe this machine's load more than the fabric. Re-run on a quieter machine or with a lower --link-mbps.",
-            testbeds::veth::engine::MAX_FAITHFUL_LATE_US
+            veth::congestion::MAX_FAITHFUL_LATE_US
         );
     }
     println!(
@@ -612,14 +612,14 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
 /// SVG plots of a congestion run: delivered throughput and controller rate per flow,
 /// queue depth per switch port that held a queue (all in virtual time).
 fn write_plots(
-    r: &testbeds::veth::engine::CongestionReport,
+    r: &veth::congestion::CongestionReport,
     name: &str,
     dir: &std::path::Path,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    use testbeds::report::plots::line_chart;
+    use report::plots::line_chart;
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let t = |i: usize| i as f64 * r.sample_us;
-    let series = |f: &dyn Fn(&testbeds::veth::engine::FlowResult) -> &Vec<f64>| {
+    let series = |f: &dyn Fn(&veth::congestion::FlowResult) -> &Vec<f64>| {
         r.flows
             .iter()
             .map(|fl| {
@@ -676,15 +676,15 @@ fn write_plots(
     Ok(out)
 }
 
-/// Run `plan` in `testbeds::sim` on a star of `hosts` at the virtual rate with the
+/// Run `plan` in the simulator (crate `sim`) on a star of `hosts` at the virtual rate with the
 /// veth run's buffer, ECN, PFC, MTU and congestion control, and print both.
 fn compare_with_sim(
     cfg: &CongestionConfig,
-    plan: &testbeds::scenario::Workplan,
+    plan: &scenario::Workplan,
     hosts: usize,
-    veth: &testbeds::veth::engine::CongestionReport,
+    veth: &veth::congestion::CongestionReport,
 ) -> anyhow::Result<()> {
-    use testbeds::sim::{config::CcChoice, config::SimConfig, engine::Sim, net::NetBuilder};
+    use sim::{config::CcChoice, config::SimConfig, engine::Sim, net::NetBuilder};
     let mut sc = SimConfig {
         mtu: cc_algos::Bytes(cfg.payload as u64 + 58),
         header: cc_algos::Bytes(58),
