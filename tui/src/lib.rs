@@ -50,6 +50,7 @@ pub mod http;
 pub mod ingest;
 pub mod keys;
 pub mod metrics;
+pub mod prometheus;
 pub mod source;
 pub mod table;
 pub mod theme;

@@ -4,6 +4,7 @@
 //! fabric-tui --replay run.rec [--speed 4]     # a recording (fabric sim --record, --record)
 //! fabric-tui --connect 10.0.0.1:9100          # the daemon's stream (fabric serve)
 //! fabric-tui --connect HOST:PORT --record live.rec
+//! fabric-tui --prometheus http://prometheus:9090 [--interval 2]
 //! ```
 //! Keys: `?` lists them all. Config: `--config FILE` (TOML: theme, units, keys).
 
@@ -17,7 +18,7 @@ use fabric_tui::driver::Ui;
 use fabric_tui::source::{self, Control, Recorder, Replay};
 use fabric_tui::theme::Theme;
 use fabric_tui::units::Units;
-use fabric_tui::{App, FabricView};
+use fabric_tui::{App, FabricView, prometheus};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use std::path::PathBuf;
@@ -40,8 +41,14 @@ struct Args {
     /// Follow a daemon's telemetry stream (`fabric serve`), HOST:PORT.
     #[arg(long, value_name = "HOST:PORT")]
     connect: Option<String>,
-    /// Also write what a live source sends into a recording.
-    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    /// Ask a Prometheus server that scrapes `fabric serve` daemons (http://HOST:PORT).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["replay", "connect"])]
+    prometheus: Option<String>,
+    /// Seconds between two Prometheus queries.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=3600), requires = "prometheus")]
+    interval: u64,
+    /// Also write what a live source sends into a recording (the daemon stream or the demo).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["replay", "prometheus"])]
     record: Option<PathBuf>,
     /// TOML config: theme, units, key bindings.
     #[arg(long, value_name = "FILE")]
@@ -127,8 +134,27 @@ fn main() -> Result<()> {
             empty,
             Box::new(move || source::connect(addr, tx2, ctl_rx, rec)),
         )
+    } else if let Some(url) = &a.prometheus {
+        let server = prometheus::Server::parse(url).map_err(anyhow::Error::msg)?;
+        let every = Duration::from_secs(a.interval);
+        let tx2 = tx.clone();
+        let _ = tx.send(Msg::Status(SourceStatus::Connecting(format!(
+            "prometheus {}",
+            server.addr
+        ))));
+        let empty = FabricView::new(
+            String::from("(waiting for fabric_link_info)"),
+            Vec::new(),
+            Vec::new(),
+        );
+        (
+            empty,
+            Box::new(move || prometheus::run(server, every, tx2, ctl_rx)),
+        )
     } else {
-        bail!("choose a source: --replay FILE or --connect HOST:PORT (see --help)");
+        bail!(
+            "choose a source: --replay FILE, --connect HOST:PORT or --prometheus URL (see --help)"
+        );
     };
     let (done_tx, done_rx) = mpsc::channel::<()>();
     std::thread::spawn(move || {
