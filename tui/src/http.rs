@@ -121,7 +121,12 @@ impl BufRead for Body {
                     if line.trim().is_empty() {
                         // CRLF after the previous chunk's data
                         line.clear();
-                        self.r.by_ref().take(1024).read_line(&mut line)?;
+                        if self.r.by_ref().take(1024).read_line(&mut line)? == 0 {
+                            return Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "stream ended between chunks",
+                            ));
+                        }
                     }
                     let hex = line.trim().split(';').next().unwrap_or("");
                     *left = u64::from_str_radix(hex, 16).map_err(|_| bad("bad chunk size"))?;

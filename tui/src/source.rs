@@ -280,6 +280,11 @@ pub fn connect(addr: String, tx: Sender<Msg>, ctl: Receiver<Control>, mut rec: O
                             }
                         }
                         Ok(None) => break "the daemon closed the stream".to_string(),
+                        Err(fabric_api::Error::Io(e))
+                            if e.kind() == std::io::ErrorKind::UnexpectedEof =>
+                        {
+                            break "the daemon closed the stream".to_string();
+                        }
                         Err(fabric_api::Error::UnknownFrame(_)) => continue,
                         Err(e) => break e.to_string(),
                     }

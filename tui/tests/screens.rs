@@ -187,3 +187,23 @@ proptest! {
         let _ = draw(&mut a, w, h);
     }
 }
+
+#[test]
+fn disconnected_greys_out_stale_values() {
+    let mut a = app(Theme::Full, true);
+    a.update(Msg::Status(fabric_tui::app::SourceStatus::Disconnected {
+        name: "fabric serve 10.0.0.1:9100".into(),
+        since: "17:32:10 UTC".into(),
+        reason: "connection refused".into(),
+    }));
+    let t = draw(&mut a, 120, 40);
+    let s = text(&t);
+    assert!(s.contains("✖ DISCONNECTED from fabric serve 10.0.0.1:9100 since 17:32:10 UTC: connection refused — stale"), "{s}");
+    let b = t.backend().buffer();
+    for y in 1..39 {
+        for x in 0..120 {
+            assert_eq!(b[(x, y)].fg, Color::DarkGray, "({x}, {y}) not greyed");
+        }
+    }
+    insta::assert_snapshot!(s);
+}

@@ -51,7 +51,7 @@ fn status_line(app: &App, width: u16) -> Line<'static> {
             since,
             reason,
         } => (
-            format!("✖ DISCONNECTED from {name} since {since} ({reason}) — values are stale"),
+            format!("✖ DISCONNECTED from {name} since {since}: {reason} — stale"),
             t.bad(),
         ),
     };

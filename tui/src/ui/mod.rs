@@ -148,13 +148,13 @@ pub fn render(f: &mut Frame<'_>, app: &App) {
         events::render(f, r, app, true);
     }
     if matches!(app.status, crate::app::SourceStatus::Disconnected { .. }) {
-        // Stale values are greyed out, never passed off as live.
-        let body = Rect {
-            y: a.tabs.bottom(),
-            height: a.footer.y - a.tabs.bottom(),
+        // Stale values are greyed out (all but the status line), never passed off as live.
+        let stale = Rect {
+            y: area.y + 1,
+            height: a.footer.y - area.y - 1,
             ..area
         };
-        f.buffer_mut().set_style(body, stale_style(app));
+        f.buffer_mut().set_style(stale, stale_style(app));
     }
     footer::render(f, a.footer, app);
     if app.help {
@@ -165,7 +165,7 @@ pub fn render(f: &mut Frame<'_>, app: &App) {
 fn stale_style(app: &App) -> Style {
     match app.theme {
         crate::theme::Theme::None => Style::new().add_modifier(ratatui::style::Modifier::DIM),
-        _ => Style::new().fg(Color::DarkGray),
+        _ => Style::new().fg(Color::DarkGray).bg(Color::Reset),
     }
 }
 
