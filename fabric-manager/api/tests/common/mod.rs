@@ -214,8 +214,8 @@ pub fn event_kind() -> impl Strategy<Value = EventKind> {
         }),
         (
             vec(any::<u32>(), 0..4),
-            vec(any::<u32>(), 0..6),
-            any::<u64>(),
+            proptest::option::of(vec(any::<u32>(), 0..6)),
+            any::<Option<u64>>(),
             any::<u64>()
         )
             .prop_map(|(l, s, u, r)| {
