@@ -22,7 +22,10 @@ use std::time::{Duration, Instant};
 
 fn snapshot(info: &FabricInfo, k: u64, dt_ns: u64) -> Snapshot {
     let n = info.ports.len();
-    let src = Source { kind: SourceKind::Sim, name: "bench".into() };
+    let src = Source {
+        kind: SourceKind::Sim,
+        name: "bench".into(),
+    };
     let mut s = Snapshot::new(k, Timestamp::virtual_ns(k * dt_ns), src);
     let secs = dt_ns as f64 / 1e9;
     // cumulative bytes: each port runs at a utilisation that drifts with k
@@ -30,15 +33,26 @@ fn snapshot(info: &FabricInfo, k: u64, dt_ns: u64) -> Snapshot {
         .map(|p| {
             let u = ((p.wrapping_mul(2_654_435_761) % 1000) as f64 / 1000.0).powi(2);
             let speed = info.ports[p as usize].speed_bps as f64 / 8.0;
-            (0..k).map(|j| (u * (0.6 + 0.4 * (((j + p) % 10) as f64 / 10.0)) * speed * secs) as u64).sum()
+            (0..k)
+                .map(|j| (u * (0.6 + 0.4 * (((j + p) % 10) as f64 / 10.0)) * speed * secs) as u64)
+                .sum()
         })
         .collect();
-    s.counters.tx_pkts = Some(Column::from(tx.iter().map(|b| b / 4096).collect::<Vec<_>>()));
+    s.counters.tx_pkts = Some(Column::from(
+        tx.iter().map(|b| b / 4096).collect::<Vec<_>>(),
+    ));
     s.counters.tx_bytes = Some(Column::from(tx));
     let mut drops = vec![0u64; n];
     drops[n / 3] = 100 * k;
     s.counters.drops_buffer = Some(Column::from(drops));
-    s.counters.pfc_tx.insert(3, Column::from((0..n as u64).map(|p| if p % 97 == 0 { 10 * k } else { 0 }).collect::<Vec<_>>()));
+    s.counters.pfc_tx.insert(
+        3,
+        Column::from(
+            (0..n as u64)
+                .map(|p| if p % 97 == 0 { 10 * k } else { 0 })
+                .collect::<Vec<_>>(),
+        ),
+    );
     s.sum_ports_into_totals();
     s
 }
@@ -71,19 +85,29 @@ fn time_frames(app: &mut App, n: usize) -> (Duration, Duration) {
 }
 
 fn frame() {
-    let big = topo::generators::multi_plane_spec(topo::generators::fat_tree_spec(40, topo::Rate::gbps(400)), 8)
-        .build("8-plane k=40")
-        .unwrap();
+    let big = topo::generators::multi_plane_spec(
+        topo::generators::fat_tree_spec(40, topo::Rate::gbps(400)),
+        8,
+    )
+    .build("8-plane k=40")
+    .unwrap();
     let small = topo::generators::leaf_spine(4, 2, 2, topo::Rate::gbps(400)).unwrap();
     println!("frame time at 200×50 (median / p99 over 200 frames)");
-    println!("| view | {} links | {} links (baseline) |", big.num_links(), small.num_links());
+    println!(
+        "| view | {} links | {} links (baseline) |",
+        big.num_links(),
+        small.num_links()
+    );
     println!("|---|---|---|");
     let (mut a_small, ..) = app_for(&small);
     let (mut a_big, ..) = app_for(&big);
     let views: [(&str, &[Action]); 5] = [
         ("heat map, one plane", &[]),
         ("heat map, 8 planes side by side", &[Action::SideBySide]),
-        ("links table (sorted by util)", &[Action::SideBySide, Action::NextView]),
+        (
+            "links table (sorted by util)",
+            &[Action::SideBySide, Action::NextView],
+        ),
         ("links table, filter util>90 and pfc>0", &[Action::Filter]),
         ("flows + charts", &[Action::NextView]),
     ];
@@ -94,7 +118,11 @@ fn frame() {
             }
             if acts == [Action::Filter] {
                 for c in "util>90 and pfc>0\n".chars() {
-                    let code = if c == '\n' { crossterm::event::KeyCode::Enter } else { crossterm::event::KeyCode::Char(c) };
+                    let code = if c == '\n' {
+                        crossterm::event::KeyCode::Enter
+                    } else {
+                        crossterm::event::KeyCode::Char(c)
+                    };
                     a.update(Msg::Key(crossterm::event::KeyEvent::from(code)));
                 }
             }
@@ -108,10 +136,18 @@ fn frame() {
 fn aggregate() {
     println!("aggregation per snapshot pair (source thread), median of 20");
     for (name, f) in [
-        ("fat-tree k=24 (10,368 links)", topo::generators::fat_tree(24, topo::Rate::gbps(400)).unwrap()),
+        (
+            "fat-tree k=24 (10,368 links)",
+            topo::generators::fat_tree(24, topo::Rate::gbps(400)).unwrap(),
+        ),
         (
             "8-plane k=40 (358,400 links)",
-            topo::generators::multi_plane_spec(topo::generators::fat_tree_spec(40, topo::Rate::gbps(400)), 8).build("x").unwrap(),
+            topo::generators::multi_plane_spec(
+                topo::generators::fat_tree_spec(40, topo::Rate::gbps(400)),
+                8,
+            )
+            .build("x")
+            .unwrap(),
         ),
     ] {
         let info = FabricInfo::from_topo(&f, 8);
@@ -131,7 +167,10 @@ fn aggregate() {
 
 fn rss_kib() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0)
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
 }
 
 fn hour() {
@@ -146,7 +185,9 @@ fn hour() {
         let s = snapshot(&info, k, 1_000_000_000);
         let frame = Frame::Snapshot(s);
         rec.frame(&frame).unwrap();
-        let Frame::Snapshot(s) = frame else { unreachable!() };
+        let Frame::Snapshot(s) = frame else {
+            unreachable!()
+        };
         if let Some(x) = agg.snapshot(s, &view) {
             app.update(Msg::Sample(x));
         }
@@ -165,7 +206,10 @@ fn hour() {
 }
 
 fn main() {
-    let which: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let which: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let run = |n: &str| which.is_empty() || which.iter().any(|w| w == n);
     if run("frame") {
         frame();

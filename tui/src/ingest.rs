@@ -114,6 +114,8 @@ impl Aggregator {
                 .map(Msg::Sample)
                 .into_iter()
                 .collect(),
+            // Finished flows are in the flows view; as events they would bury the rest.
+            Frame::Event(e) if matches!(e.what, EventKind::FlowFinished { .. }) => Vec::new(),
             Frame::Event(e) => vec![Msg::Event(event_row(&e, view, &self.info))],
         }
     }
@@ -236,23 +238,26 @@ pub fn event_row(e: &Event, v: &FabricView, info: &FabricInfo) -> EventRow {
             None,
         ),
         EventKind::Reroute {
+            links,
             switches_changed,
             unreachable_pairs,
             repaired_ns,
-            ..
-        } => (
-            if *unreachable_pairs > 0 {
-                Severity::Bad
-            } else {
-                Severity::Warn
-            },
-            format!(
-                "reroute: {} switches changed, {unreachable_pairs} unreachable pairs, repaired in {}",
-                switches_changed.len(),
-                duration(*repaired_ns)
-            ),
-            None,
-        ),
+        } => {
+            let mut text = format!("reroute after {} link(s)", links.len());
+            if let Some(s) = switches_changed {
+                text += &format!(", {} switches changed", s.len());
+            }
+            if let Some(u) = unreachable_pairs {
+                text += &format!(", {u} unreachable pairs");
+            }
+            text += &format!(", repaired in {}", duration(*repaired_ns));
+            let bad = unreachable_pairs.is_some_and(|u| u > 0);
+            (
+                if bad { Severity::Bad } else { Severity::Warn },
+                text,
+                links.first().map(|l| l.0),
+            )
+        }
         EventKind::PfcStorm { port: p, priority } => (
             Severity::Bad,
             format!("PFC storm at {} priority {priority}", port(*p)),

@@ -41,6 +41,7 @@
 
 pub mod app;
 pub mod config;
+pub mod demo;
 pub mod driver;
 pub mod error;
 pub mod fabric;

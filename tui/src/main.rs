@@ -1,6 +1,8 @@
 //! `fabric-tui`: see a fabric's utilisation and losslessness at a glance.
 //!
 //! ```text
+//! fabric-tui                                  # demo: simulated all-reduce + incast + a link failure
+//! fabric-tui --demo --preset deepseek-mpft [--scenario FILE]
 //! fabric-tui --replay run.rec [--speed 4]     # a recording (fabric sim --record, --record)
 //! fabric-tui --connect 10.0.0.1:9100          # the daemon's stream (fabric serve)
 //! fabric-tui --connect HOST:PORT --record live.rec
@@ -14,6 +16,7 @@ use crossterm::event::{self, Event, KeyEventKind};
 use crossterm::{execute, terminal};
 use fabric_tui::app::{Msg, Options, SourceStatus};
 use fabric_tui::config::Config;
+use fabric_tui::demo::{self, Demo, DemoConfig};
 use fabric_tui::driver::Ui;
 use fabric_tui::source::{self, Control, Recorder, Replay};
 use fabric_tui::theme::Theme;
@@ -32,6 +35,15 @@ use std::time::{Duration, Instant};
     about = "Link utilisation and losslessness of a fabric, live, frozen or replayed"
 )]
 struct Args {
+    /// Run the embedded simulation (the default when no other source is given).
+    #[arg(long, conflicts_with_all = ["replay", "connect", "prometheus"])]
+    demo: bool,
+    /// Demo fabric: a topo preset (`fabric topo presets`), e.g. fat-tree-k8, deepseek-mpft.
+    #[arg(long, default_value = "fat-tree-k8")]
+    preset: String,
+    /// Demo workload: a scenario file instead of the built-in all-reduce + incast.
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
     /// Play a recording (from `fabric sim --record` or `fabric-tui --record`).
     #[arg(long, value_name = "FILE", conflicts_with = "connect")]
     replay: Option<PathBuf>,
@@ -152,9 +164,16 @@ fn main() -> Result<()> {
             Box::new(move || prometheus::run(server, every, tx2, ctl_rx)),
         )
     } else {
-        bail!(
-            "choose a source: --replay FILE, --connect HOST:PORT or --prometheus URL (see --help)"
-        );
+        let cfg = DemoConfig {
+            preset: a.preset.clone(),
+            scenario: a.scenario.clone(),
+            ..DemoConfig::default()
+        };
+        let d = Demo::new(&cfg)?;
+        let view = FabricView::from_info(&d.info()).0;
+        let rec = a.record.as_deref().map(Recorder::new);
+        let tx2 = tx.clone();
+        (view, Box::new(move || demo::run(d, &cfg, tx2, ctl_rx, rec)))
     };
     let (done_tx, done_rx) = mpsc::channel::<()>();
     std::thread::spawn(move || {

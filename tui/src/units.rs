@@ -67,6 +67,16 @@ pub fn clock(ns: u64) -> String {
     }
 }
 
+/// A timestamp on a source's clock: fine-grained under a minute (`300.0µs`, `3.40ms`,
+/// `12.35s`, for simulated time), `h:mm:ss.mmm` above.
+pub fn stamp(ns: u64) -> String {
+    if ns < 60_000_000_000 {
+        duration(ns)
+    } else {
+        clock(ns)
+    }
+}
+
 /// A duration in ns as `850ns`, `12.0µs`, `3.40ms`, `2.10s`.
 pub fn duration(ns: u64) -> String {
     let x = ns as f64;

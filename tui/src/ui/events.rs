@@ -2,7 +2,7 @@
 
 use crate::app::App;
 use crate::metrics::Severity;
-use crate::units::clock;
+use crate::units::stamp;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -39,7 +39,7 @@ pub fn render(f: &mut Frame<'_>, r: Rect, app: &App, compact: bool) {
                 Severity::Bad => ("✖", t.bad()),
             };
             Line::from(vec![
-                Span::styled(format!("{:>12} ", clock(e.at_ns)), t.dim()),
+                Span::styled(format!("{:>12} ", stamp(e.at_ns)), t.dim()),
                 Span::styled(format!("{g} "), style),
                 Span::styled(e.text.clone(), style),
             ])

@@ -62,7 +62,7 @@ fn status_line(app: &App, width: u16) -> Line<'static> {
     }
     if let Some(cur) = app.current() {
         let used: usize = s.iter().map(|x| x.width()).sum();
-        let tail = format!("t={} ", clock(cur.at_ns));
+        let tail = format!("t={} ", crate::units::stamp(cur.at_ns));
         let pad = (width as usize).saturating_sub(used + tail.len());
         if pad > 0 {
             s.push(Span::raw(" ".repeat(pad)));

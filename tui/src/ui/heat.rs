@@ -55,17 +55,31 @@ pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
             let (cap_r, cap_c) = capacity(area, app.theme);
             let b = Binning::fit(Window::all(&p.top), cap_r, cap_c);
             let cursor = (i == app.plane).then_some(app.cursor);
-            draw_grid(f, area, app, &p.top, &b, cursor, p.top.title.clone());
+            draw_grid(
+                f,
+                area,
+                app,
+                &p.top,
+                &b,
+                cursor,
+                p.top.title.clone(),
+                &p.pods,
+            );
         }
         return;
     }
-    let (Some((g, _, _)), Some(b)) = (app.grid(), app.binning()) else {
+    let (Some((g, _, pod)), Some(b)) = (app.grid(), app.binning()) else {
         return;
     };
     let title = format!("{} — {}", app.breadcrumb().join(" › "), g.title);
-    draw_grid(f, r, app, g, &b, Some(app.cursor), title);
+    let pods = match (app.fabric.planes.get(app.plane), pod) {
+        (Some(p), None) => &p.pods[..],
+        _ => &[],
+    };
+    draw_grid(f, r, app, g, &b, Some(app.cursor), title, pods);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn draw_grid(
     f: &mut Frame<'_>,
     r: Rect,
@@ -74,6 +88,7 @@ fn draw_grid(
     b: &Binning,
     cursor: Option<(u32, u32)>,
     title: String,
+    pods: &[(u32, Grid)],
 ) {
     let t = app.theme;
     let block = Block::bordered().title(Span::styled(format!(" {title} "), t.title()));
@@ -127,7 +142,8 @@ fn draw_grid(
         }
     }
     let i = Block::bordered().inner(r);
-    axes(buf, i, label_w, g, b, &sc, t);
+    let flags = pod_flags(app, g, b, pods);
+    axes(buf, i, label_w, g, b, &sc, t, &flags);
     let legend = legend_line(app, g, b, &bins, cursor);
     f.render_widget(
         Paragraph::new(legend),
@@ -259,7 +275,40 @@ impl Scale {
     }
 }
 
-fn axes(buf: &mut Buffer, i: Rect, label_w: u16, g: &Grid, b: &Binning, sc: &Scale, t: Theme) {
+/// For a pod × core grid: a fault glyph per bin row when a link inside its pods (leaf ↔
+/// aggregation, not in this grid) is down, dropping or pausing.
+fn pod_flags(app: &App, g: &Grid, b: &Binning, pods: &[(u32, Grid)]) -> Vec<Option<char>> {
+    if g.row_kind != crate::fabric::RowKind::Pod {
+        return Vec::new();
+    }
+    let rates = app.rates();
+    (0..b.bin_rows)
+        .map(|r| {
+            let w = b.cells_of(r, 0);
+            let mut bin = Bin::default();
+            for (_, pg) in pods.iter().skip(w.row0 as usize).take(w.rows as usize) {
+                for l in pg.links.iter().filter_map(|x| rates.get(x.link as usize)) {
+                    bin.down |= l.down;
+                    bin.drops |= l.drops_per_s > 0.0;
+                    bin.pause |= l.pfc_per_s > 0.0;
+                }
+            }
+            glyph(&bin)
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn axes(
+    buf: &mut Buffer,
+    i: Rect,
+    label_w: u16,
+    g: &Grid,
+    b: &Binning,
+    sc: &Scale,
+    t: Theme,
+    flags: &[Option<char>],
+) {
     let w = b.window;
     let name = |v: &[String], k: u32| v.get(k as usize).cloned().unwrap_or_default();
     let cols = format!(
@@ -303,6 +352,9 @@ fn axes(buf: &mut Buffer, i: Rect, label_w: u16, g: &Grid, b: &Binning, sc: &Sca
             label_w as usize,
             t.dim(),
         );
+        if let Some(Some(ch)) = flags.get(r as usize) {
+            buf.set_stringn(i.x + label_w - 1, i.y + 1 + y, ch.to_string(), 1, t.bad());
+        }
     }
 }
 

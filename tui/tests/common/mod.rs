@@ -117,8 +117,8 @@ pub fn frames(with_drops: bool) -> Vec<Frame> {
                 time: Timestamp::virtual_ns(t - 300_000_000),
                 what: EventKind::Reroute {
                     links: vec![topo::LinkId(DOWN_LINK as u32)],
-                    switches_changed: vec![130, 131, 140],
-                    unreachable_pairs: 0,
+                    switches_changed: Some(vec![130, 131, 140]),
+                    unreachable_pairs: Some(0),
                     repaired_ns: 2_400_000,
                 },
             }));
