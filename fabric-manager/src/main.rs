@@ -9,6 +9,7 @@ mod cmd_sim;
 mod cmd_testbed;
 mod cmd_topo;
 mod common;
+mod record;
 
 use clap::{Parser, Subcommand};
 
