@@ -5,9 +5,10 @@
 # opensm, ibsim-utils, libumad2sim0, infiniband-diags: the OpenSM LFT dump and ibnetdiscover
 # topology exports are loaded by ibsim + `opensm -R file -U` and read back with ibroute;
 # graphviz: `dot` renders the DOT export; frr: `vtysh --dryrun` checks the FRR exports.
+# prometheus: fabric-tui --prometheus is tested against a real server.
 set -euo pipefail
 need=()
-for pkg in iproute2 tshark tmux opensm ibsim-utils libumad2sim0 infiniband-diags graphviz frr; do
+for pkg in iproute2 tshark tmux opensm ibsim-utils libumad2sim0 infiniband-diags graphviz frr prometheus; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
