@@ -6,9 +6,11 @@ mod cmd_build;
 mod cmd_export;
 mod cmd_routes;
 mod cmd_sim;
+mod cmd_status;
 mod cmd_testbed;
 mod cmd_topo;
 mod common;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -36,6 +38,10 @@ enum Command {
     },
     /// Packet-level simulation of congestion control and load balancing.
     Sim(cmd_sim::Args),
+    /// Run the daemon: own a fabric, serve its telemetry (HTTP API, stream, Prometheus).
+    Serve(Box<serve::Args>),
+    /// Ask a running daemon for a summary.
+    Status(cmd_status::Args),
     /// Real veth testbeds in network namespaces (root required).
     Testbed {
         #[command(subcommand)]
@@ -62,5 +68,7 @@ fn main() -> anyhow::Result<()> {
         },
         Command::Sim(a) => cmd_sim::run(a),
         Command::Testbed { command } => cmd_testbed::run(command),
+        Command::Serve(a) => serve::main(*a),
+        Command::Status(a) => cmd_status::run(a),
     }
 }
