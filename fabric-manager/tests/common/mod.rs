@@ -100,12 +100,7 @@ impl Daemon {
 
     /// Sends raw bytes, reads the answer until the server closes.
     pub fn raw(&self, bytes: &[u8]) -> Response {
-        let mut s = TcpStream::connect(&self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        s.write_all(bytes).unwrap();
-        let mut buf = Vec::new();
-        let _ = s.read_to_end(&mut buf);
-        Response::parse(&buf)
+        raw(&self.addr, bytes)
     }
 
     pub fn wait_for(&self, mut f: impl FnMut(&Daemon) -> bool, limit: Duration) {
@@ -150,6 +145,24 @@ impl Drop for Daemon {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Sends raw bytes to `addr`, reads the answer until the server closes.
+pub fn raw(addr: &str, bytes: &[u8]) -> Response {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(bytes).unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    Response::parse(&buf)
+}
+
+/// `GET path` on `addr`.
+pub fn http_get(addr: &str, path: &str) -> Response {
+    raw(
+        addr,
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
 }
 
 /// A parsed answer.
