@@ -20,9 +20,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use cc_algos::{CcKind, Rate};
-use testbeds::scenario::{CompileCtx, Scenario};
-use testbeds::veth::engine::{CongestionConfig, jain, run_workplan};
-use testbeds::veth::{Testbed, netns, routed};
+use scenario::{CompileCtx, Scenario};
+use veth::congestion::{CongestionConfig, jain, run_workplan};
+use veth::{Testbed, netns, routed};
 
 use crate::common::FabricArgs;
 
@@ -481,11 +481,18 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         println!("report written to {}", path.display());
     }
     if !r.ok() {
-        bail!("routed testbed verification failed (see above)");
+        return Err(crate::common::CheckFailed(
+            "routed testbed verification failed (see above)".into(),
+        )
+        .into());
     }
     println!("OK");
     Ok(())
 }
+
+/// The most hosts the congestion testbed's star may have (one namespace each, all
+/// served by one host loop).
+const MAX_STAR_HOSTS: usize = 64;
 
 fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     let scenario = Scenario::from_file(&a.scenario)?;
@@ -494,10 +501,17 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         Ok(scenario.compile(&CompileCtx::new(hosts, virtual_rate, 1))?)
     };
     let hosts = match a.hosts {
+        Some(h) if h > MAX_STAR_HOSTS => bail!(
+            "--hosts {h}: the congestion testbed builds one namespace per host and runs them all from one core; at most {MAX_STAR_HOSTS} hosts"
+        ),
         Some(h) => h,
+        None if scenario.uses_every_host() => bail!(
+            "{}: a workload uses `all` hosts, so the scenario does not say how many namespaces to build: give --hosts N (2..={MAX_STAR_HOSTS})",
+            a.scenario.display()
+        ),
         None => {
-            // Compile with a generous host count to learn how many the scenario uses.
-            let p = used(4096)?;
+            // The scenario names its hosts: learn how many it uses.
+            let p = used(MAX_STAR_HOSTS as u32)?;
             p.flows
                 .iter()
                 .map(|f| f.src.max(f.dst) as usize + 1)
@@ -547,7 +561,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     if !r.faithful() {
         println!(
             "WARNING: an engine loop fell more than {:.0} µs (real) behind; while it did, frames waited unseen by PFC/ECN or the NICs fell below their rate: the figures describe this machine's load more than the fabric. Re-run on a quieter machine or with a lower --link-mbps.",
-            testbeds::veth::engine::MAX_FAITHFUL_LATE_US
+            veth::congestion::MAX_FAITHFUL_LATE_US
         );
     }
     println!(
@@ -612,14 +626,14 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
 /// SVG plots of a congestion run: delivered throughput and controller rate per flow,
 /// queue depth per switch port that held a queue (all in virtual time).
 fn write_plots(
-    r: &testbeds::veth::engine::CongestionReport,
+    r: &veth::congestion::CongestionReport,
     name: &str,
     dir: &std::path::Path,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    use testbeds::report::plots::line_chart;
+    use report::plots::line_chart;
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let t = |i: usize| i as f64 * r.sample_us;
-    let series = |f: &dyn Fn(&testbeds::veth::engine::FlowResult) -> &Vec<f64>| {
+    let series = |f: &dyn Fn(&veth::congestion::FlowResult) -> &Vec<f64>| {
         r.flows
             .iter()
             .map(|fl| {
@@ -676,15 +690,15 @@ fn write_plots(
     Ok(out)
 }
 
-/// Run `plan` in `testbeds::sim` on a star of `hosts` at the virtual rate with the
+/// Run `plan` in the simulator (crate `sim`) on a star of `hosts` at the virtual rate with the
 /// veth run's buffer, ECN, PFC, MTU and congestion control, and print both.
 fn compare_with_sim(
     cfg: &CongestionConfig,
-    plan: &testbeds::scenario::Workplan,
+    plan: &scenario::Workplan,
     hosts: usize,
-    veth: &testbeds::veth::engine::CongestionReport,
+    veth: &veth::congestion::CongestionReport,
 ) -> anyhow::Result<()> {
-    use testbeds::sim::{config::CcChoice, config::SimConfig, engine::Sim, net::NetBuilder};
+    use sim::{config::CcChoice, config::SimConfig, engine::Sim, net::NetBuilder};
     let mut sc = SimConfig {
         mtu: cc_algos::Bytes(cfg.payload as u64 + 58),
         header: cc_algos::Bytes(58),
@@ -759,10 +773,7 @@ mod tests {
 
     fn args(fat_tree: Option<u32>, leaf_spine: Option<&str>) -> VerifyArgs {
         VerifyArgs {
-            fabric: FabricArgs {
-                fabric: None,
-                preset: None,
-            },
+            fabric: FabricArgs::default(),
             fat_tree,
             leaf_spine: leaf_spine.map(String::from),
             planes: 1,

@@ -57,8 +57,30 @@ enum RoutesCommand {
     Export(cmd_export::Args),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            std::process::ExitCode::from(common::exit_status(&e))
+        }
+    }
+}
+
+/// Like other Unix tools, die quietly when the reader of our output goes away
+/// (`fabric sim … | head`): Rust ignores SIGPIPE by default, which turns a closed pipe
+/// into a panic inside `println!`.
+fn restore_default_sigpipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL at start-up, before any thread
+    // exists, has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Build(a) => cmd_build::run(a),
         Command::Topo { command } => cmd_topo::run(command),

@@ -226,6 +226,12 @@ async fn signals() {
 
 /// `fabric serve`.
 pub fn main(args: Args) -> anyhow::Result<()> {
+    // A daemon must survive a client that hangs up while it writes (hyper uses writev,
+    // which raises SIGPIPE on a closed socket); `fabric` restores the default for pipes.
+    // SAFETY: changing a signal's disposition before the runtime's threads exist.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     let config = args.config()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -19,8 +19,8 @@ use fabric_api::{
     Column, Detector, Event, EventKind, FabricInfo, Snapshot, Source as ApiSource, SourceKind,
     Timestamp,
 };
-use testbeds::scenario::{CompileCtx, FailureSpec, FailureTarget, Scenario, Workplan};
-use testbeds::sim::{CcChoice, Sim, SimConfig, SimResults};
+use scenario::{CompileCtx, FailureSpec, FailureTarget, Scenario, Workplan};
+use sim::{CcChoice, Sim, SimConfig, SimResults};
 use topo::{Fabric, LinkId};
 
 use super::config::SourceSpec;
@@ -89,12 +89,14 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
 }
 
 fn load_fabric(arg: &str) -> anyhow::Result<Fabric> {
-    let is_file = std::path::Path::new(arg).exists();
-    let args = crate::common::FabricArgs {
-        fabric: is_file.then(|| arg.into()),
-        preset: (!is_file).then(|| arg.to_string()),
-    };
-    crate::cmd_sim::load_fabric(&args, arg)
+    if std::path::Path::new(arg).exists() {
+        let args = crate::common::FabricArgs {
+            fabric: Some(arg.into()),
+            ..Default::default()
+        };
+        return args.load();
+    }
+    crate::common::FabricArgs::preset(arg).load()
 }
 
 impl SimSource {
