@@ -1,15 +1,24 @@
 //! [`Column`]: one value per port (or per flow), stored dense or sparse.
 //!
-//! In JSON a column is either a dense array `[v0, v1, …]` or, when most values are zero,
-//! a sparse object `{"n": N, "i": [indices…], "v": [values…]}` (indices strictly
-//! increasing, every value non-zero). The writer picks whichever is shorter
-//! ([`Column::serialize`]); readers accept both. A sparse column stays sparse in memory,
+//! In JSON a column is one of
+//! * a dense array `[v0, v1, …]`;
+//! * a sparse object `{"n": N, "i": [indices…], "v": [values…]}` (indices strictly
+//!   increasing, every value non-zero), when most values are zero;
+//! * a packed object `{"n": N, "p": "<base64>"}` (see [`crate::packed`]: LEB128 varints,
+//!   zero runs as `0, run − 1`), only for columns of [`PACK_MIN`] entries or more, where
+//!   nobody reads the numbers by eye.
+//!
+//! The writer picks whichever is shortest ([`Column::serialize`]); readers accept all. A sparse column stays sparse in memory,
 //! so a small input never allocates more than its own size (`n` alone allocates nothing).
 
+use crate::packed;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
+
+/// Columns shorter than this are never written packed (they stay readable).
+pub const PACK_MIN: usize = 256;
 
 /// One `u64` per index, dense or sparse. Equality is by value, not by representation.
 #[derive(Clone, Debug)]
@@ -131,7 +140,8 @@ fn digits(x: u64) -> usize {
 }
 
 impl Serialize for Column {
-    /// Dense when that is no longer than sparse (counting JSON characters), else sparse.
+    /// The shortest of dense, sparse and (from [`PACK_MIN`] entries) packed, counting
+    /// JSON characters.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let n = self.len();
         let (mut dense_len, mut sparse_len) = (n, 16 + digits(n as u64));
@@ -139,7 +149,17 @@ impl Serialize for Column {
             dense_len += digits(x) - 1;
             sparse_len += digits(i as u64) + digits(x) + 2;
         }
-        if dense_len <= sparse_len {
+        let packed_len = if n >= PACK_MIN {
+            14 + digits(n as u64) + packed::b64_len(packed::encoded_len(self))
+        } else {
+            usize::MAX
+        };
+        if packed_len < dense_len.min(sparse_len) {
+            let mut m = s.serialize_map(Some(2))?;
+            m.serialize_entry("n", &(n as u32))?;
+            m.serialize_entry("p", &packed::to_base64(&packed::encode(self)))?;
+            m.end()
+        } else if dense_len <= sparse_len {
             s.collect_seq(self.iter())
         } else {
             let (idx, val): (Vec<u32>, Vec<u64>) =
@@ -159,7 +179,7 @@ impl<'de> Visitor<'de> for ColumnVisitor {
     type Value = Column;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of counters or a sparse column {\"n\", \"i\", \"v\"}")
+        f.write_str("an array of counters, a sparse column {\"n\", \"i\", \"v\"} or a packed one {\"n\", \"p\"}")
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Column, A::Error> {
@@ -176,17 +196,27 @@ impl<'de> Visitor<'de> for ColumnVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Column, A::Error> {
         let (mut n, mut idx, mut val) = (None, None::<Vec<u32>>, None::<Vec<u64>>);
+        let mut packed = None::<String>;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "n" => n = Some(map.next_value::<u32>()?),
                 "i" => idx = Some(map.next_value()?),
                 "v" => val = Some(map.next_value()?),
+                "p" => packed = Some(map.next_value()?),
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
                 }
             }
         }
         let n = n.ok_or_else(|| de::Error::missing_field("n"))?;
+        if let Some(p) = packed {
+            if idx.is_some() || val.is_some() {
+                return Err(de::Error::custom(
+                    "a column is either packed (p) or sparse (i, v)",
+                ));
+            }
+            return packed::decode(n, &p).map_err(de::Error::custom);
+        }
         let idx = idx.unwrap_or_default();
         let val = val.unwrap_or_default();
         sparse_checked(n, idx, val).map_err(de::Error::custom)
@@ -242,6 +272,21 @@ mod tests {
         assert_eq!(serde_json::to_string(&full).unwrap(), "[1,2,3,4,5]");
         assert_eq!(Column::zeros(3), Column::Dense(vec![0, 0, 0]));
         assert_eq!(Column::zeros(3).sum(), 0);
+    }
+
+    #[test]
+    fn long_busy_columns_are_packed() {
+        let v: Vec<u64> = (0..1000u64)
+            .map(|i| 180_000_000_000_000 + i * 7919)
+            .collect();
+        let c = Column::Dense(v);
+        let s = serde_json::to_string(&c).unwrap();
+        assert!(s.starts_with(r#"{"n":1000,"p":""#), "{}", &s[..40]);
+        let dense: usize = c.iter().map(|x| digits(x) + 1).sum();
+        assert!(s.len() * 10 < dense * 7, "{} vs {dense}", s.len());
+        assert_eq!(serde_json::from_str::<Column>(&s).unwrap(), c);
+        let e = serde_json::from_str::<Column>(r#"{"n":3,"p":"AA","i":[]}"#).unwrap_err();
+        assert!(e.to_string().contains("either packed"));
     }
 
     #[test]

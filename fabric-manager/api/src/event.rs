@@ -81,10 +81,13 @@ pub enum EventKind {
         /// Links whose state change caused it.
         #[serde(default, with = "ids::links")]
         links: Vec<LinkId>,
-        /// Switches whose tables changed (node indices).
-        switches_changed: Vec<u32>,
-        /// Host pairs with no route left after it.
-        unreachable_pairs: u64,
+        /// Switches whose tables changed (node indices); absent when the source did not
+        /// work it out (too large a fabric to compare tables on the event path).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        switches_changed: Option<Vec<u32>>,
+        /// Host pairs with no route left after it; absent when not counted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unreachable_pairs: Option<u64>,
         /// From the event (the failure) to routes repaired, ns.
         repaired_ns: u64,
     },

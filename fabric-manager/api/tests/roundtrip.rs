@@ -60,6 +60,20 @@ proptest! {
     }
 
     #[test]
+    fn long_columns_round_trip_in_every_form(c in (0usize..1500).prop_flat_map(column)) {
+        let s = serde_json::to_string(&c).unwrap();
+        prop_assert_eq!(serde_json::from_str::<Column>(&s).unwrap(), c);
+    }
+
+    #[test]
+    fn arbitrary_packed_payloads_never_panic(n in any::<u32>(), p in "[A-Za-z0-9+/!]{0,64}") {
+        let json = format!(r#"{{"n":{n},"p":"{p}"}}"#);
+        if let Ok(c) = serde_json::from_str::<Column>(&json) {
+            prop_assert_eq!(c.len(), n as usize);
+        }
+    }
+
+    #[test]
     fn events_round_trip(e in event()) {
         let line = Frame::Event(e.clone()).to_json_line();
         prop_assert_eq!(Frame::from_json_line(line.as_bytes()).unwrap(), Frame::Event(e));

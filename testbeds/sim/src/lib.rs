@@ -29,5 +29,5 @@ pub mod results;
 pub mod summary;
 
 pub use config::{CcChoice, LbScheme, SimConfig};
-pub use engine::{Progress, Sim, SimError};
+pub use engine::{Progress, RunState, Sim, SimError};
 pub use results::SimResults;

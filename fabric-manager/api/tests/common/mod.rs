@@ -76,12 +76,12 @@ pub fn counters(n: usize) -> impl Strategy<Value = PortCounters> {
 pub fn gauges(n: usize) -> impl Strategy<Value = PortGauges> {
     (
         prio_map(n),
-        proptest::collection::btree_set(0..n as u32, 0..4),
+        proptest::collection::btree_set(0..(n as u32).max(1), 0..4),
         opt_col(n),
     )
-        .prop_map(|(queue_bytes, down, speed_bps)| PortGauges {
+        .prop_map(move |(queue_bytes, down, speed_bps)| PortGauges {
             queue_bytes,
-            oper_down: down.into_iter().collect(),
+            oper_down: down.into_iter().filter(|&p| (p as usize) < n).collect(),
             speed_bps,
         })
 }
@@ -214,8 +214,8 @@ pub fn event_kind() -> impl Strategy<Value = EventKind> {
         }),
         (
             vec(any::<u32>(), 0..4),
-            vec(any::<u32>(), 0..6),
-            any::<u64>(),
+            proptest::option::of(vec(any::<u32>(), 0..6)),
+            any::<Option<u64>>(),
             any::<u64>()
         )
             .prop_map(|(l, s, u, r)| {
