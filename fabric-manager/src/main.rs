@@ -7,10 +7,12 @@ mod cmd_export;
 mod cmd_plan;
 mod cmd_routes;
 mod cmd_sim;
+mod cmd_status;
 mod cmd_testbed;
 mod cmd_topo;
 mod common;
 mod record;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -43,6 +45,10 @@ enum Command {
         #[command(subcommand)]
         command: cmd_plan::Command,
     },
+    /// Run the daemon: own a fabric, serve its telemetry (HTTP API, stream, Prometheus).
+    Serve(Box<serve::Args>),
+    /// Ask a running daemon for a summary.
+    Status(cmd_status::Args),
     /// Real veth testbeds in network namespaces (root required).
     Testbed {
         #[command(subcommand)]
@@ -92,5 +98,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sim(a) => cmd_sim::run(a),
         Command::Plan { command } => cmd_plan::run(command),
         Command::Testbed { command } => cmd_testbed::run(command),
+        Command::Serve(a) => serve::main(*a),
+        Command::Status(a) => cmd_status::run(a),
     }
 }
