@@ -46,7 +46,10 @@ fn frame(payload: usize) -> Vec<u8> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let frames: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let frames: u64 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
     let payload: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1024);
     let mut sw = Switch::new(SwitchConfig {
         port_macs: vec![[2, 0, 0, 0, 1, 0], [2, 0, 0, 0, 1, 1]],
