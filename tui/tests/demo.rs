@@ -16,6 +16,7 @@ fn cfg() -> DemoConfig {
         preset: "fat-tree-k4".into(),
         fail_at: Duration::micros(200),
         repair_at: Duration::micros(600),
+        cycle: Duration::millis(1),
         ..DemoConfig::default()
     }
 }
