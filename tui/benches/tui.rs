@@ -199,7 +199,7 @@ fn aggregate() {
         }
         v.remove(0);
         v.sort();
-        println!("| {name} | {:.2?} |", v[v.len() / 2]);
+        println!("| {name} ({} links) | {:.2?} |", f.num_links(), v[v.len() / 2]);
     }
 }
 
@@ -245,7 +245,27 @@ fn hour() {
     std::fs::remove_file(&path).ok();
 }
 
+/// Write a recording of `secs` seconds at 10 Hz on a fat-tree k=24 (10,368 links), for
+/// the CPU measurement of the real binary (docs/tui.md).
+fn record(path: &str, secs: u64) {
+    let f = topo::generators::fat_tree(24, topo::Rate::gbps(400)).unwrap();
+    let info = FabricInfo::from_topo(&f, 8);
+    let mut rec = Recorder::new(std::path::Path::new(path));
+    rec.frame(&Frame::Fabric(info.clone())).unwrap();
+    let mut g = Gen::new(&info, 100_000_000);
+    for _ in 0..secs * 10 {
+        rec.frame(&Frame::Snapshot(g.next(&info))).unwrap();
+    }
+    rec.finish().unwrap();
+    println!("wrote {path}: {} links, {secs} s at 10 Hz", f.num_links());
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "record") {
+        let secs = args.get(i + 2).and_then(|s| s.parse().ok()).unwrap_or(60);
+        return record(&args[i + 1], secs);
+    }
     let which: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
