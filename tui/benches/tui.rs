@@ -199,7 +199,11 @@ fn aggregate() {
         }
         v.remove(0);
         v.sort();
-        println!("| {name} ({} links) | {:.2?} |", f.num_links(), v[v.len() / 2]);
+        println!(
+            "| {name} ({} links) | {:.2?} |",
+            f.num_links(),
+            v[v.len() / 2]
+        );
     }
 }
 
