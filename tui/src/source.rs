@@ -90,6 +90,17 @@ pub struct Replay {
     view: FabricView,
     start_ns: u64,
     end_ns: u64,
+    simulated: bool,
+}
+
+/// The clock of the first snapshot.
+fn first_clock(r: &mut Reader<BufReader<File>>) -> Option<fabric_api::Clock> {
+    while let Ok(Some(f)) = r.next_frame() {
+        if let Frame::Snapshot(s) = f {
+            return Some(s.time.clock);
+        }
+    }
+    None
 }
 
 impl Replay {
@@ -100,7 +111,13 @@ impl Replay {
             path: p.clone(),
             source,
         })?;
-        let reader = Reader::open(BufReader::new(file))
+        let mut reader = Reader::open(BufReader::new(file)).map_err(|source| Error::Recording {
+            path: p.clone(),
+            source,
+        })?;
+        let simulated = first_clock(&mut reader) == Some(fabric_api::Clock::Virtual);
+        reader
+            .rewind()
             .map_err(|source| Error::Recording { path: p, source })?;
         let (agg, view) = Aggregator::new(reader.fabric().clone());
         let start_ns = reader.index().first().map_or(0, |e| e.t_ns);
@@ -115,7 +132,13 @@ impl Replay {
             view,
             start_ns,
             end_ns,
+            simulated,
         })
+    }
+
+    /// Does the recording run on a simulator's virtual clock?
+    pub fn simulated(&self) -> bool {
+        self.simulated
     }
 
     /// The fabric it shows.
@@ -166,7 +189,7 @@ impl Replay {
                             continue;
                         }
                         Ok(Control::Ui(Request::Speed(f))) => {
-                            speed = (speed * f).clamp(1.0 / 64.0, 1024.0);
+                            speed = (speed * f).clamp(1e-6, 1024.0);
                             continue;
                         }
                         _ => return,
@@ -196,7 +219,7 @@ impl Replay {
                         Err(RecvTimeoutError::Timeout) => break,
                         Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => return,
                         Ok(Control::Ui(Request::Speed(f))) => {
-                            speed = (speed * f).clamp(1.0 / 64.0, 1024.0);
+                            speed = (speed * f).clamp(1e-6, 1024.0);
                             (base_wall, base_t) = (Instant::now(), cur);
                             let _ = tx.send(self.status(cur, speed, false));
                         }
