@@ -75,6 +75,8 @@ pub struct Aggregator {
     info: FabricInfo,
     map: PortMap,
     prev: Option<Snapshot>,
+    /// When each link now down went down (ns), to say how long a repair took.
+    down_since: std::collections::HashMap<u32, u64>,
 }
 
 impl Aggregator {
@@ -86,6 +88,7 @@ impl Aggregator {
                 info,
                 map,
                 prev: None,
+                down_since: Default::default(),
             },
             view,
         )
@@ -116,7 +119,22 @@ impl Aggregator {
                 .collect(),
             // Finished flows are in the flows view; as events they would bury the rest.
             Frame::Event(e) if matches!(e.what, EventKind::FlowFinished { .. }) => Vec::new(),
-            Frame::Event(e) => vec![Msg::Event(event_row(&e, view, &self.info))],
+            Frame::Event(e) => {
+                let mut row = event_row(&e, view, &self.info);
+                match e.what {
+                    EventKind::LinkDown { link, .. } => {
+                        self.down_since.insert(link.0, e.time.ns);
+                    }
+                    EventKind::LinkUp { link, .. } => {
+                        if let Some(t) = self.down_since.remove(&link.0) {
+                            row.text +=
+                                &format!(", down for {}", duration(e.time.ns.saturating_sub(t)));
+                        }
+                    }
+                    _ => {}
+                }
+                vec![Msg::Event(row)]
+            }
         }
     }
 

@@ -97,7 +97,8 @@ pub fn rows(
     let rate = |id: u32| rates.get(id as usize).unwrap_or(&idle);
     let keep = |id: u32| keeps(fabric, rates, q, id);
     let unfiltered = q.filter.is_none() && !q.faults_only;
-    if unfiltered && q.sort == SortKey::Util && !q.ascending && by_util.len() == fabric.links.len() {
+    if unfiltered && q.sort == SortKey::Util && !q.ascending && by_util.len() == fabric.links.len()
+    {
         return by_util.to_vec();
     }
     // With a filter, one pass in link order (memory order, no cache misses), then sort
