@@ -8,6 +8,20 @@
 use cc_algos::{Bytes, Duration, Rate};
 use serde::{Deserialize, Deserializer, Serialize};
 
+/// The largest size a scenario may give (a flow, a buffer, a threshold): 1 TiB. Larger
+/// flows would take hours of simulated time and overflow per-flow packet counters
+/// (2³² packets of 4 KiB is ~17.6 TB).
+pub const MAX_SIZE: Bytes = Bytes(1 << 40);
+
+/// The largest time a scenario may give (a start, a duration, a period): one hour of
+/// virtual time, far beyond any packet-level run, and far from the u64-picosecond
+/// limit (~213 days) that sums of times must stay under.
+pub const MAX_TIME: Duration = Duration::picos(3_600 * 1_000_000_000_000);
+
+/// The largest host index a host set may name: 2²⁴ − 1 (16.7 M hosts, well above a
+/// 100k-GPU fabric), so that no host set can ask for an unbounded allocation.
+pub const MAX_HOST_INDEX: u32 = (1 << 24) - 1;
+
 fn split_number(s: &str) -> Result<(f64, &str), String> {
     let s = s.trim();
     let end = s
@@ -45,10 +59,26 @@ pub fn parse_size(s: &str) -> Result<Bytes, String> {
         }
     };
     let b = v * mult;
+    if !b.is_finite() || b > MAX_SIZE.0 as f64 {
+        return Err(format!(
+            "`{s}` is larger than the largest size a scenario may give, 1 TiB ({} B)",
+            MAX_SIZE.0
+        ));
+    }
     if b.fract() != 0.0 {
         return Err(format!("`{s}` is not a whole number of bytes"));
     }
     Ok(Bytes(b as u64))
+}
+
+fn size_in_range(n: u64) -> Result<Bytes, String> {
+    if n > MAX_SIZE.0 {
+        return Err(format!(
+            "size {n} B is larger than the largest size a scenario may give, 1 TiB ({} B)",
+            MAX_SIZE.0
+        ));
+    }
+    Ok(Bytes(n))
 }
 
 /// Parse a time: `"0"`, `"500ns"`, `"10us"` (or `µs`), `"1.5ms"`, `"2s"`, `"100ps"`.
@@ -72,7 +102,13 @@ pub fn parse_time(s: &str) -> Result<Duration, String> {
             ));
         }
     };
-    Ok(Duration::picos((v * ps_per).round() as u64))
+    let ps = (v * ps_per).round();
+    if !ps.is_finite() || ps > MAX_TIME.as_picos() as f64 {
+        return Err(format!(
+            "`{s}` is longer than the longest time a scenario may give, 3600s (one hour of virtual time)"
+        ));
+    }
+    Ok(Duration::picos(ps as u64))
 }
 
 /// Parse a rate: `"100Gbps"`, `"400G"`, `"25Gb/s"`, `"800Mbps"`.
@@ -104,7 +140,7 @@ enum NumOrStr {
 /// Serde adapter: a size given as an integer (bytes) or a string with a unit.
 pub fn de_size<'de, D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
     match NumOrStr::deserialize(d)? {
-        NumOrStr::Num(n) => Ok(Bytes(n)),
+        NumOrStr::Num(n) => size_in_range(n).map_err(serde::de::Error::custom),
         NumOrStr::Float(f) => Err(serde::de::Error::custom(format!(
             "size {f} must be a whole number of bytes or a string such as \"2MB\""
         ))),
@@ -162,15 +198,26 @@ impl HostSet {
             return Ok(HostSet::All);
         }
         let num = |x: &str| -> Result<u32, String> {
-            x.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("`{s}`: `{x}` is not a host index"))
+            let x = x.trim();
+            if x.is_empty() {
+                return Err(format!(
+                    "`{s}`: a range needs both ends, e.g. \"0..16\" or \"0..=15\""
+                ));
+            }
+            match x.parse::<u64>() {
+                Ok(h) if h <= MAX_HOST_INDEX as u64 => Ok(h as u32),
+                Ok(h) => Err(format!(
+                    "`{s}`: host index {h} is larger than the largest allowed, {MAX_HOST_INDEX}"
+                )),
+                Err(_) => Err(format!("`{s}`: `{x}` is not a host index")),
+            }
         };
         if let Some((a, b)) = s.split_once("..=") {
             let (a, b) = (num(a)?, num(b)?);
             if b < a {
                 return Err(format!("`{s}`: empty range"));
             }
+            // b ≤ MAX_HOST_INDEX < u32::MAX: no overflow.
             return Ok(HostSet::Range(a, b + 1));
         }
         if let Some((a, b)) = s.split_once("..") {
@@ -187,6 +234,17 @@ impl HostSet {
 
     /// The member hosts of a fabric with `n` hosts; an index ≥ `n` is an error.
     pub fn resolve(&self, n: u32) -> Result<Vec<u32>, String> {
+        // Check the bounds before anything is allocated.
+        let largest = match self {
+            HostSet::All => None,
+            HostSet::Range(_, b) => Some(b.saturating_sub(1)),
+            HostSet::List(l) => l.iter().copied().find(|&h| h >= n),
+        };
+        if let Some(bad) = largest.filter(|&h| h >= n) {
+            return Err(format!(
+                "host {bad} does not exist: the fabric has {n} hosts (0..{n})"
+            ));
+        }
         let v: Vec<u32> = match self {
             HostSet::All => (0..n).collect(),
             HostSet::Range(a, b) => (*a..*b).collect(),
@@ -265,6 +323,30 @@ mod tests {
     }
 
     #[test]
+    fn huge_quantities_get_an_error_that_names_the_limit() {
+        let e = parse_time("20000000s").unwrap_err();
+        assert!(e.contains("3600s"), "{e}");
+        let e = parse_size("20TB").unwrap_err();
+        assert!(e.contains("1 TiB"), "{e}");
+        assert_eq!(parse_size("1TB").unwrap(), Bytes(1_000_000_000_000));
+        let e = HostSet::parse("..=4294967295").unwrap_err();
+        assert!(e.contains("both ends"), "{e}");
+        let e = HostSet::parse("0..=4294967295").unwrap_err();
+        assert!(e.contains("largest allowed"), "{e}");
+        let e = HostSet::parse("0..1000000000").unwrap_err();
+        assert!(e.contains("largest allowed, 16777215"), "{e}");
+        // Checked before anything is allocated.
+        let e = HostSet::parse("0..10000000")
+            .unwrap()
+            .resolve(16)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "host 9999999 does not exist: the fabric has 16 hosts (0..16)"
+        );
+    }
+
+    #[test]
     fn host_sets() {
         assert_eq!(
             HostSet::parse("0..4").unwrap().resolve(8).unwrap(),
@@ -299,6 +381,32 @@ mod tests {
         #[test]
         fn time_ns_roundtrip(n in 0u64..1_000_000_000) {
             prop_assert_eq!(parse_time(&format!("{n}ns")).unwrap(), Duration::nanos(n));
+        }
+
+        #[test]
+        fn unbounded_quantities_are_in_range_or_refused(
+            n in any::<u64>(),
+            frac in 0u32..1000,
+            unit in prop::sample::select(vec!["", "B", "KB", "MB", "GB", "TB", "GiB", "ps", "ns", "us", "ms", "s"]),
+        ) {
+            for text in [format!("{n}{unit}"), format!("{n}.{frac}{unit}")] {
+                if let Ok(b) = parse_size(&text) {
+                    prop_assert!(b <= MAX_SIZE, "{text} -> {b:?}");
+                }
+                if let Ok(t) = parse_time(&text) {
+                    prop_assert!(t <= MAX_TIME, "{text} -> {t:?}");
+                }
+            }
+        }
+
+        #[test]
+        fn host_sets_never_allocate_beyond_the_fabric(a in any::<u64>(), b in any::<u64>(), n in 0u32..4096) {
+            for text in [format!("{a}..{b}"), format!("{a}..={b}"), format!("..={b}"), a.to_string()] {
+                if let Ok(v) = HostSet::parse(&text).and_then(|set| set.resolve(n)) {
+                    prop_assert!(v.len() <= n as usize);
+                    prop_assert!(v.iter().all(|&h| h < n));
+                }
+            }
         }
 
         #[test]

@@ -26,6 +26,7 @@
 pub mod config;
 pub mod engine;
 pub mod net;
+pub mod outcome;
 pub mod pacing;
 pub mod plots;
 pub mod queue;
