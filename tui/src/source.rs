@@ -1,5 +1,5 @@
 //! Data sources, each on its own thread, sending [`Msg`]s to the UI: a recording played
-//! back ([`replay`]), the daemon's stream ([`connect`]); any live source can also write
+//! back ([`Replay`]), the daemon's stream ([`connect`]); any live source can also write
 //! what it receives to a recording ([`Recorder`]).
 
 use crate::app::{Msg, Request, SourceStatus};
