@@ -42,15 +42,15 @@ impl Recorder {
     /// Record one frame (the first fabric map opens the file).
     pub fn frame(&mut self, f: &Frame) -> Result<()> {
         let path = self.path.display().to_string();
-        let rec = |source| Error::Recording {
+        let rec = |error| Error::Recording {
             path: path.clone(),
-            source,
+            error,
         };
         match (f, &mut self.w) {
             (Frame::Fabric(info), None) => {
-                let file = File::create(&self.path).map_err(|source| Error::Io {
+                let file = File::create(&self.path).map_err(|error| Error::Io {
                     path: path.clone(),
-                    source,
+                    error,
                 })?;
                 self.w = Some(Writer::new(BufWriter::new(file), info).map_err(rec)?);
             }
@@ -64,9 +64,9 @@ impl Recorder {
     /// Write the index and close the file.
     pub fn finish(self) -> Result<()> {
         if let Some(w) = self.w {
-            w.finish().map_err(|source| Error::Recording {
+            w.finish().map_err(|error| Error::Recording {
                 path: self.path.display().to_string(),
-                source,
+                error,
             })?;
         }
         Ok(())
@@ -107,18 +107,18 @@ impl Replay {
     /// Open `path` (a clear error for a missing, foreign, truncated or corrupt file).
     pub fn open(path: &Path) -> Result<Replay> {
         let p = path.display().to_string();
-        let file = File::open(path).map_err(|source| Error::Io {
+        let file = File::open(path).map_err(|error| Error::Io {
             path: p.clone(),
-            source,
+            error,
         })?;
-        let mut reader = Reader::open(BufReader::new(file)).map_err(|source| Error::Recording {
+        let mut reader = Reader::open(BufReader::new(file)).map_err(|error| Error::Recording {
             path: p.clone(),
-            source,
+            error,
         })?;
         let simulated = first_clock(&mut reader) == Some(fabric_api::Clock::Virtual);
         reader
             .rewind()
-            .map_err(|source| Error::Recording { path: p, source })?;
+            .map_err(|error| Error::Recording { path: p, error })?;
         let (agg, view) = Aggregator::new(reader.fabric().clone());
         let start_ns = reader.index().first().map_or(0, |e| e.t_ns);
         let end_ns = reader.index().last().map_or(0, |e| e.t_ns);
@@ -148,9 +148,9 @@ impl Replay {
 
     /// Every message the recording produces, in order, unpaced (tests and benchmarks).
     pub fn all_messages(&mut self) -> Result<Vec<Msg>> {
-        let rec = |source| Error::Recording {
+        let rec = |error| Error::Recording {
             path: self.name.clone(),
-            source,
+            error,
         };
         self.reader.rewind().map_err(rec)?;
         self.agg.reset();

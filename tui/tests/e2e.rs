@@ -123,6 +123,15 @@ fn replay_in_tmux() {
     s.keys(&["?"]);
     s.wait_for("help — ? or Esc to close");
     s.keys(&["Escape"]);
+    // a key right after ESC would read as Alt+key: wait until the help is gone
+    let t = Instant::now();
+    while s.screen().contains("help — ? or Esc to close") {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "Esc did not close the help"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     s.keys(&["Space"]);
     s.wait_for("FROZEN");
     s.keys(&["q"]);
