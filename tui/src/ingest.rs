@@ -208,8 +208,22 @@ fn flow_row(f: &fabric_api::FlowSample, v: &FabricView) -> FlowRow {
     }
 }
 
+type Described = (Severity, String, Option<u32>);
+
 /// One line describing an event.
 pub fn event_row(e: &Event, v: &FabricView, info: &FabricInfo) -> EventRow {
+    let (severity, text, link) =
+        link_event(&e.what, v).unwrap_or_else(|| other_event(&e.what, v, info));
+    EventRow {
+        at_ns: e.time.ns,
+        severity,
+        text,
+        link,
+    }
+}
+
+/// Links and switches going down and up, and reroutes.
+fn link_event(what: &EventKind, v: &FabricView) -> Option<Described> {
     let link = |l: topo::LinkId| {
         if (l.0 as usize) < v.links.len() {
             v.link_name(l.0)
@@ -217,13 +231,7 @@ pub fn event_row(e: &Event, v: &FabricView, info: &FabricInfo) -> EventRow {
             format!("link {}", l.0)
         }
     };
-    let port = |p: u32| {
-        let Some(pi) = info.ports.get(p as usize) else {
-            return format!("port {p}");
-        };
-        format!("{}:{}", v.node_name(pi.node), pi.port)
-    };
-    let (severity, text, l) = match &e.what {
+    Some(match what {
         EventKind::LinkDown {
             link: l,
             detected_by,
@@ -277,6 +285,19 @@ pub fn event_row(e: &Event, v: &FabricView, info: &FabricInfo) -> EventRow {
                 links.first().map(|l| l.0),
             )
         }
+        _ => return None,
+    })
+}
+
+/// PFC storms, deadlocks, flows, miswiring and kinds this reader does not know.
+fn other_event(what: &EventKind, v: &FabricView, info: &FabricInfo) -> Described {
+    let port = |p: u32| {
+        let Some(pi) = info.ports.get(p as usize) else {
+            return format!("port {p}");
+        };
+        format!("{}:{}", v.node_name(pi.node), pi.port)
+    };
+    match what {
         EventKind::PfcStorm { port: p, priority } => (
             Severity::Bad,
             format!("PFC storm at {} priority {priority}", port(*p)),
@@ -337,12 +358,6 @@ pub fn event_row(e: &Event, v: &FabricView, info: &FabricInfo) -> EventRow {
             None,
         ),
         other => (Severity::Warn, format!("event {other:?}"), None),
-    };
-    EventRow {
-        at_ns: e.time.ns,
-        severity,
-        text,
-        link: l,
     }
 }
 
