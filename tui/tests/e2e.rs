@@ -238,3 +238,31 @@ fn connect_to_fabric_serve_in_tmux() {
     s.wait_for("● LIVE fabric serve");
     s.keys(&["q"]);
 }
+
+#[test]
+fn demo_in_tmux() {
+    let bin = env!("CARGO_BIN_EXE_fabric-tui");
+    let Some(s) = Session::start("demo", &format!("{bin} --preset fat-tree-k4"), 120, 36) else {
+        return;
+    };
+    let screen = s.wait_for("host–leaf p99");
+    assert!(
+        screen.contains("● LIVE demo fat-tree-k4 (simulated, 1 s = 200.0µs)"),
+        "{screen}"
+    );
+    assert!(screen.contains("plane 0 — pod × core"), "{screen}");
+    assert!(screen.contains("✔ LOSSLESS"), "{screen}");
+    s.keys(&["Tab", "Tab"]);
+    let screen = s.wait_for("flows:");
+    assert!(screen.contains("host0-nic0 → host1-nic0"), "{screen}");
+    s.keys(&["q"]);
+    let t = Instant::now();
+    while s.screen().contains("fabric-tui") {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "still running after q:\n{}",
+            s.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
