@@ -59,6 +59,10 @@ pub struct ResilienceArgs {
     /// Scale-up (NVLink) bandwidth per GPU, one direction, Gb/s (H100 NVLink 4: 3600).
     #[arg(long, default_value_t = 3600.0)]
     pub scale_up_gbps: f64,
+    /// Parallel connections per rail-ring edge (NCCL channels per NIC), each hashed on its
+    /// own (an assumption: NCCL typically runs several channels per NIC).
+    #[arg(long, default_value_t = 4)]
+    pub channels: u32,
     /// Price list for the cost per GPU (TOML, as `fabric topo compare --prices`).
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
@@ -132,6 +136,7 @@ fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
         checkpoint_hours: a.checkpoint_hours,
         restart_minutes: a.restart_minutes,
         scale_up_gbps: a.scale_up_gbps,
+        channels: a.channels,
         rates,
     };
     cfg.validate()?;
@@ -302,12 +307,13 @@ const ROWS: &[(&str, Cell)] = &[
 pub fn render_table(r: &RunResult) -> String {
     let c = &r.config;
     let mut out = format!(
-        "{}-GPU job, {} days × {} trials (seed {}, {:?}), checkpoint every {} h, restart {} min{}\n",
+        "{}-GPU job, {} days × {} trials (seed {}, {:?}, {} channels per ring edge), checkpoint every {} h, restart {} min{}\n",
         c.job_gpus,
         c.days,
         c.trials,
         c.seed,
         c.lb,
+        c.channels,
         c.checkpoint_hours,
         c.restart_minutes,
         if r.shard_count > 1 {
@@ -461,6 +467,7 @@ mod tests {
             checkpoint_hours: 1.0,
             restart_minutes: 10.0,
             scale_up_gbps: 3600.0,
+            channels: 2,
             prices: None,
             json: Some(dir.join(out)),
             plot: None,
