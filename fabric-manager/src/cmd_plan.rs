@@ -544,6 +544,40 @@ mod tests {
     }
 
     #[test]
+    fn bad_parameters_get_clear_errors() {
+        let dir = std::env::temp_dir();
+        let check = |f: &dyn Fn(&mut ResilienceArgs), want: &str| {
+            let mut a = args(&dir, None, "unused.json");
+            a.rates = None;
+            f(&mut a);
+            let e = format!("{:#}", resilience(a).unwrap_err());
+            assert!(e.contains(want), "{e}");
+        };
+        check(
+            &|a| a.lb = "ecmpp".into(),
+            "--lb ecmpp: expected ecmp, spray or adaptive",
+        );
+        check(
+            &|a| a.days = 0.0,
+            "days: 0 is not a horizon above 0 and at most 3650 days",
+        );
+        check(&|a| a.trials = 0, "trials: 0 is not from 1 to 1,000,000");
+        check(&|a| a.channels = 0, "channels: 0: expected 1 to 64");
+        check(
+            &|a| a.designs = vec!["nope".into()],
+            "design nope: unknown preset `nope`",
+        );
+        check(
+            &|a| a.rates = Some("/no/such/rates.toml".into()),
+            "cannot read rates file /no/such/rates.toml",
+        );
+        check(
+            &|a| a.shard = Some("2/2".into()),
+            "--shard 2/2: expected i/N",
+        );
+    }
+
+    #[test]
     fn shard_syntax() {
         assert_eq!(parse_shard("3/16").unwrap(), (3, 16));
         for bad in ["16/16", "1", "a/2", "0/0", "-1/2"] {

@@ -765,6 +765,23 @@ pub fn merge(parts: &[RunResult]) -> Result<RunResult> {
     let Some(first) = parts.first() else {
         return Err(Error::Merge("no results given".into()));
     };
+    for p in parts {
+        for d in &p.designs {
+            if d.aggregate.hist_hours.len() != HIST_BINS {
+                return Err(Error::Merge(format!(
+                    "design {}: {} histogram bins, expected {HIST_BINS}",
+                    d.design,
+                    d.aggregate.hist_hours.len()
+                )));
+            }
+        }
+        if p.shards.iter().any(|&s| s >= p.shard_count) {
+            return Err(Error::Merge(format!(
+                "shards {:?} are not all below the shard count {}",
+                p.shards, p.shard_count
+            )));
+        }
+    }
     let mut out = first.clone();
     for p in &parts[1..] {
         if p.config != first.config {
