@@ -521,8 +521,12 @@ pub struct Workplan {
 }
 
 impl Scenario {
-    /// Read a scenario file (TOML).
+    /// Read a scenario file, by its extension: an htsim connection matrix (`.cm`, see
+    /// [`Scenario::from_connection_matrix`]) or TOML (anything else).
     pub fn from_file(path: &Path) -> Result<Scenario> {
+        if path.extension().is_some_and(|e| e == "cm") {
+            return Scenario::from_connection_matrix(path);
+        }
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
             file: file.clone(),
@@ -531,6 +535,39 @@ impl Scenario {
         let mut s = Scenario::from_toml_str(&text, &file)?;
         s.base_dir = path.parent().map(Path::to_path_buf);
         Ok(s)
+    }
+
+    /// A scenario of one workload: the connections of an htsim connection matrix
+    /// (checked now, so a malformed matrix is reported before any fabric is built).
+    pub fn from_connection_matrix(path: &Path) -> Result<Scenario> {
+        cm::ConnectionMatrix::from_file(path)?;
+        let origin = path.display().to_string();
+        Ok(Scenario {
+            name: path.file_stem().map(|s| s.to_string_lossy().into_owned()),
+            workloads: vec![Workload::ConnectionMatrix {
+                name: None,
+                file: path.to_path_buf(),
+                priority: 0,
+            }],
+            origin,
+            ..Scenario::default()
+        })
+    }
+
+    /// Whether a workload names `all` hosts (so the scenario has no size of its own: a
+    /// driver that builds one namespace per host must be told how many).
+    pub fn uses_every_host(&self) -> bool {
+        self.workloads.iter().any(|w| match w {
+            Workload::Incast { senders: s, .. }
+            | Workload::Fairness { senders: s, .. }
+            | Workload::Victim { senders: s, .. } => *s == HostSet::All,
+            Workload::Permutation { hosts: h, .. }
+            | Workload::AllToAll { hosts: h, .. }
+            | Workload::RingAllreduce { hosts: h, .. }
+            | Workload::TreeAllreduce { hosts: h, .. }
+            | Workload::Poisson { hosts: h, .. } => *h == HostSet::All,
+            Workload::Flows { .. } | Workload::ConnectionMatrix { .. } => false,
+        })
     }
 
     /// Parse scenario text; `origin` names it in error messages.
@@ -1382,6 +1419,42 @@ mod tests {
         assert_eq!(p.flows.len(), 12);
         // Every flow's dependencies are earlier flows: the plan is acyclic.
         assert!(p.flows.iter().all(|f| f.after.iter().all(|&a| a < f.id)));
+    }
+
+    #[test]
+    fn a_scenario_over_all_hosts_says_so() {
+        let all = parse("[[workload]]\nkind = \"permutation\"\nsize = \"1KB\"\n").unwrap();
+        assert!(all.uses_every_host());
+        let some = parse(
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"1KB\"\n",
+        )
+        .unwrap();
+        assert!(!some.uses_every_host());
+    }
+
+    #[test]
+    fn a_connection_matrix_file_is_a_scenario_by_its_extension() {
+        let dir = std::env::temp_dir().join(format!("scenario-cm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("two.cm");
+        std::fs::write(
+            &p,
+            "Nodes 4\nConnections 2\n0->1 id 1 start 0 size 1000\n2->3 id 2 start 0 size 2000\n",
+        )
+        .unwrap();
+        let plan = Scenario::from_file(&p).unwrap().compile(&ctx(4)).unwrap();
+        assert_eq!(plan.flows.len(), 2);
+        assert_eq!(plan.flows[1].size, Some(Bytes(2000)));
+        let e = Scenario::from_file(&p)
+            .unwrap()
+            .compile(&ctx(2))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("declares 4 nodes but the fabric has 2 hosts"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

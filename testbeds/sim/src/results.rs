@@ -127,6 +127,8 @@ pub struct Totals {
     pub reroutes: u64,
     /// Largest queue anywhere, bytes.
     pub max_queue: u64,
+    /// Times a repeating workload started again.
+    pub workload_repeats: u64,
 }
 
 /// FCT statistics over finished sized flows.
@@ -203,9 +205,22 @@ pub struct DeadlockReport {
     pub stuck_bytes: u64,
 }
 
+/// Which port a column of [`Series::util`] and [`Series::queue`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SeriesPort {
+    /// The transmitting switch (node id; for a `topo` fabric its `NodeId`).
+    pub node: u32,
+    /// Its local port number.
+    pub port: u16,
+    /// The link (for a `topo` fabric its `LinkId`; else links numbered by lower port).
+    pub link: u32,
+}
+
 /// Sampled time series.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Series {
+    /// Column `k` of every `util` and `queue` row is the port `ports[k]`.
+    pub ports: Vec<SeriesPort>,
     /// Sample times, µs.
     pub t_us: Vec<f64>,
     /// Jain's index over active flows' rates at each sample.

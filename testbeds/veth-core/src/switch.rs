@@ -85,10 +85,14 @@ pub struct PortCounters {
     pub trims: u64,
     /// PFC pause frames sent (XOFF and refreshes) by this port.
     pub pauses_sent: u64,
+    /// `pauses_sent` per priority.
+    pub pauses_sent_by_priority: [u64; 8],
     /// PFC resume frames (zero quanta) sent by this port.
     pub resumes_sent: u64,
     /// PFC frames received on this port.
     pub pfc_received: u64,
+    /// PAUSE frames received per priority (a frame pausing several counts for each).
+    pub pfc_received_by_priority: [u64; 8],
     /// Headroom used: the largest ingress occupancy of one priority above its XOFF
     /// threshold, i.e. the bytes that kept arriving on this port after it had asked its
     /// peer to pause. A real switch must reserve this much per port and priority to
@@ -203,6 +207,7 @@ impl Switch {
             p.c.resumes_sent += 1;
         } else {
             p.c.pauses_sent += 1;
+            p.c.pauses_sent_by_priority[f.priority as usize & 7] += 1;
         }
         let frame = pfc::Repr::single(f.priority, f.quanta).to_frame(self.cfg.port_macs[port]);
         p.control.push_back(frame.to_vec());
@@ -225,6 +230,9 @@ impl Switch {
                     let port = &mut self.ports[in_port];
                     port.c.pfc_received += 1;
                     for prio in 0..PRIORITIES {
+                        if r.class_enable & (1 << prio) != 0 && r.quanta[prio] > 0 {
+                            port.c.pfc_received_by_priority[prio] += 1;
+                        }
                         if r.class_enable & (1 << prio) != 0 {
                             port.pfc_out.on_frame(
                                 now,
@@ -579,6 +587,10 @@ mod tests {
             Some(pfc::Repr::single(3, 0xffff))
         );
         assert_eq!(s.counters(0).pauses_sent, 1);
+        assert_eq!(
+            s.counters(0).pauses_sent_by_priority,
+            [0, 0, 0, 1, 0, 0, 0, 0]
+        );
         // Headroom: the 5th frame crossed XOFF, the 6th still arrived after the pause.
         let len = data_frame(Ipv4Addr::new(10, 0, 0, 3), 1000, Ecn::Ect0).len() as u64;
         assert!(5 * len >= 5000 && 4 * len < 5000);
@@ -614,6 +626,11 @@ mod tests {
         s.on_frame(t(2000), 1, resume.to_vec());
         assert!(s.poll_transmit(t(2001), 1).is_some());
         assert_eq!(s.counters(1).pfc_received, 2);
+        // The resume is a PFC frame but not a pause.
+        assert_eq!(
+            s.counters(1).pfc_received_by_priority,
+            [0, 0, 0, 1, 0, 0, 0, 0]
+        );
         assert_eq!(s.counters(1).paused_time, Duration::micros(2000));
     }
 
