@@ -47,7 +47,8 @@ pub struct ResilienceArgs {
     /// Failure and repair rates overriding the cited defaults (TOML; see docs/planner.md).
     #[arg(long, value_name = "FILE")]
     pub rates: Option<PathBuf>,
-    /// Load balancing of the job's flows: ecmp, spray or adaptive.
+    /// Load balancing of the job's flows: ecmp, spray (even split), entropy (spraying over
+    /// 128 hashed entropy values) or adaptive.
     #[arg(long, default_value = "ecmp")]
     pub lb: String,
     /// Checkpoint interval (hours): each interruption loses half of it on average.
@@ -126,7 +127,7 @@ fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
         }
     };
     let lb = LoadBalance::parse(&a.lb, a.seed)
-        .with_context(|| format!("--lb {}: expected ecmp, spray or adaptive", a.lb))?;
+        .with_context(|| format!("--lb {}: expected ecmp, spray, entropy or adaptive", a.lb))?;
     let cfg = PlanConfig {
         job_gpus: a.job_gpus,
         days: a.days,
@@ -555,7 +556,7 @@ mod tests {
         };
         check(
             &|a| a.lb = "ecmpp".into(),
-            "--lb ecmpp: expected ecmp, spray or adaptive",
+            "--lb ecmpp: expected ecmp, spray, entropy or adaptive",
         );
         check(
             &|a| a.days = 0.0,

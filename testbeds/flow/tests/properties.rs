@@ -127,7 +127,7 @@ proptest! {
     fn fat_tree_with_failures(
         fails in prop::collection::vec(0usize..10_000, 0..6),
         pairs in prop::collection::vec((0u32..16, 0u32..16), 1..24),
-        lb in 0u8..3,
+        lb in 0u8..4,
         seed in any::<u64>(),
     ) {
         let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
@@ -137,7 +137,12 @@ proptest! {
         let flows: Vec<Flow> = pairs.iter().enumerate()
             .map(|(i, &(a, b))| Flow { src: NodeId(a), dst: NodeId(b), id: i as u64 })
             .collect();
-        let lb = match lb { 0 => LoadBalance::Ecmp { seed }, 1 => LoadBalance::Spray, _ => LoadBalance::Adaptive { seed } };
+        let lb = match lb {
+            0 => LoadBalance::Ecmp { seed },
+            1 => LoadBalance::Spray,
+            2 => LoadBalance::Entropy { evs: 16, seed },
+            _ => LoadBalance::Adaptive { seed },
+        };
         let ps = paths::build(&f, &routes, &flows, lb);
         let cap = flow_model::eval::capacities(&f, &routes);
         // no path over a down link; every routed flow leaves its source and reaches its destination
