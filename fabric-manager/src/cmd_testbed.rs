@@ -146,6 +146,10 @@ pub struct RunArgs {
     /// queue depth per port) into this directory.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Write the run's live snapshots (one per sampling point, virtual time) into a
+    /// recording that `fabric-tui --replay` reads.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
 }
 
 fn need_root() -> anyhow::Result<()> {
@@ -574,7 +578,10 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         "scenario {} on {hosts} hosts: links {} standing for {} (time scale {}), cc {}",
         plan.name, cfg.link_rate, cfg.virtual_rate, scale.0, cfg.cc
     );
-    let r = run_workplan(&cfg, &plan)?;
+    let r = match &a.record {
+        Some(out) => crate::record::record_testbed(&cfg, &plan, out)?,
+        None => run_workplan(&cfg, &plan)?,
+    };
     println!(
         "ran {:.0} µs (virtual); drops: switch {}, kernel {}, veth {}; ECN marks {}; PFC pauses sent {}; CNPs {}; credit grants {}; max buffer {} B; max PFC headroom used {} B",
         r.duration_us,

@@ -76,6 +76,39 @@ pub fn simulate_recording(
     Ok((sim.results(), wall, rec))
 }
 
+/// Runs `plan` on the veth congestion testbed (`fabric testbed run --record FILE`),
+/// writing the star's port map and every live snapshot into `out` as they come.
+pub fn record_testbed(
+    cfg: &veth::congestion::CongestionConfig,
+    plan: &Workplan,
+    out: &Path,
+) -> anyhow::Result<veth::congestion::CongestionReport> {
+    let file = std::fs::File::create(out)
+        .with_context(|| format!("--record: cannot create {}", out.display()))?;
+    let run = veth::congestion::spawn(cfg, plan)?;
+    let mut w = Writer::new(BufWriter::new(file), run.fabric())
+        .with_context(|| format!("--record: writing {}", out.display()))?;
+    let mut written = 0u64;
+    for s in run.snapshots() {
+        if let Err(e) = w.write(&Frame::Snapshot(s)) {
+            run.stop();
+            let _ = run.join();
+            return Err(e).with_context(|| format!("--record: writing {}", out.display()));
+        }
+        written += 1;
+    }
+    let report = run.join()?;
+    let bytes = w.bytes_written();
+    w.finish()
+        .with_context(|| format!("--record: finishing {}", out.display()))?;
+    println!(
+        "recorded {written} snapshots ({:.1} MB) into {}",
+        bytes as f64 / 1e6,
+        out.display()
+    );
+    Ok(report)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +158,41 @@ mod tests {
                 .to_string()
                 .contains("cannot create /nonexistent/x.rec")
         );
+    }
+
+    #[test]
+    fn a_recorded_testbed_run_reads_back_and_its_last_snapshot_is_the_report() {
+        match veth::root_tests_enabled() {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(why) => panic!("{why}"),
+        }
+        let plan = Scenario::from_toml_str(
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..3\"\nreceiver = 0\nsize = \"200KB\"\n",
+            "t.toml",
+        )
+        .unwrap()
+        .compile(&CompileCtx::new(3, cc_algos::Rate::gbps(100), 1))
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("fabric-record-tb-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("tb.rec");
+        let cfg = veth::congestion::CongestionConfig::new(3);
+        let r = record_testbed(&cfg, &plan, &out).unwrap();
+        let mut reader = Reader::open(std::fs::File::open(&out).unwrap()).unwrap();
+        assert_eq!(reader.fabric().ports.len(), 6);
+        let frames = reader.read_all().unwrap();
+        assert!(frames.len() >= 2, "{} frames", frames.len());
+        let Some(Frame::Snapshot(last)) = frames.last() else {
+            panic!("ends with a snapshot")
+        };
+        assert_eq!(last.totals.drops_buffer, r.switch_drops);
+        assert_eq!(last.totals.ecn_marks, r.ecn_marks);
+        let flows = last.flows.as_ref().unwrap();
+        assert_eq!(
+            flows.iter().map(|f| f.bytes_done).sum::<u64>(),
+            r.flows.iter().map(|f| f.delivered).sum::<u64>()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
