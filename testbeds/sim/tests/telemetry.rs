@@ -460,3 +460,44 @@ fn failures_by_name_and_bad_requests() {
             .contains("finished")
     );
 }
+
+/// The re-route event's switches are exactly those whose next hops toward some host
+/// changed, computed here independently with `topo`'s tables before and after.
+#[test]
+fn reroute_names_exactly_the_switches_whose_tables_changed() {
+    let f = fat_tree(8);
+    let leaf = topo::NodeId(128);
+    let up = f.port_link(leaf, 4); // the leaf's first uplink (4 down ports on k=8)
+    let before = topo::Routes::compute(&f);
+    let mut after = before.clone();
+    after.fail_links(&f, &[up]);
+    let expected: Vec<u32> = f
+        .switches()
+        .filter(|&s| {
+            f.hosts()
+                .any(|d| before.next_hops(s, d) != after.next_hops(s, d))
+        })
+        .map(|s| s.0)
+        .collect();
+    assert!(!expected.is_empty() && expected.len() < f.num_switches());
+    let p = plan(
+        "[[workload]]\nkind = \"permutation\"\nsize = \"100KB\"\n",
+        128,
+    );
+    let mut sim = Sim::from_fabric(&f, SimConfig::default(), &p).unwrap();
+    sim.enable_events();
+    sim.run_until(Instant::from_picos(5_000_000));
+    sim.fail_link(up, Duration::micros(2)).unwrap();
+    sim.run_until(Instant::from_picos(10_000_000));
+    let changed = sim
+        .drain_events()
+        .into_iter()
+        .find_map(|e| match e.what {
+            EventKind::Reroute {
+                switches_changed, ..
+            } => switches_changed,
+            _ => None,
+        })
+        .expect("a reroute event with the switches changed");
+    assert_eq!(changed, expected);
+}
