@@ -501,3 +501,33 @@ fn reroute_names_exactly_the_switches_whose_tables_changed() {
         .expect("a reroute event with the switches changed");
     assert_eq!(changed, expected);
 }
+
+/// A host whose only link fails can neither send nor receive: 2 × 15 pairs on a k=4
+/// fat-tree; the restore brings them back.
+#[test]
+fn unreachable_pairs_count_a_cut_off_host() {
+    let f = fat_tree(4);
+    let host_link = f.port_link(topo::NodeId(0), 0);
+    let p = plan(
+        "[[workload]]\nkind = \"permutation\"\nhosts = \"4..16\"\nsize = \"100KB\"\n",
+        16,
+    );
+    let mut sim = Sim::from_fabric(&f, SimConfig::default(), &p).unwrap();
+    sim.enable_events();
+    sim.run_until(Instant::from_picos(1_000_000));
+    let i = sim.fail_link(host_link, Duration::micros(1)).unwrap();
+    sim.run_until(Instant::from_picos(5_000_000));
+    sim.restore_failure(i).unwrap();
+    sim.run();
+    let counts: Vec<Option<u64>> = sim
+        .drain_events()
+        .into_iter()
+        .filter_map(|e| match e.what {
+            EventKind::Reroute {
+                unreachable_pairs, ..
+            } => Some(unreachable_pairs),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counts, vec![Some(30), Some(0)]);
+}
