@@ -47,7 +47,8 @@ pub struct ResilienceArgs {
     /// Failure and repair rates overriding the cited defaults (TOML; see docs/planner.md).
     #[arg(long, value_name = "FILE")]
     pub rates: Option<PathBuf>,
-    /// Load balancing of the job's flows: ecmp, spray or adaptive.
+    /// Load balancing of the job's flows: ecmp, spray (even split), entropy (spraying over
+    /// 128 hashed entropy values) or adaptive.
     #[arg(long, default_value = "ecmp")]
     pub lb: String,
     /// Checkpoint interval (hours): each interruption loses half of it on average.
@@ -59,6 +60,10 @@ pub struct ResilienceArgs {
     /// Scale-up (NVLink) bandwidth per GPU, one direction, Gb/s (H100 NVLink 4: 3600).
     #[arg(long, default_value_t = 3600.0)]
     pub scale_up_gbps: f64,
+    /// Parallel connections per rail-ring edge (NCCL channels per NIC), each hashed on its
+    /// own (an assumption: NCCL typically runs several channels per NIC).
+    #[arg(long, default_value_t = 4)]
+    pub channels: u32,
     /// Price list for the cost per GPU (TOML, as `fabric topo compare --prices`).
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
@@ -122,7 +127,7 @@ fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
         }
     };
     let lb = LoadBalance::parse(&a.lb, a.seed)
-        .with_context(|| format!("--lb {}: expected ecmp, spray or adaptive", a.lb))?;
+        .with_context(|| format!("--lb {}: expected ecmp, spray, entropy or adaptive", a.lb))?;
     let cfg = PlanConfig {
         job_gpus: a.job_gpus,
         days: a.days,
@@ -132,6 +137,7 @@ fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
         checkpoint_hours: a.checkpoint_hours,
         restart_minutes: a.restart_minutes,
         scale_up_gbps: a.scale_up_gbps,
+        channels: a.channels,
         rates,
     };
     cfg.validate()?;
@@ -302,12 +308,13 @@ const ROWS: &[(&str, Cell)] = &[
 pub fn render_table(r: &RunResult) -> String {
     let c = &r.config;
     let mut out = format!(
-        "{}-GPU job, {} days × {} trials (seed {}, {:?}), checkpoint every {} h, restart {} min{}\n",
+        "{}-GPU job, {} days × {} trials (seed {}, {:?}, {} channels per ring edge), checkpoint every {} h, restart {} min{}\n",
         c.job_gpus,
         c.days,
         c.trials,
         c.seed,
         c.lb,
+        c.channels,
         c.checkpoint_hours,
         c.restart_minutes,
         if r.shard_count > 1 {
@@ -461,6 +468,7 @@ mod tests {
             checkpoint_hours: 1.0,
             restart_minutes: 10.0,
             scale_up_gbps: 3600.0,
+            channels: 2,
             prices: None,
             json: Some(dir.join(out)),
             plot: None,
@@ -534,6 +542,40 @@ mod tests {
             "{e}"
         );
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn bad_parameters_get_clear_errors() {
+        let dir = std::env::temp_dir();
+        let check = |f: &dyn Fn(&mut ResilienceArgs), want: &str| {
+            let mut a = args(&dir, None, "unused.json");
+            a.rates = None;
+            f(&mut a);
+            let e = format!("{:#}", resilience(a).unwrap_err());
+            assert!(e.contains(want), "{e}");
+        };
+        check(
+            &|a| a.lb = "ecmpp".into(),
+            "--lb ecmpp: expected ecmp, spray, entropy or adaptive",
+        );
+        check(
+            &|a| a.days = 0.0,
+            "days: 0 is not a horizon above 0 and at most 3650 days",
+        );
+        check(&|a| a.trials = 0, "trials: 0 is not from 1 to 1,000,000");
+        check(&|a| a.channels = 0, "channels: 0: expected 1 to 64");
+        check(
+            &|a| a.designs = vec!["nope".into()],
+            "design nope: unknown preset `nope`",
+        );
+        check(
+            &|a| a.rates = Some("/no/such/rates.toml".into()),
+            "cannot read rates file /no/such/rates.toml",
+        );
+        check(
+            &|a| a.shard = Some("2/2".into()),
+            "--shard 2/2: expected i/N",
+        );
     }
 
     #[test]

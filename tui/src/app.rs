@@ -186,6 +186,18 @@ pub struct App {
     prev: Option<Sample>,
     pending: Option<Sample>,
     dirty: bool,
+    table_cache: std::cell::RefCell<Option<(TableKey, std::sync::Arc<Vec<u32>>)>>,
+}
+
+/// What the links table's order depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TableKey {
+    at_ns: u64,
+    links: usize,
+    sort: SortKey,
+    ascending: bool,
+    faults_only: bool,
+    filter: Option<String>,
 }
 
 impl App {
@@ -220,6 +232,7 @@ impl App {
             prev: None,
             pending: None,
             dirty: true,
+            table_cache: Default::default(),
         }
     }
 
@@ -495,7 +508,7 @@ impl App {
         match self.tab {
             Tab::Heatmap => self.drill(),
             Tab::Links => {
-                let ids = self.table_rows(self.selected.saturating_add(1));
+                let ids = self.table_ids();
                 if let Some(&id) = ids.get(self.selected.min(ids.len().saturating_sub(1))) {
                     self.open_link(id);
                     self.tab = Tab::Heatmap;
@@ -591,15 +604,43 @@ impl App {
         out
     }
 
-    /// The links table's rows with at least the first `need` in order.
-    pub fn table_rows(&self, need: usize) -> Vec<u32> {
+    /// The links table's rows, in order (a copy of [`App::table_ids`]).
+    pub fn table_rows(&self) -> Vec<u32> {
+        self.table_ids().to_vec()
+    }
+
+    /// Every link the table lists, in order; computed once per sample, sort and filter
+    /// (later frames only slice it).
+    pub fn table_ids(&self) -> std::sync::Arc<Vec<u32>> {
+        let key = TableKey {
+            at_ns: self.shown.as_ref().map_or(u64::MAX, |s| s.at_ns),
+            links: self.fabric.links.len(),
+            sort: self.sort,
+            ascending: self.ascending,
+            faults_only: self.faults_only,
+            filter: self.filter.expr.as_ref().map(|e| e.to_string()),
+        };
+        if let Some((k, ids)) = &*self.table_cache.borrow()
+            && *k == key
+        {
+            return ids.clone();
+        }
         let q = table::Query {
             filter: self.filter.expr.as_ref(),
             faults_only: self.faults_only,
             sort: self.sort,
             ascending: self.ascending,
         };
-        table::rows(&self.fabric, self.rates(), &q, need)
+        let by_util = self.shown.as_ref().map_or(&[][..], |s| &s.by_util[..]);
+        let ids = std::sync::Arc::new(table::rows(
+            &self.fabric,
+            self.rates(),
+            &q,
+            usize::MAX,
+            by_util,
+        ));
+        *self.table_cache.borrow_mut() = Some((key, ids.clone()));
+        ids
     }
 }
 

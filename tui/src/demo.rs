@@ -1,8 +1,9 @@
 //! `--demo` (the default): the packet simulator (crate `sim`) running real traffic on a
 //! `topo` fabric, paced to wall-clock time on its own thread — a ring all-reduce over half
 //! the hosts, an incast beside it, and a link under the all-reduce failing and being
-//! repaired. When the workload is done it starts again (a new epoch, the next seed);
-//! counters restart, which the rate code reads as a reset, and time keeps going.
+//! repaired, every `cycle` of simulated time. The workloads repeat (`Sim::set_repeat`),
+//! so the demo runs for as long as it is watched; `sim::pacing::Pacer` ties simulated
+//! time to the wall clock.
 //!
 //! Snapshots and events come from `Sim::take_snapshot` / `drain_events` in the
 //! `fabric-api` schema, so the demo goes through the same aggregation and recording
@@ -14,7 +15,7 @@ use crate::ingest::Aggregator;
 use crate::source::{Control, Recorder};
 use cc_algos::{Bytes, Duration, Instant, RedEcn};
 use fabric_api::{FabricInfo, Frame};
-use scenario::{CompileCtx, Scenario, Workplan};
+use scenario::{CompileCtx, Scenario};
 use sim::{RunState, Sim, SimConfig};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 
@@ -31,10 +32,12 @@ pub struct DemoConfig {
     pub ratio: f64,
     /// Seed of the first epoch.
     pub seed: u64,
-    /// When, in each epoch, the victim link fails and when it is repaired.
+    /// When, in each cycle, the victim link fails and when it is repaired.
     pub fail_at: Duration,
     /// See `fail_at`.
     pub repair_at: Duration,
+    /// Length of the failure cycle.
+    pub cycle: Duration,
 }
 
 impl Default for DemoConfig {
@@ -47,6 +50,7 @@ impl Default for DemoConfig {
             seed: 1,
             fail_at: Duration::millis(2),
             repair_at: Duration::millis(6),
+            cycle: Duration::millis(10),
         }
     }
 }
@@ -68,19 +72,14 @@ pub fn builtin_scenario(hosts: u32) -> String {
 #[derive(Debug)]
 pub struct Demo {
     fabric: topo::Fabric,
-    plan: Workplan,
-    cfg: SimConfig,
     sim: Sim,
     step: Duration,
-    epoch: u64,
-    /// Simulated time (ns) at which the current epoch started, on the demo's clock.
-    offset_ns: u64,
-    last_ns: u64,
     seq: u64,
     victim: topo::LinkId,
     failure: Option<usize>,
-    fail_at: Instant,
-    repair_at: Instant,
+    fail_at: u64,
+    repair_at: u64,
+    cycle: u64,
 }
 
 /// Time routing takes to notice the failure.
@@ -94,6 +93,8 @@ fn sim_config(seed: u64) -> SimConfig {
         ecn: Some(RedEcn::dcqcn_paper()),
         pfc_xoff: Bytes(60_000),
         pfc_xon: Bytes(30_000),
+        // workloads repeat until this (simulated) time: hours of wall-clock demo
+        stop: Some(Instant::ZERO + Duration::secs(1000)),
         ..SimConfig::default()
     }
 }
@@ -129,18 +130,14 @@ impl Demo {
         let victim = victim_link(&fabric);
         Ok(Demo {
             fabric,
-            plan,
-            cfg,
             sim,
             step: c.step,
-            epoch: 0,
-            offset_ns: 0,
-            last_ns: 0,
             seq: 0,
             victim,
             failure: None,
-            fail_at: Instant::ZERO + c.fail_at,
-            repair_at: Instant::ZERO + c.repair_at,
+            fail_at: c.fail_at.as_picos(),
+            repair_at: c.repair_at.as_picos(),
+            cycle: c.cycle.as_picos(),
         })
     }
 
@@ -154,70 +151,63 @@ impl Demo {
         &self.fabric
     }
 
-    /// Epochs started so far (1 for the first).
-    pub fn epoch(&self) -> u64 {
-        self.epoch + 1
-    }
-
-    /// Simulated time of the last snapshot, ns since the demo started.
-    pub fn now_ns(&self) -> u64 {
-        self.last_ns
+    /// Simulated time now.
+    pub fn now(&self) -> Instant {
+        self.sim.now()
     }
 
     /// Advance one step: the snapshot at its end and the events on the way.
     pub fn step(&mut self) -> Result<Vec<Frame>> {
         let now = self.sim.now();
-        let next = Instant::ZERO
-            + Duration::picos(((now.picos() / self.step.as_picos()) + 1) * self.step.as_picos());
+        let next =
+            Instant::from_picos((now.picos() / self.step.as_picos() + 1) * self.step.as_picos());
         self.failures(now, next)?;
         let state = self.sim.run_until(next);
-        let mut out: Vec<Frame> = Vec::new();
-        for mut e in self.sim.drain_events() {
-            e.time.ns += self.offset_ns;
-            e.seq = self.seq + 1;
-            out.push(Frame::Event(e));
-        }
+        let mut out: Vec<Frame> = self
+            .sim
+            .drain_events()
+            .into_iter()
+            .map(Frame::Event)
+            .collect();
         let mut s = self.sim.take_snapshot();
-        s.time.ns += self.offset_ns;
         self.seq += 1;
         s.seq = self.seq;
-        self.last_ns = s.time.ns;
         out.push(Frame::Snapshot(s));
         if state == RunState::Finished {
-            self.next_epoch()?;
+            return Err(Error::Config {
+                path: "--demo".into(),
+                msg: "the simulation ended (deadlock or stop time)".into(),
+            });
         }
         Ok(out)
     }
 
+    /// Fail or repair the victim link when `(now, next]` crosses a point of the cycle.
     fn failures(&mut self, now: Instant, next: Instant) -> Result<()> {
         let bad = |e: sim::SimError| Error::Config {
             path: "--demo".into(),
             msg: e.to_string(),
         };
-        let (fail, repair) = (self.fail_at, self.repair_at);
-        if self.failure.is_none() && now < fail && next >= fail {
-            self.sim.run_until(fail);
-            self.failure = Some(self.sim.fail_link(self.victim, DETECT).map_err(bad)?);
-        }
-        if let Some(i) = self.failure.filter(|_| now < repair && next >= repair) {
-            self.sim.run_until(repair);
-            self.sim.restore_failure(i).map_err(bad)?;
-        }
-        Ok(())
-    }
-
-    fn next_epoch(&mut self) -> Result<()> {
-        self.epoch += 1;
-        self.offset_ns = self.last_ns + self.step.as_nanos();
-        self.cfg.seed += 1;
-        self.sim = Sim::from_fabric(&self.fabric, self.cfg.clone(), &self.plan).map_err(|e| {
-            Error::Config {
-                path: "--demo".into(),
-                msg: e.to_string(),
+        let base = now.picos() / self.cycle * self.cycle;
+        for at in [
+            base + self.fail_at,
+            base + self.repair_at,
+            base + self.cycle + self.fail_at,
+        ] {
+            if !(now.picos() < at && at <= next.picos()) {
+                continue;
             }
-        })?;
-        self.sim.enable_events();
-        self.failure = None;
+            self.sim.run_until(Instant::from_picos(at));
+            match self.failure.take() {
+                None if (at % self.cycle) == self.fail_at => {
+                    self.failure = Some(self.sim.fail_link(self.victim, DETECT).map_err(bad)?)
+                }
+                Some(i) if (at % self.cycle) == self.repair_at => {
+                    self.sim.restore_failure(i).map_err(bad)?
+                }
+                other => self.failure = other,
+            }
+        }
         Ok(())
     }
 }
@@ -246,23 +236,21 @@ pub fn run(
     if let Some(r) = &mut rec {
         let _ = r.frame(&Frame::Fabric(info));
     }
-    let wall0 = std::time::Instant::now();
-    let label = |d: &Demo| {
-        format!(
-            "demo {} (sim, 1 s = {} simulated, epoch {})",
-            d.fabric().name(),
-            crate::units::duration((c.ratio * 1e9) as u64),
-            d.epoch()
-        )
+    let Ok(mut pacer) = sim::pacing::Pacer::new(c.ratio) else {
+        return finish(rec);
     };
-    let _ = tx.send(Msg::Status(SourceStatus::Live(label(&demo))));
-    let mut epoch = demo.epoch();
+    let wall0 = std::time::Instant::now();
+    let wall = || wall0.elapsed().as_nanos() as u64;
+    pacer.target(wall());
+    let label = format!(
+        "demo {} (simulated, 1 s = {})",
+        demo.fabric().name(),
+        crate::units::duration((c.ratio * 1e9) as u64)
+    );
+    let _ = tx.send(Msg::Status(SourceStatus::Live(label)));
     loop {
-        // wall-clock instant at which the next step's simulated time is due
-        let due = std::time::Duration::from_secs_f64(
-            (demo.now_ns() + c.step.as_nanos()) as f64 / 1e9 / c.ratio,
-        );
-        let wait = due.saturating_sub(wall0.elapsed());
+        let next = Instant::from_picos(demo.now().picos() + c.step.as_picos());
+        let wait = std::time::Duration::from_nanos(pacer.wall_until(next, wall()));
         match ctl.recv_timeout(wait) {
             Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => break,
             Ok(_) | Err(RecvTimeoutError::Timeout) => {}
@@ -291,9 +279,10 @@ pub fn run(
                 }
             }
         }
-        if demo.epoch() != epoch {
-            epoch = demo.epoch();
-            let _ = tx.send(Msg::Status(SourceStatus::Live(label(&demo))));
+        // fell behind by more than a second of wall time: go on from here, do not race
+        let should = pacer.target(wall());
+        if should.picos().saturating_sub(demo.now().picos()) as f64 > c.ratio * 1e12 {
+            pacer.rebase(demo.now());
         }
     }
     finish(rec);

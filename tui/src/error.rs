@@ -15,20 +15,20 @@ pub enum Error {
         msg: String,
     },
     /// A file could not be opened or created.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: String,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (part of the message, so not a separate `source`).
+        error: std::io::Error,
     },
     /// A recording could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Recording {
         /// The recording.
         path: String,
-        /// What was wrong.
-        source: fabric_api::Error,
+        /// What was wrong (part of the message, so not a separate `source`).
+        error: fabric_api::Error,
     },
     /// A key binding names a key that does not exist.
     #[error("key binding `{key}` for `{action}`: {msg}")]

@@ -75,6 +75,8 @@ pub struct Aggregator {
     info: FabricInfo,
     map: PortMap,
     prev: Option<Snapshot>,
+    /// When each link now down went down (ns), to say how long a repair took.
+    down_since: std::collections::HashMap<u32, u64>,
 }
 
 impl Aggregator {
@@ -86,6 +88,7 @@ impl Aggregator {
                 info,
                 map,
                 prev: None,
+                down_since: Default::default(),
             },
             view,
         )
@@ -116,7 +119,22 @@ impl Aggregator {
                 .collect(),
             // Finished flows are in the flows view; as events they would bury the rest.
             Frame::Event(e) if matches!(e.what, EventKind::FlowFinished { .. }) => Vec::new(),
-            Frame::Event(e) => vec![Msg::Event(event_row(&e, view, &self.info))],
+            Frame::Event(e) => {
+                let mut row = event_row(&e, view, &self.info);
+                match e.what {
+                    EventKind::LinkDown { link, .. } => {
+                        self.down_since.insert(link.0, e.time.ns);
+                    }
+                    EventKind::LinkUp { link, .. } => {
+                        if let Some(t) = self.down_since.remove(&link.0) {
+                            row.text +=
+                                &format!(", down for {}", duration(e.time.ns.saturating_sub(t)));
+                        }
+                    }
+                    _ => {}
+                }
+                vec![Msg::Event(row)]
+            }
         }
     }
 
@@ -168,6 +186,7 @@ impl Aggregator {
                 .map(|f| flow_row(f, view))
                 .collect(),
             totals: Default::default(),
+            by_util: Vec::new(),
         };
         s.totals.drops_total = t.drops_buffer + t.drops_failure + t.drops_no_route + t.drops_kernel;
         s.finish(view);
@@ -189,8 +208,22 @@ fn flow_row(f: &fabric_api::FlowSample, v: &FabricView) -> FlowRow {
     }
 }
 
+type Described = (Severity, String, Option<u32>);
+
 /// One line describing an event.
 pub fn event_row(e: &Event, v: &FabricView, info: &FabricInfo) -> EventRow {
+    let (severity, text, link) =
+        link_event(&e.what, v).unwrap_or_else(|| other_event(&e.what, v, info));
+    EventRow {
+        at_ns: e.time.ns,
+        severity,
+        text,
+        link,
+    }
+}
+
+/// Links and switches going down and up, and reroutes.
+fn link_event(what: &EventKind, v: &FabricView) -> Option<Described> {
     let link = |l: topo::LinkId| {
         if (l.0 as usize) < v.links.len() {
             v.link_name(l.0)
@@ -198,13 +231,7 @@ pub fn event_row(e: &Event, v: &FabricView, info: &FabricInfo) -> EventRow {
             format!("link {}", l.0)
         }
     };
-    let port = |p: u32| {
-        let Some(pi) = info.ports.get(p as usize) else {
-            return format!("port {p}");
-        };
-        format!("{}:{}", v.node_name(pi.node), pi.port)
-    };
-    let (severity, text, l) = match &e.what {
+    Some(match what {
         EventKind::LinkDown {
             link: l,
             detected_by,
@@ -258,6 +285,19 @@ pub fn event_row(e: &Event, v: &FabricView, info: &FabricInfo) -> EventRow {
                 links.first().map(|l| l.0),
             )
         }
+        _ => return None,
+    })
+}
+
+/// PFC storms, deadlocks, flows, miswiring and kinds this reader does not know.
+fn other_event(what: &EventKind, v: &FabricView, info: &FabricInfo) -> Described {
+    let port = |p: u32| {
+        let Some(pi) = info.ports.get(p as usize) else {
+            return format!("port {p}");
+        };
+        format!("{}:{}", v.node_name(pi.node), pi.port)
+    };
+    match what {
         EventKind::PfcStorm { port: p, priority } => (
             Severity::Bad,
             format!("PFC storm at {} priority {priority}", port(*p)),
@@ -318,12 +358,6 @@ pub fn event_row(e: &Event, v: &FabricView, info: &FabricInfo) -> EventRow {
             None,
         ),
         other => (Severity::Warn, format!("event {other:?}"), None),
-    };
-    EventRow {
-        at_ns: e.time.ns,
-        severity,
-        text,
-        link: l,
     }
 }
 

@@ -18,6 +18,10 @@
 //! * [`config`] — optional TOML config (theme, units, key bindings).
 //! * [`theme`] — full colour, 16 colours, no colour; every colour also has a glyph.
 //! * [`ui`] — layout and one render function per panel.
+//! * [`driver`] — [`driver::Ui`]: an app and a terminal, drawing only when needed, ≤ 10 Hz.
+//! * [`ingest`] — `fabric-api` frames → [`Sample`]s (rates of two snapshots, links folded).
+//! * [`source`] — replay, daemon stream (`--connect`), recorder; [`demo`] — the simulator
+//!   paced to wall-clock; [`prometheus`] — `--prometheus`; [`http`] — a small HTTP/1.1 GET.
 //!
 //! # Example
 //! ```

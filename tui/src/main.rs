@@ -47,9 +47,10 @@ struct Args {
     /// Play a recording (from `fabric sim --record` or `fabric-tui --record`).
     #[arg(long, value_name = "FILE", conflicts_with = "connect")]
     replay: Option<PathBuf>,
-    /// Replay speed (× real time).
-    #[arg(long, default_value_t = 1.0, requires = "replay")]
-    speed: f64,
+    /// Replay speed (× the recording's clock). Default: 1 for wall-clock recordings, 0.0002
+    /// (1 s shows 200 µs, as the demo) for simulated ones.
+    #[arg(long, requires = "replay")]
+    speed: Option<f64>,
     /// Follow a daemon's telemetry stream (`fabric serve`), HOST:PORT.
     #[arg(long, value_name = "HOST:PORT")]
     connect: Option<String>,
@@ -118,17 +119,21 @@ fn options(a: &Args) -> Result<Options> {
 fn main() -> Result<()> {
     let a = Args::parse();
     let opts = options(&a)?;
-    if !(a.speed.is_finite() && a.speed > 0.0 && a.speed <= 1024.0) {
-        bail!(
-            "--speed {}: expected a number above 0 and at most 1024",
-            a.speed
-        );
+    if let Some(x) = a
+        .speed
+        .filter(|x| !(x.is_finite() && *x >= 1e-6 && *x <= 1024.0))
+    {
+        bail!("--speed {x}: expected a number from 0.000001 to 1024");
     }
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctl_tx, ctl_rx) = mpsc::channel::<Control>();
     let (view, worker): (FabricView, Box<dyn FnOnce() + Send>) = if let Some(path) = &a.replay {
         let r = Replay::open(path)?;
-        let speed = a.speed;
+        let speed = a.speed.unwrap_or(if r.simulated() {
+            demo::DemoConfig::default().ratio
+        } else {
+            1.0
+        });
         let tx = tx.clone();
         (r.view().clone(), Box::new(move || r.run(speed, tx, ctl_rx)))
     } else if let Some(addr) = a.connect.clone() {

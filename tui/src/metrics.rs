@@ -138,6 +138,9 @@ pub struct Sample {
     pub flows: Vec<FlowRow>,
     /// Totals (computed by [`Sample::finish`]).
     pub totals: Totals,
+    /// Link ids by utilisation, highest first, ties by id (computed by [`Sample::finish`]
+    /// on the source's thread, so the UI never sorts a whole fabric for the default view).
+    pub by_util: Vec<u32>,
 }
 
 impl Sample {
@@ -190,6 +193,15 @@ impl Sample {
             t.tiers[k] = tier_util(v);
         }
         self.totals = t;
+        // utilisation is ≥ 0, so its bits order like its value
+        let mut keys: Vec<u64> = self
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (u64::from(u32::MAX - l.util.max(0.0).to_bits()) << 32) | i as u64)
+            .collect();
+        keys.sort_unstable();
+        self.by_util = keys.into_iter().map(|k| k as u32).collect();
     }
 }
 

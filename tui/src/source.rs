@@ -1,5 +1,5 @@
 //! Data sources, each on its own thread, sending [`Msg`]s to the UI: a recording played
-//! back ([`replay`]), the daemon's stream ([`connect`]); any live source can also write
+//! back ([`Replay`]), the daemon's stream ([`connect`]); any live source can also write
 //! what it receives to a recording ([`Recorder`]).
 
 use crate::app::{Msg, Request, SourceStatus};
@@ -42,15 +42,15 @@ impl Recorder {
     /// Record one frame (the first fabric map opens the file).
     pub fn frame(&mut self, f: &Frame) -> Result<()> {
         let path = self.path.display().to_string();
-        let rec = |source| Error::Recording {
+        let rec = |error| Error::Recording {
             path: path.clone(),
-            source,
+            error,
         };
         match (f, &mut self.w) {
             (Frame::Fabric(info), None) => {
-                let file = File::create(&self.path).map_err(|source| Error::Io {
+                let file = File::create(&self.path).map_err(|error| Error::Io {
                     path: path.clone(),
-                    source,
+                    error,
                 })?;
                 self.w = Some(Writer::new(BufWriter::new(file), info).map_err(rec)?);
             }
@@ -64,9 +64,9 @@ impl Recorder {
     /// Write the index and close the file.
     pub fn finish(self) -> Result<()> {
         if let Some(w) = self.w {
-            w.finish().map_err(|source| Error::Recording {
+            w.finish().map_err(|error| Error::Recording {
                 path: self.path.display().to_string(),
-                source,
+                error,
             })?;
         }
         Ok(())
@@ -90,18 +90,35 @@ pub struct Replay {
     view: FabricView,
     start_ns: u64,
     end_ns: u64,
+    simulated: bool,
+}
+
+/// The clock of the first snapshot.
+fn first_clock(r: &mut Reader<BufReader<File>>) -> Option<fabric_api::Clock> {
+    while let Ok(Some(f)) = r.next_frame() {
+        if let Frame::Snapshot(s) = f {
+            return Some(s.time.clock);
+        }
+    }
+    None
 }
 
 impl Replay {
     /// Open `path` (a clear error for a missing, foreign, truncated or corrupt file).
     pub fn open(path: &Path) -> Result<Replay> {
         let p = path.display().to_string();
-        let file = File::open(path).map_err(|source| Error::Io {
+        let file = File::open(path).map_err(|error| Error::Io {
             path: p.clone(),
-            source,
+            error,
         })?;
-        let reader = Reader::open(BufReader::new(file))
-            .map_err(|source| Error::Recording { path: p, source })?;
+        let mut reader = Reader::open(BufReader::new(file)).map_err(|error| Error::Recording {
+            path: p.clone(),
+            error,
+        })?;
+        let simulated = first_clock(&mut reader) == Some(fabric_api::Clock::Virtual);
+        reader
+            .rewind()
+            .map_err(|error| Error::Recording { path: p, error })?;
         let (agg, view) = Aggregator::new(reader.fabric().clone());
         let start_ns = reader.index().first().map_or(0, |e| e.t_ns);
         let end_ns = reader.index().last().map_or(0, |e| e.t_ns);
@@ -115,7 +132,13 @@ impl Replay {
             view,
             start_ns,
             end_ns,
+            simulated,
         })
+    }
+
+    /// Does the recording run on a simulator's virtual clock?
+    pub fn simulated(&self) -> bool {
+        self.simulated
     }
 
     /// The fabric it shows.
@@ -125,9 +148,9 @@ impl Replay {
 
     /// Every message the recording produces, in order, unpaced (tests and benchmarks).
     pub fn all_messages(&mut self) -> Result<Vec<Msg>> {
-        let rec = |source| Error::Recording {
+        let rec = |error| Error::Recording {
             path: self.name.clone(),
-            source,
+            error,
         };
         self.reader.rewind().map_err(rec)?;
         self.agg.reset();
@@ -166,7 +189,7 @@ impl Replay {
                             continue;
                         }
                         Ok(Control::Ui(Request::Speed(f))) => {
-                            speed = (speed * f).clamp(1.0 / 64.0, 1024.0);
+                            speed = (speed * f).clamp(1e-6, 1024.0);
                             continue;
                         }
                         _ => return,
@@ -196,7 +219,7 @@ impl Replay {
                         Err(RecvTimeoutError::Timeout) => break,
                         Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => return,
                         Ok(Control::Ui(Request::Speed(f))) => {
-                            speed = (speed * f).clamp(1.0 / 64.0, 1024.0);
+                            speed = (speed * f).clamp(1e-6, 1024.0);
                             (base_wall, base_t) = (Instant::now(), cur);
                             let _ = tx.send(self.status(cur, speed, false));
                         }

@@ -84,15 +84,27 @@ pub struct Query<'a> {
 }
 
 /// The matching links; the first `need` are in sort order (ties by link id), the rest
-/// unordered. Returns every match so the caller knows the count.
-pub fn rows(fabric: &FabricView, rates: &[LinkRates], q: &Query<'_>, need: usize) -> Vec<u32> {
+/// unordered. Returns every match so the caller knows the count. `by_util` (a sample's
+/// [`crate::Sample::by_util`]) saves the sort when the order is utilisation, highest first.
+pub fn rows(
+    fabric: &FabricView,
+    rates: &[LinkRates],
+    q: &Query<'_>,
+    need: usize,
+    by_util: &[u32],
+) -> Vec<u32> {
     let idle = LinkRates::default();
     let rate = |id: u32| rates.get(id as usize).unwrap_or(&idle);
+    let keep = |id: u32| keeps(fabric, rates, q, id);
+    let unfiltered = q.filter.is_none() && !q.faults_only;
+    if unfiltered && q.sort == SortKey::Util && !q.ascending && by_util.len() == fabric.links.len()
+    {
+        return by_util.to_vec();
+    }
+    // With a filter, one pass in link order (memory order, no cache misses), then sort
+    // only the matches.
     let mut ids: Vec<u32> = (0..fabric.links.len() as u32)
-        .filter(|&id| {
-            let r = rate(id);
-            (!q.faults_only || r.faulty()) && q.filter.is_none_or(|e| e.matches(fabric, id, r))
-        })
+        .filter(|&id| keep(id))
         .collect();
     let cmp = |a: &u32, b: &u32| {
         let (x, y) = (q.sort.value(*a, rate(*a)), q.sort.value(*b, rate(*b)));
@@ -108,6 +120,36 @@ pub fn rows(fabric: &FabricView, rates: &[LinkRates], q: &Query<'_>, need: usize
         ids.sort_unstable_by(cmp);
     }
     ids
+}
+
+/// Does link `id` pass the query's filter and faults-only switch?
+fn keeps(fabric: &FabricView, rates: &[LinkRates], q: &Query<'_>, id: u32) -> bool {
+    let idle = LinkRates::default();
+    let r = rates.get(id as usize).unwrap_or(&idle);
+    (!q.faults_only || r.faulty()) && q.filter.is_none_or(|e| e.matches(fabric, id, r))
+}
+
+/// The `n` busiest matching links (utilisation, highest first): a walk down `by_util`
+/// that stops after `n` matches, or a partial sort without it.
+pub fn top(
+    fabric: &FabricView,
+    rates: &[LinkRates],
+    q: &Query<'_>,
+    n: usize,
+    by_util: &[u32],
+) -> Vec<u32> {
+    if by_util.len() == fabric.links.len() && q.sort == SortKey::Util && !q.ascending {
+        let keep = |id: u32| keeps(fabric, rates, q, id);
+        return by_util
+            .iter()
+            .copied()
+            .filter(|&id| keep(id))
+            .take(n)
+            .collect();
+    }
+    let mut v = rows(fabric, rates, q, n, &[]);
+    v.truncate(n);
+    v
 }
 
 /// Compare two values for a change marker: `Greater` if it rose noticeably.
@@ -141,9 +183,9 @@ mod tests {
     #[test]
     fn partial_sort_equals_full_sort() {
         let (v, r) = setup();
-        let full = rows(&v, &r, &Query::default(), usize::MAX);
+        let full = rows(&v, &r, &Query::default(), usize::MAX, &[]);
         for need in [1, 5, 17, full.len()] {
-            let part = rows(&v, &r, &Query::default(), need);
+            let part = rows(&v, &r, &Query::default(), need, &[]);
             assert_eq!(part[..need], full[..need]);
             assert_eq!(part.len(), full.len());
         }
@@ -163,7 +205,7 @@ mod tests {
             ascending: true,
             ..Default::default()
         };
-        let got = rows(&v, &r, &q, 100);
+        let got = rows(&v, &r, &q, 100, &[]);
         let want: Vec<u32> = (0..v.links.len() as u32)
             .filter(|i| i % 10 >= 8 && i % 7 == 0)
             .collect();
@@ -172,6 +214,6 @@ mod tests {
             faults_only: true,
             ..Default::default()
         };
-        assert_eq!(rows(&v, &r, &q, 3).len(), v.links.len().div_ceil(7));
+        assert_eq!(rows(&v, &r, &q, 3, &[]).len(), v.links.len().div_ceil(7));
     }
 }

@@ -16,6 +16,7 @@ fn cfg() -> DemoConfig {
         preset: "fat-tree-k4".into(),
         fail_at: Duration::micros(200),
         repair_at: Duration::micros(600),
+        cycle: Duration::millis(1),
         ..DemoConfig::default()
     }
 }
@@ -66,6 +67,11 @@ fn traffic_failure_and_repair_deterministically() {
         .position(|e| e.text.starts_with("link up"))
         .expect("a link up event");
     assert!(down < up, "{texts:?}");
+    assert!(
+        app.events[up].text.ends_with(", down for 400.0µs"),
+        "{}",
+        app.events[up].text
+    );
     assert!(texts.iter().any(|t| t.starts_with("reroute")), "{texts:?}");
     // during the failure (screen 2, t = 300 µs) the failed link shows ✖; after the repair not
     assert!(screens[1].contains("✖ 1 link down"), "{}", screens[1]);

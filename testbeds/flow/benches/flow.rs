@@ -49,6 +49,7 @@ fn allreduce_case(name: &str, f: &Fabric, lb: LoadBalance) {
             Pattern::Hierarchical {
                 ranks: ranks.clone(),
                 scale_up_bps: 3.6e12,
+                channels: 4,
             },
         ),
         (
@@ -113,6 +114,7 @@ fn planner_case(name: &str, f: &Fabric, gpus: u64, trials: u32) {
         checkpoint_hours: 1.0,
         restart_minutes: 10.0,
         scale_up_gbps: 3600.0,
+        channels: 4,
         rates: Rates::default(),
     };
     let (d, tp) = best(1, || Design::new(f, &cfg).unwrap());

@@ -117,8 +117,9 @@ impl Evaluator {
                 Timing::Gated {
                     factor,
                     groups,
+                    per_edge,
                     fixed_s_per_byte,
-                } => gated_time(r, groups, *factor, *fixed_s_per_byte, job.bytes),
+                } => gated_time(r, groups, *per_edge, *factor, *fixed_s_per_byte, job.bytes),
                 Timing::Fluid { .. } => fluid_done[k],
             };
             results.push(job_result(job, e, r, unroutable, time_s));
@@ -254,11 +255,20 @@ fn subset(ps: &PathSet, keep: &[usize]) -> PathSet {
     out
 }
 
-fn gated_time(rates: &[f64], groups: &[u32], factor: f64, fixed: f64, bytes: f64) -> f64 {
+fn gated_time(
+    rates: &[f64],
+    groups: &[u32],
+    per_edge: u32,
+    factor: f64,
+    fixed: f64,
+    bytes: f64,
+) -> f64 {
     let ng = groups.iter().max().map_or(0, |&g| g as usize + 1);
     let mut min = vec![f64::INFINITY; ng];
-    for (&r, &g) in rates.iter().zip(groups) {
-        min[g as usize] = min[g as usize].min(r);
+    let pe = per_edge.max(1) as usize;
+    for (edge, g) in rates.chunks(pe).zip(groups.chunks(pe)) {
+        let r: f64 = edge.iter().sum();
+        min[g[0] as usize] = min[g[0] as usize].min(r);
     }
     let worst = min.into_iter().fold(f64::INFINITY, f64::min);
     let net = if factor == 0.0 || rates.is_empty() {

@@ -11,6 +11,10 @@
 //!   by a hash of (seed, flow id, switch), as a switch hashes a flow's 5-tuple.
 //! * **Spray** — the flow is split evenly over the usable planes of its source and, at every
 //!   switch, evenly over the live next hops: what per-packet spraying converges to.
+//! * **Entropy** — oblivious packet spraying as NICs and the packet simulator do it: the
+//!   flow cycles through `evs` entropy values, each hashed at every switch to one next hop,
+//!   so a path carries the share of values that land on it — close to, but not exactly,
+//!   an even split (the difference matters: see docs/planner.md, faithfulness).
 //! * **Adaptive** — one path per flow, flows placed in order; each takes, among its
 //!   up*/down* shortest paths, one whose most loaded link carries the fewest flows placed so
 //!   far (ties by hash): adaptive routing with an ideal view of the load, the upper bound of
@@ -31,6 +35,13 @@ pub enum LoadBalance {
     },
     /// Even split over usable planes and live next hops (packet spraying).
     Spray,
+    /// Packet spraying over a finite set of entropy values.
+    Entropy {
+        /// Entropy values per flow (1 to 4,096).
+        evs: u16,
+        /// Hash seed.
+        seed: u64,
+    },
     /// Least-loaded next hop per flow, flows placed in order.
     Adaptive {
         /// Seed for breaking ties.
@@ -39,11 +50,12 @@ pub enum LoadBalance {
 }
 
 impl LoadBalance {
-    /// Parses `ecmp`, `spray`, `adaptive` (with the given seed).
+    /// Parses `ecmp`, `spray`, `entropy` (128 values) or `adaptive` (with the given seed).
     pub fn parse(s: &str, seed: u64) -> Option<LoadBalance> {
         match s {
             "ecmp" => Some(LoadBalance::Ecmp { seed }),
             "spray" => Some(LoadBalance::Spray),
+            "entropy" => Some(LoadBalance::Entropy { evs: 128, seed }),
             "adaptive" => Some(LoadBalance::Adaptive { seed }),
             _ => None,
         }
@@ -137,6 +149,15 @@ pub fn build(f: &Fabric, routes: &Routes, flows: &[Flow], lb: LoadBalance) -> Pa
                 single(f, routes, fl, flow_hash(seed, fl), Some(&mut load), &mut ps)
             }
             LoadBalance::Spray => sprayed(f, routes, fl, &mut spray, &mut ps),
+            LoadBalance::Entropy { evs, seed } => entropy(
+                f,
+                routes,
+                fl,
+                flow_hash(seed, fl),
+                evs.clamp(1, 4096),
+                &mut spray,
+                &mut ps,
+            ),
         };
         if !ok {
             ps.link.truncate(start);
@@ -263,19 +284,24 @@ struct SprayScratch {
     out: Vec<(u32, f64)>,
 }
 
+/// The usable planes of a flow and the share of each (even), or `None` when it has none.
+fn plane_shares(routes: &Routes, fl: &Flow) -> Option<(Vec<(u16, u16)>, f64)> {
+    if fl.src == fl.dst {
+        return None;
+    }
+    let planes: Vec<(u16, u16)> = routes.host_ports(fl.src, fl.dst).collect();
+    let share = 1.0 / planes.len().max(1) as f64;
+    (!planes.is_empty()).then_some((planes, share))
+}
+
 /// Fractions: even over usable planes, then even over live next hops at every switch,
 /// merged per node level by level.
 fn sprayed(f: &Fabric, routes: &Routes, fl: &Flow, s: &mut SprayScratch, ps: &mut PathSet) -> bool {
-    if fl.src == fl.dst {
+    let Some((planes, share)) = plane_shares(routes, fl) else {
         return false;
-    }
-    let planes: Vec<(u16, u16)> = routes.host_ports(fl.src, fl.dst).collect();
-    if planes.is_empty() {
-        return false;
-    }
+    };
     s.cur.clear();
     s.out.clear();
-    let share = 1.0 / planes.len() as f64;
     for (p, _) in planes {
         let att = f
             .attachment(fl.src, p)
@@ -320,6 +346,56 @@ fn sprayed(f: &Fabric, routes: &Routes, fl: &Flow, s: &mut SprayScratch, ps: &mu
     false
 }
 
+/// Even over usable planes, then per entropy value one hashed path; weights merged.
+fn entropy(
+    f: &Fabric,
+    routes: &Routes,
+    fl: &Flow,
+    h: u64,
+    evs: u16,
+    s: &mut SprayScratch,
+    ps: &mut PathSet,
+) -> bool {
+    let Some((planes, share)) = plane_shares(routes, fl) else {
+        return false;
+    };
+    s.out.clear();
+    let part = share / evs as f64;
+    for (p, _) in planes {
+        let att = f
+            .attachment(fl.src, p)
+            .expect("usable plane has an attachment");
+        s.out.push((dlink(f, att.link, fl.src), share));
+        for ev in 0..evs as u64 {
+            let ev_hash = mix(h ^ (ev + 1).wrapping_mul(0xa24b_aed4_963e_e407));
+            let mut at = att.leaf;
+            let mut arrived = false;
+            for _ in 0..MAX_HOPS {
+                let nh = routes.next_hops(at, fl.dst);
+                if nh.is_empty() {
+                    return false;
+                }
+                let port = nh[(mix(ev_hash ^ (at.0 as u64) << 8) % nh.len() as u64) as usize];
+                s.out.push((dlink(f, f.port_link(at, port), at), part));
+                at = f.peer(at, port);
+                if at == fl.dst {
+                    arrived = true;
+                    break;
+                }
+                if f.is_host(at) {
+                    return false;
+                }
+            }
+            if !arrived {
+                return false;
+            }
+        }
+    }
+    s.out.sort_unstable_by_key(|e| e.0);
+    merge_into(&s.out, ps);
+    true
+}
+
 fn merge_into(sorted: &[(u32, f64)], ps: &mut PathSet) {
     let start = ps.link.len();
     for &(d, w) in sorted {
@@ -353,6 +429,15 @@ mod tests {
         // 1 + 2 + 4 + 4 + 2 + 1 directed links, each hop level carries weight 1 in total
         assert_eq!(links.len(), 14);
         assert!((w.iter().sum::<f64>() - 6.0).abs() < 1e-12);
+        // entropy values: weights per hop level still sum to 1; one value = one path;
+        // many values approach the even split
+        let one = build(&f, &r, &flows, LoadBalance::Entropy { evs: 1, seed: 1 });
+        assert_eq!(one.entries(0).0.len(), 6);
+        let many = build(&f, &r, &flows, LoadBalance::Entropy { evs: 4096, seed: 1 });
+        let (l, w) = many.entries(0);
+        assert_eq!(l.len(), 14);
+        assert!((w.iter().sum::<f64>() - 6.0).abs() < 1e-9);
+        assert!(w.iter().all(|&x| x > 0.2), "{w:?}");
         let same = [Flow {
             src: NodeId(3),
             dst: NodeId(3),

@@ -61,6 +61,9 @@ pub struct PlanConfig {
     pub restart_minutes: f64,
     /// Scale-up bandwidth per GPU, one direction (Gb/s); NVLink 4 (H100): 450 GB/s = 3,600.
     pub scale_up_gbps: f64,
+    /// Parallel connections per rail-ring edge (NCCL channels per NIC), each hashed on
+    /// its own.
+    pub channels: u32,
     /// Failure and repair rates.
     pub rates: Rates,
 }
@@ -105,6 +108,15 @@ impl PlanConfig {
             return bad(
                 "restart cost",
                 format!("{} minutes: expected 0 or more", self.restart_minutes),
+            );
+        }
+        if !(1..=64).contains(&self.channels) {
+            return bad(
+                "channels",
+                format!(
+                    "{}: expected 1 to 64 connections per ring edge",
+                    self.channels
+                ),
             );
         }
         if !(self.scale_up_gbps.is_finite() && self.scale_up_gbps > 0.0) {
@@ -286,6 +298,7 @@ impl<'a> Design<'a> {
             pattern: Pattern::Hierarchical {
                 ranks,
                 scale_up_bps: self.cfg.scale_up_gbps * 1e9,
+                channels: self.cfg.channels,
             },
             bytes: JOB_BYTES,
         };
@@ -752,6 +765,23 @@ pub fn merge(parts: &[RunResult]) -> Result<RunResult> {
     let Some(first) = parts.first() else {
         return Err(Error::Merge("no results given".into()));
     };
+    for p in parts {
+        for d in &p.designs {
+            if d.aggregate.hist_hours.len() != HIST_BINS {
+                return Err(Error::Merge(format!(
+                    "design {}: {} histogram bins, expected {HIST_BINS}",
+                    d.design,
+                    d.aggregate.hist_hours.len()
+                )));
+            }
+        }
+        if p.shards.iter().any(|&s| s >= p.shard_count) {
+            return Err(Error::Merge(format!(
+                "shards {:?} are not all below the shard count {}",
+                p.shards, p.shard_count
+            )));
+        }
+    }
     let mut out = first.clone();
     for p in &parts[1..] {
         if p.config != first.config {

@@ -18,7 +18,8 @@
 //! * **Hierarchical all-reduce** — ranks grouped by scale-up domain: reduce-scatter and
 //!   all-gather inside the domain over scale-up links (`2(g−1)/g × bytes / B_su`, g GPUs
 //!   per domain), and between domains one ring per rail (the `j`-th NIC of every domain),
-//!   each all-reducing `bytes / m` (m NICs per domain): `2(D−1)/D × (bytes/m) / min rate`.
+//!   each all-reducing `bytes / m` (m NICs per domain) over `channels` parallel
+//!   connections per ring edge (an edge runs at the sum of its channels' rates): `2(D−1)/D × (bytes/m) / min rate`.
 //!   The two phases are pipelined chunk by chunk (as NCCL's rings and trees overlap
 //!   NVLink and network steps), so the time is the larger of the two.
 //! * **Permutation** — each rank sends `bytes` to one other (random derangement with a
@@ -61,6 +62,10 @@ pub enum Pattern {
         ranks: Vec<NodeId>,
         /// Scale-up bandwidth per GPU, one direction (bits/s).
         scale_up_bps: f64,
+        /// Parallel connections (NCCL channels / queue pairs) per ring edge, each hashed
+        /// on its own: NCCL runs several channels per NIC, and a dual-port NIC spreads
+        /// them over its ports.
+        channels: u32,
     },
     /// Many senders to one receiver.
     Incast {
@@ -76,12 +81,15 @@ pub enum Pattern {
 pub enum Timing {
     /// All flows gated by the slowest: `time = max(fixed × bytes, factor × bytes × 8 / min
     /// rate)`, with the min taken per group of flows (`groups[i]` of flow i) and the max
-    /// over groups.
+    /// over groups. Every `per_edge` consecutive flows are the channels of one ring or tree
+    /// edge (parallel connections between the same two ranks): an edge's rate is their sum.
     Gated {
         /// Multiplier of bytes (e.g. 2(n−1)/n for a ring).
         factor: f64,
         /// Group of each flow (all 0 for one ring).
         groups: Vec<u32>,
+        /// Flows (channels) per edge.
+        per_edge: u32,
         /// Time per byte of the phases outside the fabric (scale-up), seconds; they overlap
         /// the fabric phase, so the completion time is the larger of the two.
         fixed_s_per_byte: f64,
@@ -106,18 +114,26 @@ pub struct Expanded {
     pub ranks: usize,
 }
 
-fn ring_flows(ranks: &[NodeId], flows: &mut Vec<Flow>, groups: &mut Vec<u32>, g: u32) {
+fn ring_flows(
+    ranks: &[NodeId],
+    channels: u32,
+    flows: &mut Vec<Flow>,
+    groups: &mut Vec<u32>,
+    g: u32,
+) {
     let n = ranks.len();
     if n < 2 {
         return;
     }
     for i in 0..n {
-        flows.push(Flow {
-            src: ranks[i],
-            dst: ranks[(i + 1) % n],
-            id: g as u64,
-        });
-        groups.push(g);
+        for c in 0..channels {
+            flows.push(Flow {
+                src: ranks[i],
+                dst: ranks[(i + 1) % n],
+                id: (g as u64) << 32 | c as u64,
+            });
+            groups.push(g);
+        }
     }
 }
 
@@ -148,13 +164,14 @@ impl Pattern {
         let mut groups = Vec::new();
         match self {
             Pattern::RingAllReduce { ranks } => {
-                ring_flows(ranks, &mut flows, &mut groups, 0);
+                ring_flows(ranks, 1, &mut flows, &mut groups, 0);
                 let n = ranks.len() as f64;
                 Expanded {
                     flows,
                     timing: Timing::Gated {
                         factor: 2.0 * (n - 1.0) / n,
                         groups,
+                        per_edge: 1,
                         fixed_s_per_byte: 0.0,
                     },
                     bus_factor: 2.0 * (n - 1.0) / n,
@@ -184,6 +201,7 @@ impl Pattern {
                     timing: Timing::Gated {
                         factor: 0.5,
                         groups,
+                        per_edge: 1,
                         fixed_s_per_byte: 0.0,
                     },
                     bus_factor: 2.0 * (nf - 1.0) / nf,
@@ -193,7 +211,8 @@ impl Pattern {
             Pattern::Hierarchical {
                 ranks,
                 scale_up_bps,
-            } => hierarchical(f, ranks, *scale_up_bps),
+                channels,
+            } => hierarchical(f, ranks, *scale_up_bps, (*channels).max(1)),
             Pattern::Permutation { hosts, seed } => {
                 let n = hosts.len();
                 let perm = derangement(n, *seed);
@@ -259,7 +278,7 @@ pub fn derangement(n: usize, seed: u64) -> Vec<usize> {
     p
 }
 
-fn hierarchical(f: &Fabric, ranks: &[NodeId], scale_up_bps: f64) -> Expanded {
+fn hierarchical(f: &Fabric, ranks: &[NodeId], scale_up_bps: f64, channels: u32) -> Expanded {
     let mut sorted = ranks.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -285,7 +304,7 @@ fn hierarchical(f: &Fabric, ranks: &[NodeId], scale_up_bps: f64) -> Expanded {
     let mut groups = Vec::new();
     for rail in 0..m {
         let ring: Vec<NodeId> = domains.iter().map(|d| d.1[rail]).collect();
-        ring_flows(&ring, &mut flows, &mut groups, rail as u32);
+        ring_flows(&ring, channels, &mut flows, &mut groups, rail as u32);
     }
     let fixed_s_per_byte = if g > 1.0 && scale_up_bps > 0.0 {
         2.0 * (g - 1.0) / g * 8.0 / scale_up_bps
@@ -302,6 +321,7 @@ fn hierarchical(f: &Fabric, ranks: &[NodeId], scale_up_bps: f64) -> Expanded {
                 0.0
             },
             groups,
+            per_edge: channels.max(1),
             fixed_s_per_byte,
         },
         bus_factor: 2.0 * (gpus - 1.0) / gpus.max(1.0),

@@ -118,6 +118,7 @@ fn hierarchical_on_multi_plane_and_unroutable_cross_plane_ring() {
         pattern: Pattern::Hierarchical {
             ranks: ranks.clone(),
             scale_up_bps: 3.6e12,
+            channels: 1,
         },
         bytes: 1e9,
     };

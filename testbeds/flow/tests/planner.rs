@@ -41,6 +41,7 @@ fn cfg(rates: Rates, trials: u32, seed: u64) -> PlanConfig {
         checkpoint_hours: 2.0,
         restart_minutes: 15.0,
         scale_up_gbps: 3600.0,
+        channels: 2,
         rates,
     }
 }
@@ -84,6 +85,19 @@ fn tor_failure_single_homed_loses_hosts_dual_tor_keeps_them() {
                     .all(|h| !e.health.unreachable[h.idx()])
             );
         }
+        // with spraying, a healthy dual-ToR NIC uses both ports; with one ToR down, the
+        // job's NICs under it have half their bandwidth: the ring runs at half speed.
+        // A single-homed job moves to healthy servers and keeps its bandwidth.
+        let mut c = cfg(leaf_only(), 1, 1);
+        c.lb = LoadBalance::Spray;
+        let d = Design::new(&f, &c).unwrap();
+        let e = d.evaluate_state(&mut Evaluator::default(), &failed);
+        let want = if dual { 0.5 } else { 1.0 };
+        assert!(
+            (e.rel_busbw - want).abs() < 1e-9,
+            "dual = {dual}: {}",
+            e.rel_busbw
+        );
     }
 }
 

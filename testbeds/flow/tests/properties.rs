@@ -127,7 +127,7 @@ proptest! {
     fn fat_tree_with_failures(
         fails in prop::collection::vec(0usize..10_000, 0..6),
         pairs in prop::collection::vec((0u32..16, 0u32..16), 1..24),
-        lb in 0u8..3,
+        lb in 0u8..4,
         seed in any::<u64>(),
     ) {
         let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
@@ -137,7 +137,12 @@ proptest! {
         let flows: Vec<Flow> = pairs.iter().enumerate()
             .map(|(i, &(a, b))| Flow { src: NodeId(a), dst: NodeId(b), id: i as u64 })
             .collect();
-        let lb = match lb { 0 => LoadBalance::Ecmp { seed }, 1 => LoadBalance::Spray, _ => LoadBalance::Adaptive { seed } };
+        let lb = match lb {
+            0 => LoadBalance::Ecmp { seed },
+            1 => LoadBalance::Spray,
+            2 => LoadBalance::Entropy { evs: 16, seed },
+            _ => LoadBalance::Adaptive { seed },
+        };
         let ps = paths::build(&f, &routes, &flows, lb);
         let cap = flow_model::eval::capacities(&f, &routes);
         // no path over a down link; every routed flow leaves its source and reaches its destination
@@ -154,5 +159,40 @@ proptest! {
         for (x, y) in r.iter().zip(&b) {
             prop_assert!((x - y).abs() <= 1e-6 * (1.0 + y.abs()));
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Rates files with any numbers (unbounded, NaN, infinite) and any class names: never
+    /// a panic; accepted values are in range; errors name the file and a field.
+    #[test]
+    fn rates_parser_takes_any_input(
+        class in prop_oneof![
+            Just("leaf".to_string()), Just("spine".to_string()), Just("nic".to_string()),
+            Just("host_link".to_string()), "[a-z_]{1,12}",
+        ],
+        field in prop_oneof![Just("afr_percent".to_string()), Just("mttr_hours".to_string()), "[a-z_]{1,12}"],
+        value in prop_oneof![
+            any::<f64>().prop_map(|v| format!("{v:?}")),
+            any::<i64>().prop_map(|v| v.to_string()),
+            Just("nan".to_string()), Just("inf".to_string()), Just("-inf".to_string()),
+            "\"[a-z]{0,5}\"",
+        ],
+        junk in "[ -~]{0,20}",
+    ) {
+        let text = format!("[{class}]\n{field} = {value}\n");
+        match flow_model::rates::Rates::parse_toml(&text, "r.toml") {
+            Ok(r) => {
+                for (_, c) in r.classes() {
+                    prop_assert!(c.afr_percent.is_finite() && c.afr_percent >= 0.0);
+                    prop_assert!(c.mttr_hours.is_finite() && c.mttr_hours > 0.0);
+                }
+            }
+            Err(e) => prop_assert!(e.to_string().starts_with("r.toml: "), "{e}"),
+        }
+        // arbitrary text: an error or defaults, never a panic
+        let _ = flow_model::rates::Rates::parse_toml(&junk, "j.toml");
     }
 }

@@ -143,22 +143,20 @@ pub struct Switch {
 /// Parse what the switch needs from an IPv4 frame: destination, DSCP, whether it is a
 /// RoCE data packet (trimmable). `None` if malformed.
 fn classify(frame: &[u8]) -> Option<(Ipv4Addr, u8, bool)> {
-    let e = ethernet::Packet::new_checked(frame).ok()?;
-    if e.ethertype() != ETHERTYPE_IPV4 {
+    let e = ethernet::checked(frame).ok()?;
+    if ethernet::ethertype(&e) != ETHERTYPE_IPV4 {
         return None;
     }
-    let ip = ipv4::Packet::new_checked(e.payload()).ok()?;
+    let ip = ipv4::checked(e.payload()).ok()?;
     if !ip.verify_checksum() {
         return None;
     }
-    let data = ip.protocol() == ipv4::PROTO_UDP
-        && udp::Packet::new_checked(ip.payload())
-            .ok()
-            .is_some_and(|u| {
-                u.dst_port() == udp::ROCEV2_PORT
-                    && u.payload().first() == Some(&ib::opcode::RC_SEND_ONLY)
-            });
-    Some((ip.dst(), ip.dscp(), data))
+    let data = u8::from(ip.next_header()) == ipv4::PROTO_UDP
+        && udp::checked(ip.payload()).ok().is_some_and(|u| {
+            u.dst_port() == udp::ROCEV2_PORT
+                && u.payload().first() == Some(&ib::opcode::RC_SEND_ONLY)
+        });
+    Some((ip.dst_addr(), ip.dscp(), data))
 }
 
 impl Switch {
@@ -223,7 +221,8 @@ impl Switch {
         }
         // PFC / MAC control.
         if frame.len() >= ethernet::HEADER_LEN
-            && ethernet::Packet::new_unchecked(&frame[..]).ethertype() == ETHERTYPE_MAC_CONTROL
+            && ethernet::ethertype(&ethernet::Packet::new_unchecked(&frame[..]))
+                == ETHERTYPE_MAC_CONTROL
         {
             match pfc::Repr::from_frame(&frame) {
                 Ok(Some(r)) => {
@@ -281,17 +280,17 @@ impl Switch {
             let u: f64 = self.rng.random();
             if red.should_mark(Bytes(q), u) {
                 let mut ip = ipv4::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
-                if ip.ecn() != Ecn::NotEct {
-                    ip.set_ecn(Ecn::Ce);
+                if ipv4::ecn(&ip) != Ecn::NotEct {
+                    ipv4::set_ecn(&mut ip, Ecn::Ce);
                     self.ports[out].c.ecn_marks += 1;
                 }
             }
         }
         if let Some(mac) = self.cfg.next_hop_macs.get(out).copied().flatten() {
-            ethernet::Packet::new_unchecked(&mut frame[..]).set_dst(mac);
+            ethernet::set_dst(&mut ethernet::Packet::new_unchecked(&mut frame[..]), mac);
         }
         if let Some(mac) = self.cfg.port_macs.get(out).copied() {
-            ethernet::Packet::new_unchecked(&mut frame[..]).set_src(mac);
+            ethernet::set_src(&mut ethernet::Packet::new_unchecked(&mut frame[..]), mac);
         }
         self.used += len;
         self.max_buffer_used = self.max_buffer_used.max(self.used);

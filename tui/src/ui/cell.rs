@@ -125,9 +125,14 @@ pub fn render_link(f: &mut Frame<'_>, r: Rect, app: &App, id: u32) {
         height: inner.height - text_h,
         ..inner
     };
-    if chart_area.height < 5 {
-        return;
+    if chart_area.height >= 5 {
+        util_chart(f, chart_area, app, x.util);
     }
+}
+
+/// The link's utilisation over the samples since it was opened (braille).
+fn util_chart(f: &mut Frame<'_>, chart_area: Rect, app: &App, now: f32) {
+    let t = app.theme;
     let pts: Vec<(f64, f64)> = app
         .link_history
         .iter()
@@ -139,7 +144,7 @@ pub fn render_link(f: &mut Frame<'_>, r: Rect, app: &App, id: u32) {
         .name("util %")
         .marker(Marker::Braille)
         .graph_type(GraphType::Line)
-        .style(Style::new().fg(t.util(x.util)))
+        .style(Style::new().fg(t.util(now)))
         .data(&pts);
     let chart = Chart::new(vec![ds])
         .x_axis(

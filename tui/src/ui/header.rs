@@ -3,7 +3,7 @@
 
 use crate::app::{App, SourceStatus};
 use crate::theme;
-use crate::units::{clock, pct, si};
+use crate::units::{pct, si};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -40,8 +40,8 @@ fn status_line(app: &App, width: u16) -> Line<'static> {
         } => (
             format!(
                 "▶ REPLAY {name} {speed}× {} / {}{}",
-                clock(*at_ns),
-                clock(*len_ns),
+                crate::units::stamp(*at_ns),
+                crate::units::stamp(*len_ns),
                 if *ended { " (end)" } else { "" }
             ),
             t.warn(),
@@ -51,7 +51,7 @@ fn status_line(app: &App, width: u16) -> Line<'static> {
             since,
             reason,
         } => (
-            format!("✖ DISCONNECTED from {name} since {since}: {reason} — stale"),
+            format!("✖ DISCONNECTED (values stale) from {name} since {since}: {reason}"),
             t.bad(),
         ),
     };

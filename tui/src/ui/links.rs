@@ -23,19 +23,9 @@ fn visible(r: Rect) -> usize {
 pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
     let t = app.theme;
     let height = visible(r);
-    // first pass: how many match (and the selection clamp), sorted as far as needed
-    let want = app
-        .selected
-        .saturating_add(height)
-        .min(app.fabric.links.len());
-    let ids = app.table_rows(want);
+    let ids = app.table_ids();
     let total = ids.len();
     let sel = app.selected.min(total.saturating_sub(1));
-    let ids = if sel + height > want {
-        app.table_rows(sel + height)
-    } else {
-        ids
-    };
     let offset = (sel + 1).saturating_sub(height);
     let rows = ids
         .iter()
@@ -216,7 +206,8 @@ pub fn render_hottest(f: &mut Frame<'_>, r: Rect, app: &App) {
         faults_only: app.faults_only,
         ..Default::default()
     };
-    let ids = crate::table::rows(&app.fabric, app.rates(), &q, n);
+    let by_util = app.current().map_or(&[][..], |s| &s.by_util[..]);
+    let ids = crate::table::top(&app.fabric, app.rates(), &q, n, by_util);
     let rows = ids.iter().take(n).map(|&id| {
         let x = app.rates().get(id as usize).copied().unwrap_or_default();
         let g = if x.down {
