@@ -531,3 +531,34 @@ fn unreachable_pairs_count_a_cut_off_host() {
         .collect();
     assert_eq!(counts, vec![Some(30), Some(0)]);
 }
+
+/// A hand-made net (no `topo` fabric) gets a fabric map of its own: every port once, the
+/// two ends of a link next to each other, names the failure calls accept.
+#[test]
+fn hand_made_nets_have_a_fabric_map() {
+    let net = sim::net::NetBuilder::star(4, Rate::gbps(100), Duration::nanos(500));
+    let p = plan(
+        "[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"50KB\"\n",
+        4,
+    );
+    let mut sim = Sim::from_net(net, SimConfig::default(), &p).unwrap();
+    let info = sim.fabric_info();
+    info.validate().unwrap();
+    assert_eq!(info.ports.len(), 8);
+    for (i, port) in info.ports.iter().enumerate() {
+        let peer = &info.ports[i ^ 1];
+        assert_eq!(
+            (port.peer, port.peer_port, port.link),
+            (Some(peer.node), Some(peer.port), peer.link)
+        );
+    }
+    assert_eq!(info.nodes[4].name, "switch4");
+    sim.run_until(Instant::from_picos(2_000_000));
+    sim.snapshot().validate(&info).unwrap();
+    sim.fail_switch("switch4", Duration::micros(1)).unwrap();
+    sim.run_until(Instant::from_picos(3_000_000));
+    assert_eq!(
+        sim.snapshot().gauges.oper_down,
+        (0..8).collect::<Vec<u32>>()
+    );
+}

@@ -5,7 +5,7 @@
 //!
 //! Ports follow `fabric_api`'s order: port `2l` is the lower end of link `l` and
 //! `2l + 1` the upper end. For a `topo` fabric `l` is the `topo::LinkId`; for a
-//! hand-made [`Net`] links are numbered by their lower global port.
+//! hand-made [`Net`] links are numbered by their lower global port, in the same layout.
 
 use super::*;
 use fabric_api::{
@@ -36,15 +36,18 @@ pub(super) fn port_maps(net: &Net, fabric: Option<&topo::Fabric>) -> (Vec<u32>, 
             }
         }
         None => {
-            let mut next = 0;
+            // Links by lower port, their two ends consecutive (a port looped to itself,
+            // which hand-made nets should not have, takes one index).
+            let (mut next_link, mut next_port) = (0, 0);
             for p in 0..np {
                 let peer = net.port_peer[p] as usize;
                 if p <= peer {
-                    link[p] = next;
-                    link[peer] = next;
-                    api[p] = 2 * next;
-                    api[peer] = 2 * next + u32::from(peer != p);
-                    next += 1;
+                    link[p] = next_link;
+                    link[peer] = next_link;
+                    api[p] = next_port;
+                    api[peer] = next_port + u32::from(peer != p);
+                    next_link += 1;
+                    next_port += 1 + u32::from(peer != p);
                 }
             }
         }
