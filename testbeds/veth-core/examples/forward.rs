@@ -69,7 +69,7 @@ fn main() {
     let mut out = 0u64;
     let mut now = Instant::ZERO;
     for _ in 0..frames {
-        now = now + Duration::nanos(100);
+        now += Duration::nanos(100);
         sw.on_frame(now, 0, f.clone());
         while let Some(g) = sw.poll_transmit(now, 1) {
             out += g.len() as u64;
