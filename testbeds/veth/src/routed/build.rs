@@ -84,11 +84,11 @@ pub(super) fn set_rcvbuf(s: &UdpSocket, bytes: libc::c_int) -> Result<()> {
     Ok(())
 }
 
-/// Addresses (with `add_addrs`) and routes of host `h`'s link to its leaf, both ends:
-/// the host's address, a route to the gateway and a default route through it; the
-/// leaf's gateway address on the port and a route to the host. Routes are replaced, so
-/// this also re-installs what the kernel flushed when the link was set down. Returns
-/// (addresses, routes) written.
+/// Addresses (with `add_addrs`) and routes of host `h`'s link to its leaf, both ends and
+/// both families (IPv6 with `ipv6`): the host's address, a route to the gateway and a
+/// default route through it; the leaf's gateway address on the port and a route to the
+/// host. Routes are replaced, so this also re-installs what the kernel flushed when the
+/// link was set down. Returns (addresses, routes) written.
 pub(super) fn host_link(
     f: &Fabric,
     plan: &AddressPlan,
@@ -98,92 +98,69 @@ pub(super) fn host_link(
     ipv6: bool,
     add_addrs: bool,
 ) -> Result<(usize, usize)> {
+    let (na, nr) = host_link_in::<Ipv4Addr>(f, plan, nl, h, plane, add_addrs)?;
+    if !ipv6 {
+        return Ok((na, nr));
+    }
+    let (na6, nr6) = host_link_in::<Ipv6Addr>(f, plan, nl, h, plane, add_addrs)?;
+    Ok((na + na6, nr + nr6))
+}
+
+/// [`host_link`] in family `A`.
+fn host_link_in<A: LinkAddr>(
+    f: &Fabric,
+    plan: &AddressPlan,
+    nl: &[Nl],
+    h: NodeId,
+    plane: u16,
+    add_addrs: bool,
+) -> Result<(usize, usize)> {
     let a = f.attachment(h, plane).ok_or_else(|| {
         Error::Invalid(format!(
             "host {} has no port in plane {plane}",
             f.node_name(h)
         ))
     })?;
+    let addr = A::host(plan, f, h, plane).ok_or_else(|| {
+        Error::Invalid(format!(
+            "host {} has no {} address",
+            f.node_name(h),
+            A::NAME
+        ))
+    })?;
+    let gw = A::gateway(plan, a.leaf)
+        .ok_or_else(|| Error::Invalid(format!("leaf {} has no {} prefix", a.leaf.0, A::NAME)))?;
+    let (hif, lif) = (ifname(a.host_port), ifname(a.leaf_port));
+    let (hn, ln) = (&nl[h.idx()], &nl[a.leaf.idx()]);
+    let mut na = 0;
+    if add_addrs {
+        hn.add_addr(&hif, gw_into(addr), A::HOST_LEN)?;
+        ln.add_addr(&lif, gw_into(gw), A::HOST_LEN)?;
+        na += 2;
+    }
+    let (hidx, lidx) = (hn.index(&hif)?, ln.index(&lif)?);
+    hn.replace_route(A::link_route(gw, hidx))?;
     // Single plane: a default route. Several planes: one route per ToR prefix of the
     // plane through this plane's NIC, so a probe to a plane-p address leaves through the
     // plane-p port (and stays in plane p).
-    let multi = f.num_planes() > 1;
-    let plane_leaves: Vec<NodeId> = f.plane_info(plane).leaves().map(NodeId).collect();
-    let addr = plan
-        .host_v4(f, h, plane)
-        .ok_or_else(|| Error::Invalid(format!("host {} has no IPv4 address", f.node_name(h))))?;
-    let gw = plan
-        .gateway_v4(a.leaf)
-        .ok_or_else(|| Error::Invalid(format!("leaf {} has no prefix", a.leaf.0)))?;
-    let hif = ifname(a.host_port);
-    let lif = ifname(a.leaf_port);
-    let hn = &nl[h.idx()];
-    let ln = &nl[a.leaf.idx()];
-    let (mut na, mut nr) = (0, 0);
-    if add_addrs {
-        hn.add_addr(&hif, addr, 32)?;
-        ln.add_addr(&lif, gw, 32)?;
-        na += 2;
-    }
-    let hidx = hn.index(&hif)?;
-    let lidx = ln.index(&lif)?;
-    hn.replace_route(link_route(gw, hidx))?;
-    let dsts: Vec<(Ipv4Addr, u8)> = if multi {
-        plane_leaves
-            .iter()
-            .filter_map(|&l| plan.tor_prefix_v4(l))
-            .map(|p| (p.addr, p.len))
+    let dsts: Vec<(A, u8)> = if f.num_planes() > 1 {
+        f.plane_info(plane)
+            .leaves()
+            .filter_map(|l| A::tor_prefix(plan, NodeId(l)))
             .collect()
     } else {
-        vec![(Ipv4Addr::UNSPECIFIED, 0)]
+        vec![(A::UNSPECIFIED, 0)]
     };
     for &(d, len) in &dsts {
-        hn.replace_route(
-            RouteMessageBuilder::<Ipv4Addr>::new()
-                .destination_prefix(d, len)
-                .gateway(gw)
-                .output_interface(hidx)
-                .build(),
-        )?;
+        hn.replace_route(A::via(d, len, gw, hidx))?;
     }
-    ln.replace_route(link_route(addr, lidx))?;
-    nr += 2 + dsts.len();
-    if ipv6 {
-        // The same shape in IPv6: host ::(p+2)/128, leaf gateway ::1/128 on every
-        // host port, a connected /128 each way and the host's default (or per-ToR) routes.
-        let addr6 = plan.host_v6(f, h, plane).ok_or_else(|| {
-            Error::Invalid(format!("host {} has no IPv6 address", f.node_name(h)))
-        })?;
-        let gw6 = gateway_v6(plan, a.leaf)
-            .ok_or_else(|| Error::Invalid(format!("leaf {} has no IPv6 prefix", a.leaf.0)))?;
-        if add_addrs {
-            hn.add_addr(&hif, addr6, 128)?;
-            ln.add_addr(&lif, gw6, 128)?;
-            na += 2;
-        }
-        hn.replace_route(link_route6(gw6, hidx))?;
-        let dsts: Vec<(Ipv6Addr, u8)> = if multi {
-            plane_leaves
-                .iter()
-                .filter_map(|&l| plan.tor_prefix_v6(l))
-                .map(|p| (p.addr, p.len))
-                .collect()
-        } else {
-            vec![(Ipv6Addr::UNSPECIFIED, 0)]
-        };
-        for &(d, len) in &dsts {
-            hn.replace_route(
-                RouteMessageBuilder::<Ipv6Addr>::new()
-                    .destination_prefix(d, len)
-                    .gateway(gw6)
-                    .output_interface(hidx)
-                    .build(),
-            )?;
-        }
-        ln.replace_route(link_route6(addr6, lidx))?;
-        nr += 2 + dsts.len();
-    }
-    Ok((na, nr))
+    ln.replace_route(A::link_route(addr, lidx))?;
+    Ok((na, 2 + dsts.len()))
+}
+
+/// An address of either family as the netlink client takes it.
+fn gw_into<A: LinkAddr>(a: A) -> IpAddr {
+    a.into()
 }
 
 /// Open a host's probe sockets for `addr` inside `ns`: a non-blocking receiver on
@@ -200,23 +177,6 @@ pub(super) fn open_sock(ns: &Netns, addr: IpAddr) -> Result<Sock> {
         .map_err(io("set probe socket non-blocking"))?;
     set_rcvbuf(&rx, 4 << 20)?;
     Ok(Sock { addr, rx, tx })
-}
-
-/// A connected (no gateway) IPv6 /128 route to `dst` out of interface `oif`.
-pub(super) fn link_route6(dst: Ipv6Addr, oif: u32) -> RouteMessage {
-    RouteMessageBuilder::<Ipv6Addr>::new()
-        .destination_prefix(dst, 128)
-        .output_interface(oif)
-        .build()
-}
-
-/// A link-scope /32 route to `dst` out of interface `oif`.
-pub(super) fn link_route(dst: Ipv4Addr, oif: u32) -> RouteMessage {
-    RouteMessageBuilder::<Ipv4Addr>::new()
-        .destination_prefix(dst, 32)
-        .output_interface(oif)
-        .scope(RouteScope::Link)
-        .build()
 }
 
 impl RoutedTestbed {
@@ -435,11 +395,11 @@ fn address_links(f: &Fabric, plan: &AddressPlan, nl: &[Nl], ipv6: bool) -> Resul
     }
     for s in f.switches() {
         for p in 0..f.degree(s) as topo::Port {
-            if let Some((a, len)) = own_addr(f, plan, s, p) {
+            if let Some((a, len)) = own_addr::<Ipv4Addr>(f, plan, s, p) {
                 nl[s.idx()].add_addr(&ifname(p), a, len)?;
                 addresses += 1;
             }
-            if ipv6 && let Some((a, len)) = own_addr6(f, plan, s, p) {
+            if ipv6 && let Some((a, len)) = own_addr::<Ipv6Addr>(f, plan, s, p) {
                 nl[s.idx()].add_addr(&ifname(p), a, len)?;
                 addresses += 1;
             }

@@ -126,7 +126,7 @@ impl RoutedTestbed {
             for &(p, w) in &ports {
                 let gateway: IpAddr = match fam {
                     Family::V4 => peer_addr(&self.fabric, &self.plan, s, p).map(IpAddr::V4),
-                    Family::V6 => peer_addr6(&self.fabric, &self.plan, s, p).map(IpAddr::V6),
+                    Family::V6 => peer_addr(&self.fabric, &self.plan, s, p).map(IpAddr::V6),
                 }
                 .ok_or_else(|| {
                     Error::Invalid(format!(

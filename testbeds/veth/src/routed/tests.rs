@@ -71,7 +71,7 @@ fn link_ends_get_the_two_addresses_of_their_slash31() {
     let plan = AddressPlan::new(&f).unwrap();
     for s in f.switches() {
         for p in 0..f.degree(s) as topo::Port {
-            if let Some((mine, len)) = own_addr(&f, &plan, s, p) {
+            if let Some((mine, len)) = own_addr::<Ipv4Addr>(&f, &plan, s, p) {
                 assert_eq!(len, 31);
                 let peer = f.peer(s, p);
                 let back = (0..f.degree(peer) as topo::Port)
@@ -80,7 +80,7 @@ fn link_ends_get_the_two_addresses_of_their_slash31() {
                 assert_eq!(peer_addr(&f, &plan, peer, back), Some(mine));
                 assert_eq!(
                     u32::from(mine) >> 1,
-                    u32::from(peer_addr(&f, &plan, s, p).unwrap()) >> 1
+                    u32::from(peer_addr::<Ipv4Addr>(&f, &plan, s, p).unwrap()) >> 1
                 );
             }
         }
