@@ -10,7 +10,9 @@
 //! - `target_qdelay = 0.75·RTT` with trimming, `1.0·RTT` without
 //! - `α = 4·MSS·a·b / target_qdelay` (bytes per ps), `fair increase = 5·MSS·a`,
 //!   `η = 0.15·MSS·a`, `γ = 0.8`, fast-increase scale `0.25·a`, delay EWMA gain 0.0125
-//! - max window 1.5·BDP, initial window = max window, min window 1 MTU
+//! - max window 1.5·BDP (but never under one MTU, so a path whose BDP is smaller than one
+//!   packet — 1 Gb/s × 8 µs — still sends: a project rule, the spec does not cover it),
+//!   initial window = max window, min window 1 MTU
 //!
 //! Each ACK falls in one of four quadrants (ECN-echo × delay vs. target):
 //!
@@ -75,7 +77,7 @@ pub struct NsccConfig {
     pub target_qdelay: Duration,
     /// `line_rate × base_rtt`.
     pub bdp: Bytes,
-    /// 1.5·BDP.
+    /// 1.5·BDP, at least one MTU.
     pub max_window: Bytes,
     /// 1 MTU.
     pub min_window: Bytes,
@@ -119,7 +121,8 @@ impl NsccConfig {
         let a = bdp.0 as f64 / REFERENCE_BDP.0 as f64;
         let b = target.as_picos() as f64 / REFERENCE_RTT.as_picos() as f64;
         let m = mss.0 as f64;
-        let max_window = bdp.mul_f64(1.5);
+        // 1.5·BDP, and at least the min window (one MTU): below that nothing could be sent.
+        let max_window = bdp.mul_f64(1.5).max(mtu);
         NsccConfig {
             line_rate,
             base_rtt,
@@ -712,9 +715,19 @@ mod tests {
 
     #[test]
     fn bad_config_names_the_field() {
-        let c = NsccConfig::new(Rate::gbps(1), Duration::nanos(100), MTU, true);
+        let mut c = NsccConfig::new(Rate::gbps(100), Duration::micros(8), MTU, true);
+        c.min_window = Bytes(c.max_window.0 + 1);
         let e = c.build().unwrap_err().to_string();
         assert!(e.contains("min_window"), "{e}");
+    }
+
+    #[test]
+    fn a_path_smaller_than_one_packet_still_gets_a_one_packet_window() {
+        // 1 Gb/s × 100 ns: a BDP of 12.5 B, far below one MTU.
+        let c = NsccConfig::new(Rate::gbps(1), Duration::nanos(100), MTU, true);
+        assert_eq!((c.max_window, c.min_window), (MTU, MTU));
+        let n = c.build().unwrap();
+        assert_eq!(n.window(), Some(MTU));
     }
 
     #[derive(Clone, Debug)]
