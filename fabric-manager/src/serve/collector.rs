@@ -187,7 +187,8 @@ impl Worker {
         all.extend(derived);
         let frame = Frame::Snapshot(snapshot);
         self.record(&all, &frame);
-        self.hub.publish(frame, all, sample_ns, t);
+        let read_ns = self.source.read_ns();
+        self.hub.publish(frame, all, (sample_ns, read_ns), t);
         self.seq += 1;
     }
 

@@ -442,43 +442,42 @@ impl DaemonHealth {
             let paused = delta(&c.paused_ns, &prev.paused_ns, i) as f64 / dt as f64;
             let key = i as u64;
             let name = &self.names[i];
-            let checks = [
-                (
-                    util > th.utilisation,
-                    AlarmKind::Utilisation,
-                    Severity::Warning,
-                    format!(
-                        "utilisation {:.0} % over {:.0} %",
-                        util * 100.0,
-                        th.utilisation * 100.0
-                    ),
-                ),
-                (
-                    drops > 0,
-                    AlarmKind::Drops,
-                    Severity::Minor,
-                    format!("{drops} packets dropped in the last interval"),
-                ),
-                (
-                    paused > th.pause_share,
-                    AlarmKind::PauseShare,
-                    Severity::Warning,
-                    format!(
-                        "paused {:.0} % of the interval (threshold {:.0} %)",
-                        paused * 100.0,
-                        th.pause_share * 100.0
-                    ),
-                ),
-            ];
-            for (on, kind, severity, message) in checks {
-                st.alarms.set(on, kind, key, || Alarm {
-                    kind,
-                    severity,
-                    object: name.clone(),
-                    message,
-                    since_seq: s.seq,
+            // Messages are formatted only for alarms that are on (O(ports) per snapshot).
+            st.alarms
+                .set(util > th.utilisation, AlarmKind::Utilisation, key, || {
+                    Alarm {
+                        kind: AlarmKind::Utilisation,
+                        severity: Severity::Warning,
+                        object: name.clone(),
+                        message: format!(
+                            "utilisation {:.0} % over {:.0} %",
+                            util * 100.0,
+                            th.utilisation * 100.0
+                        ),
+                        since_seq: s.seq,
+                    }
                 });
-            }
+            st.alarms.set(drops > 0, AlarmKind::Drops, key, || Alarm {
+                kind: AlarmKind::Drops,
+                severity: Severity::Minor,
+                object: name.clone(),
+                message: format!("{drops} packets dropped in the last interval"),
+                since_seq: s.seq,
+            });
+            st.alarms
+                .set(paused > th.pause_share, AlarmKind::PauseShare, key, || {
+                    Alarm {
+                        kind: AlarmKind::PauseShare,
+                        severity: Severity::Warning,
+                        object: name.clone(),
+                        message: format!(
+                            "paused {:.0} % of the interval (threshold {:.0} %)",
+                            paused * 100.0,
+                            th.pause_share * 100.0
+                        ),
+                        since_seq: s.seq,
+                    }
+                });
         }
     }
 

@@ -374,6 +374,15 @@ impl Exposition {
                 let m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
                 ConstGauge::new(ns as f64 * 1e-9).encode(m)?;
             }
+            if let Some(ns) = latest.read_ns {
+                let m = enc.encode_descriptor(
+                    "fabric_daemon_read_seconds",
+                    "Within the sample time, the time spent reading the state into the snapshot",
+                    None,
+                    MetricType::Gauge,
+                )?;
+                ConstGauge::new(ns as f64 * 1e-9).encode(m)?;
+            }
         }
         Ok(())
     }

@@ -54,6 +54,8 @@ pub struct SimSource {
     base_flows: (u64, u64, u64),
     /// Links failed through the API, with their failure index in the running simulator.
     failed: BTreeMap<LinkId, usize>,
+    /// Time the last snapshot took to read, ns.
+    read_ns: u64,
 }
 
 /// Opens the source a spec names.
@@ -177,6 +179,7 @@ impl SimSource {
             base: PortCounters::default(),
             base_flows: (0, 0, 0),
             failed: BTreeMap::new(),
+            read_ns: 0,
         })
     }
 
@@ -241,6 +244,10 @@ impl Source for SimSource {
         true
     }
 
+    fn read_ns(&self) -> Option<u64> {
+        Some(self.read_ns)
+    }
+
     fn sample(&mut self, elapsed: Duration, seq: u64) -> Result<(Snapshot, Vec<Event>), String> {
         let target = (elapsed.as_secs_f64() * self.ratio * 1e9) as u64;
         let wall = WallInstant::now();
@@ -264,7 +271,10 @@ impl Source for SimSource {
                 break;
             }
         }
-        Ok((self.snapshot(seq), events))
+        let t = WallInstant::now();
+        let snap = self.snapshot(seq);
+        self.read_ns = t.elapsed().as_nanos() as u64;
+        Ok((snap, events))
     }
 
     fn fail_link(&mut self, link: LinkId) -> Result<String, String> {

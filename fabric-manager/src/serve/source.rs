@@ -21,6 +21,11 @@ pub trait Source: Send {
     fn reports_reroutes(&self) -> bool {
         false
     }
+    /// Time the last [`Self::sample`] spent reading the state into the snapshot (as
+    /// opposed to advancing the source), ns, when the source measures it.
+    fn read_ns(&self) -> Option<u64> {
+        None
+    }
     /// Fails a link (as a real failure would: the source detects and reacts on its own).
     fn fail_link(&mut self, link: LinkId) -> Result<String, String>;
     /// Restores a failed link.
