@@ -5,7 +5,8 @@
 # opensm, ibsim-utils, libumad2sim0, infiniband-diags: the OpenSM LFT dump and ibnetdiscover
 # topology exports are loaded by ibsim + `opensm -R file -U` and read back with ibroute;
 # graphviz: `dot` renders the DOT export; frr: `vtysh --dryrun` checks the FRR exports.
-# prometheus (with promtool): a real Prometheus scrapes `fabric serve` and promtool lints /metrics.
+# prometheus (with promtool): a real Prometheus scrapes `fabric serve` (promtool lints
+# /metrics), and fabric-tui --prometheus reads one.
 set -euo pipefail
 need=()
 for pkg in iproute2 tshark tmux opensm ibsim-utils libumad2sim0 infiniband-diags graphviz frr prometheus; do

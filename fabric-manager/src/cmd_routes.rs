@@ -87,7 +87,16 @@ struct Output<'a> {
     lft: Option<LftBalance>,
     isolated_host_names: Vec<String>,
     unreachable_host_names: Vec<String>,
+    /// One channel-dependency cycle, by name: `from->to` per channel.
+    cdg_cycle_names: Vec<String>,
     report: &'a topo::verify::VerifyReport,
+}
+
+/// A dependency cycle as `A->B` per channel (link and direction).
+fn cycle_names(f: &topo::Fabric, c: &[topo::verify::Channel]) -> Vec<String> {
+    c.iter()
+        .map(|ch| format!("{}->{}", f.node_name(ch.from), f.node_name(ch.to)))
+        .collect()
 }
 
 pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
@@ -127,6 +136,7 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             .collect(),
         reroute,
         lft: a.lft.then(|| lft_balance(&f, &routes)),
+        cdg_cycle_names: cycle_names(&f, &rep.cdg_cycle),
         report: &rep,
     };
     if a.json {
@@ -283,6 +293,24 @@ fn render(f: &topo::Fabric, o: &Output<'_>) -> String {
         r.cdg_channels,
         r.cdg_edges
     );
+    if !o.cdg_cycle_names.is_empty() {
+        let switches: Vec<&str> = r.cdg_cycle.iter().map(|c| f.node_name(c.from)).collect();
+        let _ = writeln!(
+            s,
+            "       {} channels lie on cycles; one cycle of {} channels (each waits for the next, the last for the first): {}",
+            r.cdg_cyclic_channels,
+            o.cdg_cycle_names.len(),
+            list(&o.cdg_cycle_names, 16)
+        );
+        let _ = writeln!(
+            s,
+            "       switches on it: {}",
+            list(
+                &switches.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                16
+            )
+        );
+    }
     let e = &r.ecmp;
     let _ = writeln!(
         s,
@@ -321,6 +349,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn dependency_cycle_is_named_in_text_and_json() {
+        let f = topo::generators::leaf_spine(2, 2, 1, topo::Rate::gbps(100)).unwrap();
+        let mut routes = topo::Routes::compute(&f);
+        // spine0 bounces leaf1's traffic back to leaf0: leaf0->spine0->leaf0 is a cycle.
+        routes.set_entry(topo::NodeId(4), topo::NodeId(3), &[0]);
+        let rep = topo::verify::verify(&f, &routes);
+        let out = Output {
+            fabric: f.name().into(),
+            failed_links: 0,
+            failed_switches: vec![],
+            reroute: None,
+            lft: None,
+            isolated_host_names: vec![],
+            unreachable_host_names: vec![],
+            cdg_cycle_names: cycle_names(&f, &rep.cdg_cycle),
+            report: &rep,
+        };
+        let text = render(&f, &out);
+        assert!(text.contains("one cycle of 2 channels"), "{text}");
+        assert!(
+            text.contains("leaf0->spine0, spine0->leaf0")
+                || text.contains("spine0->leaf0, leaf0->spine0"),
+            "{text}"
+        );
+        assert!(text.contains("switches on it: "), "{text}");
+        let json = serde_json::to_value(&out).unwrap();
+        assert_eq!(json["cdg_cycle_names"].as_array().unwrap().len(), 2);
+        assert_eq!(json["report"]["cdg_cycle"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
     fn balanced_lft_and_report_text() {
         let f = topo::presets::build("fat-tree-k8").unwrap();
         let mut routes = topo::Routes::compute(&f);
@@ -345,6 +404,7 @@ mod tests {
                 .map(|&n| f.node_name(n).to_string())
                 .collect(),
             unreachable_host_names: vec![],
+            cdg_cycle_names: vec![],
             report: &rep,
         };
         let text = render(&f, &out);

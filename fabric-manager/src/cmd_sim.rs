@@ -75,6 +75,12 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Record the fabric map, snapshots and events into FILE (see docs/telemetry.md).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Snapshot interval of --record, in virtual time.
+    #[arg(long, value_name = "TIME", default_value = "10us")]
+    pub record_every: String,
 }
 
 /// Options of `compare-lb`.
@@ -259,7 +265,22 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
         (None, Some(_)) => Some(Duration::micros(10)),
         _ => None,
     };
-    let (r, wall) = simulate(&fabric, cfg, &plan, a.quiet)?;
+    let (r, wall) = match &a.record {
+        Some(out) => {
+            let every = parse_time("--record-every", &a.record_every)?;
+            let (r, wall, rec) =
+                crate::record::simulate_recording(&fabric, cfg, &plan, out, every)?;
+            println!(
+                "recorded {} snapshots and {} events ({:.1} MB) into {}",
+                rec.snapshots,
+                rec.events,
+                rec.bytes as f64 / 1e6,
+                out.display()
+            );
+            (r, wall)
+        }
+        None => simulate(&fabric, cfg, &plan, a.quiet)?,
+    };
     print!("{}", sim::summary::summary(&r));
     println!(
         "wall {:.2} s · {:.2} M events/s",
@@ -535,6 +556,8 @@ mod tests {
             json: None,
             plot: None,
             quiet: true,
+            record: None,
+            record_every: "10us".into(),
         }
     }
 

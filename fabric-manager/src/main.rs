@@ -4,12 +4,14 @@
 
 mod cmd_build;
 mod cmd_export;
+mod cmd_plan;
 mod cmd_routes;
 mod cmd_sim;
 mod cmd_status;
 mod cmd_testbed;
 mod cmd_topo;
 mod common;
+mod record;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +40,11 @@ enum Command {
     },
     /// Packet-level simulation of congestion control and load balancing.
     Sim(cmd_sim::Args),
+    /// Resilience planning: what component failures cost a design over weeks of training.
+    Plan {
+        #[command(subcommand)]
+        command: cmd_plan::Command,
+    },
     /// Run the daemon: own a fabric, serve its telemetry (HTTP API, stream, Prometheus).
     Serve(Box<serve::Args>),
     /// Ask a running daemon for a summary.
@@ -89,6 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             RoutesCommand::Export(a) => cmd_export::run(a),
         },
         Command::Sim(a) => cmd_sim::run(a),
+        Command::Plan { command } => cmd_plan::run(command),
         Command::Testbed { command } => cmd_testbed::run(command),
         Command::Serve(a) => serve::main(*a),
         Command::Status(a) => cmd_status::run(a),

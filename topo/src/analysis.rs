@@ -129,7 +129,7 @@ pub fn summarize(f: &Fabric, r: &Routes, prices: &PriceList) -> Summary {
         let host = f.is_host(l.a);
         if host {
             s.host_links += 1;
-            s.injection_bps += l.rate_bps;
+            s.injection_bps = s.injection_bps.saturating_add(l.rate_bps);
             cost += prices.switch_usd_per_gbps * gbps(l.rate_bps);
         } else {
             s.switch_links += 1;
@@ -169,7 +169,7 @@ pub fn summarize(f: &Fabric, r: &Routes, prices: &PriceList) -> Summary {
                     * p.external_up_rate_bps[t as usize - 1] as u128;
             }
         }
-        s.bisection_bps += plane_bisection(f, p);
+        s.bisection_bps = s.bisection_bps.saturating_add(plane_bisection(f, p));
     }
     for t in 0..3 {
         if up[t] > 0 {
@@ -253,8 +253,8 @@ fn plane_bisection(f: &Fabric, p: &PlaneInfo) -> u64 {
         let v = NodeId(v);
         for (k, (_, l)) in f.ports(v).enumerate() {
             match f.direction(v, k as Port) {
-                Direction::Down => host += f.link(l).rate_bps,
-                _ => leaf_up += f.link(l).rate_bps,
+                Direction::Down => host = host.saturating_add(f.link(l).rate_bps),
+                _ => leaf_up = leaf_up.saturating_add(f.link(l).rate_bps),
             }
         }
     }
@@ -268,7 +268,7 @@ fn plane_bisection(f: &Fabric, p: &PlaneInfo) -> u64 {
                     let v = NodeId(v);
                     for (k, (_, l)) in f.ports(v).enumerate() {
                         if f.direction(v, k as Port) == Direction::Up {
-                            agg_up += f.link(l).rate_bps;
+                            agg_up = agg_up.saturating_add(f.link(l).rate_bps);
                         }
                     }
                 }
@@ -284,7 +284,7 @@ fn plane_bisection(f: &Fabric, p: &PlaneInfo) -> u64 {
                         && v < w
                         && (f.pod(v).unwrap_or(0) < half) != (f.pod(w).unwrap_or(0) < half)
                     {
-                        cross += f.link(l).rate_bps;
+                        cross = cross.saturating_add(f.link(l).rate_bps);
                     }
                 }
             }

@@ -36,9 +36,14 @@ fn hosts(rate: Rate) -> HostSpec {
 /// k/2 aggregation switches, (k/2)² cores, k³/4 hosts, 5k²/4 switches, all links at `rate`.
 pub fn fat_tree_spec(k: u32, rate: Rate) -> Spec {
     let h = k / 2;
+    let k64 = k as u64;
     Spec {
         name: format!("fat-tree-k{k}"),
-        description: format!("3-tier {k}-ary fat-tree: {} hosts, {} switches", k * k * k / 4, 5 * k * k / 4),
+        description: format!(
+            "3-tier {k}-ary fat-tree: {} hosts, {} switches",
+            k64 * k64 * k64 / 4,
+            5 * k64 * k64 / 4
+        ),
         source: vec!["M. Al-Fares, A. Loukissas, A. Vahdat. A Scalable, Commodity Data Center Network Architecture. SIGCOMM 2008, §3.".into()],
         hosts: hosts(rate),
         planes: vec![PlaneSpec {
@@ -53,7 +58,8 @@ pub fn fat_tree_spec(k: u32, rate: Rate) -> Spec {
     }
 }
 
-/// A 3-tier k-ary fat-tree (k even, ≥ 2).
+/// A 3-tier k-ary fat-tree (k even, 2 ≤ k ≤ 160: larger ones exceed
+/// [`crate::spec::MAX_HOSTS`] and get an error saying so).
 pub fn fat_tree(k: u32, rate: Rate) -> Result<Fabric> {
     fat_tree_spec(k, rate).build(&format!("fat-tree-k{k}"))
 }
@@ -67,7 +73,8 @@ pub fn leaf_spine_spec(
     parallel: u32,
     rate: Rate,
 ) -> Spec {
-    let up = spines * parallel;
+    // Saturating: an absurd size becomes a radix that validation refuses by name.
+    let up = spines.saturating_mul(parallel);
     Spec {
         name: format!("leaf-spine-{leaves}x{spines}"),
         description: format!("2-tier leaf-spine: {leaves} leaves, {spines} spines"),
@@ -78,8 +85,12 @@ pub fn leaf_spine_spec(
             kind: PlaneKind::Clos,
             pods: 1,
             leaves_per_pod: leaves,
-            leaf: tier(hosts_per_leaf + up, Some(hosts_per_leaf), up),
-            spine: tier(leaves * parallel, Some(leaves * parallel), 0),
+            leaf: tier(hosts_per_leaf.saturating_add(up), Some(hosts_per_leaf), up),
+            spine: tier(
+                leaves.saturating_mul(parallel),
+                Some(leaves.saturating_mul(parallel)),
+                0,
+            ),
             core: None,
         }],
     }
@@ -121,8 +132,12 @@ pub fn dragonfly_plus_spec(
             kind: PlaneKind::DragonflyPlus,
             pods: groups,
             leaves_per_pod: leaves,
-            leaf: tier(hosts_per_leaf + spines, Some(hosts_per_leaf), spines),
-            spine: tier(leaves + global, Some(leaves), global),
+            leaf: tier(
+                hosts_per_leaf.saturating_add(spines),
+                Some(hosts_per_leaf),
+                spines,
+            ),
+            spine: tier(leaves.saturating_add(global), Some(leaves), global),
             core: None,
         }],
     }

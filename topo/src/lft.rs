@@ -57,6 +57,78 @@ pub struct Lft {
     col_of: Vec<u32>,
 }
 
+/// Host ports of a plane as `(leaf, leaf port, host)`, in column order.
+fn plane_columns(f: &Fabric, plane: u16) -> Vec<(u32, Port, NodeId)> {
+    let mut cols: Vec<(u32, Port, NodeId)> = f
+        .hosts()
+        .filter_map(|h| f.attachment(h, plane).map(|a| (a.leaf.0, a.leaf_port, h)))
+        .collect();
+    cols.sort_unstable();
+    cols
+}
+
+/// d-mod-k divisor of each switch tier (1, 2, 3) of a plane: `1`, the number of distinct
+/// switches a leaf's up ports reach, that × the distinct switches a tier-2 switch's up
+/// ports reach. Distinct switches, not ports: with parallel links (two leaf ports to the
+/// same aggregation switch) every destination residue still arrives at that switch, so
+/// dividing by the port count would leave some of its up ports without destinations.
+fn tier_divisors(f: &Fabric, plane: u16) -> [u32; 3] {
+    let p = f.plane_info(plane);
+    let upw = |t: usize| -> u32 {
+        p.tiers[t]
+            .clone()
+            .next()
+            .map(|s| {
+                let n = NodeId(s);
+                let mut peers: Vec<NodeId> = (0..f.degree(n) as Port)
+                    .filter(|&k| f.direction(n, k) == Direction::Up)
+                    .map(|k| f.peer(n, k))
+                    .collect();
+                peers.sort_unstable();
+                peers.dedup();
+                peers.len() as u32
+            })
+            .unwrap_or(1)
+            .max(1)
+    };
+    [1, upw(0), upw(0) * upw(1)]
+}
+
+/// The d-mod-k choice of [`Lft`] for one plane without storing a table: every writer of a
+/// single-path table (the OpenSM LFT of the ECMP engine included) picks the same port, so
+/// every such table is balanced at every tier.
+#[derive(Debug, Clone)]
+pub struct DModK {
+    div: [u32; 3],
+    /// Column of each host (u32::MAX: not in the plane).
+    col_of: Vec<u32>,
+}
+
+impl DModK {
+    /// The chooser of `plane`.
+    pub fn new(f: &Fabric, plane: u16) -> DModK {
+        let mut col_of = vec![u32::MAX; f.num_hosts()];
+        for (c, &(_, _, h)) in plane_columns(f, plane).iter().enumerate() {
+            col_of[h.idx()] = c as u32;
+        }
+        DModK {
+            div: tier_divisors(f, plane),
+            col_of,
+        }
+    }
+
+    /// The member of `group` (`switch`'s ECMP next hops toward host `dst`) that the
+    /// single-path table uses: `group[(column / div_tier) mod len]`.
+    pub fn pick(&self, f: &Fabric, switch: NodeId, dst: NodeId, group: &[Port]) -> Option<Port> {
+        let c = *self.col_of.get(dst.idx())?;
+        if group.is_empty() || c == u32::MAX {
+            return None;
+        }
+        let div = self.div[(f.tier(switch) as usize).clamp(1, 3) - 1];
+        Some(group[(c / div) as usize % group.len()])
+    }
+}
+
 impl Lft {
     /// Computes the single-path tables from the ECMP tables.
     pub fn compute(f: &Fabric, r: &Routes) -> Lft {
@@ -66,15 +138,7 @@ impl Lft {
         for (pi, p) in f.planes().iter().enumerate() {
             let leaves = p.leaves();
             let nl = leaves.len();
-            // Columns ordered by (leaf, leaf port).
-            let mut cols: Vec<(u32, Port, NodeId)> = f
-                .hosts()
-                .filter_map(|h| {
-                    f.attachment(h, pi as u16)
-                        .map(|a| (a.leaf.0, a.leaf_port, h))
-                })
-                .collect();
-            cols.sort_unstable();
+            let cols = plane_columns(f, pi as u16);
             let mut leaf_col = vec![0u32; nl + 1];
             for &(l, _, _) in &cols {
                 leaf_col[(l - leaves.start) as usize + 1] += 1;
@@ -87,21 +151,7 @@ impl Lft {
                 col_of[h.idx() * np + pi] = c as u32;
             }
             let sw = p.switches();
-            // d-mod-k divisors per tier from the typical up-width.
-            let upw = |t: usize| -> u32 {
-                p.tiers[t]
-                    .clone()
-                    .next()
-                    .map(|s| {
-                        let n = NodeId(s);
-                        (0..f.degree(n) as Port)
-                            .filter(|&k| f.direction(n, k) == Direction::Up)
-                            .count() as u32
-                    })
-                    .unwrap_or(1)
-                    .max(1)
-            };
-            let tier_div = [1u32, upw(0), upw(0) * upw(1)];
+            let tier_div = tier_divisors(f, pi as u16);
             let div: Vec<u32> = sw
                 .clone()
                 .map(|s| tier_div[f.tier(NodeId(s)) as usize - 1])
@@ -201,6 +251,12 @@ impl PlaneLft {
             LftPorts::U16(v) => v[i],
         };
         x.checked_sub(1)
+    }
+
+    /// The d-mod-k divisor of `switch`'s row: entry `c` takes group member
+    /// `(c / divisor) mod len`.
+    pub fn divisor(&self, switch: NodeId) -> u32 {
+        self.div[(switch.0 - self.first_switch) as usize]
     }
 
     /// Destinations per output port of `switch` (index = port number).

@@ -11,6 +11,8 @@
 //! * [`routing`] — up*/down* ECMP tables per destination ToR, deduplicated next-hop
 //!   groups, incremental re-routing after link/switch failures.
 //! * [`lft`] — single-path balanced (d-mod-k / ftree-style) tables, one byte per entry.
+//! * [`balance`] — per-tier balance of single-path tables (destinations and all-to-all
+//!   pairs per up link).
 //! * [`addressing`] — IPv4/IPv6 ToR prefixes, loopbacks, /31 and /127 link subnets,
 //!   RFC 7938 ASNs, LIDs and GUIDs.
 //! * [`presets`] — named published fabrics as cited spec files (`topo/presets/*.toml`).
@@ -70,6 +72,7 @@
 
 pub mod addressing;
 pub mod analysis;
+pub mod balance;
 pub mod export;
 pub mod failures;
 pub mod generators;

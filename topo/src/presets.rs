@@ -73,6 +73,9 @@ fn known() -> String {
         .join(", ")
 }
 
+/// Largest `fat-tree-k{N}`: 160³/4 = 1,024,000 hosts ≤ [`crate::spec::MAX_HOSTS`].
+pub const MAX_FAT_TREE_K: u32 = 160;
+
 /// The spec of a preset by name.
 pub fn spec(name: &str) -> Result<Spec> {
     if let Some(k) = name.strip_prefix("fat-tree-k") {
@@ -80,11 +83,14 @@ pub fn spec(name: &str) -> Result<Spec> {
             name: name.into(),
             known: known(),
         })?;
-        if !(2..=256).contains(&k) || !k.is_multiple_of(2) {
+        if !(2..=MAX_FAT_TREE_K).contains(&k) || !k.is_multiple_of(2) {
             return Err(Error::Spec {
                 origin: format!("preset {name}"),
                 path: "k".into(),
-                msg: format!("{k} is not an even switch radix from 2 to 256"),
+                msg: format!(
+                    "{k} is not an even switch radix from 2 to {MAX_FAT_TREE_K} (a k-ary fat-tree has k³/4 hosts; the largest fabric this tool builds has {} hosts)",
+                    crate::spec::MAX_HOSTS
+                ),
             });
         }
         return Ok(crate::generators::fat_tree_spec(k, Rate::gbps(400)));

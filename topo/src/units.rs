@@ -3,6 +3,9 @@
 
 use std::fmt;
 
+/// Rates must be below this (10^18 bits/s), so sums over a fabric's links stay in range.
+pub const MAX_BPS: u64 = 1_000_000_000_000_000_000;
+
 /// A line rate in bits per second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Rate(pub u64);
@@ -41,7 +44,7 @@ impl Rate {
             )
         })?;
         let bps = v * mult;
-        if !(bps.is_finite() && (1.0..1e18).contains(&bps)) {
+        if !(bps.is_finite() && (1.0..MAX_BPS as f64).contains(&bps)) {
             return Err(format!("`{s}` is out of range for a link rate"));
         }
         Ok(Rate(bps.round() as u64))
@@ -86,13 +89,18 @@ impl<'de> serde::Deserialize<'de> for Rate {
                 if v == 0 {
                     return Err(E::custom("a link rate must be positive"));
                 }
+                if v >= MAX_BPS {
+                    return Err(E::custom(format!(
+                        "{v} bits/s is out of range for a link rate (expected less than 10^18)"
+                    )));
+                }
                 Ok(Rate(v))
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Rate, E> {
                 if v <= 0 {
                     return Err(E::custom("a link rate must be positive"));
                 }
-                Ok(Rate(v as u64))
+                self.visit_u64(v as u64)
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Rate, E> {
                 Rate::parse(v).map_err(E::custom)

@@ -10,7 +10,11 @@
 //! * **Up/down turns**: after a down (or global) hop, no up or global hop.
 //! * **Deadlock freedom**: the channel dependency graph (directed links; an edge when a
 //!   packet arriving on one may leave on the other at the switch between) must be acyclic
-//!   (Dally & Seitz, IEEE Trans. Computers 1987); checked with Kahn's algorithm.
+//!   (Dally & Seitz, IEEE Trans. Computers 1987); checked with Kahn's algorithm on the
+//!   dependency bitsets. When it is cyclic, the channels Kahn could not order go into a
+//!   `petgraph` graph: its strongly connected components (Tarjan) count the channels on
+//!   cycles, and A* inside the smallest component gives one shortest cycle, reported as
+//!   channels (link + direction) and the switches on it, so a user can see where.
 //! * **ECMP widths** (see [`WidthStats`]).
 
 use crate::model::*;
@@ -67,6 +71,13 @@ pub struct VerifyReport {
     pub cdg_edges: u64,
     /// Whether the channel dependency graph is acyclic.
     pub cdg_acyclic: bool,
+    /// Channels that lie on some dependency cycle (in a strongly connected component of
+    /// more than one channel); 0 when acyclic.
+    pub cdg_cyclic_channels: u64,
+    /// One shortest dependency cycle (from the smallest strongly connected component):
+    /// each channel's packets may wait for the next one's, the last for the first.
+    /// Empty when acyclic.
+    pub cdg_cycle: Vec<Channel>,
     /// ECMP widths.
     pub ecmp: WidthStats,
 }
@@ -80,6 +91,19 @@ impl VerifyReport {
             && self.black_holes == 0
             && self.cdg_acyclic
     }
+}
+
+/// A channel: a link used in one direction, `from` port `port` to `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Channel {
+    /// Sending node.
+    pub from: NodeId,
+    /// Port on `from`.
+    pub port: Port,
+    /// Receiving node.
+    pub to: NodeId,
+    /// The link.
+    pub link: LinkId,
 }
 
 const UNSEEN: u8 = 0;
@@ -186,6 +210,8 @@ pub fn verify(f: &Fabric, r: &Routes) -> VerifyReport {
         cdg_channels: 0,
         cdg_edges: 0,
         cdg_acyclic: true,
+        cdg_cyclic_channels: 0,
+        cdg_cycle: Vec::new(),
         ecmp: r.width_stats(),
     };
     // Leaf-pair reachability per plane: bad[(src li, dst li)] listed.
@@ -444,6 +470,78 @@ fn cdg(f: &Fabric, r: &Routes, rep: &mut VerifyReport) {
     rep.cdg_channels = nslots as u64;
     rep.cdg_edges = edges;
     rep.cdg_acyclic = done == nslots;
+    if !rep.cdg_acyclic {
+        // Channels Kahn could not order: the cycles and what hangs off them.
+        let residual: Vec<usize> = (0..nslots).filter(|&c| indeg[c] > 0).collect();
+        let (count, cycle) = find_cycle(&residual, |c, out| {
+            let (n, p) = owner[c];
+            for_each_edge(n, p, out)
+        });
+        rep.cdg_cyclic_channels = count;
+        rep.cdg_cycle = cycle
+            .into_iter()
+            .map(|c| {
+                let (from, port) = owner[c];
+                Channel {
+                    from,
+                    port,
+                    to: f.peer(from, port),
+                    link: f.port_link(from, port),
+                }
+            })
+            .collect();
+    }
+}
+
+/// Among `nodes` (of a directed graph given by `edges(v, out)`), the number of nodes on
+/// cycles and one shortest cycle of the smallest strongly connected component, with petgraph:
+/// Tarjan's SCC, then A* (unit costs) from a successor of the component's first node back
+/// to it.
+fn find_cycle(nodes: &[usize], edges: impl Fn(usize, &mut dyn FnMut(usize))) -> (u64, Vec<usize>) {
+    use petgraph::graph::{DiGraph, NodeIndex};
+    let index: std::collections::HashMap<usize, NodeIndex> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| (c, NodeIndex::new(i)))
+        .collect();
+    let mut g: DiGraph<usize, ()> = DiGraph::with_capacity(nodes.len(), nodes.len() * 4);
+    for &c in nodes {
+        g.add_node(c);
+    }
+    for &c in nodes {
+        edges(c, &mut |t| {
+            if let Some(&ti) = index.get(&t) {
+                g.add_edge(index[&c], ti, ());
+            }
+        });
+    }
+    let sccs: Vec<Vec<NodeIndex>> = petgraph::algo::tarjan_scc(&g)
+        .into_iter()
+        .filter(|s| s.len() > 1)
+        .collect();
+    let count = sccs.iter().map(|s| s.len() as u64).sum();
+    let Some(scc) = sccs.iter().min_by_key(|s| s.len()) else {
+        return (count, Vec::new());
+    };
+    let inside: std::collections::HashSet<NodeIndex> = scc.iter().copied().collect();
+    let start = scc[0];
+    let best = g
+        .neighbors(start)
+        .filter(|n| inside.contains(n))
+        .filter_map(|next| {
+            // Every path between two nodes of a component stays inside it: no filter needed.
+            petgraph::algo::astar(&g, next, |n| n == start, |_| 1u32, |_| 0)
+        })
+        .min_by_key(|(cost, _)| *cost);
+    let cycle = best
+        .map(|(_, path)| {
+            // path: next … start; the cycle is start → next → … → (back to start).
+            let mut v = vec![g[start]];
+            v.extend(path[..path.len() - 1].iter().map(|&n| g[n]));
+            v
+        })
+        .unwrap_or_default();
+    (count, cycle)
 }
 
 #[cfg(test)]
@@ -518,6 +616,40 @@ mod tests {
         r.set_entry(leaf0, leaf1, &[]);
         let v = verify(&f, &r);
         assert_eq!((v.black_holes, v.unreachable_pairs), (0, 1));
+    }
+
+    /// Loop-free routes with down-up turns whose dependencies close a ring of six channels
+    /// over three leaves and three spines: can deadlock under PFC. The report names the ring.
+    #[test]
+    fn dependency_cycle_is_located() {
+        let f = leaf_spine(3, 3, 1, Rate::gbps(100)).unwrap();
+        let mut r = Routes::compute(&f);
+        let (leaf, spine) = (|i: u32| NodeId(3 + i), |i: u32| NodeId(6 + i));
+        // Leaf port 1 + s goes to spine s; spine port l goes to leaf l.
+        for (d, via) in [(2u32, [0u32, 1]), (0, [1, 2]), (1, [2, 0])] {
+            // To leaf d: leaf via[0] → spine via[0] → leaf via[1] → spine via[1] → leaf d.
+            let (a, b) = (via[0], via[1]);
+            r.set_entry(leaf(a), leaf(d), &[1 + a as Port]);
+            r.set_entry(spine(a), leaf(d), &[b as Port]);
+            r.set_entry(leaf(b), leaf(d), &[1 + b as Port]);
+            r.set_entry(spine(b), leaf(d), &[d as Port]);
+        }
+        let v = verify(&f, &r);
+        assert_eq!(v.loops, 0, "{v:?}");
+        assert!(!v.cdg_acyclic);
+        assert_eq!(v.cdg_cyclic_channels, 6);
+        let c = &v.cdg_cycle;
+        assert_eq!(c.len(), 6, "{c:?}");
+        for (i, ch) in c.iter().enumerate() {
+            assert_eq!(ch.to, c[(i + 1) % c.len()].from, "a chain: {c:?}");
+            assert_eq!(f.peer(ch.from, ch.port), ch.to);
+        }
+        let mut on: Vec<NodeId> = c.iter().map(|ch| ch.from).collect();
+        on.sort();
+        assert_eq!(on, (3..9).map(NodeId).collect::<Vec<_>>());
+        // A healthy table has none.
+        let v = verify(&f, &Routes::compute(&f));
+        assert!(v.cdg_acyclic && v.cdg_cycle.is_empty() && v.cdg_cyclic_channels == 0);
     }
 
     #[test]

@@ -79,6 +79,23 @@ fn golden_ecmp() {
 }
 
 #[test]
+fn opensm_lft_is_the_same_whatever_the_engine() {
+    // The OpenSM LFT is single-path either way; from ECMP tables it takes the same d-mod-k
+    // member as the single-path engine, so it is balanced at every tier (issue 15: it used
+    // to take `lid mod width` at every tier, correlating leaf and aggregation choices).
+    let f = topo::generators::fat_tree(8, topo::Rate::gbps(400)).unwrap();
+    let r = Routes::compute(&f);
+    let a = AddressPlan::new(&f).unwrap();
+    let lft = Lft::compute(&f, &r);
+    let ecmp = export_all(&f, Tables::Ecmp(&r), &a);
+    let single = export_all(&f, Tables::SinglePath(&r, &lft), &a);
+    assert_eq!(
+        ecmp.text("opensm/plane0/lfts.dump").unwrap(),
+        single.text("opensm/plane0/lfts.dump").unwrap()
+    );
+}
+
+#[test]
 fn golden_single_path() {
     let (f, r, a) = k4();
     let lft = Lft::compute(&f, &r);

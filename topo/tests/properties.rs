@@ -287,3 +287,60 @@ proptest! {
         }
     }
 }
+
+/// Issue 15's balance property. d-mod-k gives column `c` member `(c / div) mod n` of a
+/// switch's up group, so a switch's up ports get equal destination counts when the columns
+/// it keeps local and all of the plane's columns are whole periods `div × n` (what "where the
+/// counts divide evenly" means here; otherwise the spread is within one period). Where every
+/// switch of a tier meets that, the all-to-all pair load of the tier's up links is even too.
+fn balanced_at_every_tier(f: &Fabric, r: &Routes, lft: &Lft) -> Result<(), TestCaseError> {
+    let mut tier_even = [true; 3];
+    for t in &lft.planes {
+        let ncol = t.columns.len() as u32;
+        for s in t.first_switch..t.first_switch + t.rows {
+            let s = NodeId(s);
+            let loads = t.port_loads(f, s);
+            let up: Vec<u32> = (0..f.degree(s) as Port)
+                .filter(|&k| f.direction(s, k) != topo::Direction::Down)
+                .map(|k| loads[k as usize])
+                .collect();
+            if up.is_empty() {
+                continue;
+            }
+            let routed: u32 = up.iter().sum();
+            let period = t.divisor(s) * up.len() as u32;
+            let ti = f.tier(s) as usize - 1;
+            if !(ncol - routed).is_multiple_of(period) || !ncol.is_multiple_of(period) {
+                tier_even[ti] = false;
+                continue;
+            }
+            prop_assert!(
+                up.iter().all(|&x| x == up[0]),
+                "{} (tier {}): destinations per up port {:?}",
+                f.node_name(s),
+                ti + 1,
+                up
+            );
+        }
+    }
+    for t in topo::balance::of_lft(f, r, lft) {
+        if tier_even[t.tier as usize - 1] {
+            prop_assert_eq!(t.dest_ratio(), 1.0, "{:?}", t);
+            prop_assert_eq!(t.pair_ratio(), 1.0, "{:?}", t);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Issue 15: healthy fabrics' single-path tables are balanced at every tier.
+    #[test]
+    fn healthy_single_path_tables_balance_at_every_tier(spec in arb_spec()) {
+        let f = spec.build("prop").unwrap();
+        let r = Routes::compute(&f);
+        let lft = Lft::compute(&f, &r);
+        balanced_at_every_tier(&f, &r, &lft)?;
+    }
+}

@@ -1,7 +1,11 @@
 //! `report`: what every kind of run (simulator, veth testbed) is measured by, and how it
 //! is shown. Pure: no I/O beyond writing the SVG files a caller asks for.
 //!
-//! - [`metrics`]: percentiles and Jain's fairness index, computed once for all runs.
+//! - [`outcome`]: one outcome model for every kind of run (flows, fabric counters) and
+//!   the figures computed from it once: FCT percentiles, slowdown, Jain's index, goodput.
+//! - [`compare`]: two runs of the same workplan side by side, flows matched by id; a
+//!   flow carried differently by the two is an error, not a quiet mismatch.
+//! - [`metrics`]: percentiles and Jain's fairness index.
 //! - [`plots`]: SVG charts (line charts, a utilisation heat map, grouped bars) drawn with
 //!   `plotters`.
 //! - [`table`]: a Markdown table writer used by the comparison commands.
@@ -12,7 +16,9 @@
 //! assert!(t.contains("| ecmp | 31% |"));
 //! ```
 
+pub mod compare;
 pub mod metrics;
+pub mod outcome;
 pub mod plots;
 
 pub use metrics::{jain, percentile};

@@ -4,7 +4,10 @@
 //! Layout: [`net`] (the flattened fabric and routing sources), [`queue`] (event
 //! queues), [`config`] (settings), [`engine`] (the event loop: links, switches,
 //! PFC, ECN, trimming, load balancing, hosts), [`results`] (what a run produces),
-//! [`summary`] and [`plots`] (a run as text and SVG; the seeded RNG is `scenario::rng`).
+//! [`summary`] and [`plots`] (a run as text and SVG; the seeded RNG is `scenario::rng`),
+//! [`pacing`] (virtual time tied to wall-clock time for live demos). Live telemetry in
+//! the `fabric-api` schema: [`Sim::run_until`], [`Sim::snapshot`], [`Sim::fabric_info`],
+//! events, failures injected while running (`docs/telemetry.md`).
 //!
 //! ```
 //! use scenario::{Scenario, CompileCtx};
@@ -23,6 +26,8 @@
 pub mod config;
 pub mod engine;
 pub mod net;
+pub mod outcome;
+pub mod pacing;
 pub mod plots;
 pub mod queue;
 pub mod results;

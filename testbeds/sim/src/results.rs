@@ -127,6 +127,8 @@ pub struct Totals {
     pub reroutes: u64,
     /// Largest queue anywhere, bytes.
     pub max_queue: u64,
+    /// Times a repeating workload started again.
+    pub workload_repeats: u64,
 }
 
 /// FCT statistics over finished sized flows.

@@ -316,3 +316,147 @@ fn snapshots_are_reproducible_for_a_seed() {
     assert_eq!(a, lines(3));
     assert_ne!(a, lines(4));
 }
+
+#[test]
+fn repeating_workloads_keep_going_until_the_stop_time() {
+    let f = fat_tree(4);
+    let p = plan(
+        "[[workload]]\nkind = \"incast\"\nsenders = \"1..5\"\nreceiver = 0\nsize = \"64KB\"\n\
+         [[workload]]\nkind = \"permutation\"\nhosts = \"8..16\"\nsize = \"64KB\"\n",
+        16,
+    );
+    let cfg = SimConfig {
+        stop: Some(Instant::from_picos(1_000_000_000)),
+        lb: LbScheme::Spray,
+        ..SimConfig::default()
+    };
+    let make = || {
+        let mut sim = Sim::from_fabric(&f, cfg.clone(), &p).unwrap();
+        sim.set_repeat(Duration::micros(100)).unwrap();
+        sim
+    };
+    let whole = make().run();
+    let mut sim = make();
+    sim.enable_events();
+    let info = sim.fabric_info();
+    let mut snaps = vec![];
+    let mut t = Instant::ZERO;
+    while sim.run_until(t) == RunState::Running {
+        snaps.push(sim.take_snapshot());
+        t += Duration::micros(50);
+    }
+    snaps.push(sim.take_snapshot());
+    let r = sim.results();
+    assert_eq!(r, whole, "stepping a repeating run changes nothing");
+    assert_eq!(r.run.end_us, 1000.0, "the run ends at the stop time");
+    // Two workloads, each restarted at most once per 100 µs period, and more than once.
+    let repeats = r.totals.workload_repeats;
+    assert!((4..=20).contains(&repeats), "{repeats} restarts");
+    let finished = sim
+        .drain_events()
+        .iter()
+        .filter(|e| matches!(e.what, EventKind::FlowFinished { .. }))
+        .count();
+    assert!(
+        finished as u64 >= p.flows.len() as u64 * 3,
+        "{finished} flow completions"
+    );
+    for w in snaps.windows(2) {
+        w[1].validate(&info).unwrap();
+        assert!(w[1].totals.tx_bytes >= w[0].totals.tx_bytes);
+    }
+    // Refused set-ups.
+    let mut no_stop = Sim::from_fabric(&f, SimConfig::default(), &p).unwrap();
+    assert!(
+        no_stop
+            .set_repeat(Duration::ZERO)
+            .unwrap_err()
+            .to_string()
+            .contains("stop time")
+    );
+    let rccc = SimConfig {
+        cc: "rccc".parse().unwrap(),
+        ..cfg.clone()
+    };
+    let e = Sim::from_fabric(&f, rccc, &p)
+        .unwrap()
+        .set_repeat(Duration::ZERO)
+        .unwrap_err();
+    assert!(e.to_string().contains("rccc"), "{e}");
+}
+
+#[test]
+fn failures_by_name_and_bad_requests() {
+    let f = fat_tree(4);
+    let p = plan(
+        "[[workload]]\nkind = \"permutation\"\nsize = \"200KB\"\n",
+        16,
+    );
+    let mut sim = Sim::from_fabric(
+        &f,
+        SimConfig {
+            lb: LbScheme::Spray,
+            ..SimConfig::default()
+        },
+        &p,
+    )
+    .unwrap();
+    sim.enable_events();
+    sim.run_until(Instant::from_picos(10_000_000));
+    let agg = f.node_name(topo::NodeId(24)).to_string();
+    let i = sim.fail_switch(&agg, Duration::micros(5)).unwrap();
+    assert!(
+        sim.fail_switch("nope", Duration::ZERO)
+            .unwrap_err()
+            .to_string()
+            .contains("no switch named `nope`")
+    );
+    assert!(
+        sim.fail_switch(f.node_name(topo::NodeId(0)), Duration::ZERO)
+            .is_err(),
+        "a host is not a switch"
+    );
+    assert!(
+        sim.fail_link(topo::LinkId(1 << 20), Duration::ZERO)
+            .unwrap_err()
+            .to_string()
+            .contains("does not exist")
+    );
+    sim.run_until(Instant::from_picos(30_000_000));
+    sim.restore_failure(i).unwrap();
+    assert!(
+        sim.restore_failure(i)
+            .unwrap_err()
+            .to_string()
+            .contains("already restored")
+    );
+    let s = sim.snapshot();
+    assert!(
+        !s.gauges.oper_down.is_empty(),
+        "the switch's ports are down until the restore event runs"
+    );
+    let r = sim.run();
+    assert_eq!(r.fct.unfinished, 0);
+    assert_eq!((r.totals.failures, r.totals.reroutes), (1, 2));
+    assert!(sim.snapshot().gauges.oper_down.is_empty());
+    let kinds: Vec<EventKind> = sim
+        .drain_events()
+        .into_iter()
+        .map(|e| e.what)
+        .filter(|k| !matches!(k, EventKind::FlowFinished { .. }))
+        .collect();
+    assert!(
+        matches!(kinds[0], EventKind::SwitchDown { node: 24, .. }),
+        "{kinds:?}"
+    );
+    assert!(
+        matches!(kinds[2], EventKind::SwitchUp { node: 24, .. }),
+        "{kinds:?}"
+    );
+    assert!(
+        sim.fail_link(topo::LinkId(0), Duration::ZERO)
+            .unwrap_err()
+            .to_string()
+            .contains("finished")
+    );
+}

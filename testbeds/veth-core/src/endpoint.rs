@@ -348,11 +348,11 @@ impl Host {
     /// A frame arrived at real time `now`.
     pub fn on_frame(&mut self, now: Instant, frame: &[u8]) {
         self.c.rx_packets += 1;
-        let Ok(e) = ethernet::Packet::new_checked(frame) else {
+        let Ok(e) = ethernet::checked(frame) else {
             self.c.malformed += 1;
             return;
         };
-        match e.ethertype() {
+        match ethernet::ethertype(&e) {
             ETHERTYPE_MAC_CONTROL => match pfc::Repr::from_frame(frame) {
                 Ok(Some(r)) => {
                     self.c.pfc_received += 1;
@@ -923,7 +923,7 @@ mod tests {
         let mut out = Vec::new();
         a.poll_transmit(t(0), &Completed::new(), &mut out, 64);
         let mut f = out.pop().unwrap();
-        ipv4::Packet::new_unchecked(&mut f[14..]).set_ecn(Ecn::Ce);
+        ipv4::set_ecn(&mut ipv4::Packet::new_unchecked(&mut f[14..]), Ecn::Ce);
         b.on_frame(t(1), &f);
         let mut fb = Vec::new();
         b.poll_transmit(t(1), &Completed::new(), &mut fb, 64);

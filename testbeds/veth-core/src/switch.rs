@@ -85,10 +85,14 @@ pub struct PortCounters {
     pub trims: u64,
     /// PFC pause frames sent (XOFF and refreshes) by this port.
     pub pauses_sent: u64,
+    /// `pauses_sent` per priority.
+    pub pauses_sent_by_priority: [u64; 8],
     /// PFC resume frames (zero quanta) sent by this port.
     pub resumes_sent: u64,
     /// PFC frames received on this port.
     pub pfc_received: u64,
+    /// PAUSE frames received per priority (a frame pausing several counts for each).
+    pub pfc_received_by_priority: [u64; 8],
     /// Headroom used: the largest ingress occupancy of one priority above its XOFF
     /// threshold, i.e. the bytes that kept arriving on this port after it had asked its
     /// peer to pause. A real switch must reserve this much per port and priority to
@@ -139,22 +143,20 @@ pub struct Switch {
 /// Parse what the switch needs from an IPv4 frame: destination, DSCP, whether it is a
 /// RoCE data packet (trimmable). `None` if malformed.
 fn classify(frame: &[u8]) -> Option<(Ipv4Addr, u8, bool)> {
-    let e = ethernet::Packet::new_checked(frame).ok()?;
-    if e.ethertype() != ETHERTYPE_IPV4 {
+    let e = ethernet::checked(frame).ok()?;
+    if ethernet::ethertype(&e) != ETHERTYPE_IPV4 {
         return None;
     }
-    let ip = ipv4::Packet::new_checked(e.payload()).ok()?;
+    let ip = ipv4::checked(e.payload()).ok()?;
     if !ip.verify_checksum() {
         return None;
     }
-    let data = ip.protocol() == ipv4::PROTO_UDP
-        && udp::Packet::new_checked(ip.payload())
-            .ok()
-            .is_some_and(|u| {
-                u.dst_port() == udp::ROCEV2_PORT
-                    && u.payload().first() == Some(&ib::opcode::RC_SEND_ONLY)
-            });
-    Some((ip.dst(), ip.dscp(), data))
+    let data = u8::from(ip.next_header()) == ipv4::PROTO_UDP
+        && udp::checked(ip.payload()).ok().is_some_and(|u| {
+            u.dst_port() == udp::ROCEV2_PORT
+                && u.payload().first() == Some(&ib::opcode::RC_SEND_ONLY)
+        });
+    Some((ip.dst_addr(), ip.dscp(), data))
 }
 
 impl Switch {
@@ -203,6 +205,7 @@ impl Switch {
             p.c.resumes_sent += 1;
         } else {
             p.c.pauses_sent += 1;
+            p.c.pauses_sent_by_priority[f.priority as usize & 7] += 1;
         }
         let frame = pfc::Repr::single(f.priority, f.quanta).to_frame(self.cfg.port_macs[port]);
         p.control.push_back(frame.to_vec());
@@ -218,13 +221,17 @@ impl Switch {
         }
         // PFC / MAC control.
         if frame.len() >= ethernet::HEADER_LEN
-            && ethernet::Packet::new_unchecked(&frame[..]).ethertype() == ETHERTYPE_MAC_CONTROL
+            && ethernet::ethertype(&ethernet::Packet::new_unchecked(&frame[..]))
+                == ETHERTYPE_MAC_CONTROL
         {
             match pfc::Repr::from_frame(&frame) {
                 Ok(Some(r)) => {
                     let port = &mut self.ports[in_port];
                     port.c.pfc_received += 1;
                     for prio in 0..PRIORITIES {
+                        if r.class_enable & (1 << prio) != 0 && r.quanta[prio] > 0 {
+                            port.c.pfc_received_by_priority[prio] += 1;
+                        }
                         if r.class_enable & (1 << prio) != 0 {
                             port.pfc_out.on_frame(
                                 now,
@@ -273,17 +280,17 @@ impl Switch {
             let u: f64 = self.rng.random();
             if red.should_mark(Bytes(q), u) {
                 let mut ip = ipv4::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
-                if ip.ecn() != Ecn::NotEct {
-                    ip.set_ecn(Ecn::Ce);
+                if ipv4::ecn(&ip) != Ecn::NotEct {
+                    ipv4::set_ecn(&mut ip, Ecn::Ce);
                     self.ports[out].c.ecn_marks += 1;
                 }
             }
         }
         if let Some(mac) = self.cfg.next_hop_macs.get(out).copied().flatten() {
-            ethernet::Packet::new_unchecked(&mut frame[..]).set_dst(mac);
+            ethernet::set_dst(&mut ethernet::Packet::new_unchecked(&mut frame[..]), mac);
         }
         if let Some(mac) = self.cfg.port_macs.get(out).copied() {
-            ethernet::Packet::new_unchecked(&mut frame[..]).set_src(mac);
+            ethernet::set_src(&mut ethernet::Packet::new_unchecked(&mut frame[..]), mac);
         }
         self.used += len;
         self.max_buffer_used = self.max_buffer_used.max(self.used);
@@ -579,6 +586,10 @@ mod tests {
             Some(pfc::Repr::single(3, 0xffff))
         );
         assert_eq!(s.counters(0).pauses_sent, 1);
+        assert_eq!(
+            s.counters(0).pauses_sent_by_priority,
+            [0, 0, 0, 1, 0, 0, 0, 0]
+        );
         // Headroom: the 5th frame crossed XOFF, the 6th still arrived after the pause.
         let len = data_frame(Ipv4Addr::new(10, 0, 0, 3), 1000, Ecn::Ect0).len() as u64;
         assert!(5 * len >= 5000 && 4 * len < 5000);
@@ -614,6 +625,11 @@ mod tests {
         s.on_frame(t(2000), 1, resume.to_vec());
         assert!(s.poll_transmit(t(2001), 1).is_some());
         assert_eq!(s.counters(1).pfc_received, 2);
+        // The resume is a PFC frame but not a pause.
+        assert_eq!(
+            s.counters(1).pfc_received_by_priority,
+            [0, 0, 0, 1, 0, 0, 0, 0]
+        );
         assert_eq!(s.counters(1).paused_time, Duration::micros(2000));
     }
 

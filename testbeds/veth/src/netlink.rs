@@ -29,7 +29,8 @@ use rtnetlink::{Handle, LinkUnspec, LinkVeth, RouteMessageBuilder};
 use super::netns::{Netns, in_netns};
 use super::{Error, Result};
 
-/// Link counters from `IFLA_STATS64`.
+/// Link counters from `IFLA_STATS64`, with the carrier and operational state from the
+/// same dump message.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LinkStats {
     pub rx_packets: u64,
@@ -38,6 +39,16 @@ pub struct LinkStats {
     pub tx_bytes: u64,
     pub rx_dropped: u64,
     pub tx_dropped: u64,
+    pub rx_errors: u64,
+    pub tx_errors: u64,
+    /// `IFLA_CARRIER`: the link has a carrier.
+    pub carrier: bool,
+    /// `IFLA_OPERSTATE` is up.
+    pub oper_up: bool,
+    /// `IFLA_CARRIER_CHANGES`.
+    pub carrier_changes: u32,
+    /// The interface index.
+    pub index: u32,
 }
 
 /// A netlink client bound to one namespace.
@@ -774,7 +785,7 @@ impl Nl {
         Ok(self.stats()?.into_iter().map(|(n, _)| n).collect())
     }
 
-    /// `(name, stats64)` of every link.
+    /// `(name, stats64 + carrier + operstate)` of every link: one RTM_GETLINK dump.
     pub fn stats(&self) -> Result<Vec<(String, LinkStats)>> {
         let msgs: Vec<LinkMessage> = self
             .rt
@@ -788,18 +799,22 @@ impl Nl {
                 match a {
                     LinkAttribute::IfName(n) => name = n.clone(),
                     LinkAttribute::Stats64(s) => {
-                        st = LinkStats {
-                            rx_packets: s.rx_packets,
-                            tx_packets: s.tx_packets,
-                            rx_bytes: s.rx_bytes,
-                            tx_bytes: s.tx_bytes,
-                            rx_dropped: s.rx_dropped,
-                            tx_dropped: s.tx_dropped,
-                        }
+                        st.rx_packets = s.rx_packets;
+                        st.tx_packets = s.tx_packets;
+                        st.rx_bytes = s.rx_bytes;
+                        st.tx_bytes = s.tx_bytes;
+                        st.rx_dropped = s.rx_dropped;
+                        st.tx_dropped = s.tx_dropped;
+                        st.rx_errors = s.rx_errors;
+                        st.tx_errors = s.tx_errors;
                     }
+                    LinkAttribute::Carrier(c) => st.carrier = *c != 0,
+                    LinkAttribute::OperState(o) => st.oper_up = *o == State::Up,
+                    LinkAttribute::CarrierChanges(c) => st.carrier_changes = *c,
                     _ => {}
                 }
             }
+            st.index = m.header.index;
             out.push((name, st));
         }
         Ok(out)

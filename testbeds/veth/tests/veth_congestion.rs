@@ -471,3 +471,152 @@ fn trimming_instead_of_pfc_loses_no_data() {
         }
     }
 }
+
+/// Every counter column of `b` is at least `a`'s, port by port.
+fn never_decrease(a: &fabric_api::Snapshot, b: &fabric_api::Snapshot) {
+    let cols_a = a.counters.columns();
+    for (name, cb) in b.counters.columns() {
+        let Some((_, ca)) = cols_a.iter().find(|(n, _)| *n == name) else {
+            continue; // a priority column that appears once its first pause is counted
+        };
+        for (i, (x, y)) in ca.iter().zip(cb.iter()).enumerate() {
+            assert!(
+                y >= x,
+                "{name}[{i}] went from {x} to {y} (snapshots {} → {})",
+                a.seq,
+                b.seq
+            );
+        }
+    }
+}
+
+#[test]
+fn live_snapshots_are_cumulative_and_the_last_equals_the_report() {
+    if !enabled() {
+        return;
+    }
+    let _g = serial();
+    let p = incast(4, "400KB");
+    let mut cfg = CongestionConfig::new(5);
+    cfg.sample = cc_algos::Duration::micros(20);
+    let run = veth::congestion::spawn(&cfg, &p).unwrap();
+    assert_eq!(run.fabric().ports.len(), 10);
+    let snaps: Vec<fabric_api::Snapshot> = run.snapshots().iter().collect();
+    let r = run.join().unwrap();
+    assert!(snaps.len() >= 3, "{} snapshots", snaps.len());
+    let info = veth::congestion::telemetry::star_info(&cfg);
+    for s in &snaps {
+        s.validate(&info).unwrap();
+    }
+    for w in snaps.windows(2) {
+        assert_eq!(w[1].seq, w[0].seq + 1);
+        assert!(w[1].time.ns >= w[0].time.ns);
+        never_decrease(&w[0], &w[1]);
+    }
+    let last = snaps.last().unwrap();
+    let t = &last.totals;
+    assert_eq!(t.drops_buffer, r.switch_drops, "{}", summary(&r));
+    assert_eq!(t.ecn_marks, r.ecn_marks);
+    assert_eq!(t.pfc_tx, r.pauses_sent);
+    assert_eq!(t.cnps, r.cnps_sent);
+    let flows = last.flows.as_ref().unwrap();
+    assert_eq!(flows.len(), 4);
+    for f in &r.flows {
+        let s = flows.iter().find(|s| s.id == f.id as u64).unwrap();
+        assert_eq!(s.bytes_done, f.delivered, "flow {}", f.id);
+        assert_eq!(s.finished, f.completed_us.is_some());
+    }
+    // The switch's receive port 0 (index 1) saw every frame the receiver got.
+    assert_eq!(
+        last.counters.tx_pkts.as_ref().unwrap().get(1),
+        r.ports[0].tx_packets
+    );
+}
+
+/// Namespaces of ours that exist now and did not before.
+fn new_namespaces(before: &[String]) -> Vec<String> {
+    veth::netns::list_ours()
+        .into_iter()
+        .filter(|n| !before.contains(n))
+        .collect()
+}
+
+#[test]
+fn a_stopped_run_ends_at_once_and_leaves_no_namespace() {
+    if !enabled() {
+        return;
+    }
+    let _g = serial();
+    // A flow far too long to finish: only the stop ends it.
+    let p = plan(
+        "[[workload]]\nkind = \"flows\"\n[[workload.flow]]\nsrc = 1\ndst = 0\nsize = \"1TB\"\n",
+        2,
+    );
+    let mut cfg = CongestionConfig::new(2);
+    cfg.wall_limit = std::time::Duration::from_secs(60);
+    let before = veth::netns::list_ours();
+    let run = veth::congestion::spawn(&cfg, &p).unwrap();
+    let first = run.snapshots().recv().unwrap();
+    assert_eq!(first.seq, 0);
+    let t = std::time::Instant::now();
+    run.stop();
+    let r = run.join().unwrap();
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(!r.all_completed);
+    let left = new_namespaces(&before);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn a_switch_that_cannot_start_stops_the_hosts_at_once() {
+    if !enabled() {
+        return;
+    }
+    let _g = serial();
+    let p = incast(2, "100MB");
+    let mut cfg = CongestionConfig::new(3);
+    cfg.pcap = Some("/nonexistent-dir/capture.pcap".into());
+    cfg.wall_limit = std::time::Duration::from_secs(60);
+    let before = veth::netns::list_ours();
+    let t = std::time::Instant::now();
+    let e = veth::congestion::run_workplan(&cfg, &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("create pcap /nonexistent-dir/capture.pcap"),
+        "{e}"
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
+    let left = new_namespaces(&before);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn settings_the_engine_cannot_honour_are_refused() {
+    let p = plan(
+        "[[workload]]\nkind = \"incast\"\nsenders = \"1..3\"\nreceiver = 0\nsize = \"1MB\"\npriority = 7\n",
+        3,
+    );
+    let e = veth::congestion::check(&CongestionConfig::new(3), &p)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("priority 7") && e.contains("0..=5"), "{e}");
+    let mut cfg = CongestionConfig::new(3);
+    let n = scenario::NetworkOverrides {
+        mtu: Some(cc_algos::Bytes(9001)),
+        ..Default::default()
+    };
+    let e = cfg.apply(&n).unwrap_err().to_string();
+    assert!(
+        e.contains("9001 B cannot be carried by the veth engine"),
+        "{e}"
+    );
+}

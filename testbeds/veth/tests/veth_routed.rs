@@ -583,3 +583,88 @@ fn without_linkdown_sysctls_legacy_multipath_loses_local_pairs_and_nexthop_objec
     let objects = from_failed_leaf(true);
     assert_eq!(objects, vec![0, 0], "next-hop objects lost local pairs");
 }
+
+/// Wait (≤ 2 s) for the watcher to report link `l` going `up` or down.
+fn wait_for(
+    w: &mut veth::routed::LinkWatcher,
+    f: &topo::Fabric,
+    l: topo::LinkId,
+    up: bool,
+) -> veth::routed::LinkChange {
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_secs(2) {
+        let changes = w.poll(f, std::time::Duration::from_millis(50)).unwrap();
+        if let Some(c) = changes.into_iter().find(|c| c.link == l && c.up == up) {
+            return c;
+        }
+    }
+    panic!(
+        "link {l:?} never reported {}",
+        if up { "up" } else { "down" }
+    );
+}
+
+#[test]
+fn a_link_taken_down_from_outside_is_detected_and_routed_around_then_restored() {
+    if !enabled() {
+        return;
+    }
+    let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
+    let mut rt = RoutedTestbed::build_with(f, &RoutedOptions::default()).unwrap();
+    let mut w = rt.watch().unwrap();
+    let fams = rt.families();
+    let pairs = rt.reachable_pairs();
+    let all_reach = |rt: &mut RoutedTestbed, what: &str| {
+        let rounds = rt.probe_rounds(
+            &fams,
+            &rt.reachable_pairs(),
+            std::time::Duration::from_millis(200),
+            std::time::Duration::from_millis(1000),
+        );
+        for p in &rounds {
+            assert!(p.ok(), "{what}: {} missing {:?}", p.family, p.missing);
+        }
+    };
+    all_reach(&mut rt, "before");
+    // pod0-agg0's port toward a core switch, set down by another netlink client (not
+    // the testbed): the core loses carrier, the aggregation switch is admin-down.
+    let agg = rt.fabric().name_index()["pod0-agg0"];
+    let port = (0..rt.fabric().degree(agg) as u16)
+        .find(|&p| rt.fabric().tier(rt.fabric().peer(agg, p)) == 3)
+        .unwrap();
+    let l = rt.fabric().port_link(agg, port);
+    let outside = veth::netlink::Nl::open(rt.netns(agg)).unwrap();
+    let t_down = std::time::Instant::now();
+    outside.set_down(&format!("p{port}")).unwrap();
+    let c = wait_for(&mut w, rt.fabric(), l, false);
+    let detect = c.detected - t_down;
+    let rep = rt.repair_down(l, c.detected).unwrap();
+    let repaired = t_down.elapsed();
+    assert!(rep.entries_changed > 0, "{rep:?}");
+    assert!(rep.routes_reprogrammed > 0, "{rep:?}");
+    assert!(detect < repaired, "{detect:?} {repaired:?}");
+    eprintln!(
+        "external down: detected after {:.2} ms, repaired {:.2} ms after the event ({} entries, {} routes)",
+        detect.as_secs_f64() * 1e3,
+        repaired.as_secs_f64() * 1e3,
+        rep.entries_changed,
+        rep.routes_reprogrammed
+    );
+    // Every pair still has a path (a core link is redundant): all reach.
+    assert_eq!(rt.reachable_pairs().len(), pairs.len());
+    all_reach(&mut rt, "after the external failure");
+    // Back up from outside: detected, restored incrementally.
+    let t_up = std::time::Instant::now();
+    outside.set_up(&format!("p{port}")).unwrap();
+    let c = wait_for(&mut w, rt.fabric(), l, true);
+    let rep = rt.repair_up(l, c.detected).unwrap();
+    assert!(rep.entries_changed > 0, "{rep:?}");
+    eprintln!(
+        "external up: detected after {:.2} ms, restored {:.2} ms after the event",
+        (c.detected - t_up).as_secs_f64() * 1e3,
+        t_up.elapsed().as_secs_f64() * 1e3
+    );
+    all_reach(&mut rt, "after the restore");
+    assert_eq!(w.malformed, 0);
+    rt.teardown().unwrap();
+}

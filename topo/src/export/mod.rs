@@ -216,8 +216,17 @@ pub fn export_opensm<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Export
         })?;
         sink::with_file(sink, &format!("{dir}/lfts.dump"), |w| {
             let up = |l| r.tables.routes().link_is_up(l);
+            // An LFT is single-path whatever the engine: from ECMP tables take the same
+            // d-mod-k member the single-path engine takes, so it balances at every tier.
+            let dmodk = crate::lft::DModK::new(f, p);
             ib::write_lfts(w, f, addr, &plan, &up, |s, d, out| {
-                r.tables.next_hops(f, s, d, out)
+                r.tables.next_hops(f, s, d, out);
+                if out.len() > 1
+                    && let Some(port) = dmodk.pick(f, s, d, out)
+                {
+                    out.clear();
+                    out.push(port);
+                }
             })
         })?;
     }

@@ -192,5 +192,6 @@ pub(super) fn flow_state(
         cnps: 0,
         nacks: 0,
         last_rtt: 0,
+        round: 0,
     }
 }

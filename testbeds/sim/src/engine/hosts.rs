@@ -212,6 +212,7 @@ impl<Q: EventQueue> Sim<Q> {
             kind: K_DATA,
             class: fl.class,
             flags: 0,
+            round: fl.round,
         };
         if fl.rto_at == u64::MAX {
             fl.rto_at = self.now + self.cfg.rto.as_picos();
@@ -333,6 +334,10 @@ impl<Q: EventQueue> Sim<Q> {
         self.delivered += 1;
         let f = pk.flow;
         let fu = f as usize;
+        if pk.round != self.flows[fu].round {
+            // A packet of a previous round of a repeating workload.
+            return;
+        }
         match pk.kind {
             K_DATA => {
                 let src = self.flows[fu].src;
@@ -486,6 +491,7 @@ impl<Q: EventQueue> Sim<Q> {
                 dst: src,
                 req,
                 ev: fl.ev_next,
+                round: fl.round,
                 ..Pkt::default()
             };
             self.send_ctrl(h, pk, hash);
@@ -556,9 +562,10 @@ impl<Q: EventQueue> Sim<Q> {
             if let Some(i) = act.iter().position(|&x| x == f) {
                 act.remove(i);
             }
-            if self.flows_done == self.flows.len() as u64 {
+            if self.flows_done == self.flows.len() as u64 && !self.repeating() {
                 self.stop = Stop::AllDone;
             }
+            self.repeat_on_done(f);
             self.emit_flow_finished(f);
             return;
         }

@@ -47,6 +47,7 @@ mod finish;
 mod hosts;
 mod links;
 mod pfc;
+mod repeat;
 mod sampling;
 mod switch;
 mod telemetry;
@@ -66,8 +67,9 @@ const EV_RESTORE: u32 = 10;
 const EV_SAMPLE: u32 = 11;
 const EV_WATCHDOG: u32 = 12;
 const EV_RXTIMER: u32 = 13;
+const EV_REPEAT: u32 = 14;
 
-const EV_NAMES: [&str; 14] = [
+const EV_NAMES: [&str; 15] = [
     "tx_done",
     "arrive",
     "flow_start",
@@ -82,6 +84,7 @@ const EV_NAMES: [&str; 14] = [
     "sample",
     "watchdog",
     "rx_timer",
+    "repeat",
 ];
 
 // Packet kinds.
@@ -163,6 +166,8 @@ struct Pkt {
     kind: u8,
     class: u8,
     flags: u8,
+    /// Generation of the flow that sent it (see `repeat`).
+    round: u8,
 }
 
 #[derive(Debug)]
@@ -210,6 +215,8 @@ struct FlowState {
     nacks: u64,
     /// Latest RTT sample, ps (0: none yet).
     last_rtt: u64,
+    /// Generation (bumped when a repeating workload restarts the flow).
+    round: u8,
 }
 
 #[derive(Debug, Default)]
@@ -385,6 +392,8 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     events_out: Vec<fabric_api::Event>,
     /// The run reached its end (all done, stop time, deadlock or no events left).
     finished: bool,
+    /// Repeating workloads, when set.
+    repeat: Option<Box<repeat::Repeat>>,
 }
 
 impl Sim<CalendarQueue> {
@@ -511,6 +520,7 @@ impl<Q: EventQueue> Sim<Q> {
             events_on: false,
             events_out: Vec::new(),
             finished: false,
+            repeat: None,
             cfg,
         };
         s.validate_failures()?;
@@ -676,6 +686,7 @@ impl<Q: EventQueue> Sim<Q> {
             EV_RESTORE => self.restore(id as usize),
             EV_SAMPLE => self.sample(),
             EV_WATCHDOG => self.watchdog(),
+            EV_REPEAT => self.restart_group(id),
             EV_RXTIMER => {
                 if self.hosts[id as usize].rx_timer == self.now {
                     self.hosts[id as usize].rx_timer = u64::MAX;

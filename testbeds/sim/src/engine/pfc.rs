@@ -75,7 +75,7 @@ impl<Q: EventQueue> Sim<Q> {
     }
 
     pub(super) fn watchdog(&mut self) {
-        if self.flows_done == self.flows.len() as u64 {
+        if self.flows_done == self.flows.len() as u64 && !self.repeating() {
             return;
         }
         if self.delivered == self.watchdog_mark

@@ -42,7 +42,7 @@ impl<Q: EventQueue> Sim<Q> {
             s.util.push(util);
             s.queue.push(queue);
         }
-        if self.flows_done < self.flows.len() as u64 {
+        if self.flows_done < self.flows.len() as u64 || self.repeating() {
             self.q.push(self.now + dt, EV_SAMPLE, 0);
         }
     }

@@ -1,76 +1,32 @@
-//! Ethernet II header: destination, source, ethertype (IEEE 802.3 §3.2).
+//! Ethernet II header (IEEE 802.3 §3.2), through smoltcp's `wire::EthernetFrame` (the
+//! zero-copy view) and `EthernetRepr`; this module adds the MAC-as-bytes and
+//! ethertype-as-number shape the switch and endpoints use, and maps smoltcp's errors
+//! onto [`WireError`].
 
-use super::{Field, WireError, WireResult, be16, put16};
+use smoltcp::wire::{EthernetAddress, EthernetProtocol, EthernetRepr};
+
+use super::{WireError, WireResult};
+
+pub use smoltcp::wire::EthernetFrame as Packet;
 
 /// A MAC address.
 pub type Mac = [u8; 6];
 
-mod field {
-    use super::Field;
-    pub const DST: Field = 0..6;
-    pub const SRC: Field = 6..12;
-    pub const ETHERTYPE: Field = 12..14;
-    pub const PAYLOAD: usize = 14;
-}
-
 /// Header length.
-pub const HEADER_LEN: usize = field::PAYLOAD;
+pub const HEADER_LEN: usize = smoltcp::wire::ETHERNET_HEADER_LEN;
 /// IPv4 ethertype.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
 /// MAC control ethertype (PAUSE and PFC).
 pub const ETHERTYPE_MAC_CONTROL: u16 = 0x8808;
 
-/// A read/write view of an Ethernet frame.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+/// A checked view: [`WireError::Truncated`] if shorter than the header.
+pub fn checked<T: AsRef<[u8]>>(buffer: T) -> WireResult<Packet<T>> {
+    Packet::new_checked(buffer).map_err(|_| WireError::Truncated)
 }
 
-impl<T: AsRef<[u8]>> Packet<T> {
-    pub fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-    /// A view, or [`WireError::Truncated`] if shorter than the header.
-    pub fn new_checked(buffer: T) -> WireResult<Self> {
-        if buffer.as_ref().len() < HEADER_LEN {
-            return Err(WireError::Truncated);
-        }
-        Ok(Packet { buffer })
-    }
-    pub fn dst(&self) -> Mac {
-        self.buffer.as_ref()[field::DST]
-            .try_into()
-            .expect("6 bytes")
-    }
-    pub fn src(&self) -> Mac {
-        self.buffer.as_ref()[field::SRC]
-            .try_into()
-            .expect("6 bytes")
-    }
-    pub fn ethertype(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::ETHERTYPE)
-    }
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
-    }
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    pub fn set_dst(&mut self, m: Mac) {
-        self.buffer.as_mut()[field::DST].copy_from_slice(&m);
-    }
-    pub fn set_src(&mut self, m: Mac) {
-        self.buffer.as_mut()[field::SRC].copy_from_slice(&m);
-    }
-    pub fn set_ethertype(&mut self, t: u16) {
-        put16(self.buffer.as_mut(), field::ETHERTYPE, t);
-    }
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD..]
-    }
+/// The ethertype as a number.
+pub fn ethertype<T: AsRef<[u8]>>(p: &Packet<T>) -> u16 {
+    p.ethertype().into()
 }
 
 /// The fields of an Ethernet header.
@@ -82,47 +38,53 @@ pub struct Repr {
 }
 
 impl Repr {
-    pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> WireResult<Repr> {
-        Ok(Repr {
-            dst: p.dst(),
-            src: p.src(),
-            ethertype: p.ethertype(),
-        })
+    pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Repr {
+        Repr {
+            dst: p.dst_addr().0,
+            src: p.src_addr().0,
+            ethertype: ethertype(p),
+        }
     }
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
     }
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
-        p.set_dst(self.dst);
-        p.set_src(self.src);
-        p.set_ethertype(self.ethertype);
+        EthernetRepr {
+            src_addr: EthernetAddress(self.src),
+            dst_addr: EthernetAddress(self.dst),
+            ethertype: EthernetProtocol::from(self.ethertype),
+        }
+        .emit(p);
     }
+}
+
+/// Set the destination MAC.
+pub fn set_dst<T: AsRef<[u8]> + AsMut<[u8]>>(p: &mut Packet<T>, m: Mac) {
+    p.set_dst_addr(EthernetAddress(m));
+}
+
+/// Set the source MAC.
+pub fn set_src<T: AsRef<[u8]> + AsMut<[u8]>>(p: &mut Packet<T>, m: Mac) {
+    p.set_src_addr(EthernetAddress(m));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const FRAME: [u8; 14] = [
-        0x01, 0x80, 0xc2, 0x00, 0x00, 0x01, 0x02, 0xfa, 0x00, 0x00, 0x00, 0x01, 0x88, 0x08,
-    ];
+    const FRAME: [u8; 14] = [0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00];
 
     #[test]
-    fn parse_and_emit_vector() {
-        let p = Packet::new_checked(&FRAME[..]).unwrap();
-        let r = Repr::parse(&p).unwrap();
-        assert_eq!(r.dst, [0x01, 0x80, 0xc2, 0, 0, 1]);
-        assert_eq!(r.ethertype, ETHERTYPE_MAC_CONTROL);
-        let mut buf = [0u8; 14];
-        r.emit(&mut Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(buf, FRAME);
-    }
-
-    #[test]
-    fn short_is_truncated() {
-        assert_eq!(
-            Packet::new_checked(&FRAME[..13]).unwrap_err(),
-            WireError::Truncated
-        );
+    fn emit_matches_vector_and_parses_back() {
+        let r = Repr {
+            dst: [2, 0, 0, 0, 0, 2],
+            src: [2, 0, 0, 0, 0, 1],
+            ethertype: ETHERTYPE_IPV4,
+        };
+        let mut b = [0u8; 14];
+        r.emit(&mut Packet::new_unchecked(&mut b[..]));
+        assert_eq!(b, FRAME);
+        assert_eq!(Repr::parse(&checked(&b[..]).unwrap()), r);
+        assert_eq!(checked(&b[..13]).unwrap_err(), WireError::Truncated);
     }
 }

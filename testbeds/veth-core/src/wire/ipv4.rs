@@ -1,26 +1,20 @@
-//! IPv4 header (RFC 791) with DSCP and ECN (RFC 2474, RFC 3168). Only option-less
-//! headers (IHL = 5) are accepted: RoCEv2 never sends options.
+//! IPv4 header (RFC 791) with DSCP and ECN (RFC 2474, RFC 3168), through smoltcp's
+//! `wire::Ipv4Packet` (the zero-copy view, checksum, DSCP/ECN accessors) and `Ipv4Repr`.
+//! This module adds what RoCEv2 needs beyond smoltcp's `Repr` (which emits DSCP 0, ECN 0,
+//! ident 0): DSCP, ECN and ident in [`Repr`], and CE marking with a valid checksum.
+//! Only option-less headers (IHL = 5) are accepted: RoCEv2 never sends options.
 
 use std::net::Ipv4Addr;
 
-use super::{Field, WireError, WireResult, be16, internet_checksum, put16};
+use smoltcp::phy::ChecksumCapabilities;
+use smoltcp::wire::{IpProtocol, Ipv4Repr};
 
-mod field {
-    use super::Field;
-    pub const VER_IHL: usize = 0;
-    pub const TOS: usize = 1;
-    pub const LENGTH: Field = 2..4;
-    pub const IDENT: Field = 4..6;
-    pub const FLAGS_FRAG: Field = 6..8;
-    pub const TTL: usize = 8;
-    pub const PROTOCOL: usize = 9;
-    pub const CHECKSUM: Field = 10..12;
-    pub const SRC: Field = 12..16;
-    pub const DST: Field = 16..20;
-}
+use super::{WireError, WireResult};
+
+pub use smoltcp::wire::Ipv4Packet as Packet;
 
 /// Header length (no options).
-pub const HEADER_LEN: usize = 20;
+pub const HEADER_LEN: usize = smoltcp::wire::IPV4_HEADER_LEN;
 /// IP protocol number of UDP.
 pub const PROTO_UDP: u8 = 17;
 
@@ -44,98 +38,28 @@ impl Ecn {
     }
 }
 
-/// A view of an IPv4 packet.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+/// A checked view: version 4, IHL 5, total length within the buffer.
+pub fn checked<T: AsRef<[u8]>>(buffer: T) -> WireResult<Packet<T>> {
+    let b = buffer.as_ref();
+    if b.len() < HEADER_LEN {
+        return Err(WireError::Truncated);
+    }
+    if b[0] != 0x45 {
+        return Err(WireError::Malformed("ipv4 version/ihl (expected 0x45)"));
+    }
+    Packet::new_checked(buffer).map_err(|_| WireError::Truncated)
 }
 
-impl<T: AsRef<[u8]>> Packet<T> {
-    pub fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-    /// A view: version 4, IHL 5, total length within the buffer.
-    pub fn new_checked(buffer: T) -> WireResult<Self> {
-        let b = buffer.as_ref();
-        if b.len() < HEADER_LEN {
-            return Err(WireError::Truncated);
-        }
-        if b[field::VER_IHL] != 0x45 {
-            return Err(WireError::Malformed("ipv4 version/ihl (expected 0x45)"));
-        }
-        let len = be16(b, field::LENGTH) as usize;
-        if len < HEADER_LEN {
-            return Err(WireError::Malformed("ipv4 total length"));
-        }
-        if len > b.len() {
-            return Err(WireError::Truncated);
-        }
-        Ok(Packet { buffer })
-    }
-    pub fn dscp(&self) -> u8 {
-        self.buffer.as_ref()[field::TOS] >> 2
-    }
-    pub fn ecn(&self) -> Ecn {
-        Ecn::from_bits(self.buffer.as_ref()[field::TOS])
-    }
-    pub fn total_len(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::LENGTH)
-    }
-    pub fn ident(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::IDENT)
-    }
-    pub fn ttl(&self) -> u8 {
-        self.buffer.as_ref()[field::TTL]
-    }
-    pub fn protocol(&self) -> u8 {
-        self.buffer.as_ref()[field::PROTOCOL]
-    }
-    pub fn checksum(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::CHECKSUM)
-    }
-    pub fn src(&self) -> Ipv4Addr {
-        let b: [u8; 4] = self.buffer.as_ref()[field::SRC].try_into().expect("4");
-        b.into()
-    }
-    pub fn dst(&self) -> Ipv4Addr {
-        let b: [u8; 4] = self.buffer.as_ref()[field::DST].try_into().expect("4");
-        b.into()
-    }
-    /// Whether the header checksum is valid.
-    pub fn verify_checksum(&self) -> bool {
-        internet_checksum(&self.buffer.as_ref()[..HEADER_LEN]) == 0
-    }
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[HEADER_LEN..self.total_len() as usize]
-    }
+/// The packet's ECN codepoint.
+pub fn ecn<T: AsRef<[u8]>>(p: &Packet<T>) -> Ecn {
+    Ecn::from_bits(p.ecn())
 }
 
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Recompute the header checksum.
-    pub fn fill_checksum(&mut self) {
-        put16(self.buffer.as_mut(), field::CHECKSUM, 0);
-        let c = internet_checksum(&self.buffer.as_ref()[..HEADER_LEN]);
-        put16(self.buffer.as_mut(), field::CHECKSUM, c);
-    }
-    /// Set the ECN bits and update the checksum incrementally (RFC 1624 eqn. 3), so a
-    /// switch can mark CE without touching anything else.
-    pub fn set_ecn(&mut self, ecn: Ecn) {
-        let b = self.buffer.as_mut();
-        let old_word = u16::from_be_bytes([b[0], b[1]]);
-        b[field::TOS] = (b[field::TOS] & !3) | ecn as u8;
-        let new_word = u16::from_be_bytes([b[0], b[1]]);
-        let hc = be16(b, field::CHECKSUM);
-        // HC' = ~(~HC + ~m + m')
-        let mut sum = (!hc) as u32 + (!old_word) as u32 + new_word as u32;
-        while sum >> 16 != 0 {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        put16(b, field::CHECKSUM, !(sum as u16));
-    }
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        let len = self.total_len() as usize;
-        &mut self.buffer.as_mut()[HEADER_LEN..len]
-    }
+/// Set the ECN bits and refresh the header checksum, so a switch can mark CE without
+/// touching anything else.
+pub fn set_ecn<T: AsRef<[u8]> + AsMut<[u8]>>(p: &mut Packet<T>, ecn: Ecn) {
+    p.set_ecn(ecn as u8);
+    p.fill_checksum();
 }
 
 /// The fields of an IPv4 header we use.
@@ -157,19 +81,18 @@ impl Repr {
         if !p.verify_checksum() {
             return Err(WireError::Checksum("ipv4 header"));
         }
-        let ff = be16(p.buffer.as_ref(), field::FLAGS_FRAG);
-        if ff & 0x3fff != 0 {
-            return Err(WireError::Malformed("ipv4 fragment"));
-        }
+        let view = Packet::new_unchecked(p.as_ref());
+        let r = Ipv4Repr::parse(&view, &ChecksumCapabilities::default())
+            .map_err(|_| WireError::Malformed("ipv4 fragment"))?;
         Ok(Repr {
-            src: p.src(),
-            dst: p.dst(),
+            src: r.src_addr,
+            dst: r.dst_addr,
             dscp: p.dscp(),
-            ecn: p.ecn(),
+            ecn: ecn(p),
             ident: p.ident(),
-            ttl: p.ttl(),
-            protocol: p.protocol(),
-            payload_len: p.total_len() as usize - HEADER_LEN,
+            ttl: r.hop_limit,
+            protocol: r.next_header.into(),
+            payload_len: r.payload_len,
         })
     }
     pub const fn buffer_len(&self) -> usize {
@@ -177,16 +100,17 @@ impl Repr {
     }
     /// Emit the header (DF set) with a valid checksum.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
-        let b = p.buffer.as_mut();
-        b[field::VER_IHL] = 0x45;
-        b[field::TOS] = (self.dscp << 2) | self.ecn as u8;
-        put16(b, field::LENGTH, (HEADER_LEN + self.payload_len) as u16);
-        put16(b, field::IDENT, self.ident);
-        put16(b, field::FLAGS_FRAG, 0x4000);
-        b[field::TTL] = self.ttl;
-        b[field::PROTOCOL] = self.protocol;
-        b[field::SRC].copy_from_slice(&self.src.octets());
-        b[field::DST].copy_from_slice(&self.dst.octets());
+        Ipv4Repr {
+            src_addr: self.src,
+            dst_addr: self.dst,
+            next_header: IpProtocol::from(self.protocol),
+            payload_len: self.payload_len,
+            hop_limit: self.ttl,
+        }
+        .emit(p, &ChecksumCapabilities::ignored());
+        p.set_dscp(self.dscp);
+        p.set_ecn(self.ecn as u8);
+        p.set_ident(self.ident);
         p.fill_checksum();
     }
 }
@@ -219,7 +143,7 @@ mod tests {
         let mut b = [0u8; 28];
         repr().emit(&mut Packet::new_unchecked(&mut b[..]));
         assert_eq!(&b[..20], &HDR);
-        let p = Packet::new_checked(&b[..]).unwrap();
+        let p = checked(&b[..]).unwrap();
         assert_eq!(Repr::parse(&p).unwrap(), repr());
     }
 
@@ -227,14 +151,11 @@ mod tests {
     fn ce_marking_keeps_the_checksum_valid() {
         let mut b = [0u8; 28];
         repr().emit(&mut Packet::new_unchecked(&mut b[..]));
-        let mut p = Packet::new_checked(&mut b[..]).unwrap();
-        p.set_ecn(Ecn::Ce);
+        let mut p = checked(&mut b[..]).unwrap();
+        set_ecn(&mut p, Ecn::Ce);
         assert!(p.verify_checksum());
-        assert_eq!(p.ecn(), Ecn::Ce);
+        assert_eq!(ecn(&p), Ecn::Ce);
         assert_eq!(p.dscp(), 26);
-        let mut full = b;
-        Packet::new_unchecked(&mut full[..]).fill_checksum();
-        assert_eq!(full, b, "incremental update equals a full recompute");
     }
 
     #[test]
@@ -242,7 +163,7 @@ mod tests {
         let mut b = [0u8; 28];
         repr().emit(&mut Packet::new_unchecked(&mut b[..]));
         b[8] = 1; // TTL changed without a checksum update
-        let p = Packet::new_checked(&b[..]).unwrap();
+        let p = checked(&b[..]).unwrap();
         assert_eq!(
             Repr::parse(&p).unwrap_err(),
             WireError::Checksum("ipv4 header")
@@ -253,10 +174,7 @@ mod tests {
     fn wrong_version_or_length() {
         let mut b = HDR;
         b[0] = 0x46;
-        assert!(Packet::new_checked(&b[..]).is_err());
-        assert_eq!(
-            Packet::new_checked(&HDR[..]).unwrap_err(),
-            WireError::Truncated
-        );
+        assert!(checked(&b[..]).is_err());
+        assert_eq!(checked(&HDR[..]).unwrap_err(), WireError::Truncated);
     }
 }

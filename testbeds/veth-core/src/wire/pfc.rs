@@ -103,8 +103,8 @@ impl Repr {
     }
     /// Parse a whole frame: `Ok(None)` if it is not a MAC control frame.
     pub fn from_frame(frame: &[u8]) -> WireResult<Option<Repr>> {
-        let e = ethernet::Packet::new_checked(frame)?;
-        if e.ethertype() != ETHERTYPE_MAC_CONTROL {
+        let e = ethernet::checked(frame)?;
+        if ethernet::ethertype(&e) != ETHERTYPE_MAC_CONTROL {
             return Ok(None);
         }
         Ok(Some(Repr::parse(&Packet::new_checked(e.payload())?)?))

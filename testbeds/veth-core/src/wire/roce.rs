@@ -94,16 +94,16 @@ impl Repr {
 
     /// Parse a frame; checks the IP checksum and the ICRC. Returns the fields and the payload.
     pub fn parse(frame: &[u8]) -> WireResult<(Repr, &[u8])> {
-        let e = ethernet::Packet::new_checked(frame)?;
-        if e.ethertype() != ETHERTYPE_IPV4 {
+        let e = ethernet::checked(frame)?;
+        if ethernet::ethertype(&e) != ETHERTYPE_IPV4 {
             return Err(WireError::Malformed("ethertype (expected IPv4)"));
         }
-        let ipp = ipv4::Packet::new_checked(e.payload())?;
+        let ipp = ipv4::checked(e.payload())?;
         let ip = ipv4::Repr::parse(&ipp)?;
         if ip.protocol != PROTO_UDP {
             return Err(WireError::Malformed("ip protocol (expected UDP)"));
         }
-        let up = udp::Packet::new_checked(ipp.payload())?;
+        let up = udp::checked(ipp.payload())?;
         if up.dst_port() != ROCEV2_PORT {
             return Err(WireError::Malformed("udp port (expected 4791)"));
         }
@@ -131,8 +131,8 @@ impl Repr {
         let payload_len = end - start;
         Ok((
             Repr {
-                eth_dst: e.dst(),
-                eth_src: e.src(),
+                eth_dst: e.dst_addr().0,
+                eth_src: e.src_addr().0,
                 ip_src: ip.src,
                 ip_dst: ip.dst,
                 dscp: ip.dscp,
@@ -211,7 +211,10 @@ mod tests {
         let r = cnp();
         let mut b = vec![0u8; r.buffer_len()];
         r.emit(&mut b, &[7u8; 16]);
-        ipv4::Packet::new_unchecked(&mut b[IP_OFFSET..]).set_ecn(Ecn::Ce);
+        ipv4::set_ecn(
+            &mut ipv4::Packet::new_unchecked(&mut b[IP_OFFSET..]),
+            Ecn::Ce,
+        );
         assert_eq!(Repr::parse(&b).unwrap().0.ecn, Ecn::Ce);
         b[60] ^= 1;
         assert_eq!(

@@ -36,7 +36,6 @@ impl RoutedTestbed {
         l: LinkId,
         between: Option<F>,
     ) -> Result<Failure> {
-        let link = *self.fabric.link(l);
         let mut t0 = Instant::now();
         let (n, p) = self.down_end(l);
         self.nl[n.idx()].set_down(&ifname(p))?;
@@ -44,6 +43,13 @@ impl RoutedTestbed {
             step(self);
             t0 = Instant::now();
         }
+        self.reroute_around(l, t0)
+    }
+
+    /// Re-route around link `l` (already down) in `topo`, incrementally, and re-program
+    /// the changed entries; `reprogram_s` counts from `t0`.
+    pub(super) fn reroute_around(&mut self, l: LinkId, t0: Instant) -> Result<Failure> {
+        let link = *self.fabric.link(l);
         let rep = self.routes.fail_links(&self.fabric, &[l]);
         if let Some(st) = &self.nexthops {
             st.invalidate(&[link.a, link.b]);
@@ -116,6 +122,18 @@ impl RoutedTestbed {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
+        self.reroute_back(l, t0, carrier_s)
+    }
+
+    /// Bring link `l` (up again) back into `topo`'s tables and re-program only the
+    /// entries whose next hops changed; `reprogram_s` counts from `t0`.
+    pub(super) fn reroute_back(
+        &mut self,
+        l: LinkId,
+        t0: Instant,
+        carrier_s: Option<f64>,
+    ) -> Result<Failure> {
+        let link = *self.fabric.link(l);
         let before = self.table_snapshot();
         self.routes.restore_links(&self.fabric, &[l]);
         if let Some(st) = &self.nexthops {

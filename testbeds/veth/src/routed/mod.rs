@@ -61,6 +61,7 @@ mod program;
 #[cfg(test)]
 mod tests;
 mod verify;
+mod watch;
 
 use addr::*;
 use build::*;
@@ -72,6 +73,7 @@ pub use build::{RoutedOptions, SetupStats};
 pub use failover::Failure;
 pub use probe::{Blast, Lane, ProbeRound, Spread};
 pub use verify::{FamilyReport, VerifyOptions, VerifyReport, verify};
+pub use watch::{LinkChange, LinkWatcher};
 
 /// UDP port every host listens on for probes.
 pub const PROBE_PORT: u16 = 7_000;

@@ -1,0 +1,238 @@
+//! Watching the routed testbed: carrier changes from the kernel's multicast link group
+//! (`RTNLGRP_LINK`, as `ip monitor link`) in every switch namespace — never a poll of
+//! one link at a time — and the incremental repair they trigger, so a link that fails
+//! without the testbed's doing (another program sets an interface down, a veth is
+//! deleted) is routed around, and restored when it comes back.
+//!
+//! A link counts as down when either watched end reports no lower-layer carrier
+//! (`IFF_LOWER_UP` clear) or disappears; up when every watched end has it again. Hosts'
+//! namespaces are not watched: a host link is seen from its leaf.
+
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+
+use netlink_packet_route::RouteNetlinkMessage;
+use netlink_packet_route::link::{LinkFlags, LinkMessage};
+use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
+
+use super::*;
+
+/// `RTNLGRP_LINK` (linux/rtnetlink.h).
+const RTNLGRP_LINK: u32 = 1;
+
+/// A link's carrier changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkChange {
+    /// The link.
+    pub link: LinkId,
+    /// Up (carrier on every watched end) or down.
+    pub up: bool,
+    /// When the watcher read the kernel's message.
+    pub detected: Instant,
+}
+
+/// One switch namespace's subscription.
+#[derive(Debug)]
+struct Watched {
+    node: NodeId,
+    sock: netlink_sys::Socket,
+    /// Interface index → port.
+    ports: HashMap<u32, topo::Port>,
+}
+
+/// The multicast link subscriptions of every switch namespace.
+#[derive(Debug)]
+pub struct LinkWatcher {
+    watched: Vec<Watched>,
+    /// Ends (node, port) without carrier.
+    down_ends: HashMap<(NodeId, topo::Port), ()>,
+    /// Links currently down.
+    down: HashMap<LinkId, ()>,
+    /// Messages that did not parse (counted, dropped).
+    pub malformed: u64,
+}
+
+impl RoutedTestbed {
+    /// Subscribe to link events in every switch namespace.
+    pub fn watch(&self) -> Result<LinkWatcher> {
+        let mut watched = Vec::new();
+        for s in self.fabric.switches() {
+            let ns = &self.ns[s.idx()];
+            let os = |e: std::io::Error| Error::Os {
+                what: format!("RTNLGRP_LINK socket in netns {}", ns.name()),
+                source: e,
+            };
+            let sock = in_netns(ns, || -> std::io::Result<netlink_sys::Socket> {
+                let mut sock = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)?;
+                sock.bind_auto()?;
+                sock.add_membership(RTNLGRP_LINK)?;
+                sock.set_non_blocking(true)?;
+                Ok(sock)
+            })?
+            .map_err(os)?;
+            let mut ports = HashMap::new();
+            for p in 0..self.fabric.degree(s) as topo::Port {
+                ports.insert(self.nl[s.idx()].index(&ifname(p))?, p);
+            }
+            watched.push(Watched {
+                node: s,
+                sock,
+                ports,
+            });
+        }
+        Ok(LinkWatcher {
+            watched,
+            down_ends: HashMap::new(),
+            down: HashMap::new(),
+            malformed: 0,
+        })
+    }
+
+    /// Route around link `l`, which went down without the testbed's doing: re-route
+    /// incrementally in `topo` and re-program only the changed entries (the failed
+    /// member leaves its next-hop groups). `detected` is when the event was read: the
+    /// report's `reprogram_s` runs from then.
+    pub fn repair_down(&mut self, l: LinkId, detected: Instant) -> Result<Failure> {
+        self.reroute_around(l, detected)
+    }
+
+    /// Bring link `l` back into the tables after its carrier returned by itself.
+    pub fn repair_up(&mut self, l: LinkId, detected: Instant) -> Result<Failure> {
+        self.reroute_back(l, detected, None)
+    }
+}
+
+impl LinkWatcher {
+    /// Wait up to `timeout` for link events; the links whose state changed, in order.
+    pub fn poll(&mut self, f: &Fabric, timeout: Duration) -> Result<Vec<LinkChange>> {
+        let mut fds: Vec<libc::pollfd> = self
+            .watched
+            .iter()
+            .map(|w| libc::pollfd {
+                fd: w.sock.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(Vec::new());
+            }
+            return Err(Error::Os {
+                what: "poll link watchers".into(),
+                source: e,
+            });
+        }
+        let mut changes = Vec::new();
+        for (i, fd) in fds.iter().enumerate() {
+            if fd.revents & libc::POLLIN != 0 {
+                self.drain(i, f, &mut changes)?;
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Read every pending message of subscription `i`.
+    fn drain(&mut self, i: usize, f: &Fabric, changes: &mut Vec<LinkChange>) -> Result<()> {
+        loop {
+            let mut buf: Vec<u8> = Vec::with_capacity(65_536);
+            match self.watched[i].sock.recv(&mut buf, 0) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => {
+                    return Err(Error::Os {
+                        what: "read link events".into(),
+                        source: e,
+                    });
+                }
+            }
+            let detected = Instant::now();
+            for (ifindex, carrier) in self.link_messages(&buf) {
+                let w = &self.watched[i];
+                let Some(&port) = w.ports.get(&ifindex) else {
+                    continue; // lo, or an interface the fabric does not have
+                };
+                if let Some(c) = self.end_changed(f, w.node, port, carrier, detected) {
+                    changes.push(c);
+                }
+            }
+        }
+    }
+
+    /// `(ifindex, has carrier)` of every RTM_NEWLINK / RTM_DELLINK in one datagram.
+    fn link_messages(&mut self, buf: &[u8]) -> Vec<(u32, bool)> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at + 16 <= buf.len() {
+            let len = u32::from_ne_bytes(buf[at..at + 4].try_into().expect("4")) as usize;
+            if len < 16 || at + len > buf.len() {
+                self.malformed += 1;
+                break;
+            }
+            match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf[at..at + len]) {
+                Ok(m) => match m.payload {
+                    NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(l)) => {
+                        out.push((l.header.index, has_carrier(&l)));
+                    }
+                    NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelLink(l)) => {
+                        out.push((l.header.index, false));
+                    }
+                    _ => {}
+                },
+                Err(_) => self.malformed += 1,
+            }
+            at += len.div_ceil(4) * 4;
+        }
+        out
+    }
+
+    /// Record end `(node, port)`'s carrier; the link's change if it has one.
+    fn end_changed(
+        &mut self,
+        f: &Fabric,
+        node: NodeId,
+        port: topo::Port,
+        carrier: bool,
+        detected: Instant,
+    ) -> Option<LinkChange> {
+        let link = f.port_link(node, port);
+        if carrier {
+            self.down_ends.remove(&(node, port));
+        } else {
+            self.down_ends.insert((node, port), ());
+        }
+        let l = f.link(link);
+        let any_down = [(l.a, l.a_port), (l.b, l.b_port)]
+            .iter()
+            .any(|e| self.down_ends.contains_key(e));
+        let was_down = self.down.contains_key(&link);
+        match (was_down, any_down) {
+            (false, true) => {
+                self.down.insert(link, ());
+                Some(LinkChange {
+                    link,
+                    up: false,
+                    detected,
+                })
+            }
+            (true, false) => {
+                self.down.remove(&link);
+                Some(LinkChange {
+                    link,
+                    up: true,
+                    detected,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether a link message says the lower layer has a carrier.
+fn has_carrier(l: &LinkMessage) -> bool {
+    l.header.flags.contains(LinkFlags::LowerUp)
+}
