@@ -460,3 +460,105 @@ fn failures_by_name_and_bad_requests() {
             .contains("finished")
     );
 }
+
+/// The re-route event's switches are exactly those whose next hops toward some host
+/// changed, computed here independently with `topo`'s tables before and after.
+#[test]
+fn reroute_names_exactly_the_switches_whose_tables_changed() {
+    let f = fat_tree(8);
+    let leaf = topo::NodeId(128);
+    let up = f.port_link(leaf, 4); // the leaf's first uplink (4 down ports on k=8)
+    let before = topo::Routes::compute(&f);
+    let mut after = before.clone();
+    after.fail_links(&f, &[up]);
+    let expected: Vec<u32> = f
+        .switches()
+        .filter(|&s| {
+            f.hosts()
+                .any(|d| before.next_hops(s, d) != after.next_hops(s, d))
+        })
+        .map(|s| s.0)
+        .collect();
+    assert!(!expected.is_empty() && expected.len() < f.num_switches());
+    let p = plan(
+        "[[workload]]\nkind = \"permutation\"\nsize = \"100KB\"\n",
+        128,
+    );
+    let mut sim = Sim::from_fabric(&f, SimConfig::default(), &p).unwrap();
+    sim.enable_events();
+    sim.run_until(Instant::from_picos(5_000_000));
+    sim.fail_link(up, Duration::micros(2)).unwrap();
+    sim.run_until(Instant::from_picos(10_000_000));
+    let changed = sim
+        .drain_events()
+        .into_iter()
+        .find_map(|e| match e.what {
+            EventKind::Reroute {
+                switches_changed, ..
+            } => switches_changed,
+            _ => None,
+        })
+        .expect("a reroute event with the switches changed");
+    assert_eq!(changed, expected);
+}
+
+/// A host whose only link fails can neither send nor receive: 2 × 15 pairs on a k=4
+/// fat-tree; the restore brings them back.
+#[test]
+fn unreachable_pairs_count_a_cut_off_host() {
+    let f = fat_tree(4);
+    let host_link = f.port_link(topo::NodeId(0), 0);
+    let p = plan(
+        "[[workload]]\nkind = \"permutation\"\nhosts = \"4..16\"\nsize = \"100KB\"\n",
+        16,
+    );
+    let mut sim = Sim::from_fabric(&f, SimConfig::default(), &p).unwrap();
+    sim.enable_events();
+    sim.run_until(Instant::from_picos(1_000_000));
+    let i = sim.fail_link(host_link, Duration::micros(1)).unwrap();
+    sim.run_until(Instant::from_picos(5_000_000));
+    sim.restore_failure(i).unwrap();
+    sim.run();
+    let counts: Vec<Option<u64>> = sim
+        .drain_events()
+        .into_iter()
+        .filter_map(|e| match e.what {
+            EventKind::Reroute {
+                unreachable_pairs, ..
+            } => Some(unreachable_pairs),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counts, vec![Some(30), Some(0)]);
+}
+
+/// A hand-made net (no `topo` fabric) gets a fabric map of its own: every port once, the
+/// two ends of a link next to each other, names the failure calls accept.
+#[test]
+fn hand_made_nets_have_a_fabric_map() {
+    let net = sim::net::NetBuilder::star(4, Rate::gbps(100), Duration::nanos(500));
+    let p = plan(
+        "[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"50KB\"\n",
+        4,
+    );
+    let mut sim = Sim::from_net(net, SimConfig::default(), &p).unwrap();
+    let info = sim.fabric_info();
+    info.validate().unwrap();
+    assert_eq!(info.ports.len(), 8);
+    for (i, port) in info.ports.iter().enumerate() {
+        let peer = &info.ports[i ^ 1];
+        assert_eq!(
+            (port.peer, port.peer_port, port.link),
+            (Some(peer.node), Some(peer.port), peer.link)
+        );
+    }
+    assert_eq!(info.nodes[4].name, "switch4");
+    sim.run_until(Instant::from_picos(2_000_000));
+    sim.snapshot().validate(&info).unwrap();
+    sim.fail_switch("switch4", Duration::micros(1)).unwrap();
+    sim.run_until(Instant::from_picos(3_000_000));
+    assert_eq!(
+        sim.snapshot().gauges.oper_down,
+        (0..8).collect::<Vec<u32>>()
+    );
+}

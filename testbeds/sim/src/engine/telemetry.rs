@@ -5,7 +5,7 @@
 //!
 //! Ports follow `fabric_api`'s order: port `2l` is the lower end of link `l` and
 //! `2l + 1` the upper end. For a `topo` fabric `l` is the `topo::LinkId`; for a
-//! hand-made [`Net`] links are numbered by their lower global port.
+//! hand-made [`Net`] links are numbered by their lower global port, in the same layout.
 
 use super::*;
 use fabric_api::{
@@ -36,15 +36,18 @@ pub(super) fn port_maps(net: &Net, fabric: Option<&topo::Fabric>) -> (Vec<u32>, 
             }
         }
         None => {
-            let mut next = 0;
+            // Links by lower port, their two ends consecutive (a port looped to itself,
+            // which hand-made nets should not have, takes one index).
+            let (mut next_link, mut next_port) = (0, 0);
             for p in 0..np {
                 let peer = net.port_peer[p] as usize;
                 if p <= peer {
-                    link[p] = next;
-                    link[peer] = next;
-                    api[p] = 2 * next;
-                    api[peer] = 2 * next + u32::from(peer != p);
-                    next += 1;
+                    link[p] = next_link;
+                    link[peer] = next_link;
+                    api[p] = next_port;
+                    api[peer] = next_port + u32::from(peer != p);
+                    next_link += 1;
+                    next_port += 1 + u32::from(peer != p);
                 }
             }
         }
@@ -276,12 +279,13 @@ impl<Q: EventQueue> Sim<Q> {
         )
     }
 
-    /// Host pairs with no path now: a source reaches `d` if one of its live ports leads
-    /// to `d` or to a switch with a next hop toward `d`. Hosts with the same neighbours
-    /// are counted once per group.
+    /// Host pairs `(s, d)`, `s ≠ d`, with no path now: following the routing tables from
+    /// one of `s`'s live ports over live ports never reaches `d`. Hosts with the same
+    /// neighbours are counted as one group; per destination every switch is visited once.
     pub(super) fn unreachable_pairs(&self) -> Option<u64> {
-        let hosts = self.net.hosts;
-        let mut groups: HashMap<Vec<u32>, u64> = HashMap::new();
+        let (hosts, nodes) = (self.net.hosts, self.net.nodes());
+        let mut groups: HashMap<Vec<u32>, (u32, u64)> = HashMap::new();
+        let mut group_of = Vec::with_capacity(hosts as usize);
         for h in 0..hosts {
             let nbrs: Vec<u32> = self
                 .net
@@ -289,26 +293,49 @@ impl<Q: EventQueue> Sim<Q> {
                 .filter(|&p| self.up[p as usize])
                 .map(|p| self.net.peer_node(p))
                 .collect();
-            *groups.entry(nbrs).or_default() += 1;
+            let next = groups.len() as u32;
+            let e = groups.entry(nbrs).or_insert((next, 0));
+            e.1 += 1;
+            group_of.push(e.0);
         }
-        if groups.len() as u64 * hosts as u64 > MAX_ROUTE_SCAN {
+        let work = (groups.len() as u64 + (nodes - hosts) as u64) * hosts as u64;
+        if work > MAX_ROUTE_SCAN {
             return None;
         }
+        let mut state = vec![0u8; (nodes - hosts) as usize];
         let mut pairs = 0u64;
-        for (nbrs, count) in &groups {
-            let unreachable = (0..hosts)
-                .filter(|&d| {
-                    !nbrs.iter().any(|&n| {
-                        n == d || (!self.net.is_host(n) && !self.router.next_hops(n, d).is_empty())
-                    })
-                })
-                .count() as u64;
-            // A host always reaches itself; it counted as unreachable when it has no
-            // live port at all.
-            let self_counted = u64::from(nbrs.is_empty());
-            pairs += count * (unreachable - self_counted);
+        for d in 0..hosts {
+            state.fill(0);
+            for (nbrs, &(g, count)) in &groups {
+                let reached = nbrs
+                    .iter()
+                    .any(|&n| n == d || (!self.net.is_host(n) && self.reaches(n, d, &mut state)));
+                if !reached {
+                    pairs += count - u64::from(group_of[d as usize] == g);
+                }
+            }
         }
         Some(pairs)
+    }
+
+    /// Whether switch `s`'s next hops toward host `d` lead there over live ports
+    /// (`state` per switch: 0 unknown, 1 on the current path, 2 yes, 3 no).
+    fn reaches(&self, s: u32, d: u32, state: &mut [u8]) -> bool {
+        let k = (s - self.net.hosts) as usize;
+        match state[k] {
+            2 => return true,
+            1 | 3 => return false,
+            _ => {}
+        }
+        state[k] = 1;
+        let base = self.net.port_off[s as usize];
+        let ok = self.router.next_hops(s, d).iter().any(|&h| {
+            let p = base + h as u32;
+            let n = self.net.peer_node(p);
+            self.up[p as usize] && (n == d || (!self.net.is_host(n) && self.reaches(n, d, state)))
+        });
+        state[k] = if ok { 2 } else { 3 };
+        ok
     }
 }
 
