@@ -19,6 +19,7 @@
 //!   [`SenderCc::on_ack_int`]).
 //! - [`marking`]: RED-style ECN marking ([`RedEcn`], the DCQCN congestion point).
 //! - [`pfc`]: 802.1Qbb XOFF/XON ingress state machine and pause application.
+//! - [`pfcwd`]: PFC watchdog as SONiC defines it (storm detection, actions, restoration).
 //! - [`trim`]: UEC packet-trimming policy.
 //! - [`any`]: [`AnyCc`], enum dispatch over all senders, built by name ([`CcKind`]) or
 //!   from a serialisable [`CcConfig`]; [`AnyReceiver`] for the receiver half (DCQCN NP,
@@ -69,6 +70,7 @@ pub mod error;
 pub mod hpcc;
 pub mod marking;
 pub mod pfc;
+pub mod pfcwd;
 pub mod traits;
 pub mod trim;
 pub mod uec;

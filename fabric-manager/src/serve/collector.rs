@@ -75,6 +75,7 @@ struct Worker {
     routes: Option<Arc<RouteView>>,
     health: Arc<DaemonHealth>,
     interval: Duration,
+    flow_events: bool,
     recorder: Option<Recorder>,
     seq: u64,
     /// Events produced by commands, published with the next snapshot.
@@ -89,6 +90,7 @@ impl Collector {
         routes: Option<Arc<RouteView>>,
         health: Arc<DaemonHealth>,
         interval: Duration,
+        flow_events: bool,
     ) -> Collector {
         let (tx, rx) = mpsc::channel();
         let mut w = Worker {
@@ -97,6 +99,7 @@ impl Collector {
             routes,
             health,
             interval,
+            flow_events,
             recorder: None,
             seq: 0,
             pending: Vec::new(),
@@ -155,8 +158,11 @@ impl Worker {
     }
 
     fn tick(&mut self, elapsed: Duration) {
+        let t0 = Instant::now();
+        let sampled = self.source.sample(elapsed, self.seq);
+        let sample_ns = t0.elapsed().as_nanos() as u64;
         let t = Instant::now();
-        let (snapshot, mut events) = match self.source.sample(elapsed, self.seq) {
+        let (snapshot, mut events) = match sampled {
             Ok(x) => x,
             Err(e) => {
                 self.hub.counters.source_errors.inc();
@@ -168,49 +174,47 @@ impl Worker {
         for e in &mut all {
             e.seq = self.seq;
         }
+        if !self.flow_events {
+            // One per finished flow: thousands a second on a busy fabric; the totals
+            // count them (flows_finished) without flooding the stream's history.
+            events.retain(|e| !matches!(e.what, EventKind::FlowFinished { .. }));
+        }
         all.append(&mut events);
-        let derived = self.follow_links(&all, &snapshot);
+        let observed = self.health.observe(&snapshot, &all);
+        all.extend(observed.events);
+        let derived = self.follow_links(&observed.links, &snapshot);
+        self.health.record(snapshot.seq, snapshot.time.ns, &derived);
         all.extend(derived);
-        self.health.on_events(&all);
         let frame = Frame::Snapshot(snapshot);
         self.record(&all, &frame);
-        let cost_ns = t.elapsed().as_nanos() as u64;
-        self.hub.publish(frame, all, cost_ns);
+        let read_ns = self.source.read_ns();
+        self.hub.publish(frame, all, (sample_ns, read_ns), t);
         self.seq += 1;
     }
 
-    /// Applies link events to the daemon's tables; a reroute event for each change the
-    /// source did not report a reroute for itself.
-    fn follow_links(&mut self, events: &[Event], s: &fabric_api::Snapshot) -> Vec<Event> {
+    /// Applies the link states damping passed on to the daemon's tables; a reroute
+    /// event for each when the source does not report its own.
+    fn follow_links(&mut self, links: &[(LinkId, bool)], s: &fabric_api::Snapshot) -> Vec<Event> {
         let Some(view) = &self.routes else {
             return Vec::new();
         };
-        let source_rerouted = events
-            .iter()
-            .any(|e| matches!(e.what, EventKind::Reroute { .. }));
+        let source_rerouted = self.source.reports_reroutes();
         let mut out = Vec::new();
-        for e in events {
-            let (link, down, detect) = match &e.what {
-                EventKind::LinkDown {
-                    link, detect_ns, ..
-                } => (*link, true, detect_ns.unwrap_or(0)),
-                EventKind::LinkUp { link, .. } => (*link, false, 0),
-                _ => continue,
-            };
-            let u: Update = if down {
-                view.fail(&[link])
-            } else {
+        for &(link, up) in links {
+            let u: Update = if up {
                 view.restore(&[link])
+            } else {
+                view.fail(&[link])
             };
             if !source_rerouted {
                 out.push(Event {
                     seq: s.seq,
-                    time: e.time,
+                    time: s.time,
                     what: EventKind::Reroute {
                         links: vec![link],
                         switches_changed: Some(u.switches_changed),
                         unreachable_pairs: Some(u.unreachable_pairs),
-                        repaired_ns: detect + u.took_ns,
+                        repaired_ns: u.took_ns,
                     },
                 });
             }

@@ -38,6 +38,10 @@ pub struct Config {
     pub stream_lag: usize,
     /// Kernel send buffer of a stream connection, bytes.
     pub stream_sndbuf: usize,
+    /// Publish flow-finished events.
+    pub flow_events: bool,
+    /// PFC watchdog, damping and alarm thresholds.
+    pub health: super::health::HealthConfig,
     /// Events kept for `GET /api/v1/events`.
     pub events_kept: usize,
     /// Time a client has to send its request headers.
@@ -78,6 +82,8 @@ impl Config {
             stream_lag: 16,
             events_kept: 1000,
             stream_sndbuf: 128 * 1024,
+            flow_events: false,
+            health: Default::default(),
             header_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(10),
             max_body_bytes: 64 * 1024,
@@ -138,6 +144,7 @@ impl Config {
                 return Err(format!("{name} {v}: expected {lo} to {hi}"));
             }
         }
+        self.health.damping.validate()?;
         if let SourceSpec::Sim { ratio, .. } = self.source
             && !(ratio.is_finite() && ratio > 0.0 && ratio <= 1.0)
         {

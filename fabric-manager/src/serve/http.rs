@@ -213,7 +213,8 @@ async fn events(
 /// `/api/v1/health`.
 #[derive(Debug, Serialize)]
 pub struct HealthReport {
-    /// `ok`, or `degraded` when links are down, pairs unreachable or telemetry stale.
+    /// `ok`, or `degraded` when links are down, pairs unreachable, a critical alarm is
+    /// active or no snapshot came yet.
     pub status: &'static str,
     /// Seconds since start.
     pub uptime_s: f64,

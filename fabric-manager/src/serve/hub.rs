@@ -77,8 +77,13 @@ pub struct Latest {
     pub snapshot: Snapshot,
     /// It as JSON (the `/api/v1/telemetry` body).
     pub json: Bytes,
-    /// Time the collector spent producing and publishing it, ns.
-    pub cost_ns: u64,
+    /// Time the source took to produce it (for the simulator: stepping and reading it), ns.
+    pub sample_ns: u64,
+    /// Within `sample_ns`, the time spent reading the state into the snapshot, ns.
+    pub read_ns: Option<u64>,
+    /// Time the collector took from there to publishing it (health checks, recording,
+    /// JSON encoding, history), ns.
+    pub publish_ns: u64,
 }
 
 /// A live stream client the collector watches for lag.
@@ -178,7 +183,14 @@ impl Hub {
     /// Publishes a snapshot and the events that belong to it (events first: an event
     /// carries the sequence number of the snapshot that includes its effects).
     /// `frame` must be a [`Frame::Snapshot`] (anything else is ignored).
-    pub fn publish(&self, frame: Frame, events: Vec<Event>, cost_ns: u64) {
+    /// `cost`: the source's time to produce the snapshot and, within it, to read it.
+    pub fn publish(
+        &self,
+        frame: Frame,
+        events: Vec<Event>,
+        cost: (u64, Option<u64>),
+        started: std::time::Instant,
+    ) {
         let Frame::Snapshot(snapshot) = &frame else {
             return;
         };
@@ -224,7 +236,9 @@ impl Hub {
         self.latest.send_replace(Some(Arc::new(Latest {
             snapshot,
             json,
-            cost_ns,
+            sample_ns: cost.0,
+            read_ns: cost.1,
+            publish_ns: started.elapsed().as_nanos() as u64,
         })));
         self.counters.snapshots.inc();
         self.drop_laggards();

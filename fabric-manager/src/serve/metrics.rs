@@ -359,13 +359,30 @@ impl Exposition {
                 MetricType::Gauge,
             )?;
             ConstGauge::new(latest.snapshot.seq as i64).encode(m)?;
-            let m = enc.encode_descriptor(
-                "fabric_daemon_collect_seconds",
-                "Time the collector spent producing and publishing the latest snapshot",
-                None,
-                MetricType::Gauge,
-            )?;
-            ConstGauge::new(latest.cost_ns as f64 * 1e-9).encode(m)?;
+            for (name, help, ns) in [
+                (
+                    "fabric_daemon_sample_seconds",
+                    "Time the source took to produce the latest snapshot (simulator: stepping and reading it)",
+                    latest.sample_ns,
+                ),
+                (
+                    "fabric_daemon_publish_seconds",
+                    "Time from the latest snapshot to its publication (health checks, JSON, history)",
+                    latest.publish_ns,
+                ),
+            ] {
+                let m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+                ConstGauge::new(ns as f64 * 1e-9).encode(m)?;
+            }
+            if let Some(ns) = latest.read_ns {
+                let m = enc.encode_descriptor(
+                    "fabric_daemon_read_seconds",
+                    "Within the sample time, the time spent reading the state into the snapshot",
+                    None,
+                    MetricType::Gauge,
+                )?;
+                ConstGauge::new(ns as f64 * 1e-9).encode(m)?;
+            }
         }
         Ok(())
     }

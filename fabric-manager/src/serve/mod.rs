@@ -22,8 +22,10 @@
 //! fabric status
 //! ```
 
+pub mod alarms;
 pub mod collector;
 pub mod config;
+pub mod damping;
 pub mod health;
 pub mod http;
 pub mod hub;
@@ -66,7 +68,7 @@ pub async fn run(
         config.events_kept,
         config.stream_lag,
     ));
-    let health = Arc::new(health::DaemonHealth::new(&info));
+    let health = Arc::new(health::DaemonHealth::new(&info, config.health));
     let routes = match fabric {
         Some(f) => Some(Arc::new(
             tokio::task::spawn_blocking(move || routes::RouteView::new(f)).await?,
@@ -79,6 +81,7 @@ pub async fn run(
         routes.clone(),
         health.clone(),
         config.interval,
+        config.flow_events,
     );
     let exposition = metrics::Exposition::new(hub.clone(), health.clone());
     let state = http::AppState {
@@ -146,6 +149,18 @@ pub struct Args {
     /// Frames a stream client may fall behind before it is dropped.
     #[arg(long, default_value_t = 16)]
     pub stream_lag: usize,
+    /// PFC watchdog detection time (100ms to 5s).
+    #[arg(long, default_value = "200ms", value_parser = parse_duration)]
+    pub pfcwd_detection: Duration,
+    /// PFC watchdog restoration time (100ms to 60s).
+    #[arg(long, default_value = "200ms", value_parser = parse_duration)]
+    pub pfcwd_restoration: Duration,
+    /// PFC watchdog action on a stormed queue: drop, forward or alert.
+    #[arg(long, default_value = "drop")]
+    pub pfcwd_action: String,
+    /// Publish an event per finished flow (off: only the flows_finished total moves).
+    #[arg(long)]
+    pub flow_events: bool,
     /// Kernel send buffer of a stream connection, bytes (with --stream-lag, bounds what a
     /// slow client can hold before it is dropped).
     #[arg(long, default_value_t = 128 * 1024)]
@@ -208,6 +223,15 @@ impl Args {
         c.stream_lag = self.stream_lag;
         c.header_timeout = self.header_timeout;
         c.stream_sndbuf = self.stream_sndbuf;
+        c.flow_events = self.flow_events;
+        let ps = |d: Duration| cc_algos::Duration::from_secs_f64(d.as_secs_f64());
+        let action = self.pfcwd_action.parse().map_err(anyhow::Error::msg)?;
+        c.health.pfcwd = cc_algos::pfcwd::WatchdogConfig::new(
+            ps(self.pfcwd_detection),
+            ps(self.pfcwd_restoration),
+            action,
+        )
+        .map_err(|e| anyhow::anyhow!("--pfcwd-*: {e}"))?;
         c.request_timeout = self.request_timeout;
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)

@@ -1,26 +1,25 @@
 //! The simulator as a telemetry source: a `topo` fabric and a workload that keeps going,
 //! paced to the wall clock (`ratio` simulated seconds per wall-clock second).
 //!
-//! The workload runs as back-to-back iterations of the scenario (the built-in demo: a
-//! ring all-reduce over every host), each a complete, seeded simulator run; the counters
-//! of finished iterations add up into the cumulative per-port columns, and virtual time
-//! is the sum of the iterations' durations. A failed link is failed from the start of
-//! every following iteration (the simulator's own reroute path, detection time 0) until
-//! it is restored. Snapshots therefore advance by whole iterations: keep an iteration
-//! (simulated) shorter than `interval × ratio` for smooth rates.
+//! Each sample steps the simulator with `run_until` to the virtual time the wall clock
+//! asks for and reads its `snapshot` (which does not disturb the run) and its events.
+//! The workload loops: when an iteration of the scenario ends (the built-in demo: a ring
+//! all-reduce over every host), the next one starts at once on a fresh simulator with the
+//! next seed, its counters added on top of those of the finished iterations, so the
+//! stream's counters stay cumulative and its clock monotonic. A link failed through the
+//! API goes down in the running simulator (routing reacts after the detection delay,
+//! the simulator's own reroute path and events) and stays down in later iterations until
+//! it is restored.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant as WallInstant};
 
 use anyhow::Context;
 use cc_algos::{Instant, Rate};
-use fabric_api::{
-    Column, Detector, Event, EventKind, FabricInfo, Snapshot, Source as ApiSource, SourceKind,
-    Timestamp,
-};
-use scenario::{CompileCtx, FailureSpec, FailureTarget, Scenario, Workplan};
-use sim::{CcChoice, Sim, SimConfig, SimResults};
+use fabric_api::{Column, Event, FabricInfo, PortCounters, Snapshot};
+use scenario::{CompileCtx, Scenario, Workplan};
+use sim::{CcChoice, RunState, Sim, SimConfig};
 use topo::{Fabric, LinkId};
 
 use super::config::SourceSpec;
@@ -33,25 +32,8 @@ pub const DEMO_SCENARIO: &str = "name = \"demo: looping ring all-reduce\"\n\n[[w
 /// cannot keep up falls behind the wall clock instead of stalling the collector.
 const BUDGET: Duration = Duration::from_millis(250);
 
-/// Cumulative counters, one per port in the fabric map's order.
-#[derive(Debug, Default)]
-struct Acc {
-    tx_bytes: Vec<u64>,
-    rx_bytes: Vec<u64>,
-    tx_pkts: Vec<u64>,
-    rx_pkts: Vec<u64>,
-    drops_buffer: Vec<u64>,
-    ecn_marks: Vec<u64>,
-    trims: Vec<u64>,
-    pfc_tx: Vec<u64>,
-    pfc_rx: Vec<u64>,
-    paused_ns: Vec<u64>,
-    drops_failure: u64,
-    drops_no_route: u64,
-    cnps: u64,
-    nacks: u64,
-    flows_finished: u64,
-}
+/// Time from a failure to the simulator's routing reacting (virtual).
+const DETECT: cc_algos::Duration = cc_algos::Duration::micros(10);
 
 /// The simulator source.
 #[derive(Debug)]
@@ -62,13 +44,18 @@ pub struct SimSource {
     cfg: SimConfig,
     ratio: f64,
     name: String,
-    /// The one priority every flow uses, if they share one.
-    priority: Option<u8>,
+    sim: Sim,
     iteration: u64,
-    virt_ns: u64,
-    acc: Acc,
-    failed: BTreeSet<LinkId>,
-    events: Vec<(u64, EventKind)>,
+    /// Virtual time at which the running iteration started, ns.
+    offset_ns: u64,
+    /// Counters of the finished iterations.
+    base: PortCounters,
+    /// CNPs, NACKs and finished flows of the finished iterations.
+    base_flows: (u64, u64, u64),
+    /// Links failed through the API, with their failure index in the running simulator.
+    failed: BTreeMap<LinkId, usize>,
+    /// Time the last snapshot took to read, ns.
+    read_ns: u64,
 }
 
 /// Opens the source a spec names.
@@ -99,6 +86,51 @@ fn load_fabric(arg: &str) -> anyhow::Result<Fabric> {
     crate::common::FabricArgs::preset(arg).load()
 }
 
+/// `a += b`, column by column (a column absent in `a` is taken from `b`).
+fn add_columns(a: &mut Option<Column>, b: &Option<Column>) {
+    let Some(b) = b else { return };
+    match a {
+        None => *a = Some(b.clone()),
+        Some(a) => {
+            let mut v = a.to_dense();
+            for (i, x) in b.nonzero() {
+                if let Some(s) = v.get_mut(i) {
+                    *s += x;
+                }
+            }
+            *a = Column::Dense(v);
+        }
+    }
+}
+
+/// `a += b` for every counter.
+fn add_counters(a: &mut PortCounters, b: &PortCounters) {
+    for (x, y) in [
+        (&mut a.tx_bytes, &b.tx_bytes),
+        (&mut a.rx_bytes, &b.rx_bytes),
+        (&mut a.tx_pkts, &b.tx_pkts),
+        (&mut a.rx_pkts, &b.rx_pkts),
+        (&mut a.drops_buffer, &b.drops_buffer),
+        (&mut a.drops_failure, &b.drops_failure),
+        (&mut a.drops_no_route, &b.drops_no_route),
+        (&mut a.drops_kernel, &b.drops_kernel),
+        (&mut a.ecn_marks, &b.ecn_marks),
+        (&mut a.trims, &b.trims),
+        (&mut a.paused_ns, &b.paused_ns),
+    ] {
+        add_columns(x, y);
+    }
+    for (x, y) in [(&mut a.pfc_tx, &b.pfc_tx), (&mut a.pfc_rx, &b.pfc_rx)] {
+        for (p, c) in y {
+            let mut sum = x.remove(p);
+            add_columns(&mut sum, &Some(c.clone()));
+            if let Some(sum) = sum {
+                x.insert(*p, sum);
+            }
+        }
+    }
+}
+
 impl SimSource {
     /// A source running `scenario` (a file; `None`: the demo) on `fabric`.
     pub fn new(
@@ -118,12 +150,6 @@ impl SimSource {
             .find(|l| l.a.idx() < f.num_hosts())
             .map_or(Rate::gbps(100), |l| Rate::bps(l.rate_bps));
         let plan = scen.compile(&CompileCtx::new(f.num_hosts() as u32, host_rate, seed))?;
-        if plan.flows.iter().any(|fl| fl.size.is_none()) {
-            anyhow::bail!(
-                "{}: the daemon loops sized flows only (a long-lived flow never ends an iteration)",
-                plan.name
-            );
-        }
         let mut cfg = SimConfig {
             seed,
             pfc: true,
@@ -133,16 +159,13 @@ impl SimSource {
         cfg.apply(&plan.network)
             .map_err(|e| anyhow::anyhow!("scenario [network]: {e}"))?;
         if cfg.stop.is_none() {
-            // An iteration that never ends (a deadlock) must not hang the collector.
+            // An iteration that never ends (a long-lived flow, a deadlock) is cut here and
+            // the next one starts.
             cfg.stop = Some(Instant::ZERO + cc_algos::Duration::millis(50));
         }
-        // Fail fast on a workload the fabric cannot run.
-        Sim::from_fabric(&f, cfg.clone(), &plan)?;
-        let info = FabricInfo::from_topo(&f, 8);
-        let prios: BTreeSet<u8> = plan.flows.iter().map(|fl| fl.priority).collect();
-        let priority = (prios.len() == 1).then(|| *prios.first().expect("one priority"));
-        let n = info.ports.len();
-        let z = || vec![0u64; n];
+        let mut sim = Sim::from_fabric(&f, cfg.clone(), &plan)?;
+        sim.enable_events();
+        let info = sim.fabric_info();
         Ok(SimSource {
             name: format!("{} on {}", plan.name, f.name()),
             fabric: Arc::new(f),
@@ -150,108 +173,60 @@ impl SimSource {
             plan,
             cfg,
             ratio,
-            priority,
+            sim,
             iteration: 0,
-            virt_ns: 0,
-            acc: Acc {
-                tx_bytes: z(),
-                rx_bytes: z(),
-                tx_pkts: z(),
-                rx_pkts: z(),
-                drops_buffer: z(),
-                ecn_marks: z(),
-                trims: z(),
-                pfc_tx: z(),
-                pfc_rx: z(),
-                paused_ns: z(),
-                ..Acc::default()
-            },
-            failed: BTreeSet::new(),
-            events: Vec::new(),
+            offset_ns: 0,
+            base: PortCounters::default(),
+            base_flows: (0, 0, 0),
+            failed: BTreeMap::new(),
+            read_ns: 0,
         })
     }
 
-    /// One iteration of the workload with the current failures.
-    fn iterate(&mut self) -> Result<SimResults, String> {
-        let mut plan = self.plan.clone();
-        for &l in &self.failed {
-            let link = self.fabric.link(l);
-            plan.failures.push(FailureSpec {
-                at: Instant::ZERO,
-                target: FailureTarget::Link(link.a.0, link.b.0),
-                detect: cc_algos::Duration::ZERO,
-                restore: None,
-            });
-        }
+    /// Ends the finished iteration and starts the next, with the failed links down.
+    fn next_iteration(&mut self) -> Result<(), String> {
+        let last = self.sim.snapshot();
+        add_counters(&mut self.base, &last.counters);
+        self.base_flows.0 += last.totals.cnps;
+        self.base_flows.1 += last.totals.nacks;
+        self.base_flows.2 += last.totals.flows_finished;
+        self.offset_ns += self.sim.now().nanos().max(1);
+        self.iteration += 1;
         let mut cfg = self.cfg.clone();
         cfg.seed = self.cfg.seed.wrapping_add(self.iteration);
-        let mut sim = Sim::from_fabric(&self.fabric, cfg, &plan).map_err(|e| e.to_string())?;
-        self.iteration += 1;
-        Ok(sim.run())
-    }
-
-    fn add(&mut self, r: &SimResults) {
-        let a = &mut self.acc;
-        for l in &r.links {
-            let node = topo::NodeId(l.node);
-            if u32::from(l.port) as usize >= self.fabric.degree(node) {
-                continue;
-            }
-            let tx = FabricInfo::topo_port_index(&self.fabric, node, l.port) as usize;
-            let rx = tx ^ 1; // the peer's end of the same link
-            a.tx_bytes[tx] += l.tx_bytes;
-            a.tx_pkts[tx] += l.tx_pkts;
-            a.rx_bytes[rx] += l.tx_bytes;
-            a.rx_pkts[rx] += l.tx_pkts;
-            a.drops_buffer[tx] += l.drops;
-            a.ecn_marks[tx] += l.ecn_marks;
-            a.trims[tx] += l.trims;
-            a.pfc_tx[tx] += l.pauses_sent;
-            a.pfc_rx[tx] += l.pauses_rcvd;
-            a.paused_ns[tx] += (l.paused_us * 1e3) as u64;
+        let mut sim = Sim::from_fabric(&self.fabric, cfg, &self.plan).map_err(|e| e.to_string())?;
+        sim.enable_events();
+        let links: Vec<LinkId> = self.failed.keys().copied().collect();
+        for l in links {
+            let i = sim
+                .fail_link(l, cc_algos::Duration::ZERO)
+                .map_err(|e| e.to_string())?;
+            self.failed.insert(l, i);
         }
-        a.drops_failure += r.totals.drops_failure;
-        a.drops_no_route += r.totals.drops_noroute;
-        a.cnps += r.totals.cnps;
-        a.nacks += r.totals.nacks;
-        a.flows_finished += r.fct.finished as u64;
-        self.virt_ns += (r.run.end_us * 1e3).max(1.0) as u64;
+        // Those links were already down: their re-injection at time 0 is no news.
+        sim.run_until(Instant::ZERO);
+        sim.drain_events();
+        self.sim = sim;
+        Ok(())
     }
 
+    /// The cumulative snapshot now, numbered `seq`.
     fn snapshot(&self, seq: u64) -> Snapshot {
-        let src = ApiSource {
-            kind: SourceKind::Sim,
-            name: self.name.clone(),
-        };
-        let mut s = Snapshot::new(seq, Timestamp::virtual_ns(self.virt_ns), src);
-        let a = &self.acc;
-        let col = |v: &Vec<u64>| Some(Column::from(v.clone()));
-        let c = &mut s.counters;
-        c.tx_bytes = col(&a.tx_bytes);
-        c.rx_bytes = col(&a.rx_bytes);
-        c.tx_pkts = col(&a.tx_pkts);
-        c.rx_pkts = col(&a.rx_pkts);
-        c.drops_buffer = col(&a.drops_buffer);
-        c.ecn_marks = col(&a.ecn_marks);
-        c.trims = col(&a.trims);
-        c.paused_ns = col(&a.paused_ns);
-        // The simulator counts PAUSE frames per port; they belong to one priority only
-        // when every flow uses the same one (otherwise they are not reported).
-        if let Some(prio) = self.priority {
-            c.pfc_tx.insert(prio, Column::from(a.pfc_tx.clone()));
-            c.pfc_rx.insert(prio, Column::from(a.pfc_rx.clone()));
-        }
-        s.gauges.oper_down = self
-            .failed
-            .iter()
-            .flat_map(|l| [2 * l.0, 2 * l.0 + 1])
-            .collect();
+        let mut s = self.sim.snapshot();
+        s.seq = seq;
+        s.time.ns += self.offset_ns;
+        s.source.name = self.name.clone();
+        add_counters(&mut s.counters, &self.base);
         s.sum_ports_into_totals();
-        s.totals.drops_failure = a.drops_failure;
-        s.totals.drops_no_route = a.drops_no_route;
-        s.totals.cnps = a.cnps;
-        s.totals.nacks = a.nacks;
-        s.totals.flows_finished = a.flows_finished;
+        s.totals.cnps += self.base_flows.0;
+        s.totals.nacks += self.base_flows.1;
+        s.totals.flows_finished += self.base_flows.2;
+        if let Some(flows) = &mut s.flows {
+            let per = self.plan.flows.len() as u64;
+            for f in flows {
+                f.id += self.iteration * per;
+            }
+        }
         s
     }
 }
@@ -265,51 +240,126 @@ impl Source for SimSource {
         Some(self.fabric.clone())
     }
 
+    fn reports_reroutes(&self) -> bool {
+        true
+    }
+
+    fn read_ns(&self) -> Option<u64> {
+        Some(self.read_ns)
+    }
+
     fn sample(&mut self, elapsed: Duration, seq: u64) -> Result<(Snapshot, Vec<Event>), String> {
         let target = (elapsed.as_secs_f64() * self.ratio * 1e9) as u64;
         let wall = WallInstant::now();
-        while self.virt_ns < target && wall.elapsed() < BUDGET {
-            let r = self.iterate()?;
-            self.add(&r);
+        let mut events = Vec::new();
+        loop {
+            let local = target.saturating_sub(self.offset_ns);
+            let state = self
+                .sim
+                .run_until(Instant::from_picos(local.saturating_mul(1000)));
+            for mut e in self.sim.drain_events() {
+                e.seq = seq;
+                e.time.ns += self.offset_ns;
+                events.push(e);
+            }
+            if state == RunState::Running {
+                break;
+            }
+            // Never leave a finished simulator in place: commands go to the running one.
+            self.next_iteration()?;
+            if self.offset_ns >= target || wall.elapsed() > BUDGET {
+                break;
+            }
         }
-        let events = self
-            .events
-            .drain(..)
-            .map(|(t, what)| Event {
-                seq,
-                time: Timestamp::virtual_ns(t),
-                what,
-            })
-            .collect();
-        Ok((self.snapshot(seq), events))
+        let t = WallInstant::now();
+        let snap = self.snapshot(seq);
+        self.read_ns = t.elapsed().as_nanos() as u64;
+        Ok((snap, events))
     }
 
     fn fail_link(&mut self, link: LinkId) -> Result<String, String> {
-        if !self.failed.insert(link) {
+        if self.failed.contains_key(&link) {
             return Err(format!("link {} is already down", link.0));
         }
-        self.events.push((
-            self.virt_ns,
-            EventKind::LinkDown {
-                link,
-                detected_by: Detector::Injected,
-                detect_ns: Some(0),
-            },
-        ));
-        Ok(format!("link {} failed", link.0))
+        let i = self
+            .sim
+            .fail_link(link, DETECT)
+            .map_err(|e| e.to_string())?;
+        self.failed.insert(link, i);
+        Ok(format!(
+            "link {} failed; the simulator re-routes after {} us",
+            link.0,
+            DETECT.as_picos() / 1_000_000
+        ))
     }
 
     fn restore_link(&mut self, link: LinkId) -> Result<String, String> {
-        if !self.failed.remove(&link) {
+        let Some(i) = self.failed.remove(&link) else {
             return Err(format!("link {} is not down", link.0));
-        }
-        self.events.push((
-            self.virt_ns,
-            EventKind::LinkUp {
-                link,
-                detected_by: Detector::Injected,
-            },
-        ));
+        };
+        self.sim.restore_failure(i).map_err(|e| e.to_string())?;
         Ok(format!("link {} restored", link.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_stay_cumulative_across_iterations() {
+        let mut s = SimSource::new("fat-tree-k4", None, 1e-3, 1).unwrap();
+        let (mut last, mut last_t, mut seq) = (0, 0, 0);
+        // 10 ms of virtual time: many all-reduce iterations. A sample may stop short of
+        // its target (the wall-clock budget, on a slow build); later samples catch up.
+        let target = Duration::from_secs(10);
+        while last_t + 200_000 < 10_000_000 {
+            let (snap, _) = s.sample(target, seq).unwrap();
+            snap.validate(&s.info).unwrap();
+            assert!(snap.totals.tx_bytes >= last, "counters never decrease");
+            assert!(snap.time.ns >= last_t, "time never goes back");
+            last = snap.totals.tx_bytes;
+            last_t = snap.time.ns;
+            seq += 1;
+            assert!(seq < 200, "no progress: {last_t} ns");
+        }
+        assert!(s.iteration >= 10, "{} iterations", s.iteration);
+        // Every iteration moves the same bytes (same workload, no failure).
+        let per_iteration = last as f64 / (s.iteration as f64 + 0.5);
+        assert!(per_iteration > 1e6, "{per_iteration}");
+    }
+
+    #[test]
+    fn a_failed_link_stays_down_across_iterations_until_restored() {
+        let mut s = SimSource::new("fat-tree-k4", None, 1e-3, 1).unwrap();
+        let leaf = s.fabric.name_index()["pod0-leaf0"];
+        let up = s.fabric.port_link(leaf, 2);
+        s.sample(Duration::from_millis(100), 0).unwrap();
+        s.fail_link(up).unwrap();
+        assert!(s.fail_link(up).unwrap_err().contains("already down"));
+        let (snap, ev) = s.sample(Duration::from_secs(2), 1).unwrap();
+        let kinds: Vec<String> = ev.iter().map(|e| format!("{:?}", e.what)).collect();
+        assert!(kinds[0].starts_with("LinkDown"), "{kinds:?}");
+        assert!(kinds.iter().any(|k| k.starts_with("Reroute")), "{kinds:?}");
+        assert!(kinds.iter().all(|k| !k.starts_with("LinkUp")), "{kinds:?}");
+        assert!(s.iteration >= 2, "iterations ran with the link down");
+        assert_eq!(snap.gauges.oper_down, vec![2 * up.0, 2 * up.0 + 1]);
+        let tx = snap.counters.tx_bytes.as_ref().unwrap();
+        let before = tx.get(2 * up.0 as usize);
+        let (snap, _) = s.sample(Duration::from_secs(4), 2).unwrap();
+        let tx2 = snap.counters.tx_bytes.as_ref().unwrap();
+        assert_eq!(
+            tx2.get(2 * up.0 as usize),
+            before,
+            "nothing crosses a failed link"
+        );
+        s.restore_link(up).unwrap();
+        let (snap, ev) = s.sample(Duration::from_secs(6), 3).unwrap();
+        assert!(snap.gauges.oper_down.is_empty());
+        assert!(
+            ev.iter()
+                .any(|e| matches!(e.what, fabric_api::EventKind::LinkUp { .. }))
+        );
+        assert!(s.restore_link(up).unwrap_err().contains("not down"));
     }
 }

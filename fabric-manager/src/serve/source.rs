@@ -16,6 +16,16 @@ pub trait Source: Send {
     /// Brings the source up to `elapsed` wall-clock time since start and returns snapshot
     /// number `seq` with the events since the previous one.
     fn sample(&mut self, elapsed: Duration, seq: u64) -> Result<(Snapshot, Vec<Event>), String>;
+    /// True when the source reports its own `Reroute` events (otherwise the collector
+    /// reports the daemon's table updates as reroutes).
+    fn reports_reroutes(&self) -> bool {
+        false
+    }
+    /// Time the last [`Self::sample`] spent reading the state into the snapshot (as
+    /// opposed to advancing the source), ns, when the source measures it.
+    fn read_ns(&self) -> Option<u64> {
+        None
+    }
     /// Fails a link (as a real failure would: the source detects and reacts on its own).
     fn fail_link(&mut self, link: LinkId) -> Result<String, String>;
     /// Restores a failed link.
