@@ -668,3 +668,45 @@ fn a_link_taken_down_from_outside_is_detected_and_routed_around_then_restored() 
     assert_eq!(w.malformed, 0);
     rt.teardown().unwrap();
 }
+
+#[test]
+fn snapshots_of_the_routed_testbed_follow_the_port_map_and_see_a_link_down() {
+    if !enabled() {
+        return;
+    }
+    let f = generators::leaf_spine(2, 2, 2, Rate::gbps(100)).unwrap();
+    let mut rt = RoutedTestbed::build_with(f, &RoutedOptions::default()).unwrap();
+    let info = rt.fabric_info();
+    let s0 = rt.snapshot(0).unwrap();
+    s0.validate(&info).unwrap();
+    assert!(s0.gauges.oper_down.is_empty(), "{:?}", s0.gauges.oper_down);
+    // Traffic: every pair probed once, so the counters move.
+    let fams = rt.families();
+    let pairs = rt.reachable_pairs();
+    let rounds = rt.probe_rounds(
+        &fams,
+        &pairs,
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_millis(1000),
+    );
+    assert!(rounds.iter().all(|p| p.ok()));
+    let leaf = rt.fabric().attachment(NodeId(0), 0).unwrap().leaf;
+    let up = (0..rt.fabric().degree(leaf) as u16)
+        .find(|&p| rt.fabric().tier(rt.fabric().peer(leaf, p)) == 2)
+        .unwrap();
+    let l = rt.fabric().port_link(leaf, up);
+    rt.fail_link(l).unwrap();
+    let s1 = rt.snapshot(1).unwrap();
+    s1.validate(&info).unwrap();
+    let cols0 = s0.counters.columns();
+    for (name, c1) in s1.counters.columns() {
+        let c0 = cols0.iter().find(|(n, _)| *n == name).unwrap().1;
+        for (i, (a, b)) in c0.iter().zip(c1.iter()).enumerate() {
+            assert!(b >= a, "{name}[{i}] went down from {a} to {b}");
+        }
+    }
+    assert!(s1.totals.tx_pkts > s0.totals.tx_pkts);
+    // Both ends of the failed link are reported down, nothing else.
+    assert_eq!(s1.gauges.oper_down, vec![2 * l.0, 2 * l.0 + 1]);
+    rt.teardown().unwrap();
+}

@@ -58,6 +58,7 @@ mod build;
 mod failover;
 mod probe;
 mod program;
+mod telemetry;
 #[cfg(test)]
 mod tests;
 mod verify;
