@@ -9,6 +9,7 @@ mod cmd_sim;
 mod cmd_testbed;
 mod cmd_topo;
 mod common;
+mod failure_args;
 
 use clap::{Parser, Subcommand};
 

@@ -200,4 +200,32 @@ mod tests {
         let total = b[1].pair_mean * b[1].up_ports as f64;
         assert_eq!(total, (128 * 112) as f64);
     }
+
+    #[test]
+    fn failures_spread_over_surviving_uplinks() {
+        // Random failures that leave up groups of different widths: every switch's worst up
+        // port stays within one destination of its ideal (plain d-mod-k gave 48 vs 34).
+        let f = fat_tree(8, Rate::gbps(100)).unwrap();
+        let mut r = Routes::compute(&f);
+        let links = crate::failures::random_links(&f, 20, 3).unwrap();
+        let rep = r.fail_links(&f, &links);
+        let fresh = Lft::compute(&f, &r);
+        for t in of_lft(&f, &r, &fresh) {
+            let (s, max, ideal) = t.worst_switch.unwrap();
+            assert!(
+                max <= ideal + 1,
+                "tier {} {}: {max} vs {ideal}",
+                t.tier,
+                f.node_name(s)
+            );
+        }
+        // Patching a healthy table gives the same as computing it fresh.
+        let mut patched = Lft::compute(&f, &Routes::compute(&f));
+        patched.update(&f, &r, &rep.changed);
+        for s in f.switches() {
+            for d in f.hosts() {
+                assert_eq!(patched.port(&f, s, d), fresh.port(&f, s, d));
+            }
+        }
+    }
 }
