@@ -203,22 +203,41 @@ mod tests {
 
     #[test]
     fn failures_spread_over_surviving_uplinks() {
-        // Random failures that leave up groups of different widths: every switch's worst up
-        // port stays within one destination of its ideal (plain d-mod-k gave 48 vs 34).
+        // 20 random failed links on k=8 (seed 3: pod4-agg3 keeps 3 of its 4 core links; plain
+        // d-mod-k gave it 48 destinations on one of them, ideal 34). Every switch with a
+        // failed up link now stays within one destination of its ideal.
         let f = fat_tree(8, Rate::gbps(100)).unwrap();
         let mut r = Routes::compute(&f);
         let links = crate::failures::random_links(&f, 20, 3).unwrap();
         let rep = r.fail_links(&f, &links);
         let fresh = Lft::compute(&f, &r);
-        for t in of_lft(&f, &r, &fresh) {
-            let (s, max, ideal) = t.worst_switch.unwrap();
-            assert!(
-                max <= ideal + 1,
-                "tier {} {}: {max} vs {ideal}",
-                t.tier,
-                f.node_name(s)
-            );
+        let mut checked = 0;
+        for t in &fresh.planes {
+            for s in t.first_switch..t.first_switch + t.rows {
+                let s = NodeId(s);
+                let live: Vec<Port> = (0..f.degree(s) as Port)
+                    .filter(|&k| f.direction(s, k) == Direction::Up)
+                    .filter(|&k| r.link_is_up(f.port_link(s, k)))
+                    .collect();
+                if live.len()
+                    == (0..f.degree(s) as Port)
+                        .filter(|&k| f.direction(s, k) == Direction::Up)
+                        .count()
+                {
+                    continue;
+                }
+                let loads = t.port_loads(&f, s);
+                let up: Vec<u32> = live.iter().map(|&k| loads[k as usize]).collect();
+                let ideal = up.iter().sum::<u32>().div_ceil(up.len() as u32);
+                assert!(
+                    up.iter().all(|&x| x <= ideal + 1),
+                    "{}: {up:?} vs ideal {ideal}",
+                    f.node_name(s)
+                );
+                checked += 1;
+            }
         }
+        assert!(checked >= 10, "{checked}");
         // Patching a healthy table gives the same as computing it fresh.
         let mut patched = Lft::compute(&f, &Routes::compute(&f));
         patched.update(&f, &r, &rep.changed);

@@ -214,9 +214,21 @@ impl Lft {
     /// destination leaves are rewritten.
     pub fn update(&mut self, f: &Fabric, r: &Routes, changed: &[(NodeId, NodeId)]) {
         let mut pat = Patterns::new(r);
+        let mut whole_rows: Vec<NodeId> = Vec::new();
         for &(s, leaf) in changed {
             if let Some(pl) = f.plane(s) {
-                self.planes[pl as usize].fill_row(f, r, s, Some(leaf), &mut pat);
+                if pat.failures && degraded(f, r, s) {
+                    whole_rows.push(s); // spread over its live up ports: whole row, once
+                } else {
+                    self.planes[pl as usize].fill_row(f, r, s, Some(leaf), &mut pat);
+                }
+            }
+        }
+        whole_rows.sort_unstable();
+        whole_rows.dedup();
+        for s in whole_rows {
+            if let Some(pl) = f.plane(s) {
+                self.planes[pl as usize].fill_row(f, r, s, None, &mut pat);
             }
         }
     }
@@ -271,8 +283,7 @@ impl PlaneLft {
     }
 
     /// Fills `switch`'s row (or only `only_leaf`'s columns): d-mod-k, except on a switch
-    /// that failures degraded (a failed up link, or up groups narrower than its live up
-    /// ports), whose whole row is spread by [`PlaneLft::fill_row_balanced`].
+    /// with a failed up link, whose whole row is spread by [`PlaneLft::fill_row_balanced`].
     fn fill_row(
         &mut self,
         f: &Fabric,
@@ -428,27 +439,13 @@ impl PlaneLft {
     }
 }
 
-/// Whether failures degraded `s`: a failed up link, or an up group narrower than its live
-/// up ports (some destinations can use only some of them).
+/// Whether failures degraded `s`: one of its up links failed, so some of its destinations
+/// can use only some of its up ports. (A narrower group alone — a leaf reaching one
+/// destination leaf through fewer aggregation switches — touches only that leaf's columns
+/// and stays d-mod-k.)
 fn degraded(f: &Fabric, r: &Routes, s: NodeId) -> bool {
-    let mut live = 0;
-    for k in 0..f.degree(s) as Port {
-        if f.direction(s, k) == Direction::Up {
-            if !r.link_is_up(f.port_link(s, k)) {
-                return true;
-            }
-            live += 1;
-        }
-    }
-    let mut seen = u32::MAX;
-    r.row_entries(s).iter().any(|&e| {
-        if e == LOCAL || e == NO_ROUTE || e == seen {
-            return false;
-        }
-        seen = e;
-        let grp = r.groups().get(e);
-        grp.len() < live && grp.iter().all(|&k| f.direction(s, k) == Direction::Up)
-    })
+    (0..f.degree(s) as Port)
+        .any(|k| f.direction(s, k) == Direction::Up && !r.link_is_up(f.port_link(s, k)))
 }
 
 /// Cache of d-mod-k patterns `grp[(c / div) mod n] + 1`, per (group, divisor), and whether
