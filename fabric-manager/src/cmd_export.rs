@@ -296,20 +296,39 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             rep.width_lost
         );
         let v = topo::verify::verify(&fabric, &computed.routes);
-        if v.unreachable_pairs > 0 {
-            let what = unreachable_line(&v);
-            if !args.allow_unreachable {
-                eprintln!(
-                    "fabric routes export: {what}; not writing tables (pass --allow-unreachable to write them anyway)"
-                );
+        match unreachable_verdict(&v, args.allow_unreachable) {
+            Some(Err(refusal)) => {
+                eprintln!("fabric routes export: {refusal}");
                 std::process::exit(1);
             }
-            println!("warning: {what}; writing the tables anyway (--allow-unreachable)");
+            Some(Ok(warning)) => println!("warning: {warning}"),
+            None => {}
         }
     }
     write_formats(&fabric, &computed, &formats, &mut sink, &args.out)?;
     print_written(&sink.written);
     Ok(())
+}
+
+/// After failures: nothing to say (all reachable), a warning (unreachable pairs, allowed),
+/// or the refusal (unreachable pairs, not allowed: exit 1 as `fabric build`).
+pub(crate) fn unreachable_verdict(
+    v: &topo::verify::VerifyReport,
+    allow: bool,
+) -> Option<Result<String, String>> {
+    if v.unreachable_pairs == 0 {
+        return None;
+    }
+    let what = unreachable_line(v);
+    Some(if allow {
+        Ok(format!(
+            "{what}; writing the tables anyway (--allow-unreachable)"
+        ))
+    } else {
+        Err(format!(
+            "{what}; not writing tables (pass --allow-unreachable to write them anyway)"
+        ))
+    })
 }
 
 /// "N host pairs unreachable (A without an up*/down* path, B disconnected)".
@@ -395,6 +414,35 @@ mod tests {
                 .unwrap()
                 .single
         );
+    }
+
+    #[test]
+    fn unreachable_hosts_are_refused_unless_allowed() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+        let fail = FailureArgs {
+            fail: vec!["host0-nic0--pod0-leaf0".into()],
+            ..Default::default()
+        };
+        let c = Computed::new(&f, Engine::Ecmp, fail.resolve(&f).unwrap()).unwrap();
+        let v = topo::verify::verify(&f, &c.routes);
+        let refusal = unreachable_verdict(&v, false).unwrap().unwrap_err();
+        assert_eq!(
+            refusal,
+            "30 host pairs unreachable (0 without an up*/down* path though connected, 30 disconnected); \
+             not writing tables (pass --allow-unreachable to write them anyway)"
+        );
+        assert!(unreachable_verdict(&v, true).unwrap().is_ok());
+        // The failure is named beside the tables.
+        let dir = std::env::temp_dir().join(format!("fabric-export-fail-{}", std::process::id()));
+        let mut sink = DirSink::dir(&dir);
+        let formats = parse_formats(&["opensm".into()]).unwrap();
+        write_formats(&f, &c, &formats, &mut sink, &dir).unwrap();
+        let text = fs::read_to_string(dir.join("failures.txt")).unwrap();
+        assert!(text.contains("link host0-nic0--pod0-leaf0"), "{text}");
+        let _ = fs::remove_dir_all(&dir);
+        // Healthy: nothing to say.
+        let healthy = Computed::new(&f, Engine::Ecmp, Failures::default()).unwrap();
+        assert!(unreachable_verdict(&topo::verify::verify(&f, &healthy.routes), false).is_none());
     }
 
     #[test]
