@@ -447,10 +447,7 @@ mod tests {
 
     #[test]
     fn default_preset_loads() {
-        let none = FabricArgs {
-            fabric: None,
-            preset: None,
-        };
+        let none = FabricArgs::default();
         assert_eq!(
             load_fabric(&none, Some("fat-tree-k4")).unwrap().num_hosts(),
             16

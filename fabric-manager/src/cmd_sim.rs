@@ -10,10 +10,9 @@
 use crate::common::FabricArgs;
 use anyhow::{Context, bail};
 use cc_algos::{Duration, Instant, Rate};
+use scenario::{CompileCtx, Scenario, Workplan};
+use sim::{CcChoice, LbScheme, Progress, Sim, SimConfig, SimResults};
 use std::path::{Path, PathBuf};
-use testbeds::report;
-use testbeds::scenario::{CompileCtx, Scenario, Workplan};
-use testbeds::sim::{CcChoice, LbScheme, Progress, Sim, SimConfig, SimResults};
 
 /// `fabric sim [OPTIONS]` or `fabric sim compare-lb [OPTIONS]`.
 #[derive(Debug, clap::Args)]
@@ -76,6 +75,12 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Record the fabric map, snapshots and events into FILE (see docs/telemetry.md).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Snapshot interval of --record, in virtual time.
+    #[arg(long, value_name = "TIME", default_value = "10us")]
+    pub record_every: String,
 }
 
 /// Options of `compare-lb`.
@@ -134,60 +139,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-/// A spec file; or a simulator shorthand `fat-tree-k<K>` / `leaf-spine-<L>x<S>` (S hosts
-/// per leaf, 100 Gb/s links like htsim's reference runs), each with an optional
-/// `-x<P>` suffix for P planes; or any other `topo` preset (`fabric topo presets`).
-pub fn load_fabric(f: &FabricArgs, default: &str) -> anyhow::Result<topo::Fabric> {
-    if f.fabric.is_some() {
-        return f.load();
-    }
-    let name = f.preset.as_deref().unwrap_or(default);
-    match preset(name) {
-        Ok(fabric) => Ok(fabric),
-        Err(shorthand) => match crate::common::preset_spec(name) {
-            Ok((spec, origin)) => Ok(spec.build(&origin)?),
-            Err(topo_err) => Err(shorthand.context(format!("{topo_err:#}"))),
-        },
-    }
-}
-
-fn preset(name: &str) -> anyhow::Result<topo::Fabric> {
-    let rate = topo::Rate::gbps(100);
-    let bad = || {
-        anyhow::anyhow!(
-            "unknown preset `{name}`: besides topo's presets, the simulator knows fat-tree-k<K> (e.g. fat-tree-k8, fat-tree-k16 = 1024 hosts) \
-             and leaf-spine-<LEAVES>x<SPINES> (SPINES hosts per leaf), each optionally with -x<PLANES> (e.g. leaf-spine-8x16-x2), at 100 Gb/s"
-        )
-    };
-    let (base, planes) = match name.rsplit_once("-x") {
-        Some((b, p)) if p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty() => {
-            (b, p.parse::<u32>().map_err(|_| bad())?)
-        }
-        _ => (name, 1),
-    };
-    let spec = if let Some(k) = base.strip_prefix("fat-tree-k") {
-        let k: u32 = k.parse().map_err(|_| bad())?;
-        if k < 2 || !k.is_multiple_of(2) {
-            bail!("preset `{name}`: a fat-tree needs an even k ≥ 2");
-        }
-        topo::generators::fat_tree_spec(k, rate)
-    } else if let Some(ls) = base.strip_prefix("leaf-spine-") {
-        let (l, s) = ls.split_once('x').ok_or_else(bad)?;
-        let (l, s): (u32, u32) = (l.parse().map_err(|_| bad())?, s.parse().map_err(|_| bad())?);
-        topo::generators::leaf_spine_spec(l, s, s, 1, rate)
-    } else {
-        return Err(bad());
-    };
-    let spec = if planes > 1 {
-        topo::generators::multi_plane_spec(spec, planes)
-    } else {
-        spec
-    };
-    Ok(spec.build(name)?)
-}
-
 fn parse_time(what: &str, s: &str) -> anyhow::Result<Duration> {
-    testbeds::scenario::units::parse_time(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+    scenario::units::parse_time(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
 }
 
 fn host_rate(f: &topo::Fabric) -> Rate {
@@ -260,14 +213,40 @@ fn simulate(
     Ok((r, wall.elapsed().as_secs_f64()))
 }
 
+/// The fabric of `fabric sim`: the one given, else for a connection matrix the
+/// smallest fat-tree preset that holds its nodes (as htsim sizes its fat-tree to
+/// `-nodes`), else `fat-tree-k8`.
+fn sim_fabric(f: &FabricArgs, scenario: &Path) -> anyhow::Result<topo::Fabric> {
+    if f.fabric.is_some() || f.preset.is_some() || scenario.extension().is_none_or(|e| e != "cm") {
+        return f.load_or("fat-tree-k8");
+    }
+    let nodes = scenario::cm::ConnectionMatrix::from_file(scenario)?.nodes as u64;
+    let k = (2..=64u64)
+        .step_by(2)
+        .find(|k| k * k * k / 4 >= nodes)
+        .with_context(|| {
+            format!(
+                "{}: {nodes} nodes need more than a fat-tree-k64 (65,536 hosts); give --fabric or --preset",
+                scenario.display()
+            )
+        })?;
+    let name = format!("fat-tree-k{k}");
+    eprintln!("{}: {nodes} nodes: running on {name}", scenario.display());
+    FabricArgs {
+        preset: Some(name),
+        ..f.clone()
+    }
+    .load()
+}
+
 fn run_one(a: RunArgs) -> anyhow::Result<()> {
     let Some(path) = &a.scenario else {
         bail!(
             "--scenario FILE is required (see scenarios/ for examples), or use `fabric sim compare-lb`"
         );
     };
-    let fabric = load_fabric(&a.fabric, "fat-tree-k8")?;
     let scen = Scenario::from_file(path)?;
+    let fabric = sim_fabric(&a.fabric, path)?;
     let plan = scen.compile(&CompileCtx::new(
         fabric.num_hosts() as u32,
         host_rate(&fabric),
@@ -286,8 +265,23 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
         (None, Some(_)) => Some(Duration::micros(10)),
         _ => None,
     };
-    let (r, wall) = simulate(&fabric, cfg, &plan, a.quiet)?;
-    print!("{}", report::summary(&r));
+    let (r, wall) = match &a.record {
+        Some(out) => {
+            let every = parse_time("--record-every", &a.record_every)?;
+            let (r, wall, rec) =
+                crate::record::simulate_recording(&fabric, cfg, &plan, out, every)?;
+            println!(
+                "recorded {} snapshots and {} events ({:.1} MB) into {}",
+                rec.snapshots,
+                rec.events,
+                rec.bytes as f64 / 1e6,
+                out.display()
+            );
+            (r, wall)
+        }
+        None => simulate(&fabric, cfg, &plan, a.quiet)?,
+    };
+    print!("{}", sim::summary::summary(&r));
     println!(
         "wall {:.2} s · {:.2} M events/s",
         wall,
@@ -298,7 +292,7 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
         println!("wrote {}", out.display());
     }
     if let Some(dir) = &a.plot {
-        for p in report::plots::write_all(&r, dir)? {
+        for p in sim::plots::write_all(&r, dir)? {
             println!("wrote {}", p.display());
         }
     }
@@ -316,14 +310,14 @@ fn write_json<T: serde::Serialize>(out: &Path, v: &T) -> anyhow::Result<()> {
 }
 
 fn export_cm(a: ExportCmArgs) -> anyhow::Result<()> {
-    let fabric = load_fabric(&a.fabric, "fat-tree-k8")?;
+    let fabric = a.fabric.load_or("fat-tree-k8")?;
     let n = fabric.num_hosts() as u32;
     let plan = Scenario::from_file(&a.scenario)?.compile(&CompileCtx::new(
         n,
         host_rate(&fabric),
         a.seed,
     ))?;
-    let (m, skipped) = testbeds::scenario::cm::ConnectionMatrix::from_plan(&plan, n);
+    let (m, skipped) = scenario::cm::ConnectionMatrix::from_plan(&plan, n);
     let text = m.to_text();
     match &a.out {
         Some(p) => {
@@ -359,8 +353,7 @@ struct Row {
 }
 
 fn workload_toml(w: &str, size: &str, hosts_per_leaf: u32) -> anyhow::Result<(String, String)> {
-    let b =
-        testbeds::scenario::units::parse_size(size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
+    let b = scenario::units::parse_size(size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
     Ok(match w {
         "permutation" => (
             "permutation".into(),
@@ -399,9 +392,18 @@ fn workload_toml(w: &str, size: &str, hosts_per_leaf: u32) -> anyhow::Result<(St
 
 fn compare_lb(a: CompareArgs) -> anyhow::Result<()> {
     let fabrics: Vec<topo::Fabric> = if a.fabric.fabric.is_some() || a.fabric.preset.is_some() {
-        vec![load_fabric(&a.fabric, "fat-tree-k8")?]
+        vec![a.fabric.load()?]
     } else {
-        vec![preset("fat-tree-k8")?, preset("leaf-spine-8x16-x2")?]
+        // The default comparison runs at 100 Gb/s, like htsim's reference runs; said in
+        // the fabric's name in every row.
+        let at_100g = |name: &str| FabricArgs {
+            link_rate: Some(a.fabric.link_rate.clone().unwrap_or_else(|| "100G".into())),
+            ..FabricArgs::preset(name)
+        };
+        vec![
+            at_100g("fat-tree-k8").load()?,
+            at_100g("leaf-spine-8x16-x2").load()?,
+        ]
     };
     let schemes: Vec<LbScheme> = a
         .schemes
@@ -539,28 +541,9 @@ fn compare_lb(a: CompareArgs) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn presets_parse_and_reject_precisely() {
-        assert_eq!(preset("fat-tree-k4").unwrap().num_hosts(), 16);
-        let f = preset("leaf-spine-4x8-x2").unwrap();
-        assert_eq!(f.num_hosts(), 32);
-        assert_eq!(f.num_planes(), 2);
-        let e = preset("torus-3d").unwrap_err().to_string();
-        assert!(e.contains("unknown preset `torus-3d`"), "{e}");
-        assert!(
-            preset("fat-tree-k5")
-                .unwrap_err()
-                .to_string()
-                .contains("even k")
-        );
-    }
-
     fn run_args(scenario: &Path) -> RunArgs {
         RunArgs {
-            fabric: FabricArgs {
-                fabric: None,
-                preset: Some("fat-tree-k4".into()),
-            },
+            fabric: FabricArgs::preset("fat-tree-k4"),
             scenario: Some(scenario.to_path_buf()),
             cc: "nscc".into(),
             lb: "spray".into(),
@@ -573,6 +556,8 @@ mod tests {
             json: None,
             plot: None,
             quiet: true,
+            record: None,
+            record_every: "10us".into(),
         }
     }
 
@@ -589,6 +574,8 @@ mod tests {
         let mut a = run_args(&good);
         a.json = Some(dir.join("out.json"));
         a.plot = Some(dir.join("plots"));
+        // 3 × 100 KB into one 400 Gb/s port take ~6 µs: sample finer than the 10 µs default.
+        a.sample = Some("500ns".into());
         run_one(a).unwrap();
         let j: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("out.json")).unwrap()).unwrap();

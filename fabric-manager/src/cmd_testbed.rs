@@ -20,9 +20,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use cc_algos::{CcKind, Rate};
-use testbeds::scenario::{CompileCtx, Scenario};
-use testbeds::veth::engine::{CongestionConfig, jain, run_workplan};
-use testbeds::veth::{Testbed, netns, routed};
+use scenario::{CompileCtx, Scenario};
+use veth::congestion::{CongestionConfig, jain, run_workplan};
+use veth::{Testbed, netns, routed};
 
 use crate::common::FabricArgs;
 
@@ -251,6 +251,33 @@ fn planes(spec: topo::spec::Spec, n: u32, name: &str) -> anyhow::Result<topo::Fa
 
 fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     let f = verify_fabric(&a)?;
+    let opts = verify_options(&a, &f)?;
+    print_testbed(&a, &f);
+    let r = routed::verify(f, &opts)?;
+    print_setup(&r.setup);
+    print_before_failure(&r);
+    print_failure(&r);
+    if let Some(re) = &r.restore {
+        print_restore(&r, re);
+    }
+    print_verdict(&r);
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_string_pretty(&r)?)
+            .with_context(|| format!("write {}", path.display()))?;
+        println!("report written to {}", path.display());
+    }
+    if !r.ok() {
+        return Err(crate::common::CheckFailed(
+            "routed testbed verification failed (see above)".into(),
+        )
+        .into());
+    }
+    println!("OK");
+    Ok(())
+}
+
+/// The verification's options from the command line (`--fail` resolved on `f`).
+fn verify_options(a: &VerifyArgs, f: &topo::Fabric) -> anyhow::Result<routed::VerifyOptions> {
     let mut opts = routed::VerifyOptions {
         testbed: routed::RoutedOptions {
             ipv6: !a.ipv4_only,
@@ -265,7 +292,7 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     if let Some(name) = &a.fail {
-        let set = topo::failures::resolve(&f, std::slice::from_ref(name))?;
+        let set = topo::failures::resolve(f, std::slice::from_ref(name))?;
         if set.links.len() != 1 {
             bail!(
                 "--fail {name}: names {} links; give exactly one link (link:N or A--B)",
@@ -274,6 +301,10 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         }
         opts.fail = Some(set.links[0]);
     }
+    Ok(opts)
+}
+
+fn print_testbed(a: &VerifyArgs, f: &topo::Fabric) {
     println!(
         "routed testbed: {} ({} hosts, {} switches, {} links), {}, {}",
         f.name(),
@@ -291,54 +322,13 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             "legacy multipath routes"
         }
     );
-    let r = routed::verify(f, &opts)?;
-    let s = &r.setup;
+}
+
+fn print_setup(s: &routed::SetupStats) {
     println!(
         "setup: {} namespaces, {} veths, {} addresses, {} routes in {:.2} s (namespaces {:.2} s, veths {:.2} s, addresses+routes {:.2} s)",
         s.namespaces, s.veths, s.addresses, s.routes, s.total_s, s.netns_s, s.links_s, s.routes_s
     );
-    let round = |what: &str, p: &routed::ProbeRound| {
-        let planes = if p.per_plane.len() > 1 {
-            let v: Vec<String> = p
-                .per_plane
-                .iter()
-                .map(|(pl, n, ok)| format!("plane {pl}: {ok}/{n}"))
-                .collect();
-            format!(" [{}]", v.join(", "))
-        } else {
-            String::new()
-        };
-        println!(
-            "{} {what}: {}/{} pairs reached{planes} ({} UDP probes) in {:.1} ms{}",
-            p.family,
-            p.received,
-            p.pairs,
-            p.sent,
-            p.elapsed_s * 1e3,
-            if p.ok() {
-                String::new()
-            } else {
-                format!("; MISSING {:?}", p.missing)
-            }
-        );
-    };
-    let spread = |what: &str, sp: &routed::Spread| {
-        println!(
-            "{} ECMP spread {what}: {} flows {}→{} ({} delivered), tx per uplink of {}:",
-            sp.family, sp.flows, sp.src, sp.dst, sp.delivered, sp.leaf
-        );
-        for (ifn, peer, tx, up) in &sp.uplinks {
-            println!(
-                "  {ifn} → {peer}: {tx} packets{}",
-                if *up { "" } else { " (failed)" }
-            );
-        }
-        println!(
-            "  {} uplinks used; imbalance max/mean {:.2}",
-            sp.used(),
-            sp.imbalance()
-        );
-    };
     if let Some(t) = &s.tbf {
         println!(
             "shaping: {} tbf qdiscs (rate {} Mb/s, burst {} B, limit {} B) installed and read back in {:.2} s",
@@ -349,11 +339,59 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             s.shaping_s
         );
     }
+}
+
+fn print_round(what: &str, p: &routed::ProbeRound) {
+    let planes = if p.per_plane.len() > 1 {
+        let v: Vec<String> = p
+            .per_plane
+            .iter()
+            .map(|(pl, n, ok)| format!("plane {pl}: {ok}/{n}"))
+            .collect();
+        format!(" [{}]", v.join(", "))
+    } else {
+        String::new()
+    };
+    println!(
+        "{} {what}: {}/{} pairs reached{planes} ({} UDP probes) in {:.1} ms{}",
+        p.family,
+        p.received,
+        p.pairs,
+        p.sent,
+        p.elapsed_s * 1e3,
+        if p.ok() {
+            String::new()
+        } else {
+            format!("; MISSING {:?}", p.missing)
+        }
+    );
+}
+
+fn print_spread(what: &str, sp: &routed::Spread) {
+    println!(
+        "{} ECMP spread {what}: {} flows {}→{} ({} delivered), tx per uplink of {}:",
+        sp.family, sp.flows, sp.src, sp.dst, sp.delivered, sp.leaf
+    );
+    for (ifn, peer, tx, up) in &sp.uplinks {
+        println!(
+            "  {ifn} → {peer}: {tx} packets{}",
+            if *up { "" } else { " (failed)" }
+        );
+    }
+    println!(
+        "  {} uplinks used; imbalance max/mean {:.2}",
+        sp.used(),
+        sp.imbalance()
+    );
+}
+
+/// Probes, spread and rate before the failure, per family.
+fn print_before_failure(r: &routed::VerifyReport) {
     for x in &r.families {
-        round("all pairs before failure", &x.before);
+        print_round("all pairs before failure", &x.before);
     }
     for x in &r.families {
-        spread("before failure", &x.spread);
+        print_spread("before failure", &x.spread);
     }
     for x in &r.families {
         if let Some(b) = &x.blast {
@@ -389,6 +427,10 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             );
         }
     }
+}
+
+/// The failure, what topo changed, recovery per family.
+fn print_failure(r: &routed::VerifyReport) {
     println!(
         "failed {}: topo changed {} entries, {} routes re-programmed in {:.1} ms",
         r.failure.link,
@@ -406,7 +448,7 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         );
     }
     for x in &r.families {
-        round("all pairs after failure", &x.after);
+        print_round("all pairs after failure", &x.after);
         match x.recovery_s {
             Some(t) => println!(
                 "{} recovered in {:.1} ms (link down → all reachable pairs answered, {} round(s))",
@@ -421,44 +463,49 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         }
     }
     for x in &r.families {
-        spread("after failure", &x.spread_after);
+        print_spread("after failure", &x.spread_after);
     }
-    if let Some(re) = &r.restore {
-        println!(
-            "restored {}: both ends operationally up after {}; topo changed {} entries, {} routes re-programmed {:.1} ms after the link-up request",
-            re.link,
-            re.oper_up_s
-                .map_or("NOT within 2 s".to_string(), |t| format!(
-                    "{:.1} ms",
-                    t * 1e3
-                )),
-            re.entries_changed,
-            re.routes_reprogrammed,
-            re.reprogram_s * 1e3
-        );
-        for x in &r.families {
-            if let Some(p) = &x.restored {
-                round("all pairs after restore", p);
-            }
-            match x.restore_s {
-                Some(t) => println!(
-                    "{} restored in {:.1} ms (link up → all reachable pairs answered, {} round(s))",
-                    x.family,
-                    t * 1e3,
-                    x.rounds_to_restore
-                ),
-                None => println!(
-                    "{} NOT all reachable after the restore ({} rounds)",
-                    x.family, x.rounds_to_restore
-                ),
-            }
+}
+
+/// The restore and what it brought back, per family.
+fn print_restore(r: &routed::VerifyReport, re: &routed::Failure) {
+    println!(
+        "restored {}: both ends operationally up after {}; topo changed {} entries, {} routes re-programmed {:.1} ms after the link-up request",
+        re.link,
+        re.oper_up_s
+            .map_or("NOT within 2 s".to_string(), |t| format!(
+                "{:.1} ms",
+                t * 1e3
+            )),
+        re.entries_changed,
+        re.routes_reprogrammed,
+        re.reprogram_s * 1e3
+    );
+    for x in &r.families {
+        if let Some(p) = &x.restored {
+            print_round("all pairs after restore", p);
         }
-        for x in &r.families {
-            if let Some(sp) = &x.spread_restored {
-                spread("after restore", sp);
-            }
+        match x.restore_s {
+            Some(t) => println!(
+                "{} restored in {:.1} ms (link up → all reachable pairs answered, {} round(s))",
+                x.family,
+                t * 1e3,
+                x.rounds_to_restore
+            ),
+            None => println!(
+                "{} NOT all reachable after the restore ({} rounds)",
+                x.family, x.rounds_to_restore
+            ),
         }
     }
+    for x in &r.families {
+        if let Some(sp) = &x.spread_restored {
+            print_spread("after restore", sp);
+        }
+    }
+}
+
+fn print_verdict(r: &routed::VerifyReport) {
     for x in &r.families {
         println!(
             "{}: {}",
@@ -475,17 +522,11 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     } else {
         println!("teardown: LEAKED {:?}", r.leaked);
     }
-    if let Some(path) = &a.json {
-        std::fs::write(path, serde_json::to_string_pretty(&r)?)
-            .with_context(|| format!("write {}", path.display()))?;
-        println!("report written to {}", path.display());
-    }
-    if !r.ok() {
-        bail!("routed testbed verification failed (see above)");
-    }
-    println!("OK");
-    Ok(())
 }
+
+/// The most hosts the congestion testbed's star may have (one namespace each, all
+/// served by one host loop).
+const MAX_STAR_HOSTS: usize = 64;
 
 fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     let scenario = Scenario::from_file(&a.scenario)?;
@@ -494,10 +535,17 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         Ok(scenario.compile(&CompileCtx::new(hosts, virtual_rate, 1))?)
     };
     let hosts = match a.hosts {
+        Some(h) if h > MAX_STAR_HOSTS => bail!(
+            "--hosts {h}: the congestion testbed builds one namespace per host and runs them all from one core; at most {MAX_STAR_HOSTS} hosts"
+        ),
         Some(h) => h,
+        None if scenario.uses_every_host() => bail!(
+            "{}: a workload uses `all` hosts, so the scenario does not say how many namespaces to build: give --hosts N (2..={MAX_STAR_HOSTS})",
+            a.scenario.display()
+        ),
         None => {
-            // Compile with a generous host count to learn how many the scenario uses.
-            let p = used(4096)?;
+            // The scenario names its hosts: learn how many it uses.
+            let p = used(MAX_STAR_HOSTS as u32)?;
             p.flows
                 .iter()
                 .map(|f| f.src.max(f.dst) as usize + 1)
@@ -547,7 +595,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     if !r.faithful() {
         println!(
             "WARNING: an engine loop fell more than {:.0} µs (real) behind; while it did, frames waited unseen by PFC/ECN or the NICs fell below their rate: the figures describe this machine's load more than the fabric. Re-run on a quieter machine or with a lower --link-mbps.",
-            testbeds::veth::engine::MAX_FAITHFUL_LATE_US
+            veth::congestion::MAX_FAITHFUL_LATE_US
         );
     }
     println!(
@@ -612,14 +660,14 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
 /// SVG plots of a congestion run: delivered throughput and controller rate per flow,
 /// queue depth per switch port that held a queue (all in virtual time).
 fn write_plots(
-    r: &testbeds::veth::engine::CongestionReport,
+    r: &veth::congestion::CongestionReport,
     name: &str,
     dir: &std::path::Path,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    use testbeds::report::plots::line_chart;
+    use report::plots::line_chart;
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let t = |i: usize| i as f64 * r.sample_us;
-    let series = |f: &dyn Fn(&testbeds::veth::engine::FlowResult) -> &Vec<f64>| {
+    let series = |f: &dyn Fn(&veth::congestion::FlowResult) -> &Vec<f64>| {
         r.flows
             .iter()
             .map(|fl| {
@@ -676,15 +724,15 @@ fn write_plots(
     Ok(out)
 }
 
-/// Run `plan` in `testbeds::sim` on a star of `hosts` at the virtual rate with the
+/// Run `plan` in the simulator (crate `sim`) on a star of `hosts` at the virtual rate with the
 /// veth run's buffer, ECN, PFC, MTU and congestion control, and print both.
 fn compare_with_sim(
     cfg: &CongestionConfig,
-    plan: &testbeds::scenario::Workplan,
+    plan: &scenario::Workplan,
     hosts: usize,
-    veth: &testbeds::veth::engine::CongestionReport,
+    veth: &veth::congestion::CongestionReport,
 ) -> anyhow::Result<()> {
-    use testbeds::sim::{config::CcChoice, config::SimConfig, engine::Sim, net::NetBuilder};
+    use sim::{config::CcChoice, config::SimConfig, engine::Sim, net::NetBuilder};
     let mut sc = SimConfig {
         mtu: cc_algos::Bytes(cfg.payload as u64 + 58),
         header: cc_algos::Bytes(58),
@@ -704,53 +752,74 @@ fn compare_with_sim(
     let mut sim = Sim::from_net(net, sc, plan)?;
     let s = sim.run();
     println!(
-        "simulator (star of {hosts} at {}, same buffer/ECN/PFC/cc): drops {}, ECN marks {}, PFC pauses {}, CNPs {}",
-        cfg.virtual_rate, s.totals.drops, s.totals.ecn_marks, s.totals.pauses_sent, s.totals.cnps
+        "simulator: a star of {hosts} at {} with the same buffer, ECN, PFC, MTU and cc",
+        cfg.virtual_rate
     );
-    println!("| flow | veth FCT (µs) | sim FCT (µs) | veth/sim |");
-    println!("|---|---|---|---|");
-    let (mut vmax, mut smax) = (0f64, 0f64);
-    let (mut vall, mut sall) = (Vec::new(), Vec::new());
-    for (v, sf) in veth.flows.iter().zip(&s.flows) {
-        let vf = v.completed_us.map(|t| t - v.start_us);
-        if let Some(x) = vf {
-            vmax = vmax.max(x);
-            vall.push(x);
-        }
-        if let Some(x) = sf.fct_us {
-            smax = smax.max(x);
-            sall.push(x);
-        }
-        println!(
-            "| {} | {} | {} | {} |",
-            v.id,
-            vf.map_or("-".into(), |x| format!("{x:.0}")),
-            sf.fct_us.map_or("-".into(), |x| format!("{x:.0}")),
-            match (vf, sf.fct_us) {
-                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-                _ => "-".into(),
-            }
-        );
-    }
-    if smax > 0.0 {
-        println!(
-            "last completion: veth {vmax:.0} µs, sim {smax:.0} µs (ratio {:.2})",
-            vmax / smax
-        );
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v.get(v.len() / 2).copied()
-    };
-    if let (Some(vm), Some(sm)) = (median(&mut vall), median(&mut sall))
-        && sm > 0.0
-    {
-        println!(
-            "median completion: veth {vm:.0} µs, sim {sm:.0} µs (ratio {:.2})",
-            vm / sm
-        );
-    }
+    let c = report::compare::compare(&s.outcome(), &veth.outcome())?;
+    print!("{}", comparison_table(&c));
     Ok(())
+}
+
+/// The comparison as the CLI prints it: counters side by side, then per-flow FCTs.
+fn comparison_table(c: &report::compare::Comparison) -> String {
+    let (a, b) = &c.counts;
+    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
+    let mut rows = vec![
+        vec!["drops".into(), a.drops.to_string(), b.drops.to_string()],
+        vec![
+            "PFC pauses".into(),
+            a.pauses.to_string(),
+            b.pauses.to_string(),
+        ],
+        vec![
+            "ECN marks".into(),
+            a.ecn_marks.to_string(),
+            b.ecn_marks.to_string(),
+        ],
+        vec!["CNPs".into(), a.cnps.to_string(), b.cnps.to_string()],
+        vec![
+            "flows finished".into(),
+            c.a_fct.finished.to_string(),
+            c.b_fct.finished.to_string(),
+        ],
+        vec![
+            "median FCT (µs)".into(),
+            format!("{:.0}", c.a_fct.p50_us),
+            format!("{:.0} ({:.2}×)", c.b_fct.p50_us, c.median_ratio()),
+        ],
+        vec![
+            "last FCT (µs)".into(),
+            format!("{:.0}", c.a_fct.max_us),
+            format!("{:.0} ({:.2}×)", c.b_fct.max_us, c.last_ratio()),
+        ],
+        vec![
+            "Jain of mean rates".into(),
+            format!("{:.3}", c.jain.0),
+            format!("{:.3}", c.jain.1),
+        ],
+    ];
+    let mut out = report::table(&["", &c.a, &c.b], &rows);
+    rows = c
+        .flows
+        .iter()
+        .map(|f| {
+            vec![
+                f.id.to_string(),
+                format!("{}→{}", f.src, f.dst),
+                fmt(f.a_fct_us),
+                fmt(f.b_fct_us),
+                f.ratio.map_or("-".into(), |r| format!("{r:.2}")),
+            ]
+        })
+        .collect();
+    let a_fct = format!("{} FCT (µs)", c.a);
+    let b_fct = format!("{} FCT (µs)", c.b);
+    let ratio = format!("{}/{}", c.b, c.a);
+    out.push_str(&report::table(
+        &["flow", "src→dst", &a_fct, &b_fct, &ratio],
+        &rows,
+    ));
+    out
 }
 
 #[cfg(test)]
@@ -759,10 +828,7 @@ mod tests {
 
     fn args(fat_tree: Option<u32>, leaf_spine: Option<&str>) -> VerifyArgs {
         VerifyArgs {
-            fabric: FabricArgs {
-                fabric: None,
-                preset: None,
-            },
+            fabric: FabricArgs::default(),
             fat_tree,
             leaf_spine: leaf_spine.map(String::from),
             planes: 1,

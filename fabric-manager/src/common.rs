@@ -1,36 +1,106 @@
-//! Arguments shared by several commands, and loading a fabric from a spec file or preset.
+//! Arguments shared by several commands: the one fabric loader and preset grammar every
+//! subcommand uses, and the error that means "the check found a violation" (exit 1) as
+//! opposed to every other failure — bad input, usage, the system (exit 2).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-/// Which fabric to work on: a spec file or a named preset.
-#[derive(Debug, Clone, clap::Args)]
+/// A check ran and found a violation (routes that loop, a testbed pair that does not
+/// reach): `fabric` exits with status 1. Every other error exits with 2.
+#[derive(Debug)]
+pub struct CheckFailed(pub String);
+
+impl std::fmt::Display for CheckFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CheckFailed {}
+
+/// Exit status for an error: 1 when a check found a violation, 2 otherwise.
+pub fn exit_status(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<CheckFailed>().is_some() {
+        1
+    } else {
+        2
+    }
+}
+
+/// Which fabric to work on: a spec file or a named preset (one grammar for every
+/// command, see [`preset_spec`]), with an explicit rate override.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct FabricArgs {
     /// Fabric spec file (TOML, YAML or JSON, chosen by extension).
     #[arg(long, value_name = "SPEC", conflicts_with = "preset")]
     pub fabric: Option<PathBuf>,
-    /// Named preset (see `fabric topo presets`).
+    /// Named preset: any of `fabric topo presets`, `leaf-spine-<LEAVES>x<SPINES>`
+    /// (SPINES hosts per leaf), each optionally with `-x<PLANES>`.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
+    /// Run every link (host and switch) at this rate instead of the design's, e.g. 100G.
+    #[arg(long, value_name = "RATE")]
+    pub link_rate: Option<String>,
 }
 
 impl FabricArgs {
-    /// The spec and its origin (file name or `preset NAME`). Errors if neither is given.
+    /// A preset by name, with no override.
+    pub fn preset(name: &str) -> FabricArgs {
+        FabricArgs {
+            preset: Some(name.to_string()),
+            ..FabricArgs::default()
+        }
+    }
+
+    /// The spec and its origin (file name or `preset NAME`), with `--link-rate` applied.
+    /// Errors if neither a file nor a preset is given.
     pub fn spec(&self) -> anyhow::Result<(topo::Spec, String)> {
-        match (&self.fabric, &self.preset) {
-            (Some(path), _) => read_spec_file(path),
-            (None, Some(name)) => preset_spec(name),
+        let (mut spec, mut origin) = match (&self.fabric, &self.preset) {
+            (Some(path), _) => read_spec_file(path)?,
+            (None, Some(name)) => preset_spec(name)?,
             (None, None) => anyhow::bail!(
                 "no fabric given: pass --fabric SPEC_FILE or --preset NAME (see `fabric topo presets`)"
             ),
+        };
+        if let Some(r) = &self.link_rate {
+            let rate = topo::Rate::parse(r).map_err(|e| anyhow::anyhow!("--link-rate {r}: {e}"))?;
+            with_link_rate(&mut spec, rate);
+            origin = format!("{origin} at {r}");
         }
+        Ok((spec, origin))
     }
 
     /// Loads and builds the fabric.
     pub fn load(&self) -> anyhow::Result<topo::Fabric> {
         let (spec, origin) = self.spec()?;
         Ok(spec.build(&origin)?)
+    }
+
+    /// [`Self::load`], with `default` as the preset when neither is given.
+    pub fn load_or(&self, default: &str) -> anyhow::Result<topo::Fabric> {
+        if self.fabric.is_none() && self.preset.is_none() {
+            let mut a = self.clone();
+            a.preset = Some(default.to_string());
+            return a.load();
+        }
+        self.load()
+    }
+}
+
+/// Every link of the design at `rate`: hosts, and every tier's up links (breakout
+/// accounting by native port rate no longer applies).
+fn with_link_rate(spec: &mut topo::Spec, rate: topo::Rate) {
+    spec.hosts.rate = rate;
+    for p in &mut spec.planes {
+        for t in [&mut p.leaf, &mut p.spine] {
+            t.uplink_rate = None;
+            t.port_rate = None;
+        }
+        if let Some(c) = &mut p.core {
+            c.uplink_rate = None;
+            c.port_rate = None;
+        }
     }
 }
 
@@ -46,9 +116,56 @@ pub fn read_spec_file(path: &Path) -> anyhow::Result<(topo::Spec, String)> {
     Ok((spec, origin))
 }
 
-/// A preset's spec.
+/// A preset's spec. The grammar, the same for every command: `NAME[-x<PLANES>]` where NAME
+/// is one of `fabric topo presets` (e.g. `fat-tree-k8`, 400 Gb/s like every fat-tree
+/// preset) or `leaf-spine-<LEAVES>x<SPINES>` (SPINES hosts per leaf, 400 Gb/s), and
+/// `-x<PLANES>` copies every plane PLANES times. A rate is changed only by `--link-rate`.
 pub fn preset_spec(name: &str) -> anyhow::Result<(topo::Spec, String)> {
-    Ok((topo::presets::spec(name)?, format!("preset {name}")))
+    let (base, planes) = match name.rsplit_once("-x") {
+        Some((b, p)) if !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()) => {
+            let planes: u32 = p
+                .parse()
+                .ok()
+                .filter(|&n| (1..=64).contains(&n))
+                .with_context(|| format!("preset `{name}`: -x{p}: planes must be 1..=64"))?;
+            (b, planes)
+        }
+        _ => (name, 1),
+    };
+    let spec = match base.strip_prefix("leaf-spine-") {
+        Some(ls) => leaf_spine(name, ls)?,
+        None => topo::presets::spec(base).map_err(|e| {
+            anyhow::anyhow!(
+                "{e}; besides these: leaf-spine-<LEAVES>x<SPINES>, and -x<PLANES> after any name"
+            )
+        })?,
+    };
+    let spec = if planes > 1 {
+        topo::generators::multi_plane_spec(spec, planes)
+    } else {
+        spec
+    };
+    Ok((spec, format!("preset {name}")))
+}
+
+/// `leaf-spine-<LEAVES>x<SPINES>`: SPINES hosts per leaf, one link from every leaf to every
+/// spine, 400 Gb/s.
+fn leaf_spine(name: &str, ls: &str) -> anyhow::Result<topo::Spec> {
+    let bad = || {
+        anyhow::anyhow!(
+            "preset `{name}`: expected leaf-spine-<LEAVES>x<SPINES> with 1..=4096 of each, e.g. leaf-spine-8x16"
+        )
+    };
+    let (l, s) = ls.split_once('x').ok_or_else(bad)?;
+    let in_range = |x: &str| x.parse::<u32>().ok().filter(|n| (1..=4096).contains(n));
+    let (l, s) = (in_range(l).ok_or_else(bad)?, in_range(s).ok_or_else(bad)?);
+    Ok(topo::generators::leaf_spine_spec(
+        l,
+        s,
+        s,
+        1,
+        topo::Rate::gbps(400),
+    ))
 }
 
 /// A design named on the command line: an existing file, else a preset name.
@@ -100,7 +217,7 @@ mod tests {
         );
         let args = FabricArgs {
             fabric: Some(p.clone()),
-            preset: None,
+            ..FabricArgs::default()
         };
         let e = args.load().unwrap_err().to_string();
         assert_eq!(
@@ -113,17 +230,48 @@ mod tests {
         let p2 = temp("spec.txt", "");
         let e = read_spec_file(&p2).unwrap_err().to_string();
         assert!(e.contains("unknown spec format"), "{e}");
-        let e = FabricArgs {
-            fabric: None,
-            preset: None,
-        }
-        .load()
-        .unwrap_err()
-        .to_string();
+        let e = FabricArgs::default().load().unwrap_err().to_string();
         assert!(e.contains("--fabric SPEC_FILE or --preset NAME"), "{e}");
         let e = load_design("no-such-design").unwrap_err().to_string();
         assert!(e.starts_with("unknown preset `no-such-design`"), "{e}");
         std::fs::remove_dir_all(p.parent().unwrap()).ok();
+    }
+
+    #[test]
+    fn one_preset_grammar_and_explicit_rate_overrides() {
+        let load = |name: &str| FabricArgs::preset(name).load();
+        let f = load("fat-tree-k4").unwrap();
+        assert_eq!(f.num_hosts(), 16);
+        // One name, one fabric: the fat-tree presets are 400 Gb/s everywhere.
+        assert!(f.links().iter().all(|l| l.rate_bps == 400_000_000_000));
+        let f = load("leaf-spine-4x8-x2").unwrap();
+        assert_eq!((f.num_hosts(), f.num_planes()), (32, 2));
+        let f = FabricArgs {
+            link_rate: Some("100G".into()),
+            ..FabricArgs::preset("fat-tree-k4")
+        }
+        .load()
+        .unwrap();
+        assert!(f.links().iter().all(|l| l.rate_bps == 100_000_000_000));
+        let e = load("torus-3d").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown preset `torus-3d`") && e.contains("leaf-spine-"),
+            "{e}"
+        );
+        let e = load("fat-tree-k5").unwrap_err().to_string();
+        assert!(e.contains("not an even switch radix"), "{e}");
+        let e = load("leaf-spine-0x8").unwrap_err().to_string();
+        assert!(e.contains("1..=4096"), "{e}");
+        let e = load("fat-tree-k4-x0").unwrap_err().to_string();
+        assert!(e.contains("planes must be 1..=64"), "{e}");
+        let e = FabricArgs {
+            link_rate: Some("fast".into()),
+            ..FabricArgs::preset("fat-tree-k4")
+        }
+        .load()
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("--link-rate fast:"), "{e}");
     }
 
     #[test]

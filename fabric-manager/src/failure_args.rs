@@ -49,10 +49,10 @@ impl FailureArgs {
     /// Resolves the names and draws the random failures.
     pub fn resolve(&self, f: &Fabric) -> anyhow::Result<Failures> {
         let mut set = topo::failures::resolve(f, &self.fail)?;
-        let links = topo::failures::random_links(f, self.fail_links, self.seed)
+        let links = topo::failures::random_links_checked(f, self.fail_links, self.seed)
             .map_err(|e| anyhow::anyhow!("--fail-links {}: {e}", self.fail_links))?;
         set.links.extend(links);
-        let sw = topo::failures::random_switches(f, self.fail_switches, self.seed ^ 0x5eed)
+        let sw = topo::failures::random_switches_checked(f, self.fail_switches, self.seed ^ 0x5eed)
             .map_err(|e| anyhow::anyhow!("--fail-switches {}: {e}", self.fail_switches))?;
         for s in sw {
             set.nodes.push(s);

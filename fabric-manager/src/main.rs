@@ -4,12 +4,16 @@
 
 mod cmd_build;
 mod cmd_export;
+mod cmd_plan;
 mod cmd_routes;
 mod cmd_sim;
+mod cmd_status;
 mod cmd_testbed;
 mod cmd_topo;
 mod common;
 mod failure_args;
+mod record;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +41,15 @@ enum Command {
     },
     /// Packet-level simulation of congestion control and load balancing.
     Sim(cmd_sim::Args),
+    /// Resilience planning: what component failures cost a design over weeks of training.
+    Plan {
+        #[command(subcommand)]
+        command: cmd_plan::Command,
+    },
+    /// Run the daemon: own a fabric, serve its telemetry (HTTP API, stream, Prometheus).
+    Serve(Box<serve::Args>),
+    /// Ask a running daemon for a summary.
+    Status(cmd_status::Args),
     /// Real veth testbeds in network namespaces (root required).
     Testbed {
         #[command(subcommand)]
@@ -52,8 +65,30 @@ enum RoutesCommand {
     Export(cmd_export::Args),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            std::process::ExitCode::from(common::exit_status(&e))
+        }
+    }
+}
+
+/// Like other Unix tools, die quietly when the reader of our output goes away
+/// (`fabric sim … | head`): Rust ignores SIGPIPE by default, which turns a closed pipe
+/// into a panic inside `println!`.
+fn restore_default_sigpipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL at start-up, before any thread
+    // exists, has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Build(a) => cmd_build::run(a),
         Command::Topo { command } => cmd_topo::run(command),
@@ -62,6 +97,9 @@ fn main() -> anyhow::Result<()> {
             RoutesCommand::Export(a) => cmd_export::run(a),
         },
         Command::Sim(a) => cmd_sim::run(a),
+        Command::Plan { command } => cmd_plan::run(command),
         Command::Testbed { command } => cmd_testbed::run(command),
+        Command::Serve(a) => serve::main(*a),
+        Command::Status(a) => cmd_status::run(a),
     }
 }

@@ -208,7 +208,7 @@ mod tests {
         // failed up link now stays within one destination of its ideal.
         let f = fat_tree(8, Rate::gbps(100)).unwrap();
         let mut r = Routes::compute(&f);
-        let links = crate::failures::random_links(&f, 20, 3).unwrap();
+        let links = crate::failures::random_links_checked(&f, 20, 3).unwrap();
         let rep = r.fail_links(&f, &links);
         let fresh = Lft::compute(&f, &r);
         let mut checked = 0;

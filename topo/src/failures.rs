@@ -93,19 +93,37 @@ fn sample<T: Copy>(items: &mut [T], count: usize, seed: u64) -> Vec<T> {
     items[..count].to_vec()
 }
 
-/// `count` distinct switch–switch links, drawn with `seed`. Asking for more than the
-/// fabric has is an error, not a silent cap.
-pub fn random_links(f: &Fabric, count: usize, seed: u64) -> Result<Vec<LinkId>> {
-    let mut all: Vec<LinkId> = (0..f.num_links() as u32)
+/// `count` distinct switch–switch links, drawn with `seed`, capped at the number the fabric
+/// has (for callers that size failures relative to the fabric; a user's count goes
+/// through [`random_links_checked`]).
+pub fn random_links(f: &Fabric, count: usize, seed: u64) -> Vec<LinkId> {
+    let n = switch_links(f).len();
+    random_links_checked(f, count.min(n), seed).unwrap_or_default()
+}
+
+/// `count` distinct switches, drawn with `seed`, capped at the number the fabric has
+/// (a user's count goes through [`random_switches_checked`]).
+pub fn random_switches(f: &Fabric, count: usize, seed: u64) -> Vec<NodeId> {
+    random_switches_checked(f, count.min(f.num_switches()), seed).unwrap_or_default()
+}
+
+fn switch_links(f: &Fabric) -> Vec<LinkId> {
+    (0..f.num_links() as u32)
         .map(LinkId)
         .filter(|&l| !f.is_host(f.link(l).a))
-        .collect();
+        .collect()
+}
+
+/// `count` distinct switch–switch links, drawn with `seed`. Asking for more than the
+/// fabric has is an error, not a silent cap. Same draw as [`random_links`].
+pub fn random_links_checked(f: &Fabric, count: usize, seed: u64) -> Result<Vec<LinkId>> {
+    let mut all = switch_links(f);
     check_count(count, all.len(), "switch–switch links")?;
     Ok(sample(&mut all, count, seed))
 }
 
 /// `count` distinct switches, drawn with `seed`; more than the fabric has is an error.
-pub fn random_switches(f: &Fabric, count: usize, seed: u64) -> Result<Vec<NodeId>> {
+pub fn random_switches_checked(f: &Fabric, count: usize, seed: u64) -> Result<Vec<NodeId>> {
     let mut all: Vec<NodeId> = f.switches().collect();
     check_count(count, all.len(), "switches")?;
     Ok(sample(&mut all, count, seed))
@@ -180,23 +198,24 @@ mod tests {
     #[test]
     fn random_is_seeded_and_distinct() {
         let f = fat_tree(8, Rate::gbps(100)).unwrap();
-        let a = random_links(&f, 10, 42).unwrap();
-        assert_eq!(a, random_links(&f, 10, 42).unwrap());
-        assert_ne!(a, random_links(&f, 10, 43).unwrap());
+        let a = random_links(&f, 10, 42);
+        assert_eq!(a, random_links_checked(&f, 10, 42).unwrap());
+        assert_ne!(a, random_links(&f, 10, 43));
         let mut d = a.clone();
         d.sort();
         d.dedup();
         assert_eq!(d.len(), 10);
         assert!(a.iter().all(|&l| !f.is_host(f.link(l).a)));
-        assert_eq!(random_switches(&f, 3, 1).unwrap().len(), 3);
-        // k=8: 256 switch–switch links, 80 switches; more is an error.
-        assert_eq!(random_links(&f, 256, 1).unwrap().len(), 256);
+        assert_eq!(random_switches(&f, 3, 1).len(), 3);
+        // k=8: 256 switch–switch links, 80 switches; more is an error when checked.
+        assert_eq!(random_links_checked(&f, 256, 1).unwrap().len(), 256);
+        assert_eq!(random_links(&f, 257, 1).len(), 256);
         assert_eq!(
-            random_links(&f, 257, 1).unwrap_err().to_string(),
+            random_links_checked(&f, 257, 1).unwrap_err().to_string(),
             "asked to fail 257 switch–switch links, but the fabric has only 256"
         );
         assert_eq!(
-            random_switches(&f, 81, 1).unwrap_err().to_string(),
+            random_switches_checked(&f, 81, 1).unwrap_err().to_string(),
             "asked to fail 81 switches, but the fabric has only 80"
         );
     }

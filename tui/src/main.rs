@@ -1,7 +1,270 @@
-//! `fabric-tui`: the terminal UI. Not built yet: no open issue covers it; it
-//! exists so the workspace has its final shape. It says so and exits non-zero.
+//! `fabric-tui`: see a fabric's utilisation and losslessness at a glance.
+//!
+//! ```text
+//! fabric-tui                                  # demo: simulated all-reduce + incast + a link failure
+//! fabric-tui --demo --preset deepseek-mpft [--scenario FILE]
+//! fabric-tui --replay run.rec [--speed 4]     # a recording (fabric sim --record, --record)
+//! fabric-tui --connect 10.0.0.1:9100          # the daemon's stream (fabric serve)
+//! fabric-tui --connect HOST:PORT --record live.rec
+//! fabric-tui --prometheus http://prometheus:9090 [--interval 2]
+//! ```
+//! Keys: `?` lists them all. Config: `--config FILE` (TOML: theme, units, keys).
 
-fn main() {
-    eprintln!("fabric-tui: the terminal UI is not implemented yet (no issue covers it so far)");
-    std::process::exit(2);
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use crossterm::event::{self, Event, KeyEventKind};
+use crossterm::{execute, terminal};
+use fabric_tui::app::{Msg, Options, SourceStatus};
+use fabric_tui::config::Config;
+use fabric_tui::demo::{self, Demo, DemoConfig};
+use fabric_tui::driver::Ui;
+use fabric_tui::source::{self, Control, Recorder, Replay};
+use fabric_tui::theme::Theme;
+use fabric_tui::units::Units;
+use fabric_tui::{App, FabricView, prometheus};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fabric-tui",
+    version,
+    about = "Link utilisation and losslessness of a fabric, live, frozen or replayed"
+)]
+struct Args {
+    /// Run the embedded simulation (the default when no other source is given).
+    #[arg(long, conflicts_with_all = ["replay", "connect", "prometheus"])]
+    demo: bool,
+    /// Demo fabric: a topo preset (`fabric topo presets`), e.g. fat-tree-k8, deepseek-mpft.
+    #[arg(long, default_value = "fat-tree-k8")]
+    preset: String,
+    /// Demo workload: a scenario file instead of the built-in all-reduce + incast.
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
+    /// Play a recording (from `fabric sim --record` or `fabric-tui --record`).
+    #[arg(long, value_name = "FILE", conflicts_with = "connect")]
+    replay: Option<PathBuf>,
+    /// Replay speed (× real time).
+    #[arg(long, default_value_t = 1.0, requires = "replay")]
+    speed: f64,
+    /// Follow a daemon's telemetry stream (`fabric serve`), HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    connect: Option<String>,
+    /// Ask a Prometheus server that scrapes `fabric serve` daemons (http://HOST:PORT).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["replay", "connect"])]
+    prometheus: Option<String>,
+    /// Seconds between two Prometheus queries.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=3600), requires = "prometheus")]
+    interval: u64,
+    /// Also write what a live source sends into a recording (the daemon stream or the demo).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["replay", "prometheus"])]
+    record: Option<PathBuf>,
+    /// TOML config: theme, units, key bindings.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Colour theme (overrides the config; NO_COLOR in the environment means `none`).
+    #[arg(long, value_enum)]
+    theme: Option<ThemeArg>,
+    /// Show rates in bits or bytes per second.
+    #[arg(long, value_enum)]
+    units: Option<UnitsArg>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum ThemeArg {
+    Full,
+    Ansi16,
+    None,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum UnitsArg {
+    Bits,
+    Bytes,
+}
+
+fn options(a: &Args) -> Result<Options> {
+    let cfg = match &a.config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    let keys = cfg.keymap(
+        &a.config
+            .as_ref()
+            .map_or(String::new(), |p| p.display().to_string()),
+    )?;
+    let mut theme = cfg.theme.unwrap_or_default();
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        theme = Theme::None;
+    }
+    if let Some(t) = a.theme {
+        theme = match t {
+            ThemeArg::Full => Theme::Full,
+            ThemeArg::Ansi16 => Theme::Ansi16,
+            ThemeArg::None => Theme::None,
+        };
+    }
+    let units = match a.units {
+        Some(UnitsArg::Bits) => Units::Bits,
+        Some(UnitsArg::Bytes) => Units::Bytes,
+        None => cfg.units.unwrap_or_default(),
+    };
+    Ok(Options { theme, units, keys })
+}
+
+fn main() -> Result<()> {
+    let a = Args::parse();
+    let opts = options(&a)?;
+    if !(a.speed.is_finite() && a.speed > 0.0 && a.speed <= 1024.0) {
+        bail!(
+            "--speed {}: expected a number above 0 and at most 1024",
+            a.speed
+        );
+    }
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let (ctl_tx, ctl_rx) = mpsc::channel::<Control>();
+    let (view, worker): (FabricView, Box<dyn FnOnce() + Send>) = if let Some(path) = &a.replay {
+        let r = Replay::open(path)?;
+        let speed = a.speed;
+        let tx = tx.clone();
+        (r.view().clone(), Box::new(move || r.run(speed, tx, ctl_rx)))
+    } else if let Some(addr) = a.connect.clone() {
+        let rec = a.record.as_deref().map(Recorder::new);
+        let tx2 = tx.clone();
+        let _ = tx.send(Msg::Status(SourceStatus::Connecting(format!(
+            "fabric serve {addr}"
+        ))));
+        let empty = FabricView::new(
+            String::from("(waiting for the fabric map)"),
+            Vec::new(),
+            Vec::new(),
+        );
+        (
+            empty,
+            Box::new(move || source::connect(addr, tx2, ctl_rx, rec)),
+        )
+    } else if let Some(url) = &a.prometheus {
+        let server = prometheus::Server::parse(url).map_err(anyhow::Error::msg)?;
+        let every = Duration::from_secs(a.interval);
+        let tx2 = tx.clone();
+        let _ = tx.send(Msg::Status(SourceStatus::Connecting(format!(
+            "prometheus {}",
+            server.addr
+        ))));
+        let empty = FabricView::new(
+            String::from("(waiting for fabric_link_info)"),
+            Vec::new(),
+            Vec::new(),
+        );
+        (
+            empty,
+            Box::new(move || prometheus::run(server, every, tx2, ctl_rx)),
+        )
+    } else {
+        let cfg = DemoConfig {
+            preset: a.preset.clone(),
+            scenario: a.scenario.clone(),
+            ..DemoConfig::default()
+        };
+        let d = Demo::new(&cfg)?;
+        let view = FabricView::from_info(&d.info()).0;
+        let rec = a.record.as_deref().map(Recorder::new);
+        let tx2 = tx.clone();
+        (view, Box::new(move || demo::run(d, &cfg, tx2, ctl_rx, rec)))
+    };
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        worker();
+        let _ = done_tx.send(());
+    });
+    let app = App::new(view, opts);
+    let res = run_terminal(app, tx, rx, &ctl_tx);
+    let _ = ctl_tx.send(Control::Stop);
+    // let a recorder write its index (bounded wait: a blocked read may not notice at once)
+    let _ = done_rx.recv_timeout(Duration::from_secs(2));
+    res
+}
+
+fn setup() -> Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        prev(info);
+    }));
+    terminal::enable_raw_mode().context("raw mode (is this a terminal?)")?;
+    execute!(
+        std::io::stdout(),
+        terminal::EnterAlternateScreen,
+        crossterm::cursor::Hide
+    )?;
+    Ok(Terminal::new(CrosstermBackend::new(std::io::stdout()))?)
+}
+
+/// Put the terminal back as it was (also from the panic hook).
+fn restore() {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(
+        std::io::stdout(),
+        terminal::LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+}
+
+fn run_terminal(
+    app: App,
+    tx: mpsc::Sender<Msg>,
+    rx: mpsc::Receiver<Msg>,
+    ctl: &mpsc::Sender<Control>,
+) -> Result<()> {
+    let term = setup()?;
+    std::thread::spawn(move || {
+        loop {
+            let m = match event::read() {
+                Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => Msg::Key(k),
+                Ok(Event::Resize(w, h)) => Msg::Resize(w, h),
+                Ok(_) => continue,
+                Err(_) => return,
+            };
+            if tx.send(m).is_err() {
+                return;
+            }
+        }
+    });
+    let mut ui = Ui::new(app, term);
+    let res = event_loop(&mut ui, &rx, ctl);
+    restore();
+    res
+}
+
+fn event_loop(
+    ui: &mut Ui<CrosstermBackend<std::io::Stdout>>,
+    rx: &mpsc::Receiver<Msg>,
+    ctl: &mpsc::Sender<Control>,
+) -> Result<()> {
+    loop {
+        let now = Instant::now();
+        let wait = ui
+            .next_draw(now)
+            .map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now));
+        match rx.recv_timeout(wait) {
+            Ok(m) => {
+                ui.handle(m);
+                while let Ok(m) = rx.try_recv() {
+                    ui.handle(m);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+        }
+        for r in ui.app.requests.drain(..) {
+            let _ = ctl.send(Control::Ui(r));
+        }
+        if ui.app.quit {
+            return Ok(());
+        }
+        ui.draw_due(Instant::now())?;
+    }
 }

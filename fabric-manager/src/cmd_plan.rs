@@ -1,0 +1,547 @@
+//! `fabric plan resilience` and `fabric plan merge`: the Monte-Carlo resilience planner
+//! (crate `flow-model`) on designs named like other commands (a spec file or a preset).
+//!
+//! Trials run in parallel on all cores (rayon); a shard (`--shard i/N`) runs trials
+//! `t mod N = i`, and `fabric plan merge` adds shard results up into the whole run.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use flow_model::LoadBalance;
+use flow_model::planner::{
+    self, Aggregate, Cache, Design, DesignResult, PlanConfig, RunResult, Summary, TimelinePoint,
+};
+use flow_model::rates::Rates;
+use rayon::prelude::*;
+
+use crate::common;
+
+/// `fabric plan …`
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Months of component failures and repairs against designs: the bus bandwidth a job
+    /// keeps, unreachable hosts, interruptions, effective training time, side by side.
+    Resilience(ResilienceArgs),
+    /// Merge shard results (`--shard i/N` JSON files) into one.
+    Merge(MergeArgs),
+}
+
+/// Arguments of `fabric plan resilience`.
+#[derive(Debug, clap::Args)]
+pub struct ResilienceArgs {
+    /// Designs: spec files (TOML/YAML/JSON) or preset names (`fabric topo presets`).
+    #[arg(required = true, value_name = "DESIGN")]
+    pub designs: Vec<String>,
+    /// GPUs of the job (placed on whole servers, topology-aware).
+    #[arg(long, default_value_t = 4096)]
+    pub job_gpus: u64,
+    /// Horizon of each trial (days).
+    #[arg(long, default_value_t = 30.0)]
+    pub days: f64,
+    /// Monte-Carlo trials per design.
+    #[arg(long, default_value_t = 100)]
+    pub trials: u32,
+    /// Seed (trial t of seed S is the same in every run and shard).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Failure and repair rates overriding the cited defaults (TOML; see docs/planner.md).
+    #[arg(long, value_name = "FILE")]
+    pub rates: Option<PathBuf>,
+    /// Load balancing of the job's flows: ecmp, spray or adaptive.
+    #[arg(long, default_value = "ecmp")]
+    pub lb: String,
+    /// Checkpoint interval (hours): each interruption loses half of it on average.
+    #[arg(long, default_value_t = 1.0)]
+    pub checkpoint_hours: f64,
+    /// Restart cost after an interruption (minutes).
+    #[arg(long, default_value_t = 10.0)]
+    pub restart_minutes: f64,
+    /// Scale-up (NVLink) bandwidth per GPU, one direction, Gb/s (H100 NVLink 4: 3600).
+    #[arg(long, default_value_t = 3600.0)]
+    pub scale_up_gbps: f64,
+    /// Price list for the cost per GPU (TOML, as `fabric topo compare --prices`).
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+    /// Write the result (mergeable) as JSON.
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Write SVG plots (CDF of bus bandwidth, trial 0's timeline) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Run only shard i of N (0-based): trials t with t mod N = i.
+    #[arg(long, value_name = "i/N")]
+    pub shard: Option<String>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Arguments of `fabric plan merge`.
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// Shard result files written by `fabric plan resilience --shard i/N --json FILE`.
+    #[arg(required = true, value_name = "SHARD.json")]
+    pub files: Vec<PathBuf>,
+    /// Write the merged result as JSON.
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Write SVG plots of the merged result into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Runs a `fabric plan` command.
+pub fn run(c: Command) -> anyhow::Result<()> {
+    match c {
+        Command::Resilience(a) => resilience(a),
+        Command::Merge(a) => merge(a),
+    }
+}
+
+/// Parses `i/N` (0 ≤ i < N).
+fn parse_shard(s: &str) -> anyhow::Result<(u32, u32)> {
+    let bad = || anyhow::anyhow!("--shard {s}: expected i/N with 0 ≤ i < N, e.g. 3/16");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u32, u32) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
+    let rates = match &a.rates {
+        None => Rates::default(),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read rates file {}", p.display()))?;
+            Rates::parse_toml(&text, &p.display().to_string())?
+        }
+    };
+    let lb = LoadBalance::parse(&a.lb, a.seed)
+        .with_context(|| format!("--lb {}: expected ecmp, spray or adaptive", a.lb))?;
+    let cfg = PlanConfig {
+        job_gpus: a.job_gpus,
+        days: a.days,
+        trials: a.trials,
+        seed: a.seed,
+        lb,
+        checkpoint_hours: a.checkpoint_hours,
+        restart_minutes: a.restart_minutes,
+        scale_up_gbps: a.scale_up_gbps,
+        rates,
+    };
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
+    let (si, sn) = a
+        .shard
+        .as_deref()
+        .map(parse_shard)
+        .transpose()?
+        .unwrap_or((0, 1));
+    let cfg = config(&a)?;
+    let prices = common::prices(a.prices.as_deref())?;
+    let fabrics: Vec<topo::Fabric> = a
+        .designs
+        .iter()
+        .map(|d| common::load_design(d).with_context(|| format!("design {d}")))
+        .collect::<anyhow::Result<_>>()?;
+    let trials: Vec<u32> = planner::shard_trials(cfg.trials, si, sn).collect();
+    let bar = progress(a.quiet, (trials.len() * fabrics.len()) as u64);
+    let mut designs = Vec::new();
+    for (name, f) in a.designs.iter().zip(&fabrics) {
+        bar.set_message(name.clone());
+        let d = Design::new(f, &cfg).with_context(|| format!("design {name}"))?;
+        let cost = topo::analysis::summarize(f, &d.healthy, &prices).cost_per_gpu_usd;
+        let (agg, timeline) = trials
+            .par_iter()
+            .map_init(Cache::default, |cache, &t| {
+                let mut agg = Aggregate::default();
+                let line = planner::run_trial(&d, t, cache, &mut agg, t == 0);
+                bar.inc(1);
+                (agg, line)
+            })
+            .reduce(
+                || (Aggregate::default(), None),
+                |(mut a, la), (b, lb)| {
+                    a.merge(&b);
+                    (a, la.or(lb))
+                },
+            );
+        let summary = planner::summarize(name, f.num_gpus(), d.healthy_busbw, cost, &cfg, &agg);
+        designs.push(DesignResult {
+            design: name.clone(),
+            gpus: f.num_gpus(),
+            healthy_busbw: d.healthy_busbw,
+            cost_per_gpu_usd: cost,
+            aggregate: agg,
+            timeline,
+            summary,
+        });
+    }
+    bar.finish_and_clear();
+    let result = RunResult {
+        config: cfg,
+        shards: vec![si],
+        shard_count: sn,
+        designs,
+    };
+    report(&result, a.json.as_deref(), a.plot.as_deref())
+}
+
+fn progress(quiet: bool, n: u64) -> indicatif::ProgressBar {
+    if quiet {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new(n);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials · {per_sec} · {msg}",
+        )
+        .expect("valid template"),
+    );
+    b
+}
+
+fn merge(a: MergeArgs) -> anyhow::Result<()> {
+    let parts: Vec<RunResult> = a
+        .files
+        .iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read shard result {}", p.display()))?;
+            let de = &mut serde_json::Deserializer::from_str(&text);
+            serde_path_to_error::deserialize(de)
+                .map_err(|e| anyhow::anyhow!("{}: {}: {}", p.display(), e.path(), e.inner()))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let merged = planner::merge(&parts)?;
+    let missing = planner::missing_shards(&merged);
+    if !missing.is_empty() {
+        eprintln!(
+            "warning: shards {missing:?} of {} are missing; the figures cover {} trials",
+            merged.shard_count,
+            merged.designs.first().map_or(0, |d| d.aggregate.trials)
+        );
+    }
+    report(&merged, a.json.as_deref(), a.plot.as_deref())
+}
+
+fn report(r: &RunResult, json: Option<&Path>, plot: Option<&Path>) -> anyhow::Result<()> {
+    print!("{}", render_table(r));
+    if let Some(p) = json {
+        let text = serde_json::to_string(r)?;
+        std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?;
+        println!("wrote {}", p.display());
+    }
+    if let Some(dir) = plot {
+        for p in plots(r, dir)? {
+            println!("wrote {}", p.display());
+        }
+    }
+    Ok(())
+}
+
+type Cell = fn(&Summary) -> String;
+
+fn pct(x: f64) -> String {
+    format!("{:.2} %", 100.0 * x)
+}
+
+const ROWS: &[(&str, Cell)] = &[
+    ("GPUs in fabric", |s| s.gpus.to_string()),
+    ("cost per GPU (USD)", |s| {
+        format!("${:.0}", s.cost_per_gpu_usd)
+    }),
+    ("healthy busbw (GB/s)", |s| {
+        format!("{:.1}", s.healthy_busbw_gbytes)
+    }),
+    ("busbw / healthy p50", |s| format!("{:.3}", s.rel_p50)),
+    ("busbw / healthy p99", |s| format!("{:.3}", s.rel_p99)),
+    ("busbw / healthy worst", |s| format!("{:.3}", s.rel_worst)),
+    ("busbw / healthy mean", |s| format!("{:.4}", s.rel_mean)),
+    ("time with unreachable NICs", |s| pct(s.unreachable_share)),
+    ("unreachable NICs (mean)", |s| {
+        format!("{:.3}", s.unreachable_mean)
+    }),
+    ("job interruptions / day", |s| {
+        format!("{:.3}", s.interruptions_per_day)
+    }),
+    ("effective training time", |s| pct(s.effective_training)),
+    ("ECMP width lost (mean)", |s| pct(s.ecmp_width_lost_mean)),
+    ("ECMP width lost (max)", |s| pct(s.ecmp_width_lost_max)),
+    ("failures / day", |s| {
+        format!("{:.2}", s.failures_per_day.values().sum::<f64>())
+    }),
+    ("  links", |s| {
+        format!(
+            "{:.2}",
+            s.failures_per_day["host_link"] + s.failures_per_day["fabric_link"]
+        )
+    }),
+    ("  switches", |s| {
+        format!(
+            "{:.3}",
+            s.failures_per_day["leaf"] + s.failures_per_day["spine"] + s.failures_per_day["core"]
+        )
+    }),
+    ("  NICs", |s| format!("{:.3}", s.failures_per_day["nic"])),
+    ("trials", |s| s.trials.to_string()),
+    ("states evaluated / reused", |s| {
+        format!("{} / {}", s.evaluations, s.cache_hits)
+    }),
+];
+
+/// The side-by-side table.
+pub fn render_table(r: &RunResult) -> String {
+    let c = &r.config;
+    let mut out = format!(
+        "{}-GPU job, {} days × {} trials (seed {}, {:?}), checkpoint every {} h, restart {} min{}\n",
+        c.job_gpus,
+        c.days,
+        c.trials,
+        c.seed,
+        c.lb,
+        c.checkpoint_hours,
+        c.restart_minutes,
+        if r.shard_count > 1 {
+            format!(", shards {:?} of {}", r.shards, r.shard_count)
+        } else {
+            String::new()
+        }
+    );
+    let names: Vec<&str> = r.designs.iter().map(|d| d.design.as_str()).collect();
+    let cells: Vec<Vec<String>> = ROWS
+        .iter()
+        .map(|(_, f)| r.designs.iter().map(|d| f(&d.summary)).collect())
+        .collect();
+    let w0 = ROWS.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..names.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|row| row[i].len())
+                .max()
+                .unwrap_or(0)
+                .max(names[i].len())
+        })
+        .collect();
+    out.push_str(&format!("{:w0$}", ""));
+    for (n, w) in names.iter().zip(&widths) {
+        out.push_str(&format!("  {n:>w$}"));
+    }
+    out.push('\n');
+    for ((label, _), row) in ROWS.iter().zip(&cells) {
+        out.push_str(&format!("{label:w0$}"));
+        for (v, w) in row.iter().zip(&widths) {
+            out.push_str(&format!("  {v:>w$}"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// CDF of relative bus bandwidth over time, as a step line.
+fn cdf(a: &Aggregate) -> Vec<(f64, f64)> {
+    let mut pts = vec![(0.0, 0.0)];
+    let mut acc = 0.0;
+    let bin = planner::HIST_MAX / planner::HIST_BINS as f64;
+    for (i, &h) in a.hist_hours.iter().enumerate() {
+        if h > 0.0 {
+            let x = i as f64 * bin;
+            pts.push((x, acc));
+            acc += h / a.hours;
+            pts.push((x, acc));
+        }
+    }
+    if let Some(&(x, _)) = pts.last() {
+        pts.push((x.max(1.0), acc));
+    }
+    pts
+}
+
+/// A trial's timeline as step lines: (hour, value).
+fn steps(line: &[TimelinePoint], end: f64, v: impl Fn(&TimelinePoint) -> f64) -> Vec<(f64, f64)> {
+    let mut pts = Vec::with_capacity(2 * line.len() + 1);
+    for (i, p) in line.iter().enumerate() {
+        if i > 0 {
+            pts.push((p.hour, v(&line[i - 1])));
+        }
+        pts.push((p.hour, v(p)));
+    }
+    if let Some(last) = line.last() {
+        pts.push((end, v(last)));
+    }
+    pts
+}
+
+fn plots(r: &RunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    use report::plots::line_chart;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let job = format!("{}-GPU job, {} days", r.config.job_gpus, r.config.days);
+    let mut out = Vec::new();
+    let series: Vec<(String, Vec<(f64, f64)>)> = r
+        .designs
+        .iter()
+        .map(|d| (d.design.clone(), cdf(&d.aggregate)))
+        .collect();
+    let p = dir.join("busbw-cdf.svg");
+    line_chart(
+        &p,
+        &format!("all-reduce bus bandwidth / healthy, CDF over time — {job}"),
+        "bus bandwidth / healthy",
+        "share of time",
+        &series,
+    )?;
+    out.push(p);
+    let end = r.config.days * 24.0;
+    let with_line: Vec<&DesignResult> = r.designs.iter().filter(|d| d.timeline.is_some()).collect();
+    if !with_line.is_empty() {
+        let tl = |v: fn(&TimelinePoint) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
+            with_line
+                .iter()
+                .map(|d| {
+                    (
+                        d.design.clone(),
+                        steps(d.timeline.as_deref().unwrap_or(&[]), end, v),
+                    )
+                })
+                .collect()
+        };
+        let p = dir.join("timeline-busbw.svg");
+        line_chart(
+            &p,
+            &format!("trial 0: bus bandwidth / healthy — {job}"),
+            "hour",
+            "bus bandwidth / healthy",
+            &tl(|p| p.rel_busbw),
+        )?;
+        out.push(p);
+        let p = dir.join("timeline-unreachable.svg");
+        line_chart(
+            &p,
+            &format!("trial 0: unreachable NICs — {job}"),
+            "hour",
+            "NICs",
+            &tl(|p| p.unreachable as f64),
+        )?;
+        out.push(p);
+        let p = dir.join("timeline-failed.svg");
+        line_chart(
+            &p,
+            &format!("trial 0: components down — {job}"),
+            "hour",
+            "components",
+            &tl(|p| p.failed as f64),
+        )?;
+        out.push(p);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(dir: &Path, shard: Option<&str>, out: &str) -> ResilienceArgs {
+        ResilienceArgs {
+            designs: vec!["fat-tree-k4".into(), "fat-tree-k6".into()],
+            job_gpus: 8,
+            days: 10.0,
+            trials: 6,
+            seed: 9,
+            rates: Some(dir.join("rates.toml")),
+            lb: "spray".into(),
+            checkpoint_hours: 1.0,
+            restart_minutes: 10.0,
+            scale_up_gbps: 3600.0,
+            prices: None,
+            json: Some(dir.join(out)),
+            plot: None,
+            shard: shard.map(String::from),
+            quiet: true,
+        }
+    }
+
+    fn read(p: &Path) -> RunResult {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn shards_merge_into_the_whole_run_and_plots_are_written() {
+        let dir = std::env::temp_dir().join(format!("fabric-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("rates.toml"),
+            "[host_link]\nafr_percent = 3000\n[fabric_link]\nafr_percent = 3000\n[leaf]\nafr_percent = 2000\n",
+        )
+        .unwrap();
+        resilience(args(&dir, None, "all.json")).unwrap();
+        resilience(args(&dir, Some("0/2"), "s0.json")).unwrap();
+        resilience(args(&dir, Some("1/2"), "s1.json")).unwrap();
+        let whole = read(&dir.join("all.json"));
+        let mut m = MergeArgs {
+            files: vec![dir.join("s1.json"), dir.join("s0.json")],
+            json: Some(dir.join("merged.json")),
+            plot: Some(dir.join("plots")),
+        };
+        merge(m).unwrap();
+        let merged = read(&dir.join("merged.json"));
+        assert_eq!(merged.shards, vec![0, 1]);
+        for (a, b) in whole.designs.iter().zip(&merged.designs) {
+            assert_eq!(a.aggregate.trials, 6);
+            assert_eq!(a.aggregate.failures, b.aggregate.failures);
+            assert_eq!(a.aggregate.interruptions, b.aggregate.interruptions);
+            assert_eq!(a.summary.rel_p99, b.summary.rel_p99);
+            assert!((a.summary.unreachable_share - b.summary.unreachable_share).abs() < 1e-12);
+            assert_eq!(a.timeline, b.timeline);
+            assert!(a.aggregate.failures.iter().sum::<u64>() > 0);
+        }
+        for f in [
+            "busbw-cdf.svg",
+            "timeline-busbw.svg",
+            "timeline-unreachable.svg",
+        ] {
+            let t = std::fs::read_to_string(dir.join("plots").join(f)).unwrap();
+            assert!(t.starts_with("<svg") && t.contains("fat-tree-k6"), "{f}");
+        }
+        let table = render_table(&merged);
+        assert!(
+            table.contains("job interruptions / day") && table.contains("fat-tree-k4"),
+            "{table}"
+        );
+        // a shard file that is not a result: the error names the file and the field
+        std::fs::write(dir.join("bad.json"), "{\"config\": 3}").unwrap();
+        m = MergeArgs {
+            files: vec![dir.join("bad.json")],
+            json: None,
+            plot: None,
+        };
+        let e = merge(m).unwrap_err().to_string();
+        assert!(e.contains("bad.json: config: invalid type"), "{e}");
+        // the job must fit
+        let mut big = args(&dir, None, "x.json");
+        big.job_gpus = 1000;
+        let e = format!("{:#}", resilience(big).unwrap_err());
+        assert!(
+            e.contains("1000 GPUs do not fit in fat-tree-k4 (16 GPUs)"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn shard_syntax() {
+        assert_eq!(parse_shard("3/16").unwrap(), (3, 16));
+        for bad in ["16/16", "1", "a/2", "0/0", "-1/2"] {
+            let e = parse_shard(bad).unwrap_err().to_string();
+            assert!(e.contains("expected i/N"), "{bad}: {e}");
+        }
+    }
+}

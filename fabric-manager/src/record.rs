@@ -1,0 +1,129 @@
+//! `fabric sim … --record FILE`: run the simulation in steps of `--record-every` (virtual
+//! time) and write the fabric map, every snapshot and every event into a recording
+//! (`fabric_api::recording`, see docs/telemetry.md) that `fabric-tui --replay` and tests
+//! read back.
+
+use anyhow::Context;
+use cc_algos::{Duration, Instant};
+use fabric_api::Frame;
+use fabric_api::recording::Writer;
+use scenario::Workplan;
+use sim::{RunState, Sim, SimConfig, SimResults};
+use std::io::BufWriter;
+use std::path::Path;
+
+/// What a recorded run wrote.
+#[derive(Debug)]
+pub struct Recorded {
+    /// Snapshots written.
+    pub snapshots: u64,
+    /// Events written.
+    pub events: u64,
+    /// File size, bytes.
+    pub bytes: u64,
+}
+
+/// Runs `plan` on `fabric`, snapshotting every `every` of virtual time into `out`.
+/// Returns the results (the same as an unrecorded run's), the wall time and what was
+/// written.
+pub fn simulate_recording(
+    fabric: &topo::Fabric,
+    cfg: SimConfig,
+    plan: &Workplan,
+    out: &Path,
+    every: Duration,
+) -> anyhow::Result<(SimResults, f64, Recorded)> {
+    anyhow::ensure!(
+        every > Duration::ZERO,
+        "--record-every must be longer than 0"
+    );
+    let mut sim = Sim::from_fabric(fabric, cfg, plan)?;
+    sim.enable_events();
+    let file = std::fs::File::create(out)
+        .with_context(|| format!("--record: cannot create {}", out.display()))?;
+    let mut w = Writer::new(BufWriter::new(file), &sim.fabric_info())
+        .with_context(|| format!("--record: writing {}", out.display()))?;
+    let wall = std::time::Instant::now();
+    let mut rec = Recorded {
+        snapshots: 0,
+        events: 0,
+        bytes: 0,
+    };
+    let write = |w: &mut Writer<_>, sim: &mut Sim, rec: &mut Recorded| -> anyhow::Result<()> {
+        for e in sim.drain_events() {
+            w.write(&Frame::Event(e))?;
+            rec.events += 1;
+        }
+        w.write(&Frame::Snapshot(sim.take_snapshot()))?;
+        rec.snapshots += 1;
+        Ok(())
+    };
+    write(&mut w, &mut sim, &mut rec)?;
+    let mut t = Instant::ZERO;
+    loop {
+        t += every;
+        let state = sim.run_until(t);
+        write(&mut w, &mut sim, &mut rec)
+            .with_context(|| format!("--record: writing {}", out.display()))?;
+        if state == RunState::Finished {
+            break;
+        }
+    }
+    let wall = wall.elapsed().as_secs_f64();
+    rec.bytes = w.bytes_written();
+    w.finish()
+        .with_context(|| format!("--record: finishing {}", out.display()))?;
+    Ok((sim.results(), wall, rec))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric_api::recording::Reader;
+    use scenario::{CompileCtx, Scenario};
+
+    #[test]
+    fn a_recorded_run_reads_back_and_matches_an_unrecorded_one() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(100)).unwrap();
+        let plan = Scenario::from_toml_str(
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"100KB\"\n",
+            "t.toml",
+        )
+        .unwrap()
+        .compile(&CompileCtx::new(16, cc_algos::Rate::gbps(100), 1))
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("fabric-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("run.rec");
+        let cfg = SimConfig::default();
+        let (r, _, rec) =
+            simulate_recording(&f, cfg.clone(), &plan, &out, Duration::micros(5)).unwrap();
+        assert_eq!(r, Sim::from_fabric(&f, cfg, &plan).unwrap().run());
+        let mut reader = Reader::open(std::fs::File::open(&out).unwrap()).unwrap();
+        assert_eq!(reader.fabric().ports.len(), 2 * f.num_links());
+        assert_eq!(reader.index().len() as u64, rec.snapshots);
+        let frames = reader.read_all().unwrap();
+        assert_eq!(frames.len() as u64, rec.snapshots + rec.events);
+        let Some(Frame::Snapshot(last)) = frames.last() else {
+            panic!("ends with a snapshot")
+        };
+        assert_eq!(last.totals.flows_finished, 3);
+        assert_eq!(
+            last.totals.tx_bytes,
+            r.links.iter().map(|l| l.tx_bytes).sum::<u64>()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = simulate_recording(
+            &f,
+            SimConfig::default(),
+            &plan,
+            Path::new("/nonexistent/x.rec"),
+            Duration::micros(5),
+        );
+        assert!(
+            e.unwrap_err()
+                .to_string()
+                .contains("cannot create /nonexistent/x.rec")
+        );
+    }
+}

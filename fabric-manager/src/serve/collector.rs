@@ -1,0 +1,307 @@
+//! The collector: one thread that owns the [`Source`], samples it every interval on the
+//! wall clock, keeps the daemon's tables in step with the link events, writes a recording
+//! when asked, and publishes through the [`Hub`] — which never waits for a reader.
+//!
+//! Commands (fail/restore a link, re-route, start/stop a recording) arrive on a channel
+//! and are answered in between two samples.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use fabric_api::{Event, EventKind, Frame, recording};
+use tokio::sync::oneshot;
+use topo::LinkId;
+
+use super::health::DaemonHealth;
+use super::hub::Hub;
+use super::log;
+use super::routes::{RouteView, Update};
+use super::source::Source;
+
+/// A command to the collector.
+#[derive(Debug)]
+pub enum Control {
+    /// Fail a link.
+    FailLink(LinkId),
+    /// Restore a link.
+    RestoreLink(LinkId),
+    /// Recompute every table.
+    Reroute,
+    /// Start recording to a new file.
+    RecordStart(PathBuf),
+    /// Stop recording.
+    RecordStop,
+    /// Stop the collector.
+    Stop,
+}
+
+type Reply = oneshot::Sender<Result<String, String>>;
+
+/// The sending side of the command channel.
+#[derive(Debug, Clone)]
+pub struct ControlTx(mpsc::Sender<(Control, Reply)>);
+
+impl ControlTx {
+    /// Sends a command and waits for its outcome.
+    pub async fn send(&self, c: Control) -> Result<String, String> {
+        let (tx, rx) = oneshot::channel();
+        self.0
+            .send((c, tx))
+            .map_err(|_| "the collector has stopped".to_string())?;
+        rx.await
+            .map_err(|_| "the collector has stopped".to_string())?
+    }
+}
+
+/// A running collector.
+#[derive(Debug)]
+pub struct Collector {
+    thread: std::thread::JoinHandle<()>,
+    control: ControlTx,
+}
+
+struct Recorder {
+    path: PathBuf,
+    writer: recording::Writer<BufWriter<File>>,
+}
+
+struct Worker {
+    source: Box<dyn Source>,
+    hub: Arc<Hub>,
+    routes: Option<Arc<RouteView>>,
+    health: Arc<DaemonHealth>,
+    interval: Duration,
+    recorder: Option<Recorder>,
+    seq: u64,
+    /// Events produced by commands, published with the next snapshot.
+    pending: Vec<Event>,
+}
+
+impl Collector {
+    /// Starts the collector thread.
+    pub fn start(
+        source: Box<dyn Source>,
+        hub: Arc<Hub>,
+        routes: Option<Arc<RouteView>>,
+        health: Arc<DaemonHealth>,
+        interval: Duration,
+    ) -> Collector {
+        let (tx, rx) = mpsc::channel();
+        let mut w = Worker {
+            source,
+            hub,
+            routes,
+            health,
+            interval,
+            recorder: None,
+            seq: 0,
+            pending: Vec::new(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("collector".into())
+            .spawn(move || w.run(rx))
+            .expect("spawning the collector thread");
+        Collector {
+            thread,
+            control: ControlTx(tx),
+        }
+    }
+
+    /// The command channel.
+    pub fn control(&self) -> ControlTx {
+        self.control.clone()
+    }
+
+    /// Stops the collector (closing a recording) and waits for it.
+    pub async fn stop(self) {
+        let _ = self.control.send(Control::Stop).await;
+        let _ = tokio::task::spawn_blocking(move || self.thread.join()).await;
+    }
+}
+
+impl Worker {
+    fn run(&mut self, rx: mpsc::Receiver<(Control, Reply)>) {
+        let start = Instant::now();
+        let mut next = start;
+        loop {
+            let wait = next.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Ok((Control::Stop, reply)) => {
+                    let r = self.stop_recording();
+                    let _ = reply.send(r);
+                    return;
+                }
+                Ok((c, reply)) => {
+                    let r = self.command(c);
+                    let _ = reply.send(r);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.tick(start.elapsed());
+                    next += self.interval;
+                    let now = Instant::now();
+                    if next < now {
+                        // Sampling took longer than the interval: skip, never pile up.
+                        let behind = (now - next).as_nanos() / self.interval.as_nanos().max(1);
+                        next += self.interval * (behind as u32 + 1);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    fn tick(&mut self, elapsed: Duration) {
+        let t = Instant::now();
+        let (snapshot, mut events) = match self.source.sample(elapsed, self.seq) {
+            Ok(x) => x,
+            Err(e) => {
+                self.hub.counters.source_errors.inc();
+                log::warn(&format!("source: {e}"));
+                return;
+            }
+        };
+        let mut all = std::mem::take(&mut self.pending);
+        for e in &mut all {
+            e.seq = self.seq;
+        }
+        all.append(&mut events);
+        let derived = self.follow_links(&all, &snapshot);
+        all.extend(derived);
+        self.health.on_events(&all);
+        let frame = Frame::Snapshot(snapshot);
+        self.record(&all, &frame);
+        let cost_ns = t.elapsed().as_nanos() as u64;
+        self.hub.publish(frame, all, cost_ns);
+        self.seq += 1;
+    }
+
+    /// Applies link events to the daemon's tables; a reroute event for each change the
+    /// source did not report a reroute for itself.
+    fn follow_links(&mut self, events: &[Event], s: &fabric_api::Snapshot) -> Vec<Event> {
+        let Some(view) = &self.routes else {
+            return Vec::new();
+        };
+        let source_rerouted = events
+            .iter()
+            .any(|e| matches!(e.what, EventKind::Reroute { .. }));
+        let mut out = Vec::new();
+        for e in events {
+            let (link, down, detect) = match &e.what {
+                EventKind::LinkDown {
+                    link, detect_ns, ..
+                } => (*link, true, detect_ns.unwrap_or(0)),
+                EventKind::LinkUp { link, .. } => (*link, false, 0),
+                _ => continue,
+            };
+            let u: Update = if down {
+                view.fail(&[link])
+            } else {
+                view.restore(&[link])
+            };
+            if !source_rerouted {
+                out.push(Event {
+                    seq: s.seq,
+                    time: e.time,
+                    what: EventKind::Reroute {
+                        links: vec![link],
+                        switches_changed: Some(u.switches_changed),
+                        unreachable_pairs: Some(u.unreachable_pairs),
+                        repaired_ns: detect + u.took_ns,
+                    },
+                });
+            }
+        }
+        out
+    }
+
+    fn record(&mut self, events: &[Event], frame: &Frame) {
+        let Some(rec) = &mut self.recorder else {
+            return;
+        };
+        let r = events
+            .iter()
+            .try_for_each(|e| rec.writer.write(&Frame::Event(e.clone())))
+            .and_then(|()| rec.writer.write(frame));
+        if let Err(e) = r {
+            self.hub.counters.source_errors.inc();
+            log::warn(&format!(
+                "recording {}: {e}; recording stopped",
+                rec.path.display()
+            ));
+            self.recorder = None;
+        }
+    }
+
+    fn command(&mut self, c: Control) -> Result<String, String> {
+        match c {
+            Control::FailLink(l) => self.source.fail_link(l),
+            Control::RestoreLink(l) => self.source.restore_link(l),
+            Control::Reroute => {
+                let view = self
+                    .routes
+                    .as_ref()
+                    .ok_or("this source has no routing tables")?;
+                let u = view.recompute();
+                self.pending.push(Event {
+                    seq: self.seq,
+                    time: fabric_api::Timestamp::wall_ns(now_ns()),
+                    what: EventKind::Reroute {
+                        links: Vec::new(),
+                        switches_changed: Some(u.switches_changed.clone()),
+                        unreachable_pairs: Some(u.unreachable_pairs),
+                        repaired_ns: u.took_ns,
+                    },
+                });
+                Ok(format!(
+                    "tables recomputed in {:.3} ms, {} switches changed",
+                    u.took_ns as f64 * 1e-6,
+                    u.switches_changed.len()
+                ))
+            }
+            Control::RecordStart(path) => self.start_recording(path),
+            Control::RecordStop => self.stop_recording(),
+            Control::Stop => unreachable!("handled by run"),
+        }
+    }
+
+    fn start_recording(&mut self, path: PathBuf) -> Result<String, String> {
+        if let Some(r) = &self.recorder {
+            return Err(format!("already recording to {}", r.path.display()));
+        }
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let writer = recording::Writer::new(BufWriter::new(file), self.hub.info())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let msg = format!("recording to {}", path.display());
+        self.recorder = Some(Recorder { path, writer });
+        Ok(msg)
+    }
+
+    fn stop_recording(&mut self) -> Result<String, String> {
+        let Some(r) = self.recorder.take() else {
+            return Err("not recording".into());
+        };
+        let bytes = r.writer.bytes_written();
+        r.writer
+            .finish()
+            .map_err(|e| format!("{}: {e}", r.path.display()))?;
+        Ok(format!(
+            "recording {} closed ({bytes} bytes)",
+            r.path.display()
+        ))
+    }
+}
+
+/// Wall-clock time since the Unix epoch, ns.
+pub fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}

@@ -1,0 +1,420 @@
+//! The HTTP API (axum): routes, handlers, the token check and the request limits.
+//!
+//! | method | path | what |
+//! |---|---|---|
+//! | GET | `/api/v1/topology` | the fabric map (`fabric_api::FabricInfo`) |
+//! | GET | `/api/v1/routes/{switch}` | a switch's ECMP routes as the daemon holds them |
+//! | GET | `/api/v1/telemetry` | the latest `Snapshot` |
+//! | GET | `/api/v1/telemetry/stream` | NDJSON / SSE of `Frame`s, `?from=SEQ` resumes |
+//! | GET | `/api/v1/events` | kept events, `?since=SEQ&limit=N` |
+//! | GET | `/api/v1/health` | daemon and fabric health |
+//! | GET | `/metrics` | Prometheus exposition |
+//! | POST | `/api/v1/links/{link}/fail`, `/restore` | token: fail or restore a link |
+//! | POST | `/api/v1/reroute` | token: recompute every table from scratch |
+//! | POST / DELETE | `/api/v1/recording` | token: start (`{"path": …}`) / stop a recording |
+//!
+//! Errors are JSON `{"error": "..."}` with a 4xx/5xx status. Every non-streaming request
+//! has a time limit and bodies a size limit; each refusal is logged and counted.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use prometheus_client::registry::Registry;
+use serde::{Deserialize, Serialize};
+
+use super::collector::{Control, ControlTx};
+use super::health::DaemonHealth;
+use super::hub::Hub;
+use super::log;
+use super::routes::RouteView;
+
+/// What every handler shares.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    /// Published telemetry.
+    pub hub: Arc<Hub>,
+    /// The routing tables, when the source has a `topo` fabric.
+    pub routes: Option<Arc<RouteView>>,
+    /// Commands to the collector.
+    pub control: ControlTx,
+    /// The bearer token, if one was given at start-up.
+    pub token: Option<Arc<str>>,
+    /// The metrics registry.
+    pub registry: Arc<Registry>,
+    /// Health derived from events.
+    pub health: Arc<DaemonHealth>,
+    /// When the daemon started.
+    pub started: Instant,
+    /// Request time limit.
+    pub request_timeout: Duration,
+    /// The topology JSON (built once).
+    pub topology: Bytes,
+    /// Kernel send buffer of a stream connection, bytes.
+    pub stream_sndbuf: usize,
+}
+
+/// A JSON error response.
+pub fn error(status: StatusCode, msg: &str) -> Response {
+    #[derive(Serialize)]
+    struct E<'a> {
+        error: &'a str,
+    }
+    (status, Json(E { error: msg })).into_response()
+}
+
+/// The router (the stream route has no time limit; everything else has one).
+pub fn router(st: AppState, max_body: usize) -> Router {
+    let limited = Router::new()
+        .route("/api/v1/topology", get(topology))
+        .route("/api/v1/routes/{switch}", get(routes))
+        .route("/api/v1/telemetry", get(telemetry))
+        .route("/api/v1/events", get(events))
+        .route("/api/v1/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/api/v1/links/{link}/{action}", post(link_action))
+        .route("/api/v1/reroute", post(reroute))
+        .route("/api/v1/recording", post(record_start).delete(record_stop))
+        .layer(middleware::from_fn_with_state(st.clone(), time_limit));
+    Router::new()
+        .route("/api/v1/telemetry/stream", get(super::stream::stream))
+        .merge(limited)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(middleware::from_fn_with_state(st.clone(), count_refusals))
+        .with_state(st)
+}
+
+async fn time_limit(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let what = format!("{} {}", req.method(), req.uri().path());
+    match tokio::time::timeout(st.request_timeout, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => {
+            st.hub.counters.timeouts.inc();
+            log::warn(&format!("{what}: timed out after {:?}", st.request_timeout));
+            error(StatusCode::SERVICE_UNAVAILABLE, "request timed out")
+        }
+    }
+}
+
+/// Counts and logs every 4xx the extractors produced (bad JSON, body too large, …).
+async fn count_refusals(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let what = format!("{} {}", req.method(), req.uri().path());
+    let r = next.run(req).await;
+    let s = r.status();
+    if matches!(
+        s,
+        StatusCode::BAD_REQUEST
+            | StatusCode::PAYLOAD_TOO_LARGE
+            | StatusCode::UNPROCESSABLE_ENTITY
+            | StatusCode::UNSUPPORTED_MEDIA_TYPE
+            | StatusCode::METHOD_NOT_ALLOWED
+    ) {
+        st.hub.counters.bad_requests.inc();
+        log::warn(&format!("{what}: refused with {s}"));
+    }
+    r
+}
+
+async fn not_found() -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "no such endpoint (see docs/daemon.md)",
+    )
+}
+
+/// Checks `Authorization: Bearer TOKEN` in constant time: `Some(refusal)` when it fails.
+fn refuse(st: &AppState, headers: &HeaderMap, what: &str) -> Option<Response> {
+    let Some(token) = &st.token else {
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            "mutating endpoints are disabled: start the daemon with --token-file FILE",
+        ));
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let ok = given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes()));
+    if ok {
+        return None;
+    }
+    st.hub.counters.auth_failures.inc();
+    log::warn(&format!(
+        "{what}: {} token refused",
+        if given.is_some() { "wrong" } else { "missing" }
+    ));
+    Some(error(
+        StatusCode::UNAUTHORIZED,
+        "missing or wrong token (Authorization: Bearer TOKEN)",
+    ))
+}
+
+/// Compares without an early exit on the first differing byte.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for (i, &x) in a.iter().enumerate() {
+        diff |= x ^ b.get(i % b.len().max(1)).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+fn json_bytes(b: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], b).into_response()
+}
+
+async fn topology(State(st): State<AppState>) -> Response {
+    json_bytes(st.topology.clone())
+}
+
+async fn routes(State(st): State<AppState>, Path(switch): Path<String>) -> Response {
+    let Some(view) = &st.routes else {
+        return error(StatusCode::NOT_FOUND, "this source has no routing tables");
+    };
+    match view.switch_routes(&switch) {
+        Ok(r) => Json(r).into_response(),
+        Err(e) => error(StatusCode::NOT_FOUND, &e),
+    }
+}
+
+async fn telemetry(State(st): State<AppState>) -> Response {
+    match st.hub.latest() {
+        Some(l) => json_bytes(l.json.clone()),
+        None => error(StatusCode::SERVICE_UNAVAILABLE, "no snapshot yet"),
+    }
+}
+
+/// Query of `/api/v1/events`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventsQuery {
+    since: Option<u64>,
+    limit: Option<usize>,
+}
+
+async fn events(
+    State(st): State<AppState>,
+    q: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let q = match q {
+        Ok(Query(q)) => q,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("query: {e}")),
+    };
+    let limit = q.limit.unwrap_or(1000).min(10_000);
+    Json(st.hub.events(q.since.unwrap_or(0), limit)).into_response()
+}
+
+/// `/api/v1/health`.
+#[derive(Debug, Serialize)]
+pub struct HealthReport {
+    /// `ok`, or `degraded` when links are down, pairs unreachable or telemetry stale.
+    pub status: &'static str,
+    /// Seconds since start.
+    pub uptime_s: f64,
+    /// Source name.
+    pub source: Option<String>,
+    /// Latest snapshot sequence number.
+    pub latest_seq: Option<u64>,
+    /// Stream clients connected.
+    pub stream_clients: usize,
+    /// Fabric health.
+    #[serde(flatten)]
+    pub fabric: super::health::HealthSummary,
+    /// Daemon counters.
+    pub daemon: DaemonCounters,
+}
+
+/// The daemon's counters in the health report.
+#[derive(Debug, Serialize)]
+pub struct DaemonCounters {
+    /// See `hub::Counters`.
+    pub connections: u64,
+    /// Protocol errors.
+    pub bad_connections: u64,
+    /// Malformed or oversized requests.
+    pub bad_requests: u64,
+    /// Token refusals.
+    pub auth_failures: u64,
+    /// Stream clients dropped for lag.
+    pub stream_dropped: u64,
+    /// Source errors.
+    pub source_errors: u64,
+}
+
+async fn health(State(st): State<AppState>) -> Response {
+    let latest = st.hub.latest();
+    let fabric = st.health.summary();
+    let k = &st.hub.counters;
+    let degraded =
+        !fabric.links_down.is_empty() || fabric.unreachable_pairs > 0 || latest.is_none();
+    Json(HealthReport {
+        status: if degraded { "degraded" } else { "ok" },
+        uptime_s: st.started.elapsed().as_secs_f64(),
+        source: latest.as_ref().map(|l| l.snapshot.source.name.clone()),
+        latest_seq: latest.as_ref().map(|l| l.snapshot.seq),
+        stream_clients: st.hub.stream_clients(),
+        fabric,
+        daemon: DaemonCounters {
+            connections: k.connections.get(),
+            bad_connections: k.bad_connections.get(),
+            bad_requests: k.bad_requests.get(),
+            auth_failures: k.auth_failures.get(),
+            stream_dropped: k.stream_dropped.get(),
+            source_errors: k.source_errors.get(),
+        },
+    })
+    .into_response()
+}
+
+async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    let openmetrics = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/openmetrics-text"));
+    let reg = st.registry.clone();
+    // Encoding a large fabric takes a while: keep it off the async workers.
+    let text = tokio::task::spawn_blocking(move || {
+        let om = super::metrics::encode_openmetrics(&reg);
+        if openmetrics {
+            om
+        } else {
+            super::metrics::to_classic(&om)
+        }
+    })
+    .await
+    .expect("metrics encoding does not panic");
+    let ct = if openmetrics {
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    } else {
+        "text/plain; version=0.0.4; charset=utf-8"
+    };
+    ([(header::CONTENT_TYPE, ct)], Body::from(text)).into_response()
+}
+
+async fn control(st: &AppState, headers: &HeaderMap, what: &str, c: Control) -> Response {
+    if let Some(r) = refuse(st, headers, what) {
+        return r;
+    }
+    match st.control.send(c).await {
+        Ok(outcome) => {
+            log::info(&format!("{what}: {outcome}"));
+            Json(serde_json::json!({ "ok": outcome })).into_response()
+        }
+        Err(e) => error(StatusCode::CONFLICT, &e),
+    }
+}
+
+/// `POST /api/v1/links/{link}/{fail|restore}`.
+async fn link_action(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path((link, action)): Path<(String, String)>,
+) -> Response {
+    let what = format!("POST /api/v1/links/{link}/{action}");
+    let make: fn(topo::LinkId) -> Control = match action.as_str() {
+        "fail" => Control::FailLink,
+        "restore" => Control::RestoreLink,
+        _ => return not_found().await,
+    };
+    match st.parse_link(&link) {
+        Ok(l) => control(&st, &headers, &what, make(l)).await,
+        Err(e) => refuse(&st, &headers, &what).unwrap_or_else(|| error(StatusCode::NOT_FOUND, &e)),
+    }
+}
+
+async fn reroute(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    control(&st, &headers, "POST /api/v1/reroute", Control::Reroute).await
+}
+
+/// Body of `POST /api/v1/recording`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordBody {
+    /// File to write (created; an existing file is refused).
+    path: std::path::PathBuf,
+}
+
+async fn record_start(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Json<RecordBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let what = "POST /api/v1/recording";
+    if let Some(r) = refuse(&st, &headers, what) {
+        return r;
+    }
+    match body {
+        Ok(Json(b)) => control(&st, &headers, what, Control::RecordStart(b.path)).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn record_stop(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    control(
+        &st,
+        &headers,
+        "DELETE /api/v1/recording",
+        Control::RecordStop,
+    )
+    .await
+}
+
+impl AppState {
+    /// A link named by its id (`17`) or by one end (`SWITCH:PORT`).
+    fn parse_link(&self, s: &str) -> Result<topo::LinkId, String> {
+        let info = self.hub.info();
+        let links = info
+            .ports
+            .iter()
+            .filter_map(|p| p.link)
+            .map(|l| l.0 + 1)
+            .max()
+            .unwrap_or(0);
+        if let Ok(n) = s.parse::<u32>() {
+            return if n < links {
+                Ok(topo::LinkId(n))
+            } else {
+                Err(format!(
+                    "link {n}: the fabric has links 0 to {}",
+                    links.saturating_sub(1)
+                ))
+            };
+        }
+        let (node, port) = s
+            .rsplit_once(':')
+            .ok_or_else(|| format!("link {s:?}: expected a link id or SWITCH:PORT"))?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("link {s:?}: port {port:?} is not a number"))?;
+        let n = info
+            .nodes
+            .iter()
+            .position(|x| x.name == node)
+            .ok_or_else(|| format!("link {s:?}: no node named {node:?}"))?;
+        info.ports
+            .iter()
+            .find(|p| p.node as usize == n && p.port == port)
+            .and_then(|p| p.link)
+            .ok_or_else(|| format!("link {s:?}: {node} has no cabled port {port}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"abcdef", b"abcdef"));
+        assert!(!constant_time_eq(b"abcdef", b"abcdeg"));
+        assert!(!constant_time_eq(b"abc", b"abcdef"));
+        assert!(!constant_time_eq(b"", b"abcdef"));
+        assert!(!constant_time_eq(b"abcdefg", b"abcdef"));
+    }
+}

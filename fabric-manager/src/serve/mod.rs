@@ -1,0 +1,265 @@
+//! `fabric serve`: the daemon that owns a fabric and serves its telemetry.
+//!
+//! The shape is tokio mini-redis's (`../shared/STYLE.md` point 15): [`run`] takes a
+//! [`Config`], a bound listener and a shutdown future; the accept loop holds one
+//! semaphore permit per connection and a broadcast shutdown every task sees.
+//!
+//! # Layout
+//! * [`config`] — [`Config`] and its checks (a non-loopback address needs a token).
+//! * [`source`] — the [`source::Source`] trait; [`sim_source`] — the embedded simulator.
+//! * [`collector`] — the thread that owns the source, samples it every interval and
+//!   takes commands; [`hub`] — what it publishes (latest snapshot, bounded history,
+//!   broadcast ring, events, counters).
+//! * [`server`] — accept loop; [`http`] — routes, token, limits; [`stream`] — the
+//!   NDJSON/SSE stream; [`metrics`] — Prometheus exposition; [`routes`] — the tables;
+//!   [`health`] — what the events tell about the fabric; [`log`] — stderr log lines.
+//!
+//! # Example
+//! ```text
+//! fabric serve --sim                      # built-in looping demo on fat-tree-k4, 127.0.0.1:9464
+//! curl -s localhost:9464/api/v1/health
+//! curl -sN 'localhost:9464/api/v1/telemetry/stream?from=0' | head -3
+//! fabric status
+//! ```
+
+pub mod collector;
+pub mod config;
+pub mod health;
+pub mod http;
+pub mod hub;
+pub mod log;
+pub mod metrics;
+pub mod routes;
+pub mod server;
+pub mod sim_source;
+pub mod source;
+pub mod stream;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use axum::body::Bytes;
+use tokio::net::TcpListener;
+
+pub use config::{Config, SourceSpec};
+
+/// Runs the daemon on `listener` until `shutdown` resolves; then stops accepting, ends
+/// the streams, lets requests finish (at most [`server::DRAIN`]) and stops the source.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    config.validate().map_err(anyhow::Error::msg)?;
+    let spec = config.source.clone();
+    let source = tokio::task::spawn_blocking(move || sim_source::open(&spec))
+        .await
+        .context("opening the source")??;
+    let info = source.info();
+    let fabric = source.fabric();
+    let hub = Arc::new(hub::Hub::new(
+        info.clone(),
+        config.history,
+        config.events_kept,
+        config.stream_lag,
+    ));
+    let health = Arc::new(health::DaemonHealth::new(&info));
+    let routes = match fabric {
+        Some(f) => Some(Arc::new(
+            tokio::task::spawn_blocking(move || routes::RouteView::new(f)).await?,
+        )),
+        None => None,
+    };
+    let collector = collector::Collector::start(
+        source,
+        hub.clone(),
+        routes.clone(),
+        health.clone(),
+        config.interval,
+    );
+    let exposition = metrics::Exposition::new(hub.clone(), health.clone());
+    let state = http::AppState {
+        hub: hub.clone(),
+        routes,
+        control: collector.control(),
+        token: config.token.as_deref().map(Arc::from),
+        registry: Arc::new(metrics::registry(exposition)),
+        health,
+        started: Instant::now(),
+        request_timeout: config.request_timeout,
+        topology: Bytes::from(serde_json::to_vec(&info)?),
+        stream_sndbuf: config.stream_sndbuf,
+    };
+    let router = http::router(state, config.max_body_bytes);
+    let limits = server::ConnLimits {
+        header_timeout: config.header_timeout,
+        max_header_bytes: config.max_header_bytes,
+    };
+    server::serve(
+        listener,
+        router,
+        hub,
+        config.max_connections,
+        limits,
+        shutdown,
+    )
+    .await;
+    collector.stop().await;
+    log::info("stopped");
+    Ok(())
+}
+
+/// `fabric serve` options.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Own an embedded simulation (the default source): a scenario file, or nothing for
+    /// the built-in looping demo.
+    #[arg(long, value_name = "SCENARIO", num_args = 0..=1, default_missing_value = "")]
+    pub sim: Option<String>,
+    /// Fabric of the simulation: a spec file or preset name.
+    #[arg(long, default_value = "fat-tree-k4", value_name = "SPEC|PRESET")]
+    pub fabric: String,
+    /// Simulated time per wall-clock second (0.001: one simulated ms per second).
+    #[arg(long, default_value_t = 0.001)]
+    pub ratio: f64,
+    /// Seed of the simulation.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Address to listen on (a non-loopback address needs a token).
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub listen: SocketAddr,
+    /// File holding the token that mutating endpoints require (or FABRIC_SERVE_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Time between snapshots (e.g. 1s, 250ms).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Most HTTP connections served at once.
+    #[arg(long, default_value_t = 256)]
+    pub max_connections: usize,
+    /// Frames kept for resuming a stream.
+    #[arg(long, default_value_t = 600)]
+    pub history: usize,
+    /// Frames a stream client may fall behind before it is dropped.
+    #[arg(long, default_value_t = 16)]
+    pub stream_lag: usize,
+    /// Kernel send buffer of a stream connection, bytes (with --stream-lag, bounds what a
+    /// slow client can hold before it is dropped).
+    #[arg(long, default_value_t = 128 * 1024)]
+    pub stream_sndbuf: usize,
+    /// Time a client has to send its request head.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+    /// Time limit of a (non-streaming) request.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+}
+
+/// `250ms`, `1s`, `2.5s`, `1m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s
+        .find(|c: char| c.is_ascii_alphabetic())
+        .map_or((s, ""), |i| s.split_at(i));
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a number with a unit (ms, s, m)"))?;
+    let secs = match unit {
+        "ms" => v / 1e3,
+        "s" => v,
+        "m" => v * 60.0,
+        _ => return Err(format!("{s:?}: unit must be ms, s or m")),
+    };
+    if !(0.0..1e9).contains(&secs) {
+        return Err(format!("{s:?}: out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn read_token(args: &Args) -> anyhow::Result<Option<String>> {
+    if let Some(p) = &args.token_file {
+        let t = std::fs::read_to_string(p)
+            .with_context(|| format!("--token-file {}: cannot read", p.display()))?;
+        return Ok(Some(t.trim().to_string()));
+    }
+    Ok(std::env::var("FABRIC_SERVE_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty()))
+}
+
+impl Args {
+    /// The configuration these options describe.
+    pub fn config(&self) -> anyhow::Result<Config> {
+        let scenario = self.sim.clone().filter(|s| !s.is_empty());
+        let mut c = Config::new(SourceSpec::Sim {
+            fabric: self.fabric.clone(),
+            scenario,
+            ratio: self.ratio,
+            seed: self.seed,
+        });
+        c.listen = self.listen;
+        c.token = read_token(self)?;
+        c.interval = self.interval;
+        c.max_connections = self.max_connections;
+        c.history = self.history;
+        c.stream_lag = self.stream_lag;
+        c.header_timeout = self.header_timeout;
+        c.stream_sndbuf = self.stream_sndbuf;
+        c.request_timeout = self.request_timeout;
+        c.validate().map_err(anyhow::Error::msg)?;
+        Ok(c)
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn signals() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => log::info("SIGINT: shutting down"),
+        _ = term.recv() => log::info("SIGTERM: shutting down"),
+    }
+}
+
+/// `fabric serve`.
+pub fn main(args: Args) -> anyhow::Result<()> {
+    // A daemon must survive a client that hangs up while it writes (hyper uses writev,
+    // which raises SIGPIPE on a closed socket); `fabric` restores the default for pipes.
+    // SAFETY: changing a signal's disposition before the runtime's threads exist.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    let config = args.config()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    rt.block_on(async move {
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("--listen {}: cannot bind", config.listen))?;
+        let addr = listener.local_addr()?;
+        // The first stdout line: scripts and tests read the port from it.
+        println!("listening on http://{addr}");
+        log::info(&format!("serving on http://{addr}"));
+        run(config, listener, signals()).await
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2.5s"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_duration("5").unwrap_err().contains("unit"));
+        assert!(parse_duration("xs").unwrap_err().contains("number"));
+        assert!(parse_duration("-1s").unwrap_err().contains("range"));
+    }
+}

@@ -1,0 +1,288 @@
+//! Helpers for tests that run the real `fabric serve` binary on a free loopback port
+//! and talk raw HTTP/1.1 to it (raw, so tests can also send what no client would).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running daemon, stopped with SIGTERM when dropped.
+pub struct Daemon {
+    pub child: Child,
+    pub addr: String,
+    pub stderr_path: PathBuf,
+    _stdout: BufReader<ChildStdout>,
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fabric-serve-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+impl Daemon {
+    /// Starts `fabric serve --listen 127.0.0.1:0 ARGS…` and waits for its address.
+    pub fn start(name: &str, args: &[&str]) -> Daemon {
+        let dir = temp_dir(name);
+        let stderr_path = dir.join("stderr.log");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fabric"))
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_path).unwrap())
+            .spawn()
+            .expect("starting fabric serve");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| {
+                let err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+                panic!("unexpected first line {line:?}; stderr: {err}")
+            })
+            .to_string();
+        let d = Daemon {
+            child,
+            addr,
+            stderr_path,
+            _stdout: out,
+        };
+        d.wait_for(
+            |d| d.get("/api/v1/telemetry").status == 200,
+            Duration::from_secs(20),
+        );
+        d
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// A request: `head` is the request line and headers without the final blank line.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+            self.addr
+        );
+        for (k, v) in headers {
+            req += &format!("{k}: {v}\r\n");
+        }
+        if !body.is_empty() || method == "POST" {
+            req += &format!("Content-Length: {}\r\n", body.len());
+        }
+        req += "\r\n";
+        let mut raw = req.into_bytes();
+        raw.extend_from_slice(body);
+        self.raw(&raw)
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.request("GET", path, &[], b"")
+    }
+
+    pub fn json(&self, path: &str) -> serde_json::Value {
+        let r = self.get(path);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        serde_json::from_slice(&r.body).unwrap_or_else(|e| panic!("{path}: {e}: {}", r.text()))
+    }
+
+    /// Sends raw bytes, reads the answer until the server closes.
+    pub fn raw(&self, bytes: &[u8]) -> Response {
+        raw(&self.addr, bytes)
+    }
+
+    pub fn wait_for(&self, mut f: impl FnMut(&Daemon) -> bool, limit: Duration) {
+        let t = Instant::now();
+        while !f(self) {
+            assert!(
+                t.elapsed() < limit,
+                "condition not met within {limit:?}; stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn health(&self) -> serde_json::Value {
+        self.json("/api/v1/health")
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let t = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(15),
+                "no exit 15 s after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Sends raw bytes to `addr`, reads the answer until the server closes.
+pub fn raw(addr: &str, bytes: &[u8]) -> Response {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(bytes).unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    Response::parse(&buf)
+}
+
+/// `GET path` on `addr`.
+pub fn http_get(addr: &str, path: &str) -> Response {
+    raw(
+        addr,
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+}
+
+/// A parsed answer.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn parse(buf: &[u8]) -> Response {
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return Response {
+                status: 0,
+                headers: Vec::new(),
+                body: buf.to_vec(),
+            };
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let raw = &buf[end + 4..];
+        let chunked = headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+        let body = if chunked { dechunk(raw) } else { raw.to_vec() };
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).to_string()
+    }
+}
+
+/// The payload of a chunked body (as much as arrived).
+pub fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(nl) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&raw[..nl]).trim(), 16).unwrap_or(0);
+        raw = &raw[nl + 2..];
+        if size == 0 {
+            break;
+        }
+        let take = size.min(raw.len());
+        out.extend_from_slice(&raw[..take]);
+        raw = &raw[take..];
+        raw = raw.strip_prefix(b"\r\n").unwrap_or(raw);
+    }
+    out
+}
+
+/// An open stream connection read line by line.
+pub struct Stream {
+    pub reader: BufReader<TcpStream>,
+    pub status: u16,
+}
+
+impl Stream {
+    pub fn open(addr: &str, path: &str) -> Stream {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut reader = BufReader::new(s);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let status = line
+            .split(' ')
+            .nth(1)
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0);
+        loop {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+        }
+        Stream { reader, status }
+    }
+
+    /// The next NDJSON line (one frame), undoing the chunked encoding.
+    pub fn next_line(&mut self) -> Option<String> {
+        let mut pending = Vec::new();
+        loop {
+            let mut size = String::new();
+            if self.reader.read_line(&mut size).ok()? == 0 {
+                return None;
+            }
+            let n = usize::from_str_radix(size.trim(), 16).ok()?;
+            if n == 0 {
+                return None;
+            }
+            let mut chunk = vec![0; n + 2];
+            self.reader.read_exact(&mut chunk).ok()?;
+            chunk.truncate(n);
+            pending.extend_from_slice(&chunk);
+            if pending.ends_with(b"\n") {
+                return Some(String::from_utf8(pending).unwrap());
+            }
+        }
+    }
+}

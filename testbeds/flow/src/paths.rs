@@ -1,0 +1,363 @@
+//! Flow paths over the routing tables, stored in one arena.
+//!
+//! A flow's path is a list of `(directed link, weight)` entries: a directed link is
+//! `2 × link + d` (`d = 0` from the link's lower end `a` toward `b`, `1` back), the weight
+//! is the share of the flow's rate that crosses it (1 for a single path; fractions when a
+//! flow is sprayed). All paths of an evaluation live in one [`PathSet`] (CSR: offsets +
+//! flat entries), so the filling loop walks contiguous memory.
+//!
+//! How a flow picks its way ([`LoadBalance`]):
+//! * **ECMP** — one path; the source NIC port (plane) and every switch's next hop are chosen
+//!   by a hash of (seed, flow id, switch), as a switch hashes a flow's 5-tuple.
+//! * **Spray** — the flow is split evenly over the usable planes of its source and, at every
+//!   switch, evenly over the live next hops: what per-packet spraying converges to.
+//! * **Adaptive** — one path per flow, flows placed in order; each takes, among its
+//!   up*/down* shortest paths, one whose most loaded link carries the fewest flows placed so
+//!   far (ties by hash): adaptive routing with an ideal view of the load, the upper bound of
+//!   what flowlet or adaptive routing can reach for long flows.
+
+use std::collections::HashMap;
+
+use topo::{Fabric, LinkId, NodeId, Routes};
+
+/// Load-balancing mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadBalance {
+    /// Flow-hashed ECMP with a seed.
+    Ecmp {
+        /// Hash seed.
+        seed: u64,
+    },
+    /// Even split over usable planes and live next hops (packet spraying).
+    Spray,
+    /// Least-loaded next hop per flow, flows placed in order.
+    Adaptive {
+        /// Seed for breaking ties.
+        seed: u64,
+    },
+}
+
+impl LoadBalance {
+    /// Parses `ecmp`, `spray`, `adaptive` (with the given seed).
+    pub fn parse(s: &str, seed: u64) -> Option<LoadBalance> {
+        match s {
+            "ecmp" => Some(LoadBalance::Ecmp { seed }),
+            "spray" => Some(LoadBalance::Spray),
+            "adaptive" => Some(LoadBalance::Adaptive { seed }),
+            _ => None,
+        }
+    }
+}
+
+/// Directed link id (see the module docs).
+#[inline]
+pub fn dlink(f: &Fabric, l: LinkId, from: NodeId) -> u32 {
+    2 * l.0 + u32::from(f.link(l).a != from)
+}
+
+/// One flow between two host NICs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    /// Source NIC.
+    pub src: NodeId,
+    /// Destination NIC.
+    pub dst: NodeId,
+    /// Id mixed into the ECMP hash (distinguishes parallel flows of one pair).
+    pub id: u64,
+}
+
+/// Paths of a set of flows in one arena.
+#[derive(Debug, Clone, Default)]
+pub struct PathSet {
+    /// `entries[off[i]..off[i + 1]]` are flow `i`'s entries.
+    pub off: Vec<u32>,
+    /// Directed link of each entry.
+    pub link: Vec<u32>,
+    /// Share of the flow's rate on that link.
+    pub weight: Vec<f64>,
+}
+
+impl PathSet {
+    /// Number of flows.
+    pub fn len(&self) -> usize {
+        self.off.len().saturating_sub(1)
+    }
+    /// True when there are no flows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Entries of flow `i`.
+    #[inline]
+    pub fn entries(&self, i: usize) -> (&[u32], &[f64]) {
+        let r = self.off[i] as usize..self.off[i + 1] as usize;
+        (&self.link[r.clone()], &self.weight[r])
+    }
+    /// True when flow `i` has no path (its endpoints cannot reach each other).
+    pub fn unroutable(&self, i: usize) -> bool {
+        self.off[i] == self.off[i + 1]
+    }
+}
+
+#[inline]
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn flow_hash(seed: u64, fl: &Flow) -> u64 {
+    mix(seed ^ mix(((fl.src.0 as u64) << 32 | fl.dst.0 as u64) ^ mix(fl.id)))
+}
+
+/// Most hops a path may take before it is declared looping (a verified up*/down* fabric
+/// needs at most 6 switch hops plus the two host links).
+const MAX_HOPS: usize = 16;
+
+/// Builds the paths of `flows` under `routes` with `lb`. `dload` (adaptive mode) is
+/// scratch of one entry per directed link.
+pub fn build(f: &Fabric, routes: &Routes, flows: &[Flow], lb: LoadBalance) -> PathSet {
+    let mut ps = PathSet {
+        off: Vec::with_capacity(flows.len() + 1),
+        link: Vec::with_capacity(flows.len() * 6),
+        weight: Vec::with_capacity(flows.len() * 6),
+    };
+    ps.off.push(0);
+    let mut spray = SprayScratch::default();
+    let mut load = match lb {
+        LoadBalance::Adaptive { .. } => vec![0f64; 2 * f.num_links()],
+        _ => Vec::new(),
+    };
+    for fl in flows {
+        let start = ps.link.len();
+        let ok = match lb {
+            LoadBalance::Ecmp { seed } => single(f, routes, fl, flow_hash(seed, fl), None, &mut ps),
+            LoadBalance::Adaptive { seed } => {
+                single(f, routes, fl, flow_hash(seed, fl), Some(&mut load), &mut ps)
+            }
+            LoadBalance::Spray => sprayed(f, routes, fl, &mut spray, &mut ps),
+        };
+        if !ok {
+            ps.link.truncate(start);
+            ps.weight.truncate(start);
+        }
+        ps.off.push(ps.link.len() as u32);
+    }
+    ps
+}
+
+/// One path: plane by hash, next hops by hash (ECMP) or least load (adaptive).
+fn single(
+    f: &Fabric,
+    routes: &Routes,
+    fl: &Flow,
+    h: u64,
+    mut load: Option<&mut Vec<f64>>,
+    ps: &mut PathSet,
+) -> bool {
+    if fl.src == fl.dst {
+        return false;
+    }
+    let Some((plane, _)) = pick_plane(routes, fl, h, load.as_deref(), f) else {
+        return false;
+    };
+    let att = f
+        .attachment(fl.src, plane)
+        .expect("usable plane has an attachment");
+    let push = |ps: &mut PathSet, d: u32, load: &mut Option<&mut Vec<f64>>| {
+        ps.link.push(d);
+        ps.weight.push(1.0);
+        if let Some(l) = load.as_deref_mut() {
+            l[d as usize] += 1.0;
+        }
+    };
+    push(ps, dlink(f, att.link, fl.src), &mut load);
+    let mut at = att.leaf;
+    let mut memo = HashMap::new();
+    for hop in 0..MAX_HOPS {
+        let nh = routes.next_hops(at, fl.dst);
+        if nh.is_empty() {
+            return false;
+        }
+        let port = match load.as_deref() {
+            None => nh[(mix(h ^ (at.0 as u64) << 8 ^ hop as u64) % nh.len() as u64) as usize],
+            Some(l) => {
+                memo.clear();
+                least_loaded(f, routes, at, fl.dst, l, h, &mut memo).1
+            }
+        };
+        let link = f.port_link(at, port);
+        push(ps, dlink(f, link, at), &mut load);
+        at = f.peer(at, port);
+        if at == fl.dst {
+            return true;
+        }
+        if f.is_host(at) {
+            return false;
+        }
+    }
+    false
+}
+
+/// Smallest bottleneck load (flows) from `at` to `dst` over the routing DAG, and the port
+/// to take; memoised per node.
+fn least_loaded(
+    f: &Fabric,
+    routes: &Routes,
+    at: NodeId,
+    dst: NodeId,
+    load: &[f64],
+    h: u64,
+    memo: &mut HashMap<u32, (f64, u16)>,
+) -> (f64, u16) {
+    if let Some(&m) = memo.get(&at.0) {
+        return m;
+    }
+    let nh = routes.next_hops(at, dst);
+    let mut best = (f64::INFINITY, u16::MAX);
+    if !nh.is_empty() {
+        let start = (mix(h ^ at.0 as u64) % nh.len() as u64) as usize;
+        for i in 0..nh.len() {
+            let p = nh[(start + i) % nh.len()];
+            let d = dlink(f, f.port_link(at, p), at) as usize;
+            let peer = f.peer(at, p);
+            let rest = if peer == dst {
+                0.0
+            } else if f.is_host(peer) {
+                f64::INFINITY
+            } else {
+                least_loaded(f, routes, peer, dst, load, h, memo).0
+            };
+            let b = load[d].max(rest);
+            if b < best.0 || best.1 == u16::MAX {
+                best = (b, p);
+            }
+        }
+    }
+    memo.insert(at.0, best);
+    best
+}
+
+fn pick_plane(
+    routes: &Routes,
+    fl: &Flow,
+    h: u64,
+    load: Option<&Vec<f64>>,
+    f: &Fabric,
+) -> Option<(u16, u16)> {
+    match load {
+        None => routes.pick_host_port(fl.src, fl.dst, h),
+        Some(l) => routes.host_ports(fl.src, fl.dst).min_by(|a, b| {
+            let la = l[dlink(f, f.attachment(fl.src, a.0).unwrap().link, fl.src) as usize];
+            let lb = l[dlink(f, f.attachment(fl.src, b.0).unwrap().link, fl.src) as usize];
+            la.total_cmp(&lb)
+        }),
+    }
+}
+
+#[derive(Debug, Default)]
+struct SprayScratch {
+    cur: Vec<(u32, f64)>,
+    next: Vec<(u32, f64)>,
+    out: Vec<(u32, f64)>,
+}
+
+/// Fractions: even over usable planes, then even over live next hops at every switch,
+/// merged per node level by level.
+fn sprayed(f: &Fabric, routes: &Routes, fl: &Flow, s: &mut SprayScratch, ps: &mut PathSet) -> bool {
+    if fl.src == fl.dst {
+        return false;
+    }
+    let planes: Vec<(u16, u16)> = routes.host_ports(fl.src, fl.dst).collect();
+    if planes.is_empty() {
+        return false;
+    }
+    s.cur.clear();
+    s.out.clear();
+    let share = 1.0 / planes.len() as f64;
+    for (p, _) in planes {
+        let att = f
+            .attachment(fl.src, p)
+            .expect("usable plane has an attachment");
+        s.out.push((dlink(f, att.link, fl.src), share));
+        s.cur.push((att.leaf.0, share));
+    }
+    for _ in 0..MAX_HOPS {
+        s.next.clear();
+        for &(v, w) in &s.cur {
+            let v = NodeId(v);
+            let nh = routes.next_hops(v, fl.dst);
+            if nh.is_empty() {
+                return false;
+            }
+            let part = w / nh.len() as f64;
+            for &p in nh {
+                s.out.push((dlink(f, f.port_link(v, p), v), part));
+                let peer = f.peer(v, p);
+                if peer != fl.dst {
+                    if f.is_host(peer) {
+                        return false;
+                    }
+                    s.next.push((peer.0, part));
+                }
+            }
+        }
+        if s.next.is_empty() {
+            s.out.sort_unstable_by_key(|e| e.0);
+            merge_into(&s.out, ps);
+            return true;
+        }
+        s.next.sort_unstable_by_key(|e| e.0);
+        s.cur.clear();
+        for &(v, w) in &s.next {
+            match s.cur.last_mut() {
+                Some(last) if last.0 == v => last.1 += w,
+                _ => s.cur.push((v, w)),
+            }
+        }
+    }
+    false
+}
+
+fn merge_into(sorted: &[(u32, f64)], ps: &mut PathSet) {
+    let start = ps.link.len();
+    for &(d, w) in sorted {
+        if ps.link.len() > start && *ps.link.last().unwrap() == d {
+            *ps.weight.last_mut().unwrap() += w;
+        } else {
+            ps.link.push(d);
+            ps.weight.push(w);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topo::{Rate, generators};
+
+    #[test]
+    fn ecmp_path_is_a_chain_and_spray_conserves_weight() {
+        let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
+        let r = Routes::compute(&f);
+        let flows = [Flow {
+            src: NodeId(0),
+            dst: NodeId(15),
+            id: 0,
+        }];
+        let e = build(&f, &r, &flows, LoadBalance::Ecmp { seed: 1 });
+        assert_eq!(e.entries(0).0.len(), 6); // host, leaf-agg, agg-core, core-agg, agg-leaf, host
+        let s = build(&f, &r, &flows, LoadBalance::Spray);
+        let (links, w) = s.entries(0);
+        // 1 + 2 + 4 + 4 + 2 + 1 directed links, each hop level carries weight 1 in total
+        assert_eq!(links.len(), 14);
+        assert!((w.iter().sum::<f64>() - 6.0).abs() < 1e-12);
+        let same = [Flow {
+            src: NodeId(3),
+            dst: NodeId(3),
+            id: 0,
+        }];
+        assert!(build(&f, &r, &same, LoadBalance::Spray).unroutable(0));
+    }
+}

@@ -1,0 +1,310 @@
+//! Traffic patterns and how their completion time and bus bandwidth follow from the flow
+//! rates.
+//!
+//! Every pattern turns into flows between host NICs plus a rule that maps the max-min
+//! rates to a completion time for `bytes` per rank. Bus bandwidth follows the nccl-tests
+//! definitions (NVIDIA nccl-tests, `doc/PERFORMANCE.md`): all-reduce
+//! `busbw = algbw × 2(n−1)/n`, all-to-all `busbw = algbw × (n−1)/n`, with
+//! `algbw = bytes / time`. This is a bandwidth model: per-step latency is not modelled,
+//! so small messages, where latency dominates, are out of its scope.
+//!
+//! * **Ring all-reduce** — rank `i` sends to rank `i+1`; `2(n−1)` steps of `bytes/n` each,
+//!   all gated by the slowest flow: `time = 2(n−1)/n × bytes / min rate`, so
+//!   `busbw = min rate`.
+//! * **Tree all-reduce** — NCCL's double binary tree (Sanders, Speck, Träff 2009): two
+//!   trees over the ranks, each carrying half the data, pipelined reduce up and broadcast
+//!   down; every tree edge carries `bytes/2` each way: `time = max over trees of
+//!   (bytes/2) / min rate of its edges`.
+//! * **Hierarchical all-reduce** — ranks grouped by scale-up domain: reduce-scatter and
+//!   all-gather inside the domain over scale-up links (`2(g−1)/g × bytes / B_su`, g GPUs
+//!   per domain), and between domains one ring per rail (the `j`-th NIC of every domain),
+//!   each all-reducing `bytes / m` (m NICs per domain): `2(D−1)/D × (bytes/m) / min rate`.
+//!   The two phases are pipelined chunk by chunk (as NCCL's rings and trees overlap
+//!   NVLink and network steps), so the time is the larger of the two.
+//! * **Permutation** — each rank sends `bytes` to one other (random derangement with a
+//!   seed); **all-to-all** — each rank sends `bytes/(n−1)` to every other; **incast** — each
+//!   sender sends `bytes` to one receiver. Their completion time comes from a fluid
+//!   simulation: rates are re-filled every time a flow finishes.
+
+use topo::{Fabric, NodeId};
+
+use crate::paths::Flow;
+
+/// A traffic pattern over host NICs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pattern {
+    /// Random derangement of the hosts (seeded).
+    Permutation {
+        /// Participating NICs.
+        hosts: Vec<NodeId>,
+        /// Seed of the derangement.
+        seed: u64,
+    },
+    /// Every host to every other.
+    AllToAll {
+        /// Participating NICs.
+        hosts: Vec<NodeId>,
+    },
+    /// Ring all-reduce in rank order.
+    RingAllReduce {
+        /// NICs in ring order.
+        ranks: Vec<NodeId>,
+    },
+    /// Double-binary-tree all-reduce over ranks in this order.
+    TreeAllReduce {
+        /// NICs in rank order.
+        ranks: Vec<NodeId>,
+    },
+    /// Scale-up inside domains, rail-aligned rings between domains.
+    Hierarchical {
+        /// NICs of the job (any order; grouped by domain and rail here).
+        ranks: Vec<NodeId>,
+        /// Scale-up bandwidth per GPU, one direction (bits/s).
+        scale_up_bps: f64,
+    },
+    /// Many senders to one receiver.
+    Incast {
+        /// Senders.
+        senders: Vec<NodeId>,
+        /// Receiver.
+        receiver: NodeId,
+    },
+}
+
+/// How a pattern's completion time follows from rates.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Timing {
+    /// All flows gated by the slowest: `time = max(fixed × bytes, factor × bytes × 8 / min
+    /// rate)`, with the min taken per group of flows (`groups[i]` of flow i) and the max
+    /// over groups.
+    Gated {
+        /// Multiplier of bytes (e.g. 2(n−1)/n for a ring).
+        factor: f64,
+        /// Group of each flow (all 0 for one ring).
+        groups: Vec<u32>,
+        /// Time per byte of the phases outside the fabric (scale-up), seconds; they overlap
+        /// the fabric phase, so the completion time is the larger of the two.
+        fixed_s_per_byte: f64,
+    },
+    /// Flows of `bytes[i]` each, completion by fluid simulation.
+    Fluid {
+        /// Bytes of each flow.
+        bytes: Vec<f64>,
+    },
+}
+
+/// Flows, timing rule and the bus-bandwidth factor of a pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expanded {
+    /// The flows.
+    pub flows: Vec<Flow>,
+    /// Completion rule.
+    pub timing: Timing,
+    /// `busbw = bytes / time × bus_factor`.
+    pub bus_factor: f64,
+    /// Ranks (GPUs for hierarchical collectives, else NICs).
+    pub ranks: usize,
+}
+
+fn ring_flows(ranks: &[NodeId], flows: &mut Vec<Flow>, groups: &mut Vec<u32>, g: u32) {
+    let n = ranks.len();
+    if n < 2 {
+        return;
+    }
+    for i in 0..n {
+        flows.push(Flow {
+            src: ranks[i],
+            dst: ranks[(i + 1) % n],
+            id: g as u64,
+        });
+        groups.push(g);
+    }
+}
+
+/// Parent of rank i (0-based) in a binary tree laid out in-order over `n` ranks: the
+/// tree of NCCL's `ncclGetBtree`, where the root is the highest power of two ≤ n.
+fn btree_edges(n: usize) -> Vec<(usize, usize)> {
+    // Build an in-order balanced tree recursively over [lo, hi).
+    fn rec(lo: usize, hi: usize, parent: Option<usize>, out: &mut Vec<(usize, usize)>) {
+        if lo >= hi {
+            return;
+        }
+        let mid = lo + (hi - lo) / 2;
+        if let Some(p) = parent {
+            out.push((mid, p));
+        }
+        rec(lo, mid, Some(mid), out);
+        rec(mid + 1, hi, Some(mid), out);
+    }
+    let mut out = Vec::new();
+    rec(0, n, None, &mut out);
+    out
+}
+
+impl Pattern {
+    /// Flows and timing of the pattern on fabric `f`.
+    pub fn expand(&self, f: &Fabric) -> Expanded {
+        let mut flows = Vec::new();
+        let mut groups = Vec::new();
+        match self {
+            Pattern::RingAllReduce { ranks } => {
+                ring_flows(ranks, &mut flows, &mut groups, 0);
+                let n = ranks.len() as f64;
+                Expanded {
+                    flows,
+                    timing: Timing::Gated {
+                        factor: 2.0 * (n - 1.0) / n,
+                        groups,
+                        fixed_s_per_byte: 0.0,
+                    },
+                    bus_factor: 2.0 * (n - 1.0) / n,
+                    ranks: ranks.len(),
+                }
+            }
+            Pattern::TreeAllReduce { ranks } => {
+                let n = ranks.len();
+                for (t, shift) in [(0u32, 0usize), (1, 1)] {
+                    // tree 1 is tree 0 shifted by one rank (NCCL mirrors/shifts so that
+                    // leaves of one tree are inner nodes of the other).
+                    for (c, p) in btree_edges(n) {
+                        let (c, p) = (ranks[(c + shift) % n], ranks[(p + shift) % n]);
+                        for (a, b) in [(c, p), (p, c)] {
+                            flows.push(Flow {
+                                src: a,
+                                dst: b,
+                                id: t as u64,
+                            });
+                            groups.push(t);
+                        }
+                    }
+                }
+                let nf = n as f64;
+                Expanded {
+                    flows,
+                    timing: Timing::Gated {
+                        factor: 0.5,
+                        groups,
+                        fixed_s_per_byte: 0.0,
+                    },
+                    bus_factor: 2.0 * (nf - 1.0) / nf,
+                    ranks: n,
+                }
+            }
+            Pattern::Hierarchical {
+                ranks,
+                scale_up_bps,
+            } => hierarchical(f, ranks, *scale_up_bps),
+            Pattern::Permutation { hosts, seed } => {
+                let n = hosts.len();
+                let perm = derangement(n, *seed);
+                for (i, &j) in perm.iter().enumerate() {
+                    flows.push(Flow {
+                        src: hosts[i],
+                        dst: hosts[j],
+                        id: 0,
+                    });
+                }
+                fluid(flows, 1.0, 1.0, n)
+            }
+            Pattern::AllToAll { hosts } => {
+                let n = hosts.len();
+                for &a in hosts {
+                    for &b in hosts {
+                        if a != b {
+                            flows.push(Flow {
+                                src: a,
+                                dst: b,
+                                id: 0,
+                            });
+                        }
+                    }
+                }
+                let per = 1.0 / (n.max(2) - 1) as f64;
+                fluid(flows, per, (n as f64 - 1.0) / n as f64, n)
+            }
+            Pattern::Incast { senders, receiver } => {
+                for &s in senders {
+                    flows.push(Flow {
+                        src: s,
+                        dst: *receiver,
+                        id: 0,
+                    });
+                }
+                let n = senders.len();
+                fluid(flows, 1.0, n as f64, n + 1)
+            }
+        }
+    }
+}
+
+fn fluid(flows: Vec<Flow>, share: f64, bus_factor: f64, ranks: usize) -> Expanded {
+    let bytes = vec![share; flows.len()];
+    Expanded {
+        flows,
+        timing: Timing::Fluid { bytes },
+        bus_factor,
+        ranks,
+    }
+}
+
+/// A derangement of 0..n (no fixed point for n ≥ 2): Sattolo's algorithm gives a single
+/// n-cycle; it is seeded with SplitMix64.
+pub fn derangement(n: usize, seed: u64) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    let mut rng = topo::failures::SplitMix64(seed);
+    for i in (1..n).rev() {
+        let j = (rng.next_u64() % i as u64) as usize;
+        p.swap(i, j);
+    }
+    p
+}
+
+fn hierarchical(f: &Fabric, ranks: &[NodeId], scale_up_bps: f64) -> Expanded {
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    // domains in order of first appearance (sorted ids keep topology order)
+    let mut domains: Vec<(u32, Vec<NodeId>)> = Vec::new();
+    for &h in &sorted {
+        let d = f.scale_up_domain_of(h);
+        match domains.last_mut() {
+            Some((dd, v)) if *dd == d => v.push(h),
+            _ => domains.push((d, vec![h])),
+        }
+    }
+    let lay = f.host_layout();
+    let nd = domains.len();
+    let m = domains.iter().map(|d| d.1.len()).min().unwrap_or(1).max(1);
+    let g = (lay.scale_up_domain.max(1) as f64).min(
+        // a job smaller than a domain uses only its servers' GPUs
+        (sorted.len() as f64 / lay.nics_per_server.max(1) as f64) * lay.gpus_per_server as f64,
+    );
+    let gpus =
+        (sorted.len() as f64 / lay.nics_per_server.max(1) as f64) * lay.gpus_per_server as f64;
+    let mut flows = Vec::new();
+    let mut groups = Vec::new();
+    for rail in 0..m {
+        let ring: Vec<NodeId> = domains.iter().map(|d| d.1[rail]).collect();
+        ring_flows(&ring, &mut flows, &mut groups, rail as u32);
+    }
+    let fixed_s_per_byte = if g > 1.0 && scale_up_bps > 0.0 {
+        2.0 * (g - 1.0) / g * 8.0 / scale_up_bps
+    } else {
+        0.0
+    };
+    let d = nd as f64;
+    Expanded {
+        flows,
+        timing: Timing::Gated {
+            factor: if nd > 1 {
+                2.0 * (d - 1.0) / d / m as f64
+            } else {
+                0.0
+            },
+            groups,
+            fixed_s_per_byte,
+        },
+        bus_factor: 2.0 * (gpus - 1.0) / gpus.max(1.0),
+        ranks: gpus as usize,
+    }
+}

@@ -1,0 +1,366 @@
+//! The flow model against the packet simulator (`sim`) on the same fabric, workload,
+//! load balancing and failures: bus bandwidth within 10 % where the simulator's flows are
+//! bandwidth-bound. Run optimised: `cargo test -p flow-model --profile ci --test faithfulness`.
+//!
+//! * The workload is compiled once by `scenario`; the model takes the simulator's flows
+//!   (same endpoints, sizes and dependencies). Dependent flows (the steps of a ring
+//!   all-reduce) are evaluated level by level: each level's flows finish (fluid
+//!   re-filling) before the next starts.
+//! * **ECMP**: the model follows the simulator's own hash choices (its per-flow hash and
+//!   per-switch salt, reproduced here from `scenario::rng::mix64`), so both see the same
+//!   collisions; the model's own seeded hash would give different, equally random ones.
+//! * **Spray**: the model splits evenly over live next hops; the simulator sprays packets
+//!   over 128 entropy values.
+//! * Failures are applied before traffic starts (routing has converged): the question
+//!   is the bandwidth of the degraded fabric, not the transient.
+
+use cc_algos::Rate as CcRate;
+use flow_model::LoadBalance;
+use flow_model::eval::{Evaluator, capacities};
+use flow_model::paths::{self, Flow, PathSet, dlink};
+use scenario::rng::mix64;
+use scenario::{CompileCtx, Scenario, Workplan};
+use sim::{LbScheme, Sim, SimConfig};
+use topo::{Fabric, NodeId, Rate, Routes, generators};
+
+const ECMP_SEED: u64 = 0x5EED; // SimConfig::default().ecmp_seed
+
+/// The simulator's ECMP path of a flow (engine.rs: flow hash, host port pin, per-switch salt).
+fn sim_ecmp_path(f: &Fabric, routes: &Routes, src: u32, dst: u32, id: u32, ps: &mut PathSet) {
+    let hash =
+        mix64((src as u64) << 32 ^ dst as u64 ^ mix64(id as u64 ^ ECMP_SEED.rotate_left(17)));
+    let (s, d) = (NodeId(src), NodeId(dst));
+    let port = (hash % f.degree(s) as u64) as u16;
+    let mut link = f.port_link(s, port);
+    ps.link.push(dlink(f, link, s));
+    ps.weight.push(1.0);
+    let mut at = f.peer(s, port);
+    while at != d {
+        let hops = routes.next_hops(at, d);
+        assert!(!hops.is_empty(), "no route at {at} toward {d}");
+        let salt = mix64((at.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ECMP_SEED);
+        let h = mix64(hash ^ salt);
+        let p = if hops.len() == 1 {
+            hops[0]
+        } else {
+            hops[((h as u128 * hops.len() as u128) >> 64) as usize]
+        };
+        link = f.port_link(at, p);
+        ps.link.push(dlink(f, link, at));
+        ps.weight.push(1.0);
+        at = f.peer(at, p);
+    }
+    ps.off.push(ps.link.len() as u32);
+}
+
+/// Entropy values a sprayed flow cycles through (SimConfig::default().evs).
+const EVS: u64 = 128;
+
+/// The simulator's oblivious spraying as a weighted split: a host shares a flow evenly
+/// over its ports (every port pulls from every active flow); inside the fabric a packet
+/// with entropy value `ev` takes the next hop hashed from (flow, switch salt, ev), and the
+/// flow cycles through `EVS` values, so each path carries the share of values that hash
+/// onto it — not an exactly even split.
+fn sim_spray_path(f: &Fabric, routes: &Routes, src: u32, dst: u32, id: u32, ps: &mut PathSet) {
+    let hash =
+        mix64((src as u64) << 32 ^ dst as u64 ^ mix64(id as u64 ^ ECMP_SEED.rotate_left(17)));
+    let (s, d) = (NodeId(src), NodeId(dst));
+    let planes: Vec<u16> = routes.host_ports(s, d).map(|(p, _)| p).collect();
+    let share = 1.0 / planes.len() as f64;
+    let mut out: Vec<(u32, f64)> = Vec::new();
+    for p in planes {
+        let att = f.attachment(s, p).unwrap();
+        out.push((dlink(f, att.link, s), share));
+        for ev in 0..EVS {
+            let mut at = att.leaf;
+            while at != d {
+                let hops = routes.next_hops(at, d);
+                let salt = mix64((at.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ECMP_SEED);
+                let h = mix64(hash ^ salt ^ (ev + 1).wrapping_mul(0xA24B_AED4_963E_E407));
+                let port = if hops.len() == 1 {
+                    hops[0]
+                } else {
+                    hops[((h as u128 * hops.len() as u128) >> 64) as usize]
+                };
+                out.push((dlink(f, f.port_link(at, port), at), share / EVS as f64));
+                at = f.peer(at, port);
+            }
+        }
+    }
+    out.sort_by_key(|e| e.0);
+    for (l, w) in out {
+        if ps.link.len() > *ps.off.last().unwrap() as usize && *ps.link.last().unwrap() == l {
+            *ps.weight.last_mut().unwrap() += w;
+        } else {
+            ps.link.push(l);
+            ps.weight.push(w);
+        }
+    }
+    ps.off.push(ps.link.len() as u32);
+}
+
+/// How the model splits a sprayed flow.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Split {
+    /// The simulator's own hash choices (ECMP path; spraying's per-entropy-value paths).
+    SimHash,
+    /// The model's `LoadBalance::Spray`: exactly even over live next hops.
+    Even,
+}
+
+/// Model completion time (s) of a plan's flows, dependency level by level, and the
+/// finish time of every flow of the first level.
+fn model_time(
+    f: &Fabric,
+    routes: &Routes,
+    plan: &Workplan,
+    lb: LbScheme,
+    split: Split,
+) -> (f64, Vec<f64>) {
+    let n = plan.flows.len();
+    let mut depth = vec![0usize; n];
+    for fl in &plan.flows {
+        depth[fl.id as usize] = fl
+            .after
+            .iter()
+            .map(|&a| depth[a as usize] + 1)
+            .max()
+            .unwrap_or(0);
+    }
+    let levels = depth.iter().max().map_or(0, |d| d + 1);
+    let cap = capacities(f, routes);
+    let mut ev = Evaluator::default();
+    let mut total = 0.0;
+    let mut first = Vec::new();
+    for lv in 0..levels {
+        let flows: Vec<_> = plan
+            .flows
+            .iter()
+            .filter(|fl| depth[fl.id as usize] == lv)
+            .collect();
+        let ps = match (split, lb) {
+            (Split::Even, LbScheme::Spray) => {
+                let fs: Vec<Flow> = flows
+                    .iter()
+                    .map(|fl| Flow {
+                        src: NodeId(fl.src),
+                        dst: NodeId(fl.dst),
+                        id: fl.id as u64,
+                    })
+                    .collect();
+                paths::build(f, routes, &fs, LoadBalance::Spray)
+            }
+            _ => {
+                let mut ps = PathSet {
+                    off: vec![0],
+                    ..Default::default()
+                };
+                for fl in &flows {
+                    if lb == LbScheme::Ecmp {
+                        sim_ecmp_path(f, routes, fl.src, fl.dst, fl.id, &mut ps);
+                    } else {
+                        sim_spray_path(f, routes, fl.src, fl.dst, fl.id, &mut ps);
+                    }
+                }
+                ps
+            }
+        };
+        let bits: Vec<f64> = flows
+            .iter()
+            .map(|fl| fl.size.expect("sized flows").0 as f64 * 8.0)
+            .collect();
+        let fin = ev.finish_times(&ps, &cap, &bits, None);
+        total += fin.iter().copied().fold(0.0, f64::max);
+        if lv == 0 {
+            first = fin;
+        }
+    }
+    (total, first)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+struct Case {
+    name: &'static str,
+    fabric: Fabric,
+    workload: String,
+    failures: usize,
+}
+
+/// One comparison: bus bandwidth (Gb/s) and the median flow's throughput (Gb/s, first
+/// dependency level) in the simulator and in the model.
+#[derive(Debug)]
+struct Outcome {
+    sim: f64,
+    /// With the simulator's hash choices.
+    model: f64,
+    /// With `LoadBalance::Spray` (exactly even split; for ECMP, the same as `model`).
+    model_even: f64,
+    sim_median_flow: f64,
+    model_median_flow: f64,
+}
+
+/// Runs one case under one scheme.
+fn compare(c: &Case, lb: LbScheme) -> Outcome {
+    let f = &c.fabric;
+    let mut routes = Routes::compute(f);
+    let failed = topo::failures::random_links(f, c.failures, 11);
+    let mut text = c.workload.clone();
+    for &l in &failed {
+        let link = f.link(l);
+        text.push_str(&format!(
+            "\n[[failure]]\nat = \"0us\"\nlink = [{}, {}]\ndetect = \"1us\"\n",
+            link.a.0, link.b.0
+        ));
+    }
+    routes.fail_links(f, &failed);
+    let plan = Scenario::from_toml_str(&text, c.name)
+        .unwrap()
+        .compile(&CompileCtx::new(f.num_hosts() as u32, CcRate::gbps(100), 1))
+        .unwrap();
+    let cfg = SimConfig {
+        lb,
+        ..SimConfig::default()
+    };
+    let r = Sim::from_fabric(f, cfg, &plan).unwrap().run();
+    let g = &r.groups[0];
+    assert_eq!(g.unfinished, 0, "{}: unfinished flows", c.name);
+    let t_sim = (g.end_us.unwrap() - g.start_us) * 1e-6;
+    let busbw_sim = g.busbw_gbps.unwrap();
+    let (t_model, fin) = model_time(f, &routes, &plan, lb, Split::SimHash);
+    let (t_even, _) = model_time(f, &routes, &plan, lb, Split::Even);
+    let level0: Vec<&sim::results::FlowResult> = r
+        .flows
+        .iter()
+        .filter(|fl| plan.flows[fl.id as usize].after.is_empty())
+        .collect();
+    let sim_median_flow = median(
+        level0
+            .iter()
+            .map(|fl| fl.size.unwrap() as f64 * 8.0 / fl.fct_us.unwrap() / 1e3)
+            .collect(),
+    );
+    let model_median_flow = median(
+        level0
+            .iter()
+            .zip(&fin)
+            .map(|(fl, &t)| fl.size.unwrap() as f64 * 8.0 / t / 1e9)
+            .collect(),
+    );
+    Outcome {
+        sim: busbw_sim,
+        model: busbw_sim * t_sim / t_model,
+        model_even: busbw_sim * t_sim / t_even,
+        sim_median_flow,
+        model_median_flow,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let k8 = || generators::fat_tree(8, Rate::gbps(100)).unwrap();
+    let two_plane = || {
+        generators::multi_plane_spec(generators::leaf_spine_spec(8, 4, 8, 1, Rate::gbps(100)), 2)
+            .build("two-plane")
+            .unwrap()
+    };
+    // 16 ranks spread over the fabric (every `step`-th host), so ring hops cross leaves
+    let ring = |step: usize| {
+        let spread: Vec<String> = (0..16).map(|i| (i * step).to_string()).collect();
+        format!(
+            "[[workload]]\nkind = \"ring_allreduce\"\nhosts = [{}]\nsize = \"32MB\"\nstart = \"10us\"\n",
+            spread.join(", ")
+        )
+    };
+    let perm = |size: &str| {
+        format!("[[workload]]\nkind = \"permutation\"\nsize = \"{size}\"\nstart = \"10us\"\n")
+    };
+    let a2a = "[[workload]]\nkind = \"all_to_all\"\nhosts = \"0..32\"\nsize = \"128KB\"\nstart = \"10us\"\n".to_string();
+    vec![
+        Case {
+            name: "k8 permutation",
+            fabric: k8(),
+            workload: perm("2MB"),
+            failures: 0,
+        },
+        Case {
+            name: "k8 permutation, 8 links down",
+            fabric: k8(),
+            workload: perm("2MB"),
+            failures: 8,
+        },
+        Case {
+            name: "k8 all-to-all 32 hosts",
+            fabric: k8(),
+            workload: a2a.clone(),
+            failures: 0,
+        },
+        Case {
+            name: "k8 all-to-all, 8 links down",
+            fabric: k8(),
+            workload: a2a,
+            failures: 8,
+        },
+        Case {
+            name: "k8 ring all-reduce 16 ranks",
+            fabric: k8(),
+            workload: ring(8),
+            failures: 0,
+        },
+        Case {
+            name: "k8 ring all-reduce, 8 links down",
+            fabric: k8(),
+            workload: ring(8),
+            failures: 8,
+        },
+        Case {
+            name: "k16 permutation",
+            fabric: generators::fat_tree(16, Rate::gbps(100)).unwrap(),
+            workload: perm("2MB"),
+            failures: 0,
+        },
+        Case {
+            name: "2-plane leaf-spine permutation",
+            fabric: two_plane(),
+            workload: perm("2MB"),
+            failures: 0,
+        },
+        Case {
+            name: "2-plane leaf-spine ring",
+            fabric: two_plane(),
+            workload: ring(4),
+            failures: 4,
+        },
+    ]
+}
+
+#[test]
+fn bus_bandwidth_within_10_percent_of_the_packet_simulator() {
+    let mut bad = Vec::new();
+    for c in cases() {
+        for lb in [LbScheme::Ecmp, LbScheme::Spray] {
+            let o = compare(&c, lb);
+            let err = o.model / o.sim - 1.0;
+            let med = o.model_median_flow / o.sim_median_flow - 1.0;
+            eprintln!(
+                "{:34} {:5} busbw sim {:7.2} model {:7.2} Gb/s {:+6.1} % (even split {:7.2}) | median flow sim {:6.2} model {:6.2} Gb/s {:+6.1} %",
+                c.name,
+                lb.to_string(),
+                o.sim,
+                o.model,
+                100.0 * err,
+                o.model_even,
+                o.sim_median_flow,
+                o.model_median_flow,
+                100.0 * med
+            );
+            let ok = err.abs() <= 0.10;
+            if !ok {
+                bad.push(format!("{} / {lb}: {o:?}", c.name));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "outside the bounds: {bad:#?}");
+}

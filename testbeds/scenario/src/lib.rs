@@ -1,0 +1,1565 @@
+//! `scenario`: one description of a workload that both the packet simulator
+//! (the simulator (crate `sim`)) and the veth testbeds run, so their results can be compared.
+//!
+//! A scenario is a TOML file: a list of `[[workload]]` tables (incast, permutation,
+//! all-to-all, ring/tree all-reduce, fairness, victim flow, Poisson arrivals,
+//! explicit flows, htsim connection matrices), optional `[[failure]]` tables
+//! (a link or switch going down at a time, re-routed after a detection delay) and
+//! optional `[network]` overrides. [`Scenario::compile`] turns it into a
+//! [`Workplan`]: a flat list of [`FlowSpec`]s over host indices `0..n`, with start
+//! times or dependencies (collective phases), that a driver executes.
+//!
+//! Layout: [`units`] (sizes, times, rates, host sets), [`cm`] (htsim `.cm` files),
+//! this file (the file format and the compiler).
+//!
+//! ```
+//! use scenario::{Scenario, CompileCtx};
+//! use cc_algos::Rate;
+//! let s = Scenario::from_toml_str(r#"
+//!     name = "incast"
+//!     [[workload]]
+//!     kind = "incast"
+//!     senders = "1..16"
+//!     receiver = 0
+//!     size = "2MB"
+//! "#, "example.toml").unwrap();
+//! let plan = s.compile(&CompileCtx::new(16, Rate::gbps(100), 1)).unwrap();
+//! assert_eq!(plan.flows.len(), 15);
+//! assert!(plan.flows.iter().all(|f| f.dst == 0));
+//! ```
+
+pub mod cm;
+pub mod rng;
+pub mod units;
+
+use crate::rng::Rng;
+use cc_algos::{Bytes, Duration, Instant, Rate};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use units::{HostSet, de_opt_size, de_opt_time, de_size, de_time};
+
+/// Errors from reading or compiling a scenario.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("{file}: cannot read: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or does not match the scenario schema.
+    #[error("{file}: {message}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// Parser message, with line and column.
+        message: String,
+    },
+    /// A field has a value that is well-formed but not usable.
+    #[error("{file}: {field}: {message}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// Path of the field, e.g. `workload[2].receiver`.
+        field: String,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+    /// A line of an htsim connection matrix is malformed.
+    #[error("{file}:{line}: {message}")]
+    ConnectionMatrix {
+        /// The file.
+        file: String,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+}
+
+/// Result alias for this module.
+pub type Result<T> = std::result::Result<T, ScenarioError>;
+
+/// A workload file, as written by a user.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name, shown in reports.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Free text.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Simulated time at which the run stops even if flows are unfinished.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub stop: Option<Duration>,
+    /// Seed for the random parts of the workload (permutations, arrivals).
+    /// Defaults to the run's seed.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Network settings this scenario needs (override the driver's defaults).
+    #[serde(default)]
+    pub network: NetworkOverrides,
+    /// The workloads, run side by side.
+    #[serde(default, rename = "workload")]
+    pub workloads: Vec<Workload>,
+    /// Failures during the run.
+    #[serde(default, rename = "failure")]
+    pub failures: Vec<Failure>,
+    /// Where the file was read from (for messages and relative paths).
+    #[serde(skip)]
+    pub origin: String,
+    /// Directory relative paths (connection matrices) are resolved against.
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
+}
+
+/// Network settings a scenario may pin. Every field is optional; unset fields
+/// keep the driver's defaults (and command-line flags win over both).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkOverrides {
+    /// Payload bytes per packet (default 4096).
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub mtu: Option<Bytes>,
+    /// Shared buffer per switch.
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub buffer: Option<Bytes>,
+    /// Enable PFC on the lossless priorities.
+    #[serde(default)]
+    pub pfc: Option<bool>,
+    /// PFC XOFF threshold per ingress port and priority.
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub pfc_xoff: Option<Bytes>,
+    /// PFC XON threshold per ingress port and priority.
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub pfc_xon: Option<Bytes>,
+    /// ECN marking: queue depth where marking starts.
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub ecn_kmin: Option<Bytes>,
+    /// ECN marking: queue depth where the probability reaches `ecn_pmax`.
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub ecn_kmax: Option<Bytes>,
+    /// ECN marking probability at `ecn_kmax`.
+    #[serde(default)]
+    pub ecn_pmax: Option<f64>,
+    /// Trim packets (UEC) instead of dropping them when a queue exceeds this depth.
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub trim_threshold: Option<Bytes>,
+    /// Propagation delay of every link (default 500 ns).
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub link_delay: Option<Duration>,
+}
+
+fn default_priority() -> u8 {
+    0
+}
+fn one() -> u32 {
+    1
+}
+
+/// One workload. `kind` selects the variant; all times are relative to the start
+/// of the run; `priority` (0–7, default 0) is the traffic class.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Workload {
+    /// N senders to one receiver, all starting at once.
+    Incast {
+        /// Name in reports.
+        #[serde(default)]
+        name: Option<String>,
+        /// The senders.
+        senders: HostSet,
+        /// The receiver.
+        receiver: u32,
+        /// Bytes per sender.
+        #[serde(deserialize_with = "de_size")]
+        size: Bytes,
+        /// Start time.
+        #[serde(default, deserialize_with = "de_time")]
+        start: Duration,
+        /// Traffic class.
+        #[serde(default = "default_priority")]
+        priority: u8,
+    },
+    /// Every host sends to one other host, each host receiving exactly once
+    /// (a random derangement drawn from the scenario seed).
+    Permutation {
+        /// Name in reports.
+        #[serde(default)]
+        name: Option<String>,
+        /// Participating hosts (default all).
+        #[serde(default)]
+        hosts: HostSet,
+        /// Bytes per flow.
+        #[serde(deserialize_with = "de_size")]
+        size: Bytes,
+        /// Start time.
+        #[serde(default, deserialize_with = "de_time")]
+        start: Duration,
+        /// Traffic class.
+        #[serde(default = "default_priority")]
+        priority: u8,
+    },
+    /// Every host sends `size` to every other host (MoE dispatch).
+    AllToAll {
+        /// Name in reports.
+        #[serde(default)]
+        name: Option<String>,
+        /// Participating hosts (default all).
+        #[serde(default)]
+        hosts: HostSet,
+        /// Bytes per (source, destination) pair.
+        #[serde(deserialize_with = "de_size")]
+        size: Bytes,
+        /// Start time.
+        #[serde(default, deserialize_with = "de_time")]
+        start: Duration,
+        /// Traffic class.
+        #[serde(default = "default_priority")]
+        priority: u8,
+    },
+    /// Ring all-reduce of a `size`-byte buffer on each rank: 2(n−1) steps, each
+    /// rank sending `size/n` to its ring successor, a step starting when the
+    /// rank has received the previous step's chunk (reduce-scatter, then all-gather).
+    RingAllreduce {
+        /// Name in reports.
+        #[serde(default)]
+        name: Option<String>,
+        /// Ranks, in order (default all hosts).
+        #[serde(default)]
+        hosts: HostSet,
+        /// Buffer size per rank.
+        #[serde(deserialize_with = "de_size")]
+        size: Bytes,
+        /// Ring successor of rank i is rank (i + stride) mod n (default 1); a
+        /// stride of the hosts-per-leaf makes every ring hop cross the fabric.
+        #[serde(default = "one")]
+        stride: u32,
+        /// Start time.
+        #[serde(default, deserialize_with = "de_time")]
+        start: Duration,
+        /// Traffic class.
+        #[serde(default = "default_priority")]
+        priority: u8,
+    },
+    /// Tree all-reduce on a binary tree over the ranks: reduce to rank 0, then
+    /// broadcast back, each hop carrying the whole buffer.
+    TreeAllreduce {
+        /// Name in reports.
+        #[serde(default)]
+        name: Option<String>,
+        /// Ranks (default all hosts).
+        #[serde(default)]
+        hosts: HostSet,
+        /// Buffer size per rank.
+        #[serde(deserialize_with = "de_size")]
+        size: Bytes,
+        /// Start time.
+        #[serde(default, deserialize_with = "de_time")]
+        start: Duration,
+        /// Traffic class.
+        #[serde(default = "default_priority")]
+        priority: u8,
+    },
+    /// Long-lived flows to one receiver joining one by one every `interval`, then
+    /// leaving in reverse order, so the fair share steps down and back up.
+    Fairness {
+        /// Name in reports.
+        #[serde(default)]
+        name: Option<String>,
+        /// The senders, in joining order.
+        senders: HostSet,
+        /// The receiver.
+        receiver: u32,
+        /// Time between joins (and between leaves).
+        #[serde(deserialize_with = "de_time")]
+        interval: Duration,
+        /// Start time of the first flow.
+        #[serde(default, deserialize_with = "de_time")]
+        start: Duration,
+        /// Traffic class.
+        #[serde(default = "default_priority")]
+        priority: u8,
+    },
+    /// An incast beside a victim flow that shares part of its path.
+    Victim {
+        /// Name in reports.
+        #[serde(default)]
+        name: Option<String>,
+        /// Incast senders.
+        senders: HostSet,
+        /// Incast receiver.
+        receiver: u32,
+        /// Bytes per incast sender.
+        #[serde(deserialize_with = "de_size")]
+        size: Bytes,
+        /// Victim source.
+        victim_src: u32,
+        /// Victim destination.
+        victim_dst: u32,
+        /// Victim flow size.
+        #[serde(deserialize_with = "de_size")]
+        victim_size: Bytes,
+        /// Incast start.
+        #[serde(default, deserialize_with = "de_time")]
+        start: Duration,
+        /// Victim start (default: with the incast).
+        #[serde(default, deserialize_with = "de_opt_time")]
+        victim_start: Option<Duration>,
+        /// Traffic class.
+        #[serde(default = "default_priority")]
+        priority: u8,
+    },
+    /// Poisson flow arrivals per source at `load` × host link rate, random
+    /// destinations, sizes fixed (`size`) or drawn from a CDF (`cdf`).
+    Poisson {
+        /// Name in reports.
+        #[serde(default)]
+        name: Option<String>,
+        /// Participating hosts (default all).
+        #[serde(default)]
+        hosts: HostSet,
+        /// Offered load per host, as a fraction of its link rate (0 < load ≤ 1).
+        load: f64,
+        /// A fixed flow size.
+        #[serde(default, deserialize_with = "de_opt_size")]
+        size: Option<Bytes>,
+        /// A flow-size CDF: `[[bytes, cumulative probability], ...]`, increasing,
+        /// ending at probability 1; sizes are interpolated linearly.
+        #[serde(default)]
+        cdf: Option<Vec<(f64, f64)>>,
+        /// First arrival no earlier than this.
+        #[serde(default, deserialize_with = "de_time")]
+        start: Duration,
+        /// Arrivals stop after this long.
+        #[serde(deserialize_with = "de_time")]
+        duration: Duration,
+        /// Traffic class.
+        #[serde(default = "default_priority")]
+        priority: u8,
+    },
+    /// Explicit flows.
+    Flows {
+        /// Name in reports.
+        #[serde(default)]
+        name: Option<String>,
+        /// The flows.
+        flow: Vec<FlowLine>,
+        /// Traffic class (per-flow `priority` wins).
+        #[serde(default = "default_priority")]
+        priority: u8,
+    },
+    /// An htsim connection matrix (`.cm`), path relative to the scenario file.
+    ConnectionMatrix {
+        /// Name in reports.
+        #[serde(default)]
+        name: Option<String>,
+        /// The `.cm` file.
+        file: PathBuf,
+        /// Traffic class.
+        #[serde(default = "default_priority")]
+        priority: u8,
+    },
+}
+
+/// One explicit flow.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowLine {
+    /// Source host.
+    pub src: u32,
+    /// Destination host.
+    pub dst: u32,
+    /// Bytes.
+    #[serde(deserialize_with = "de_size")]
+    pub size: Bytes,
+    /// Start time.
+    #[serde(default, deserialize_with = "de_time")]
+    pub start: Duration,
+    /// Traffic class override.
+    #[serde(default)]
+    pub priority: Option<u8>,
+}
+
+/// A failure during the run.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Failure {
+    /// When the element goes down.
+    #[serde(deserialize_with = "de_time")]
+    pub at: Duration,
+    /// A link, named by the fabric node ids of its two ends.
+    #[serde(default)]
+    pub link: Option<[u32; 2]>,
+    /// A switch, by fabric node id.
+    #[serde(default)]
+    pub switch: Option<u32>,
+    /// Time until routing reacts (tables recomputed without the element).
+    #[serde(default, deserialize_with = "de_time")]
+    pub detect: Duration,
+    /// When the element comes back (optional).
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub restore: Option<Duration>,
+}
+
+/// Context a scenario is compiled against.
+#[derive(Clone, Debug)]
+pub struct CompileCtx {
+    /// Number of hosts in the fabric.
+    pub hosts: u32,
+    /// Host link rate (for Poisson loads).
+    pub host_rate: Rate,
+    /// Seed for the random parts (used unless the scenario pins one).
+    pub seed: u64,
+}
+
+impl CompileCtx {
+    /// A context for `hosts` hosts at `host_rate`.
+    pub fn new(hosts: u32, host_rate: Rate, seed: u64) -> Self {
+        CompileCtx {
+            hosts,
+            host_rate,
+            seed,
+        }
+    }
+}
+
+/// Index of a flow in [`Workplan::flows`].
+pub type FlowId = u32;
+
+/// One flow to run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowSpec {
+    /// Index in the plan.
+    pub id: FlowId,
+    /// Source host index.
+    pub src: u32,
+    /// Destination host index.
+    pub dst: u32,
+    /// Bytes to deliver; `None` for a long-lived flow ended by `stop`.
+    pub size: Option<Bytes>,
+    /// Earliest start.
+    pub start: Instant,
+    /// Flows that must have been fully received before this one starts.
+    pub after: Vec<FlowId>,
+    /// For long-lived flows: when the sender stops.
+    pub stop: Option<Instant>,
+    /// Traffic class (0–7).
+    pub priority: u8,
+    /// Index of the workload it belongs to ([`Workplan::groups`]).
+    pub group: u32,
+}
+
+/// What kind of collective a workload is, for bus-bandwidth figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Collective {
+    /// All-reduce: busbw = algbw · 2(n−1)/n (NCCL tests' convention).
+    AllReduce,
+    /// All-to-all: busbw = algbw · (n−1)/n.
+    AllToAll,
+    /// Permutation: busbw = algbw (one flow per rank).
+    Permutation,
+}
+
+/// One workload of the plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Group {
+    /// Name (the workload's `name`, or `kind#index`).
+    pub name: String,
+    /// The workload kind as written in the file.
+    pub kind: String,
+    /// Number of ranks (hosts taking part).
+    pub ranks: u32,
+    /// The collective's buffer size per rank (for algbw = size / time).
+    pub size: Bytes,
+    /// Set for collectives.
+    pub collective: Option<Collective>,
+}
+
+/// What fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureTarget {
+    /// The link between two fabric nodes (both directions).
+    Link(u32, u32),
+    /// A whole switch.
+    Switch(u32),
+}
+
+/// A compiled failure.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FailureSpec {
+    /// When it goes down.
+    pub at: Instant,
+    /// What goes down.
+    pub target: FailureTarget,
+    /// Delay until routing reacts.
+    pub detect: Duration,
+    /// When it comes back.
+    pub restore: Option<Instant>,
+}
+
+/// A compiled scenario: flows over host indices, failures, and the stop time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Workplan {
+    /// Scenario name.
+    pub name: String,
+    /// All flows; `flows[i].id == i`.
+    pub flows: Vec<FlowSpec>,
+    /// One entry per workload.
+    pub groups: Vec<Group>,
+    /// Failures, in file order.
+    pub failures: Vec<FailureSpec>,
+    /// Stop time, if set.
+    pub stop: Option<Instant>,
+    /// Network overrides from the file.
+    pub network: NetworkOverrides,
+}
+
+impl Scenario {
+    /// Read a scenario file, by its extension: an htsim connection matrix (`.cm`, see
+    /// [`Scenario::from_connection_matrix`]) or TOML (anything else).
+    pub fn from_file(path: &Path) -> Result<Scenario> {
+        if path.extension().is_some_and(|e| e == "cm") {
+            return Scenario::from_connection_matrix(path);
+        }
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+            file: file.clone(),
+            source,
+        })?;
+        let mut s = Scenario::from_toml_str(&text, &file)?;
+        s.base_dir = path.parent().map(Path::to_path_buf);
+        Ok(s)
+    }
+
+    /// A scenario of one workload: the connections of an htsim connection matrix
+    /// (checked now, so a malformed matrix is reported before any fabric is built).
+    pub fn from_connection_matrix(path: &Path) -> Result<Scenario> {
+        cm::ConnectionMatrix::from_file(path)?;
+        let origin = path.display().to_string();
+        Ok(Scenario {
+            name: path.file_stem().map(|s| s.to_string_lossy().into_owned()),
+            workloads: vec![Workload::ConnectionMatrix {
+                name: None,
+                file: path.to_path_buf(),
+                priority: 0,
+            }],
+            origin,
+            ..Scenario::default()
+        })
+    }
+
+    /// Whether a workload names `all` hosts (so the scenario has no size of its own: a
+    /// driver that builds one namespace per host must be told how many).
+    pub fn uses_every_host(&self) -> bool {
+        self.workloads.iter().any(|w| match w {
+            Workload::Incast { senders: s, .. }
+            | Workload::Fairness { senders: s, .. }
+            | Workload::Victim { senders: s, .. } => *s == HostSet::All,
+            Workload::Permutation { hosts: h, .. }
+            | Workload::AllToAll { hosts: h, .. }
+            | Workload::RingAllreduce { hosts: h, .. }
+            | Workload::TreeAllreduce { hosts: h, .. }
+            | Workload::Poisson { hosts: h, .. } => *h == HostSet::All,
+            Workload::Flows { .. } | Workload::ConnectionMatrix { .. } => false,
+        })
+    }
+
+    /// Parse scenario text; `origin` names it in error messages.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Scenario> {
+        let mut s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+            file: origin.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        s.origin = origin.to_string();
+        if s.workloads.is_empty() {
+            return Err(ScenarioError::Invalid {
+                file: origin.to_string(),
+                field: "workload".into(),
+                message: "no [[workload]] table: a scenario needs at least one workload".into(),
+            });
+        }
+        Ok(s)
+    }
+
+    fn invalid(&self, field: String, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::Invalid {
+            file: self.origin.clone(),
+            field,
+            message: message.into(),
+        }
+    }
+
+    /// Turn the file into flows over `ctx.hosts` hosts, checking every host index.
+    pub fn compile(&self, ctx: &CompileCtx) -> Result<Workplan> {
+        let mut rng = Rng::new(self.seed.unwrap_or(ctx.seed) ^ 0x5CE7_A210);
+        let mut plan = Workplan {
+            name: self.name.clone().unwrap_or_else(|| self.origin.clone()),
+            stop: self.stop.map(|d| Instant::ZERO + d),
+            network: self.network.clone(),
+            ..Workplan::default()
+        };
+        if let Some(p) = self.network.ecn_pmax
+            && !(0.0..=1.0).contains(&p)
+        {
+            return Err(self.invalid("network.ecn_pmax".into(), "must be in [0, 1]"));
+        }
+        if let Some(m) = self.network.mtu
+            && (m.0 < 64 || m.0 > 65_536)
+        {
+            return Err(self.invalid(
+                "network.mtu".into(),
+                format!("{} B is outside 64 B..64 KiB", m.0),
+            ));
+        }
+        for (wi, w) in self.workloads.iter().enumerate() {
+            self.compile_one(wi, w, ctx, &mut rng, &mut plan)?;
+        }
+        for (fi, f) in self.failures.iter().enumerate() {
+            let target = match (f.link, f.switch) {
+                (Some([a, b]), None) => FailureTarget::Link(a, b),
+                (None, Some(s)) => FailureTarget::Switch(s),
+                _ => {
+                    return Err(self.invalid(
+                        format!("failure[{fi}]"),
+                        "give exactly one of `link = [a, b]` or `switch = n`",
+                    ));
+                }
+            };
+            if let Some(r) = f.restore
+                && r <= f.at
+            {
+                return Err(
+                    self.invalid(format!("failure[{fi}].restore"), "must be later than `at`")
+                );
+            }
+            plan.failures.push(FailureSpec {
+                at: Instant::ZERO + f.at,
+                target,
+                detect: f.detect,
+                restore: f.restore.map(|d| Instant::ZERO + d),
+            });
+        }
+        Ok(plan)
+    }
+
+    fn compile_one(
+        &self,
+        wi: usize,
+        w: &Workload,
+        ctx: &CompileCtx,
+        rng: &mut Rng,
+        plan: &mut Workplan,
+    ) -> Result<()> {
+        let first = plan.flows.len();
+        let group = plan.groups.len() as u32;
+        let mut c = Compiler {
+            scenario: self,
+            wi,
+            n: ctx.hosts,
+            plan,
+            group,
+        };
+        let (name, g) = match w {
+            Workload::Incast {
+                name,
+                senders,
+                receiver,
+                size,
+                start,
+                priority,
+            } => (
+                name,
+                c.incast(senders, *receiver, *size, *start, *priority)?,
+            ),
+            Workload::Permutation {
+                name,
+                hosts,
+                size,
+                start,
+                priority,
+            } => (name, c.permutation(hosts, *size, *start, *priority, rng)?),
+            Workload::AllToAll {
+                name,
+                hosts,
+                size,
+                start,
+                priority,
+            } => (name, c.all_to_all(hosts, *size, *start, *priority)?),
+            Workload::RingAllreduce {
+                name,
+                hosts,
+                size,
+                stride,
+                start,
+                priority,
+            } => (
+                name,
+                c.ring_allreduce(hosts, *size, *stride, *start, *priority)?,
+            ),
+            Workload::TreeAllreduce {
+                name,
+                hosts,
+                size,
+                start,
+                priority,
+            } => (name, c.tree_allreduce(hosts, *size, *start, *priority)?),
+            Workload::Fairness {
+                name,
+                senders,
+                receiver,
+                interval,
+                start,
+                priority,
+            } => (
+                name,
+                c.fairness(senders, *receiver, *interval, *start, *priority)?,
+            ),
+            Workload::Victim {
+                name,
+                senders,
+                receiver,
+                size,
+                victim_src,
+                victim_dst,
+                victim_size,
+                start,
+                victim_start,
+                priority,
+            } => {
+                let victim = VictimFlow {
+                    src: *victim_src,
+                    dst: *victim_dst,
+                    size: *victim_size,
+                    start: victim_start.unwrap_or(*start),
+                };
+                (
+                    name,
+                    c.victim(senders, *receiver, *size, victim, *start, *priority)?,
+                )
+            }
+            Workload::Poisson {
+                name,
+                hosts,
+                load,
+                size,
+                cdf,
+                start,
+                duration,
+                priority,
+            } => {
+                let arrivals = PoissonArrivals {
+                    load: *load,
+                    size: *size,
+                    cdf: cdf.as_deref(),
+                    start: *start,
+                    duration: *duration,
+                    host_rate: ctx.host_rate,
+                };
+                (name, c.poisson(hosts, &arrivals, *priority, rng)?)
+            }
+            Workload::Flows {
+                name,
+                flow,
+                priority,
+            } => (name, c.flows(flow, *priority)?),
+            Workload::ConnectionMatrix {
+                name,
+                file,
+                priority,
+            } => (name, c.connection_matrix(file, *priority)?),
+        };
+        if plan.flows.len() == first {
+            return Err(self.invalid(format!("workload[{wi}]"), "produces no flows"));
+        }
+        plan.groups.push(Group {
+            name: name.clone().unwrap_or_else(|| format!("{}#{wi}", g.kind)),
+            kind: g.kind.to_string(),
+            ranks: g.ranks,
+            size: g.size,
+            collective: g.collective,
+        });
+        Ok(())
+    }
+}
+
+/// The most flows one scenario may compile into: 20 million (about 2 GB of flow
+/// state in the simulator). A 100k-host all-to-all would be 10¹⁰.
+pub const MAX_FLOWS: usize = 20_000_000;
+
+/// What a compiled workload adds to the plan's groups (besides its name).
+struct GroupInfo {
+    kind: &'static str,
+    ranks: u32,
+    size: Bytes,
+    collective: Option<Collective>,
+}
+
+/// The victim flow of a victim workload.
+struct VictimFlow {
+    src: u32,
+    dst: u32,
+    size: Bytes,
+    start: Duration,
+}
+
+/// The arrival process of a Poisson workload.
+struct PoissonArrivals<'a> {
+    load: f64,
+    size: Option<Bytes>,
+    cdf: Option<&'a [(f64, f64)]>,
+    start: Duration,
+    duration: Duration,
+    host_rate: Rate,
+}
+
+/// Compiles one workload (index `wi`) into flows of `plan`: the checks every kind
+/// shares, the flow builder, and one method per kind.
+struct Compiler<'a> {
+    scenario: &'a Scenario,
+    wi: usize,
+    /// Hosts in the fabric.
+    n: u32,
+    plan: &'a mut Workplan,
+    group: u32,
+}
+
+impl Compiler<'_> {
+    fn invalid(&self, f: &str, message: impl Into<String>) -> ScenarioError {
+        self.scenario
+            .invalid(format!("workload[{}].{f}", self.wi), message)
+    }
+
+    fn hosts_of(&self, set: &HostSet, f: &str) -> Result<Vec<u32>> {
+        set.resolve(self.n).map_err(|m| self.invalid(f, m))
+    }
+
+    fn host(&self, h: u32, f: &str) -> Result<u32> {
+        let n = self.n;
+        if h < n {
+            Ok(h)
+        } else {
+            Err(self.invalid(
+                f,
+                format!("host {h} does not exist: the fabric has {n} hosts (0..{n})"),
+            ))
+        }
+    }
+
+    fn at_least_2(&self, h: &[u32], f: &str, what: &str) -> Result<()> {
+        if h.len() < 2 {
+            return Err(self.invalid(f, format!("{what} needs at least 2 hosts")));
+        }
+        Ok(())
+    }
+
+    fn not_receiver(&self, senders: &[u32], r: u32) -> Result<()> {
+        if senders.contains(&r) {
+            return Err(self.invalid("senders", format!("includes the receiver {r}")));
+        }
+        Ok(())
+    }
+
+    fn nonzero(&self, b: Bytes, f: &str) -> Result<Bytes> {
+        if b.0 == 0 {
+            Err(self.invalid(f, "must be more than 0 bytes"))
+        } else {
+            Ok(b)
+        }
+    }
+
+    fn prio(&self, p: u8) -> Result<u8> {
+        if p > 7 {
+            Err(self.invalid("priority", format!("{p} is not a priority 0..=7")))
+        } else {
+            Ok(p)
+        }
+    }
+
+    /// Refuse a workload that would take the plan past [`MAX_FLOWS`].
+    fn room_for(&self, more: u128) -> Result<()> {
+        if self.plan.flows.len() as u128 + more > MAX_FLOWS as u128 {
+            return Err(self.invalid(
+                "kind",
+                format!(
+                    "would make {} flows; a scenario may have at most {MAX_FLOWS} (use fewer hosts or a shorter duration)",
+                    self.plan.flows.len() as u128 + more
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Append a flow to the plan.
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        src: u32,
+        dst: u32,
+        size: Option<Bytes>,
+        start: Duration,
+        after: Vec<FlowId>,
+        stop: Option<Duration>,
+        priority: u8,
+    ) -> Result<FlowId> {
+        self.room_for(1)?;
+        let id = self.plan.flows.len() as FlowId;
+        self.plan.flows.push(FlowSpec {
+            id,
+            src,
+            dst,
+            size,
+            start: Instant::ZERO + start,
+            after,
+            stop: stop.map(|d| Instant::ZERO + d),
+            priority,
+            group: self.group,
+        });
+        Ok(id)
+    }
+
+    fn incast(
+        &mut self,
+        senders: &HostSet,
+        receiver: u32,
+        size: Bytes,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let s = self.hosts_of(senders, "senders")?;
+        let r = self.host(receiver, "receiver")?;
+        self.not_receiver(&s, r)?;
+        let size = self.nonzero(size, "size")?;
+        let p = self.prio(priority)?;
+        for &src in &s {
+            self.push(src, r, Some(size), start, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "incast",
+            ranks: s.len() as u32,
+            size,
+            collective: None,
+        })
+    }
+
+    fn permutation(
+        &mut self,
+        hosts: &HostSet,
+        size: Bytes,
+        start: Duration,
+        priority: u8,
+        rng: &mut Rng,
+    ) -> Result<GroupInfo> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        self.at_least_2(&h, "hosts", "a permutation")?;
+        let size = self.nonzero(size, "size")?;
+        let p = self.prio(priority)?;
+        let dst = derangement(h.len(), rng);
+        for (i, &src) in h.iter().enumerate() {
+            self.push(src, h[dst[i]], Some(size), start, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "permutation",
+            ranks: h.len() as u32,
+            size,
+            collective: Some(Collective::Permutation),
+        })
+    }
+
+    fn all_to_all(
+        &mut self,
+        hosts: &HostSet,
+        size: Bytes,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        self.at_least_2(&h, "hosts", "all-to-all")?;
+        let size = self.nonzero(size, "size")?;
+        let p = self.prio(priority)?;
+        self.room_for(h.len() as u128 * (h.len() as u128 - 1))?;
+        // Staggered order (i sends to i+1, i+2, ...) as NCCL/MoE dispatch does.
+        for k in 1..h.len() {
+            for i in 0..h.len() {
+                let dst = h[(i + k) % h.len()];
+                self.push(h[i], dst, Some(size), start, vec![], None, p)?;
+            }
+        }
+        Ok(GroupInfo {
+            kind: "all_to_all",
+            ranks: h.len() as u32,
+            size: Bytes(size.0.saturating_mul(h.len() as u64)),
+            collective: Some(Collective::AllToAll),
+        })
+    }
+
+    fn ring_allreduce(
+        &mut self,
+        hosts: &HostSet,
+        size: Bytes,
+        stride: u32,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        let r = h.len();
+        self.at_least_2(&h, "hosts", "all-reduce")?;
+        let size = self.nonzero(size, "size")?;
+        let p = self.prio(priority)?;
+        if stride == 0 || gcd(stride as usize, r) != 1 {
+            return Err(self.invalid(
+                "stride",
+                format!(
+                    "stride {stride} does not give a single ring over {r} ranks (it must be coprime with {r})"
+                ),
+            ));
+        }
+        self.room_for(2 * (r as u128 - 1) * r as u128)?;
+        let chunk = Bytes(size.0.div_ceil(r as u64).max(1));
+        let st = stride as usize;
+        // prev[i] = flow that delivered to rank i in the previous step.
+        let mut prev: Vec<Option<FlowId>> = vec![None; r];
+        for _step in 0..2 * (r - 1) {
+            let mut cur = vec![None; r];
+            for i in 0..r {
+                let to = (i + st) % r;
+                let after = prev[i].into_iter().collect();
+                cur[to] = Some(self.push(h[i], h[to], Some(chunk), start, after, None, p)?);
+            }
+            prev = cur;
+        }
+        Ok(GroupInfo {
+            kind: "ring_allreduce",
+            ranks: r as u32,
+            size,
+            collective: Some(Collective::AllReduce),
+        })
+    }
+
+    fn tree_allreduce(
+        &mut self,
+        hosts: &HostSet,
+        size: Bytes,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        let r = h.len();
+        self.at_least_2(&h, "hosts", "all-reduce")?;
+        let size = self.nonzero(size, "size")?;
+        let p = self.prio(priority)?;
+        // Reduce: leaves first (highest rank first), child -> parent once its own
+        // children have arrived.
+        let mut up: Vec<Option<FlowId>> = vec![None; r];
+        for c in (1..r).rev() {
+            let after: Vec<FlowId> = [2 * c + 1, 2 * c + 2]
+                .iter()
+                .filter(|&&k| k < r)
+                .filter_map(|&k| up[k])
+                .collect();
+            up[c] = Some(self.push(h[c], h[(c - 1) / 2], Some(size), start, after, None, p)?);
+        }
+        // Broadcast: root after all its children reduced; others after their parent
+        // received the broadcast.
+        let mut down: Vec<Option<FlowId>> = vec![None; r];
+        for c in 1..r {
+            let parent = (c - 1) / 2;
+            let after: Vec<FlowId> = if parent == 0 {
+                [1, 2]
+                    .iter()
+                    .filter(|&&k| k < r)
+                    .filter_map(|&k| up[k])
+                    .collect()
+            } else {
+                down[parent].into_iter().collect()
+            };
+            down[c] = Some(self.push(h[parent], h[c], Some(size), start, after, None, p)?);
+        }
+        Ok(GroupInfo {
+            kind: "tree_allreduce",
+            ranks: r as u32,
+            size,
+            collective: Some(Collective::AllReduce),
+        })
+    }
+
+    fn fairness(
+        &mut self,
+        senders: &HostSet,
+        receiver: u32,
+        interval: Duration,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let s = self.hosts_of(senders, "senders")?;
+        let r = self.host(receiver, "receiver")?;
+        self.not_receiver(&s, r)?;
+        if interval.as_picos() == 0 {
+            return Err(self.invalid("interval", "must be more than 0"));
+        }
+        let p = self.prio(priority)?;
+        let k = s.len() as u64;
+        // The last sender leaves at start + (2k - 1) · interval: it must stay representable.
+        let span = interval.as_picos().checked_mul(2 * k);
+        if span.is_none_or(|ps| ps > units::MAX_TIME.as_picos()) {
+            return Err(self.invalid(
+                "interval",
+                format!(
+                    "{k} senders joining and leaving every {interval:?} last longer than 3600s"
+                ),
+            ));
+        }
+        for (i, &src) in s.iter().enumerate() {
+            let i = i as u64;
+            let join = start + interval * i;
+            // Last to join leaves first: leave at start + (2k - 1 - i) * interval.
+            let leave = start + interval * (2 * k - 1 - i);
+            self.push(src, r, None, join, vec![], Some(leave), p)?;
+        }
+        Ok(GroupInfo {
+            kind: "fairness",
+            ranks: s.len() as u32,
+            size: Bytes(0),
+            collective: None,
+        })
+    }
+
+    fn victim(
+        &mut self,
+        senders: &HostSet,
+        receiver: u32,
+        size: Bytes,
+        victim: VictimFlow,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let s = self.hosts_of(senders, "senders")?;
+        let r = self.host(receiver, "receiver")?;
+        let vs = self.host(victim.src, "victim_src")?;
+        let vd = self.host(victim.dst, "victim_dst")?;
+        if vs == vd {
+            return Err(self.invalid("victim_dst", "equals victim_src"));
+        }
+        self.not_receiver(&s, r)?;
+        let size = self.nonzero(size, "size")?;
+        let vsize = self.nonzero(victim.size, "victim_size")?;
+        let p = self.prio(priority)?;
+        // The victim is the group's first flow so reports can find it.
+        self.push(vs, vd, Some(vsize), victim.start, vec![], None, p)?;
+        for &src in &s {
+            self.push(src, r, Some(size), start, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "victim",
+            ranks: s.len() as u32 + 1,
+            size,
+            collective: None,
+        })
+    }
+
+    fn poisson(
+        &mut self,
+        hosts: &HostSet,
+        a: &PoissonArrivals<'_>,
+        priority: u8,
+        rng: &mut Rng,
+    ) -> Result<GroupInfo> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        self.at_least_2(&h, "hosts", "a Poisson workload")?;
+        let load = a.load;
+        if !(load > 0.0 && load <= 1.0) {
+            return Err(self.invalid("load", format!("{load} is not in (0, 1]")));
+        }
+        let p = self.prio(priority)?;
+        let dist = match (a.size, a.cdf) {
+            (Some(s), None) => SizeDist::Fixed(self.nonzero(s, "size")?.0 as f64),
+            (None, Some(c)) => SizeDist::from_cdf(c).map_err(|m| self.invalid("cdf", m))?,
+            _ => {
+                return Err(self.invalid(
+                    "size",
+                    "give exactly one of `size` (fixed) or `cdf` (distribution)",
+                ));
+            }
+        };
+        let mean_bits = dist.mean() * 8.0;
+        let rate_per_s = load * a.host_rate.as_bps() as f64 / mean_bits;
+        // Refuse before drawing: the expected number of arrivals, with room for chance.
+        let expected = rate_per_s * a.duration.as_secs_f64() * h.len() as f64;
+        self.room_for((expected * 1.1) as u128)?;
+        let mean_gap_s = 1.0 / rate_per_s;
+        let mut arrivals = Vec::new();
+        for (i, &src) in h.iter().enumerate() {
+            let mut t = 0.0;
+            loop {
+                t += rng.exp(mean_gap_s);
+                let at = Duration::from_secs_f64(t);
+                if at >= a.duration {
+                    break;
+                }
+                let mut j = rng.below(h.len() as u64 - 1) as usize;
+                if j >= i {
+                    j += 1;
+                }
+                let b = Bytes(dist.sample(rng).max(1.0).round() as u64);
+                arrivals.push((a.start + at, src, h[j], b));
+                self.room_for(arrivals.len() as u128)?;
+            }
+        }
+        arrivals.sort_by_key(|x| (x.0, x.1));
+        for (at, src, dst, b) in arrivals {
+            self.push(src, dst, Some(b), at, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "poisson",
+            ranks: h.len() as u32,
+            size: Bytes(0),
+            collective: None,
+        })
+    }
+
+    fn flows(&mut self, flow: &[FlowLine], priority: u8) -> Result<GroupInfo> {
+        if flow.is_empty() {
+            return Err(self.invalid("flow", "no [[workload.flow]] entries"));
+        }
+        for (k, f) in flow.iter().enumerate() {
+            let fld = |x: &str| format!("flow[{k}].{x}");
+            let src = self.host(f.src, &fld("src"))?;
+            let dst = self.host(f.dst, &fld("dst"))?;
+            if src == dst {
+                return Err(self.invalid(&fld("dst"), "equals src"));
+            }
+            let size = self.nonzero(f.size, &fld("size"))?;
+            let p = self.prio(f.priority.unwrap_or(priority))?;
+            self.push(src, dst, Some(size), f.start, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "flows",
+            ranks: 0,
+            size: Bytes(0),
+            collective: None,
+        })
+    }
+
+    fn connection_matrix(&mut self, file: &Path, priority: u8) -> Result<GroupInfo> {
+        let path = match &self.scenario.base_dir {
+            Some(d) if file.is_relative() => d.join(file),
+            _ => file.to_path_buf(),
+        };
+        let matrix = cm::ConnectionMatrix::from_file(&path)?;
+        let n = self.n;
+        if matrix.nodes > n {
+            return Err(self.invalid(
+                "file",
+                format!(
+                    "{} declares {} nodes but the fabric has {n} hosts",
+                    path.display(),
+                    matrix.nodes
+                ),
+            ));
+        }
+        let p = self.prio(priority)?;
+        self.room_for(matrix.connections.len() as u128)?;
+        for c in &matrix.connections {
+            self.push(c.src, c.dst, Some(c.size), c.start, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "connection_matrix",
+            ranks: matrix.nodes,
+            size: Bytes(0),
+            collective: None,
+        })
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// A random permutation of `0..n` with no fixed point (Sattolo's algorithm gives a
+/// single random cycle, which is a derangement for n ≥ 2).
+pub fn derangement(n: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = rng.below(i as u64) as usize;
+        p.swap(i, j);
+    }
+    p
+}
+
+/// A flow-size distribution.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SizeDist {
+    /// Always this many bytes.
+    Fixed(f64),
+    /// Piecewise-linear CDF points `(bytes, p)`.
+    Cdf(Vec<(f64, f64)>),
+}
+
+impl SizeDist {
+    /// Validate a CDF table.
+    pub fn from_cdf(points: &[(f64, f64)]) -> std::result::Result<SizeDist, String> {
+        if points.len() < 2 {
+            return Err("needs at least two [bytes, probability] points".into());
+        }
+        for (i, w) in points.windows(2).enumerate() {
+            if w[1].0 < w[0].0 || w[1].1 < w[0].1 {
+                return Err(format!(
+                    "point {} is not increasing in bytes and probability",
+                    i + 1
+                ));
+            }
+        }
+        if points
+            .iter()
+            .any(|&(b, p)| b < 0.0 || !(0.0..=1.0).contains(&p))
+        {
+            return Err("sizes must be ≥ 0 and probabilities in [0, 1]".into());
+        }
+        if (points.last().map(|p| p.1).unwrap_or(0.0) - 1.0).abs() > 1e-9 {
+            return Err("the last probability must be 1".into());
+        }
+        Ok(SizeDist::Cdf(points.to_vec()))
+    }
+
+    /// Mean size in bytes.
+    pub fn mean(&self) -> f64 {
+        match self {
+            SizeDist::Fixed(b) => *b,
+            SizeDist::Cdf(p) => {
+                let mut m = p[0].0 * p[0].1;
+                for w in p.windows(2) {
+                    m += (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0;
+                }
+                m
+            }
+        }
+    }
+
+    /// One sample.
+    pub fn sample(&self, rng: &mut Rng) -> f64 {
+        match self {
+            SizeDist::Fixed(b) => *b,
+            SizeDist::Cdf(p) => {
+                let u = rng.next_f64();
+                if u <= p[0].1 {
+                    return p[0].0;
+                }
+                for w in p.windows(2) {
+                    if u <= w[1].1 {
+                        let span = w[1].1 - w[0].1;
+                        let f = if span > 0.0 { (u - w[0].1) / span } else { 1.0 };
+                        return w[0].0 + f * (w[1].0 - w[0].0);
+                    }
+                }
+                p[p.len() - 1].0
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(n: u32) -> CompileCtx {
+        CompileCtx::new(n, Rate::gbps(100), 7)
+    }
+
+    fn parse(t: &str) -> Result<Scenario> {
+        Scenario::from_toml_str(t, "t.toml")
+    }
+
+    #[test]
+    fn permutation_is_a_derangement() {
+        let s = parse("[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"\n").unwrap();
+        let p = s.compile(&ctx(64)).unwrap();
+        assert_eq!(p.flows.len(), 64);
+        let mut dsts: Vec<u32> = p.flows.iter().map(|f| f.dst).collect();
+        assert!(p.flows.iter().all(|f| f.src != f.dst));
+        dsts.sort();
+        assert_eq!(dsts, (0..64).collect::<Vec<_>>());
+        // Same seed, same plan.
+        assert_eq!(p, s.compile(&ctx(64)).unwrap());
+    }
+
+    #[test]
+    fn ring_allreduce_dependencies() {
+        let s =
+            parse("[[workload]]\nkind = \"ring_allreduce\"\nhosts = \"0..4\"\nsize = \"4MB\"\n")
+                .unwrap();
+        let p = s.compile(&ctx(8)).unwrap();
+        assert_eq!(p.flows.len(), 4 * 6);
+        assert!(p.flows.iter().all(|f| f.size == Some(Bytes(1_000_000))));
+        // Step 1 of rank 1 waits for step 0's flow 0 -> 1.
+        let f = &p.flows[5];
+        assert_eq!(f.src, 1);
+        assert_eq!(p.flows[f.after[0] as usize].dst, 1);
+        assert_eq!(p.groups[0].collective, Some(Collective::AllReduce));
+        let bad = parse(
+            "[[workload]]\nkind = \"ring_allreduce\"\nhosts = \"0..4\"\nstride = 2\nsize = \"4MB\"\n",
+        )
+        .unwrap()
+        .compile(&ctx(8))
+        .unwrap_err()
+        .to_string();
+        assert!(bad.contains("workload[0].stride"), "{bad}");
+    }
+
+    #[test]
+    fn tree_allreduce_shape() {
+        let s =
+            parse("[[workload]]\nkind = \"tree_allreduce\"\nhosts = \"0..7\"\nsize = \"1MB\"\n")
+                .unwrap();
+        let p = s.compile(&ctx(8)).unwrap();
+        assert_eq!(p.flows.len(), 12);
+        // Every flow's dependencies are earlier flows: the plan is acyclic.
+        assert!(p.flows.iter().all(|f| f.after.iter().all(|&a| a < f.id)));
+    }
+
+    #[test]
+    fn a_scenario_over_all_hosts_says_so() {
+        let all = parse("[[workload]]\nkind = \"permutation\"\nsize = \"1KB\"\n").unwrap();
+        assert!(all.uses_every_host());
+        let some = parse(
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"1KB\"\n",
+        )
+        .unwrap();
+        assert!(!some.uses_every_host());
+    }
+
+    #[test]
+    fn a_connection_matrix_file_is_a_scenario_by_its_extension() {
+        let dir = std::env::temp_dir().join(format!("scenario-cm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("two.cm");
+        std::fs::write(
+            &p,
+            "Nodes 4\nConnections 2\n0->1 id 1 start 0 size 1000\n2->3 id 2 start 0 size 2000\n",
+        )
+        .unwrap();
+        let plan = Scenario::from_file(&p).unwrap().compile(&ctx(4)).unwrap();
+        assert_eq!(plan.flows.len(), 2);
+        assert_eq!(plan.flows[1].size, Some(Bytes(2000)));
+        let e = Scenario::from_file(&p)
+            .unwrap()
+            .compile(&ctx(2))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("declares 4 nodes but the fabric has 2 hosts"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn workloads_too_large_to_hold_are_refused_before_they_are_built() {
+        let e = parse("[[workload]]\nkind = \"all_to_all\"\nsize = \"1KB\"\n")
+            .unwrap()
+            .compile(&ctx(8192))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "t.toml: workload[0].kind: would make 67100672 flows; a scenario may have at most 20000000 (use fewer hosts or a shorter duration)"
+        );
+        let e = parse(
+            "[[workload]]\nkind = \"poisson\"\nload = 1.0\nsize = \"1KB\"\nduration = \"3600s\"\n",
+        )
+        .unwrap()
+        .compile(&ctx(8))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("a scenario may have at most 20000000"), "{e}");
+        let e = parse("[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"1KB\"\nstart = \"20000000s\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("longer than the longest time a scenario may give, 3600s"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse(
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 40\nsize = \"1MB\"\n",
+        )
+        .unwrap()
+        .compile(&ctx(8))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "t.toml: workload[0].receiver: host 40 does not exist: the fabric has 8 hosts (0..8)"
+        );
+        let e = parse("[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"1 parsec\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown size unit"), "{e}");
+        // Tagged workloads are buffered by serde, so the position is the table's header.
+        assert!(e.contains("line 1"), "{e}");
+        let e = parse("[[workload]]\nkind = \"incest\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown variant `incest`"), "{e}");
+        let e = parse(
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreciever = 0\nsize = \"1MB\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("reciever"), "{e}");
+        let e = parse("name = \"x\"\n").unwrap_err().to_string();
+        assert!(e.contains("no [[workload]]"), "{e}");
+    }
+
+    #[test]
+    fn fairness_staircase() {
+        let s = parse(
+            "[[workload]]\nkind = \"fairness\"\nsenders = [1, 2, 3]\nreceiver = 0\ninterval = \"1ms\"\n",
+        )
+        .unwrap();
+        let p = s.compile(&ctx(4)).unwrap();
+        let ms = |f: &FlowSpec| {
+            (
+                f.start.picos() / 1_000_000_000,
+                f.stop.unwrap().picos() / 1_000_000_000,
+            )
+        };
+        assert_eq!(
+            p.flows.iter().map(ms).collect::<Vec<_>>(),
+            vec![(0, 5), (1, 4), (2, 3)]
+        );
+    }
+
+    #[test]
+    fn poisson_load_matches() {
+        let s = parse(
+            "[[workload]]\nkind = \"poisson\"\nload = 0.5\nsize = \"100KB\"\nduration = \"10ms\"\n",
+        )
+        .unwrap();
+        let p = s.compile(&ctx(16)).unwrap();
+        let bytes: u64 = p.flows.iter().map(|f| f.size.unwrap().0).sum();
+        // Offered: 16 hosts × 0.5 × 100 Gb/s × 10 ms = 1 GB.
+        let offered = bytes as f64 / 1e9;
+        assert!((0.9..1.1).contains(&offered), "{offered}");
+        let d = SizeDist::from_cdf(&[(0.0, 0.0), (100.0, 0.5), (300.0, 1.0)]).unwrap();
+        assert!((d.mean() - 125.0).abs() < 1e-9);
+        assert!(SizeDist::from_cdf(&[(0.0, 0.0), (100.0, 0.5)]).is_err());
+    }
+
+    #[test]
+    fn failures_compile() {
+        let s = parse(
+            "[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"\n[[failure]]\nat = \"10us\"\nlink = [3, 17]\ndetect = \"5us\"\n[[failure]]\nat = \"10us\"\n",
+        )
+        .unwrap();
+        let e = s.compile(&ctx(8)).unwrap_err().to_string();
+        assert!(e.contains("failure[1]"), "{e}");
+    }
+}

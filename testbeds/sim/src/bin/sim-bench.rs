@@ -1,0 +1,186 @@
+//! `sim-bench`: the simulator's benchmark against the htsim anchor.
+//!
+//! The anchor (htsim UEC build, measured on this machine kind, see docs/sim.md):
+//! 1024-host fat-tree permutation, 1024 × 2 MB at 100 Gb/s, 128 paths, 400 µs
+//! simulated — 19–22 s CPU, 146 MB, p99 FCT ≈ 200 µs.
+//!
+//! ```text
+//! sim-bench                      # the anchor workload (k=16 fat-tree, 1024 hosts)
+//! sim-bench --k 8 --k 16 --k 32  # scaling table
+//! sim-bench --queue heap         # compare event queues
+//! ```
+//! Prints simulated/wall time, events/s, peak memory (VmHWM) and FCT figures.
+
+use cc_algos::{Duration, Instant, Rate};
+use scenario::{CompileCtx, Scenario};
+use sim::net::{Net, Router};
+use sim::queue::{CalendarQueue, EventQueue, HeapQueue};
+use sim::{CcChoice, LbScheme, Sim, SimConfig, SimResults};
+use std::time::Instant as WallClock;
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+fn cpu_seconds() -> f64 {
+    // utime + stime of this process from /proc/self/stat (clock ticks, 100 Hz).
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ut: f64 = f.get(11)?.parse().ok()?;
+            let st: f64 = f.get(12)?.parse().ok()?;
+            Some((ut + st) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+struct Opts {
+    ks: Vec<u32>,
+    cc: CcChoice,
+    lb: LbScheme,
+    queue: String,
+    size: String,
+    stop_us: Option<u64>,
+    seed: u64,
+}
+
+fn parse_args() -> Result<Opts, String> {
+    let mut o = Opts {
+        ks: Vec::new(),
+        cc: "nscc".parse().or_else(|_| "dcqcn".parse())?,
+        lb: LbScheme::Spray,
+        queue: "calendar".into(),
+        size: "2MB".into(),
+        stop_us: None,
+        seed: 1,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut val = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--k" => o.ks.push(val()?.parse().map_err(|e| format!("--k: {e}"))?),
+            "--cc" => o.cc = val()?.parse()?,
+            "--lb" => o.lb = val()?.parse()?,
+            "--queue" => o.queue = val()?,
+            "--size" => o.size = val()?,
+            "--stop-us" => o.stop_us = Some(val()?.parse().map_err(|e| format!("--stop-us: {e}"))?),
+            "--seed" => o.seed = val()?.parse().map_err(|e| format!("--seed: {e}"))?,
+            "-h" | "--help" => {
+                println!(
+                    "sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue calendar|heap] [--size 2MB] [--stop-us N] [--seed N]"
+                );
+                std::process::exit(0);
+            }
+            _ => return Err(format!("unknown argument {a}")),
+        }
+    }
+    if o.ks.is_empty() {
+        o.ks.push(16);
+    }
+    Ok(o)
+}
+
+fn run_one<Q: EventQueue>(k: u32, o: &Opts, q: Q) -> Result<(SimResults, f64, f64), String> {
+    let fabric = topo::generators::fat_tree(k, topo::Rate::gbps(100)).map_err(|e| e.to_string())?;
+    let hosts = fabric.num_hosts() as u32;
+    let scen = Scenario::from_toml_str(
+        &format!(
+            "name = \"permutation\"\n[[workload]]\nkind = \"permutation\"\nsize = \"{}\"\n",
+            o.size
+        ),
+        "bench",
+    )
+    .map_err(|e| e.to_string())?;
+    let plan = scen
+        .compile(&CompileCtx::new(hosts, Rate::gbps(100), o.seed))
+        .map_err(|e| e.to_string())?;
+    let cfg = SimConfig {
+        seed: o.seed,
+        cc: o.cc,
+        lb: o.lb,
+        evs: 128,
+        pfc: false,
+        ecn: Some(
+            cc_algos::RedEcn::new(cc_algos::Bytes(20_000), cc_algos::Bytes(80_000), 1.0).unwrap(),
+        ),
+        trim: Some(
+            cc_algos::TrimPolicy::new(cc_algos::Bytes(200_000), cc_algos::Bytes(64)).unwrap(),
+        ),
+        stop: o.stop_us.map(|us| Instant::ZERO + Duration::micros(us)),
+        ..SimConfig::default()
+    };
+    let c0 = cpu_seconds();
+    let w0 = WallClock::now();
+    let net = Net::from_fabric(&fabric, cfg.link_delay);
+    let routes = topo::Routes::compute(&fabric);
+    let mut sim = Sim::with_queue(
+        net,
+        Router::Topo(Box::new(routes)),
+        Some(fabric),
+        cfg,
+        &plan,
+        q,
+    )
+    .map_err(|e| e.to_string())?;
+    let r = sim.run();
+    Ok((r, w0.elapsed().as_secs_f64(), cpu_seconds() - c0))
+}
+
+fn main() {
+    let o = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("sim-bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    println!(
+        "| hosts | cc | lb | queue | sim time | wall s | cpu s | events | Mevents/s | data pkts | acks | p50 FCT µs | p99 FCT µs | max FCT µs | drops | trims | peak MB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for &k in &o.ks {
+        let res = match o.queue.as_str() {
+            "heap" => run_one(k, &o, HeapQueue::default()),
+            "calendar" => run_one(k, &o, CalendarQueue::new(10, 4096)),
+            q => Err(format!("unknown queue {q} (calendar or heap)")),
+        };
+        let (r, wall, cpu) = match res {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("sim-bench: k={k}: {e}");
+                std::process::exit(1);
+            }
+        };
+        println!(
+            "| {} | {} | {} | {} | {:.0} µs | {:.2} | {:.2} | {} | {:.2} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {:.0} |",
+            r.run.hosts,
+            r.run.cc,
+            r.run.lb,
+            o.queue,
+            r.run.end_us,
+            wall,
+            cpu,
+            r.run.events,
+            r.run.events as f64 / wall / 1e6,
+            r.totals.data_pkts,
+            r.totals.acks,
+            r.fct.p50_us,
+            r.fct.p99_us,
+            r.fct.max_us,
+            r.totals.drops,
+            r.totals.trims,
+            peak_rss_mb()
+        );
+        eprintln!("events by kind: {:?}", r.run.events_by_kind);
+    }
+}

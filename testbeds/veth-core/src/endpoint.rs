@@ -1,0 +1,1124 @@
+//! RoCEv2 endpoints, sans-IO: a [`Host`] sends the data of its flows as RC SEND Only
+//! packets paced by a `cc-algos` sender controller, answers data with ACKs (AETH) and,
+//! through a `cc-algos` receiver controller (the DCQCN NP), with CNPs (BTH opcode 0x81).
+//! Loss recovery is RoCE's go-back-N: the receiver accepts only the expected PSN and
+//! NAKs (AETH syndrome "PSN sequence error") the first gap; the sender rewinds to the
+//! NAKed PSN, or to the last acknowledged PSN when its retransmission timer fires.
+//!
+//! # Time scaling
+//! The engine runs links at rates the userspace code sustains (e.g. 1 Gb/s) while the
+//! congestion control keeps the parameters of the fabric it was tuned for (e.g. 100 Gb/s).
+//! With `S = virtual rate / real rate`, the controller sees **virtual time = real time / S**
+//! and its **virtual rate is paced at rate / S**; bytes are not scaled. Then every
+//! product the algorithms depend on is preserved: bytes sent per timer period
+//! (rate × time), queue bytes (ECN Kmin/Kmax, PFC XOFF, buffer), the byte counter, and
+//! RTT in units of packet times. A 55 µs DCQCN timer is 5.5 ms of real time at S = 100.
+//! Reports convert back to virtual time so they compare with the simulator directly.
+//!
+//! Packet payload (after the BTH): 8 bytes of the sender's timestamp (real ns since the
+//! engine's start), then zeros. ACK payload: the echoed timestamp, then a 4-byte count
+//! of CE-marked packets since the previous ACK (the ECN echo DCTCP-style senders need).
+//!
+//! # Receiver credit (UEC RCCC)
+//! A sender whose controller holds credit (`credit()` is `Some`) first sends a credit
+//! request frame (BTH opcode 0x1F, reserved in the IBA, payload: 8-byte big-endian bytes
+//! requested, from `RcccSender::request_for` of its whole flow), and sends data only while
+//! its credit is positive (it may overdraw by less than one packet). The receiver feeds the
+//! request to its `cc-algos` receiver (`RcccReceiver::on_request`), drains `poll_feedback`
+//! at `next_timeout`, and sends each grant as a credit frame (BTH opcode 0x1E, payload:
+//! 8-byte big-endian credit bytes, control DSCP), which the sender delivers with `on_credit`.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use cc_algos::{
+    Ack, AnyCc, AnyReceiver, Bytes, DataArrival, Duration, Feedback, Instant, PfcEgress, Rate,
+    ReceiverCc, SenderCc,
+};
+
+use crate::wire::ethernet::{self, ETHERTYPE_IPV4, ETHERTYPE_MAC_CONTROL, Mac};
+use crate::wire::ib::{AethRepr, BthRepr, DEFAULT_PKEY, Syndrome, opcode};
+use crate::wire::ipv4::Ecn;
+use crate::wire::{pfc, roce};
+
+/// DSCP of CNPs and ACKs (class 6: strict priority above data, never paused).
+pub const CONTROL_DSCP: u8 = 48;
+/// Offset added to a flow id to form its QP number (QPs 0 and 1 are special in IB).
+pub const QP_BASE: u32 = 16;
+
+/// Time scale between the wire (real) and the congestion control (virtual).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeScale(pub u64);
+
+impl TimeScale {
+    pub fn to_virtual(self, real: Instant) -> Instant {
+        Instant::from_picos(real.picos() / self.0)
+    }
+    pub fn to_real(self, virt: Instant) -> Instant {
+        Instant::from_picos(virt.picos().saturating_mul(self.0))
+    }
+    pub fn dur_to_virtual(self, d: Duration) -> Duration {
+        Duration::picos(d.as_picos() / self.0)
+    }
+    pub fn dur_to_real(self, d: Duration) -> Duration {
+        Duration::picos(d.as_picos().saturating_mul(self.0))
+    }
+    pub fn rate_to_real(self, r: Rate) -> Rate {
+        Rate::bps(r.as_bps() / self.0)
+    }
+}
+
+/// A receiver-side controller the host can own (DCQCN NP, RCCC receiver).
+pub trait Receiver: ReceiverCc + Send + std::fmt::Debug {
+    /// A sender asked for `bytes` of credit for `flow` (RCCC); others ignore it.
+    fn on_request(&mut self, _now: Instant, _flow: u64, _bytes: Bytes) {}
+}
+impl Receiver for cc_algos::DcqcnNp {}
+
+/// The receiver of algorithms that need only ACKs (DCTCP, NSCC, HPCC): no CNPs, no credit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoReceiver;
+
+impl ReceiverCc for NoReceiver {
+    fn on_data(&mut self, _now: Instant, _pkt: DataArrival) {}
+    fn poll_feedback(&mut self, _now: Instant) -> Option<Feedback> {
+        None
+    }
+    fn next_timeout(&self) -> Option<Instant> {
+        None
+    }
+}
+impl Receiver for NoReceiver {}
+impl Receiver for AnyReceiver {
+    fn on_request(&mut self, now: Instant, flow: u64, bytes: Bytes) {
+        if let AnyReceiver::Rccc(r) = self {
+            r.on_request(now, flow, bytes);
+        }
+    }
+}
+
+/// A flow this host sends.
+#[derive(Debug)]
+pub struct SendFlow {
+    pub id: u32,
+    pub dst_ip: Ipv4Addr,
+    pub dscp: u8,
+    /// Bytes to deliver, or `None` for a long-lived flow.
+    pub size: Option<u64>,
+    /// Real start time.
+    pub start: Instant,
+    /// Real stop time for long-lived flows.
+    pub stop: Option<Instant>,
+    /// Flows that must complete first.
+    pub after: Vec<u32>,
+    pub cc: AnyCc,
+    next_psn: u32,
+    acked_psn: u32,
+    next_at: Instant,
+    last_progress: Instant,
+    /// Payload bytes sent (including retransmissions).
+    pub sent_bytes: u64,
+    pub retransmits: u64,
+    pub cnps: u64,
+    pub naks: u64,
+    pub timeouts: u64,
+    /// Credit grants received (RCCC).
+    pub credits: u64,
+    /// Whether the credit request of a credit-based flow has been sent.
+    requested: bool,
+}
+
+impl SendFlow {
+    /// One line of the sender's state, for diagnosing a stalled flow.
+    pub fn state(&self) -> String {
+        use cc_algos::SenderCc;
+        format!(
+            "flow {}: next psn {} acked psn {} sent {} B, retransmits {}, naks {}, timeouts {}, credit {:?}, grants {}, requested {}",
+            self.id,
+            self.next_psn,
+            self.acked_psn,
+            self.sent_bytes,
+            self.retransmits,
+            self.naks,
+            self.timeouts,
+            self.cc.credit(),
+            self.credits,
+            self.requested
+        )
+    }
+}
+
+/// What a receiver knows of one flow.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RecvFlow {
+    /// In-order payload bytes delivered.
+    pub bytes: u64,
+    pub expected_psn: u32,
+    pub ce_packets: u64,
+    pub out_of_order: u64,
+    /// Trimmed packets received (headers only).
+    pub trimmed: u64,
+    /// Real time of the last in-order byte.
+    pub last_rx: Option<Instant>,
+    /// Real time the flow completed (all `size` bytes), if sized.
+    pub completed: Option<Instant>,
+    #[serde(skip)]
+    nak_outstanding: bool,
+    #[serde(skip)]
+    ce_since_ack: u32,
+}
+
+/// Endpoint counters.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct HostCounters {
+    pub tx_packets: u64,
+    pub rx_packets: u64,
+    pub acks_sent: u64,
+    pub cnps_sent: u64,
+    pub naks_sent: u64,
+    /// Credit grants sent (RCCC receiver).
+    pub credits_sent: u64,
+    pub pfc_received: u64,
+    /// Frames that failed to parse (bad ICRC, truncated, ...): counted and dropped.
+    pub malformed: u64,
+    /// Frames for unknown flows.
+    pub unknown_flow: u64,
+}
+
+/// Host parameters.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    pub mac: Mac,
+    pub ip: Ipv4Addr,
+    /// MAC of the switch port the host is attached to.
+    pub gateway_mac: Mac,
+    /// Real NIC rate.
+    pub link_rate: Rate,
+    pub scale: TimeScale,
+    /// RoCE payload bytes per data packet (multiple of 4).
+    pub payload: usize,
+    /// Request an ACK every this many packets.
+    pub ack_every: u32,
+    /// Retransmission timeout (real time).
+    pub rto: Duration,
+    /// Depth of the NIC's and each flow's pacing token bucket (real time): how much a
+    /// late event loop may catch up at once.
+    pub pacing_burst: Duration,
+}
+
+/// One host: its flows, its receiver state, its NIC pacing and PFC state.
+#[derive(Debug)]
+pub struct Host {
+    pub cfg: HostConfig,
+    pub flows: Vec<SendFlow>,
+    pub recv: HashMap<u32, RecvFlow>,
+    /// Sizes of flows this host receives (for completion).
+    pub recv_sizes: HashMap<u32, Option<u64>>,
+    /// Source address of each flow this host receives (for feedback).
+    pub recv_src: HashMap<u32, Ipv4Addr>,
+    np: Box<dyn Receiver>,
+    nic_free_at: Instant,
+    pfc: PfcEgress,
+    control: Vec<Vec<u8>>,
+    rr: usize,
+    zeros: Vec<u8>,
+    pub c: HostCounters,
+}
+
+/// Completion state shared by all hosts of an engine (for `after` dependencies).
+pub type Completed = std::collections::HashSet<u32>;
+
+impl Host {
+    pub fn new(cfg: HostConfig, np: Box<dyn Receiver>) -> Host {
+        let zeros = vec![0u8; cfg.payload];
+        Host {
+            pfc: PfcEgress::new(cfg.link_rate),
+            cfg,
+            flows: Vec::new(),
+            recv: HashMap::new(),
+            recv_sizes: HashMap::new(),
+            recv_src: HashMap::new(),
+            np,
+            nic_free_at: Instant::ZERO,
+            control: Vec::new(),
+            rr: 0,
+            zeros,
+            c: HostCounters::default(),
+        }
+    }
+
+    /// Add a flow to send.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_send_flow(
+        &mut self,
+        id: u32,
+        dst_ip: Ipv4Addr,
+        priority: u8,
+        size: Option<u64>,
+        start: Instant,
+        stop: Option<Instant>,
+        after: Vec<u32>,
+        cc: AnyCc,
+    ) {
+        self.flows.push(SendFlow {
+            id,
+            dst_ip,
+            dscp: (priority & 7) << 3,
+            size,
+            start,
+            stop,
+            after,
+            cc,
+            next_psn: 0,
+            acked_psn: 0,
+            next_at: start,
+            last_progress: start,
+            sent_bytes: 0,
+            retransmits: 0,
+            cnps: 0,
+            naks: 0,
+            timeouts: 0,
+            credits: 0,
+            requested: false,
+        });
+    }
+
+    /// Expect flow `id` of `size` bytes from `src`.
+    pub fn add_recv_flow(&mut self, id: u32, src: Ipv4Addr, size: Option<u64>) {
+        self.recv_sizes.insert(id, size);
+        self.recv_src.insert(id, src);
+        self.recv.insert(id, RecvFlow::default());
+    }
+
+    fn packets_of(&self, f: &SendFlow) -> Option<u32> {
+        f.size
+            .map(|s| s.div_ceil(self.cfg.payload as u64).max(1) as u32)
+    }
+
+    fn flow_finished_sending(&self, f: &SendFlow, now: Instant) -> bool {
+        match (self.packets_of(f), f.stop) {
+            (Some(n), _) => f.acked_psn >= n,
+            (None, Some(stop)) => now >= stop,
+            (None, None) => false,
+        }
+    }
+
+    /// Whether every flow this host sends has finished (acknowledged or stopped).
+    pub fn senders_done(&self, now: Instant) -> bool {
+        self.flows
+            .iter()
+            .all(|f| self.flow_finished_sending(f, now))
+    }
+
+    fn feedback_frame(
+        &self,
+        dst_ip: Ipv4Addr,
+        flow: u32,
+        op: u8,
+        aeth: Option<AethRepr>,
+        payload: &[u8],
+    ) -> Vec<u8> {
+        let r = roce::Repr {
+            eth_dst: self.cfg.gateway_mac,
+            eth_src: self.cfg.mac,
+            ip_src: self.cfg.ip,
+            ip_dst: dst_ip,
+            dscp: CONTROL_DSCP,
+            ecn: Ecn::NotEct,
+            ttl: 64,
+            ident: 0,
+            udp_src: 0xc000 | (flow as u16 & 0x3fff),
+            bth: BthRepr {
+                opcode: op,
+                solicited: false,
+                pad_count: 0,
+                pkey: DEFAULT_PKEY,
+                dest_qp: QP_BASE + flow,
+                ack_req: false,
+                psn: aeth.map_or(0, |a| a.msn),
+            },
+            aeth,
+            payload_len: payload.len(),
+        };
+        let mut b = vec![0u8; r.buffer_len()];
+        r.emit(&mut b, payload);
+        b
+    }
+
+    /// A frame arrived at real time `now`.
+    pub fn on_frame(&mut self, now: Instant, frame: &[u8]) {
+        self.c.rx_packets += 1;
+        let Ok(e) = ethernet::checked(frame) else {
+            self.c.malformed += 1;
+            return;
+        };
+        match ethernet::ethertype(&e) {
+            ETHERTYPE_MAC_CONTROL => match pfc::Repr::from_frame(frame) {
+                Ok(Some(r)) => {
+                    self.c.pfc_received += 1;
+                    for prio in 0..8u8 {
+                        if r.class_enable & (1 << prio) != 0 {
+                            self.pfc.on_frame(
+                                now,
+                                cc_algos::PfcFrame {
+                                    priority: prio,
+                                    quanta: r.quanta[prio as usize],
+                                },
+                            );
+                        }
+                    }
+                }
+                _ => self.c.malformed += 1,
+            },
+            ETHERTYPE_IPV4 => self.on_roce(now, frame),
+            _ => self.c.malformed += 1,
+        }
+    }
+
+    fn on_roce(&mut self, now: Instant, frame: &[u8]) {
+        let Ok((r, payload)) = roce::Repr::parse(frame) else {
+            self.c.malformed += 1;
+            return;
+        };
+        if r.bth.dest_qp < QP_BASE {
+            self.c.unknown_flow += 1;
+            return;
+        }
+        let flow = r.bth.dest_qp - QP_BASE;
+        let vnow = self.cfg.scale.to_virtual(now);
+        match r.bth.opcode {
+            opcode::RC_SEND_ONLY => self.on_data(now, flow, &r, payload),
+            opcode::CREDIT_REQUEST | opcode::CREDIT => {
+                let Some(bytes) = payload
+                    .get(..8)
+                    .map(|b| u64::from_be_bytes(b.try_into().expect("8")))
+                else {
+                    self.c.malformed += 1;
+                    return;
+                };
+                if r.bth.opcode == opcode::CREDIT_REQUEST {
+                    if !self.recv.contains_key(&flow) {
+                        self.c.unknown_flow += 1;
+                        return;
+                    }
+                    self.np.on_request(vnow, flow as u64, Bytes(bytes));
+                    self.drain_feedback(now, r.ip_src);
+                } else if let Some(f) = self.flows.iter_mut().find(|f| f.id == flow) {
+                    f.credits += 1;
+                    f.cc.on_credit(vnow, Bytes(bytes));
+                } else {
+                    self.c.unknown_flow += 1;
+                }
+            }
+            opcode::CNP => {
+                if let Some(f) = self.flows.iter_mut().find(|f| f.id == flow) {
+                    f.cnps += 1;
+                    f.cc.on_cnp(vnow);
+                } else {
+                    self.c.unknown_flow += 1;
+                }
+            }
+            opcode::RC_ACK => {
+                let Some(a) = r.aeth else {
+                    self.c.malformed += 1;
+                    return;
+                };
+                let payload_sz = self.cfg.payload as u64;
+                let scale = self.cfg.scale;
+                let Some(f) = self.flows.iter_mut().find(|f| f.id == flow) else {
+                    self.c.unknown_flow += 1;
+                    return;
+                };
+                let ts = payload
+                    .get(..8)
+                    .map(|b| u64::from_be_bytes(b.try_into().expect("8")));
+                let ce = payload
+                    .get(8..12)
+                    .map_or(0, |b| u32::from_be_bytes(b.try_into().expect("4")));
+                match a.syndrome {
+                    Syndrome::Ack { .. } => {
+                        // MSN carries the next expected PSN (cumulative).
+                        if a.msn > f.acked_psn {
+                            let newly = (a.msn - f.acked_psn) as u64 * payload_sz;
+                            f.acked_psn = a.msn;
+                            // After a go-back-N rewind, an ACK for packets sent before the
+                            // rewind can overtake `next_psn`: never resend what is acked.
+                            f.next_psn = f.next_psn.max(a.msn);
+                            f.last_progress = now;
+                            let rtt = ts.map(|t| {
+                                scale.dur_to_virtual(Duration::nanos(now.nanos().saturating_sub(t)))
+                            });
+                            f.cc.on_ack(
+                                vnow,
+                                Ack {
+                                    acked: Bytes(newly),
+                                    ecn_echo: ce > 0,
+                                    rtt,
+                                },
+                            );
+                        }
+                    }
+                    Syndrome::Nak { .. } => {
+                        f.naks += 1;
+                        f.cc.on_nack(vnow, Bytes(payload_sz));
+                        if a.msn >= f.acked_psn && a.msn < f.next_psn {
+                            f.retransmits += (f.next_psn - a.msn) as u64;
+                            f.acked_psn = a.msn;
+                            f.next_psn = a.msn;
+                            f.last_progress = now;
+                        }
+                    }
+                    Syndrome::RnrNak { .. } => {}
+                }
+            }
+            _ => self.c.unknown_flow += 1,
+        }
+    }
+
+    fn on_data(&mut self, now: Instant, flow: u32, r: &roce::Repr, payload: &[u8]) {
+        let Some(rf) = self.recv.get_mut(&flow) else {
+            self.c.unknown_flow += 1;
+            return;
+        };
+        let ce = r.ecn == Ecn::Ce;
+        let trimmed = payload.is_empty();
+        // The receiver controller learns which bytes must be sent again: a trimmed
+        // packet (its original size is the flow's payload size; the switch cut the rest)
+        // and a packet go-back-N discards (out of order or duplicate) are reported as
+        // not delivered, so an RCCC receiver grants their credit again. Before this,
+        // an RCCC flow that lost packets stalled: its sender had spent the credit on
+        // them and the receiver never re-granted it.
+        let in_order = !trimmed && r.bth.psn == rf.expected_psn;
+        self.np.on_data(
+            self.cfg.scale.to_virtual(now),
+            DataArrival {
+                flow: flow as u64,
+                bytes: Bytes(if trimmed {
+                    self.cfg.payload as u64
+                } else {
+                    payload.len() as u64
+                }),
+                ce,
+                trimmed: !in_order,
+            },
+        );
+        let src = r.ip_src;
+        if trimmed {
+            // A switch cut this packet: NAK it at once (UEC trimming, NDP-style).
+            rf.trimmed += 1;
+            if r.bth.psn >= rf.expected_psn && !rf.nak_outstanding {
+                rf.nak_outstanding = true;
+                let msn = rf.expected_psn;
+                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, msn, &[0u8; 12]);
+            }
+        } else if r.bth.psn == rf.expected_psn {
+            rf.expected_psn += 1;
+            rf.bytes += payload.len() as u64;
+            rf.last_rx = Some(now);
+            rf.nak_outstanding = false;
+            rf.ce_packets += ce as u64;
+            rf.ce_since_ack += ce as u32;
+            let size = self.recv_sizes.get(&flow).copied().flatten();
+            if let Some(s) = size
+                && rf.bytes >= s
+                && rf.completed.is_none()
+            {
+                rf.completed = Some(now);
+            }
+            if r.bth.ack_req {
+                let mut pl = [0u8; 12];
+                pl[..8].copy_from_slice(&payload[..8.min(payload.len())]);
+                pl[8..].copy_from_slice(&rf.ce_since_ack.to_be_bytes());
+                rf.ce_since_ack = 0;
+                let msn = rf.expected_psn;
+                self.push_aeth(src, flow, Syndrome::Ack { credits: 0x1f }, msn, &pl);
+            }
+        } else if r.bth.psn > rf.expected_psn {
+            rf.out_of_order += 1;
+            if !rf.nak_outstanding {
+                rf.nak_outstanding = true;
+                let msn = rf.expected_psn;
+                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, msn, &[0u8; 12]);
+            }
+        } else if r.bth.ack_req {
+            // A duplicate asking for an ACK (a retransmission after a lost ACK or a
+            // timeout): acknowledge again what was received (IBA 9.7.5.1.2).
+            let mut pl = [0u8; 12];
+            pl[..8].copy_from_slice(&payload[..8.min(payload.len())]);
+            let msn = rf.expected_psn;
+            self.push_aeth(src, flow, Syndrome::Ack { credits: 0x1f }, msn, &pl);
+        }
+        // Other duplicates (psn < expected) are ignored.
+        self.drain_feedback(now, src);
+    }
+
+    /// Queue an RC ACK or NAK (AETH with `syndrome` and `msn`) for `flow` and count it.
+    fn push_aeth(
+        &mut self,
+        dst: Ipv4Addr,
+        flow: u32,
+        syndrome: Syndrome,
+        msn: u32,
+        payload: &[u8; 12],
+    ) {
+        let nak = matches!(syndrome, Syndrome::Nak { .. });
+        let aeth = AethRepr { syndrome, msn };
+        let f = self.feedback_frame(dst, flow, opcode::RC_ACK, Some(aeth), payload);
+        self.control.push(f);
+        if nak {
+            self.c.naks_sent += 1;
+        } else {
+            self.c.acks_sent += 1;
+        }
+    }
+
+    /// Send what the receiver controller has to say now (CNPs, credit grants).
+    fn drain_feedback(&mut self, now: Instant, fallback_src: Ipv4Addr) {
+        while let Some(fb) = self.np.poll_feedback(self.cfg.scale.to_virtual(now)) {
+            let (flow, op, payload) = match fb {
+                Feedback::Cnp { flow } => {
+                    self.c.cnps_sent += 1;
+                    (flow, opcode::CNP, vec![0u8; roce::CNP_PAYLOAD])
+                }
+                Feedback::Credit { flow, bytes } => {
+                    self.c.credits_sent += 1;
+                    (flow, opcode::CREDIT, bytes.0.to_be_bytes().to_vec())
+                }
+            };
+            let dst = self
+                .recv_src
+                .get(&(flow as u32))
+                .copied()
+                .unwrap_or(fallback_src);
+            let f = self.feedback_frame(dst, flow as u32, op, None, &payload);
+            self.control.push(f);
+        }
+    }
+
+    /// Timers: congestion-control deadlines and retransmission timeouts.
+    pub fn on_timeout(&mut self, now: Instant) {
+        let scale = self.cfg.scale;
+        let vnow = scale.to_virtual(now);
+        let rto = self.cfg.rto;
+        if self.np.next_timeout().is_some_and(|t| t <= vnow) {
+            self.drain_feedback(now, Ipv4Addr::UNSPECIFIED);
+        }
+        let totals: Vec<Option<u32>> = self.flows.iter().map(|f| self.packets_of(f)).collect();
+        for (f, total) in self.flows.iter_mut().zip(totals) {
+            while let Some(t) = f.cc.next_timeout() {
+                if t > vnow {
+                    break;
+                }
+                f.cc.on_timeout(vnow);
+            }
+            // A credit-based flow with data left, nothing in flight and no credit for a
+            // whole RTO asks again for what is left: credit can be lost on the way (the
+            // sender caps what it holds at `max_credit`, so grants that pile up while
+            // its loop runs late are dropped) and the receiver, having granted all it
+            // was asked for, would wait for data that never comes.
+            if f.requested
+                && f.next_psn == f.acked_psn
+                && total.is_none_or(|t| f.next_psn < t)
+                && f.cc.credit() == Some(Bytes::ZERO)
+                && now > f.last_progress + rto
+            {
+                f.requested = false;
+                f.last_progress = now;
+            }
+            if f.next_psn > f.acked_psn && now > f.last_progress + rto {
+                f.timeouts += 1;
+                f.retransmits += f.next_psn.saturating_sub(f.acked_psn) as u64;
+                f.next_psn = f.acked_psn;
+                f.last_progress = now;
+                // A credit-based flow that must resend with no credit left would wait
+                // forever: the receiver re-grants only for what reaches it, and the
+                // lost tail never does. Ask again for what is left (as UEC's RCCC
+                // sender re-requests credit).
+                if f.cc.credit() == Some(Bytes::ZERO) {
+                    f.requested = false;
+                }
+            }
+        }
+    }
+
+    /// Frames to send at `now` (control first, then paced data), at most `max`.
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        done: &Completed,
+        out: &mut Vec<Vec<u8>>,
+        max: usize,
+    ) {
+        out.append(&mut self.control);
+        let n = self.flows.len();
+        if n == 0 {
+            return;
+        }
+        let payload_len = self.cfg.payload;
+        let vnow = self.cfg.scale.to_virtual(now);
+        let mut tried = 0;
+        while out.len() < max && tried < n {
+            if now < self.nic_free_at {
+                break;
+            }
+            let i = self.rr % n;
+            self.rr = self.rr.wrapping_add(1);
+            tried += 1;
+            let total = self.packets_of(&self.flows[i]);
+            let f = &mut self.flows[i];
+            if now < f.start || now < f.next_at || f.stop.is_some_and(|s| now >= s) {
+                continue;
+            }
+            if !f.after.iter().all(|a| done.contains(a)) {
+                continue;
+            }
+            if total.is_some_and(|t| f.next_psn >= t) {
+                continue;
+            }
+            let prio = f.dscp >> 3;
+            if self.pfc.is_paused(now, prio) {
+                continue;
+            }
+            if let Some(w) = f.cc.window()
+                && f.next_psn.saturating_sub(f.acked_psn) as u64 * payload_len as u64 >= w.0
+            {
+                continue;
+            }
+            if f.cc.credit().is_some() && !f.requested {
+                // Ask the receiver for the credit the rest of the flow needs beyond
+                // the credit held (a long-lived flow asks for an unbounded amount).
+                f.requested = true;
+                let backlog = total.map_or(u64::MAX / 2, |t| {
+                    t.saturating_sub(f.next_psn) as u64 * payload_len as u64
+                });
+                let want = match &f.cc {
+                    AnyCc::Rccc(s) => s.request_for(Bytes(backlog)),
+                    _ => Bytes(backlog),
+                };
+                let req = roce::Repr {
+                    eth_dst: self.cfg.gateway_mac,
+                    eth_src: self.cfg.mac,
+                    ip_src: self.cfg.ip,
+                    ip_dst: f.dst_ip,
+                    dscp: CONTROL_DSCP,
+                    ecn: Ecn::NotEct,
+                    ttl: 64,
+                    ident: 0,
+                    udp_src: 0xc000 | (f.id as u16 & 0x3fff),
+                    bth: BthRepr {
+                        opcode: opcode::CREDIT_REQUEST,
+                        solicited: false,
+                        pad_count: 0,
+                        pkey: DEFAULT_PKEY,
+                        dest_qp: QP_BASE + f.id,
+                        ack_req: false,
+                        psn: 0,
+                    },
+                    aeth: None,
+                    payload_len: 8,
+                };
+                let mut b = vec![0u8; req.buffer_len()];
+                req.emit(&mut b, &want.0.to_be_bytes());
+                out.push(b);
+                if out.len() >= max {
+                    break;
+                }
+            }
+            if f.cc.credit().is_some_and(|c| c == Bytes::ZERO) {
+                continue;
+            }
+            let last = total.is_some_and(|t| f.next_psn + 1 == t);
+            // Ask for an ACK every `ack_every` packets, on the last packet, and on every
+            // packet of a slow flow (packets further apart than RTO/16), so that an
+            // unacknowledged tail never waits for packets that come too late.
+            let gap_est = self
+                .cfg
+                .scale
+                .rate_to_real(f.cc.rate())
+                .min(self.cfg.link_rate)
+                .tx_time(Bytes(payload_len as u64 + 82));
+            // A window-limited sender also asks on the packet that fills its window:
+            // otherwise no ACK may come before the window opens.
+            let fills_window = f.cc.window().is_some_and(|w| {
+                (f.next_psn + 1).saturating_sub(f.acked_psn) as u64 * payload_len as u64 >= w.0
+            });
+            let ack_req = last
+                || fills_window
+                || (f.next_psn + 1).is_multiple_of(self.cfg.ack_every)
+                || gap_est * 16 >= self.cfg.rto;
+            let r = roce::Repr {
+                eth_dst: self.cfg.gateway_mac,
+                eth_src: self.cfg.mac,
+                ip_src: self.cfg.ip,
+                ip_dst: f.dst_ip,
+                dscp: f.dscp,
+                ecn: Ecn::Ect0,
+                ttl: 64,
+                ident: f.next_psn as u16,
+                udp_src: 0xc000 | (f.id as u16 & 0x3fff),
+                bth: BthRepr {
+                    opcode: opcode::RC_SEND_ONLY,
+                    solicited: false,
+                    pad_count: 0,
+                    pkey: DEFAULT_PKEY,
+                    dest_qp: QP_BASE + f.id,
+                    ack_req,
+                    psn: f.next_psn & 0xff_ffff,
+                },
+                aeth: None,
+                payload_len,
+            };
+            let mut b = vec![0u8; r.buffer_len()];
+            self.zeros[..8].copy_from_slice(&now.nanos().to_be_bytes());
+            r.emit(&mut b, &self.zeros);
+            let wire = Bytes(b.len() as u64 + super::switch::WIRE_OVERHEAD);
+            f.next_psn += 1;
+            f.sent_bytes += payload_len as u64;
+            f.cc.on_send(vnow, Bytes(payload_len as u64));
+            // Pace the flow at its controller's rate (scaled to real), the NIC at line rate.
+            let flow_rate = self
+                .cfg
+                .scale
+                .rate_to_real(f.cc.rate())
+                .min(self.cfg.link_rate);
+            let gap = flow_rate.tx_time(wire);
+            f.next_at = f.next_at.max(now - self.cfg.pacing_burst) + gap;
+            let nic = self.cfg.link_rate.tx_time(wire);
+            self.nic_free_at = self.nic_free_at.max(now - self.cfg.pacing_burst) + nic;
+            self.c.tx_packets += 1;
+            out.push(b);
+            // Something was sent: every flow gets another turn (a loop that woke late
+            // catches up within the pacing buckets).
+            tried = 0;
+        }
+    }
+
+    /// The earliest real instant this host needs attention without a new arrival.
+    pub fn next_wakeup(&self, now: Instant, done: &Completed) -> Option<Instant> {
+        let mut t: Option<Instant> = None;
+        let mut upd = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
+        if !self.control.is_empty() {
+            upd(now);
+        }
+        if let Some(v) = self.np.next_timeout() {
+            upd(self.cfg.scale.to_real(v));
+        }
+        for f in &self.flows {
+            if let Some(v) = f.cc.next_timeout() {
+                upd(self.cfg.scale.to_real(v));
+            }
+            // A flow blocked by its window or its credit waits for feedback (an arrival)
+            // or its retransmission timer, not for its pacing time.
+            let window_open = f.cc.window().is_none_or(|w| {
+                (f.next_psn.saturating_sub(f.acked_psn) as u64 * self.cfg.payload as u64) < w.0
+            });
+            let has_credit = f.cc.credit().is_none_or(|c| c > Bytes::ZERO) || !f.requested;
+            let active = self.packets_of(f).is_none_or(|tot| f.next_psn < tot)
+                && f.stop.is_none_or(|s| now < s)
+                && f.after.iter().all(|a| done.contains(a))
+                && window_open
+                && has_credit;
+            if active {
+                let prio = f.dscp >> 3;
+                let resume = self.pfc.resume_at(now, prio).unwrap_or(now);
+                upd(f.next_at.max(f.start).max(self.nic_free_at).max(resume));
+            }
+            if f.next_psn > f.acked_psn {
+                upd(f.last_progress + self.cfg.rto);
+            }
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::ipv4;
+    use cc_algos::{CcKind, DcqcnNp, PathParams};
+
+    fn host(i: u8) -> Host {
+        Host::new(
+            HostConfig {
+                mac: [2, 0, 0, 0, 0, i],
+                ip: Ipv4Addr::new(10, 0, 0, i),
+                gateway_mac: [2, 0, 0, 0, 1, i],
+                link_rate: Rate::gbps(1),
+                scale: TimeScale(100),
+                payload: 1024,
+                ack_every: 4,
+                rto: Duration::millis(40),
+                pacing_burst: Duration::ZERO,
+            },
+            Box::new(DcqcnNp::new(Duration::micros(50))),
+        )
+    }
+
+    fn dcqcn() -> AnyCc {
+        "dcqcn"
+            .parse::<CcKind>()
+            .unwrap()
+            .build(&PathParams {
+                line_rate: Rate::gbps(100),
+                base_rtt: Duration::micros(10),
+                mtu: Bytes(1082),
+            })
+            .unwrap()
+    }
+
+    fn pair(size: u64) -> (Host, Host) {
+        let mut a = host(1);
+        let mut b = host(2);
+        a.add_send_flow(
+            7,
+            b.cfg.ip,
+            3,
+            Some(size),
+            Instant::ZERO,
+            None,
+            vec![],
+            dcqcn(),
+        );
+        b.add_recv_flow(7, a.cfg.ip, Some(size));
+        (a, b)
+    }
+
+    fn t(us: u64) -> Instant {
+        Instant::ZERO + Duration::micros(us)
+    }
+
+    #[test]
+    fn data_is_paced_at_line_rate_and_acked_cumulatively() {
+        let (mut a, mut b) = pair(8 * 1024);
+        let done = Completed::new();
+        let mut out = Vec::new();
+        a.poll_transmit(t(0), &done, &mut out, 64);
+        assert_eq!(out.len(), 1, "one frame per serialisation time at 1 Gb/s");
+        let mut now = 0;
+        while a.flows[0].next_psn < 8 {
+            now += 9; // (1082 + 24) B at 1 Gb/s = 8.848 µs
+            a.poll_transmit(t(now), &done, &mut out, 64);
+        }
+        assert_eq!(out.len(), 8);
+        let (r, _) = roce::Repr::parse(&out[0]).unwrap();
+        assert_eq!((r.dscp, r.ecn, r.bth.dest_qp), (24, Ecn::Ect0, QP_BASE + 7));
+        for f in &out {
+            b.on_frame(t(now), f);
+        }
+        assert_eq!(b.recv[&7].bytes, 8 * 1024);
+        assert!(b.recv[&7].completed.is_some());
+        let mut acks = Vec::new();
+        b.poll_transmit(t(now), &done, &mut acks, 64);
+        assert_eq!(acks.len(), 2, "AckReq on PSN 3 and on the last packet");
+        for f in &acks {
+            a.on_frame(t(now + 5), f);
+        }
+        assert!(a.senders_done(t(now + 5)));
+        assert_eq!(a.c.malformed + b.c.malformed, 0);
+    }
+
+    #[test]
+    fn ce_mark_yields_a_cnp_that_cuts_the_rate() {
+        let (mut a, mut b) = pair(1024);
+        let mut out = Vec::new();
+        a.poll_transmit(t(0), &Completed::new(), &mut out, 64);
+        let mut f = out.pop().unwrap();
+        ipv4::set_ecn(&mut ipv4::Packet::new_unchecked(&mut f[14..]), Ecn::Ce);
+        b.on_frame(t(1), &f);
+        let mut fb = Vec::new();
+        b.poll_transmit(t(1), &Completed::new(), &mut fb, 64);
+        let cnp = fb
+            .iter()
+            .find(|f| roce::Repr::parse(f).unwrap().0.bth.opcode == opcode::CNP)
+            .expect("a CNP");
+        let (r, payload) = roce::Repr::parse(cnp).unwrap();
+        assert_eq!(
+            (r.dscp, r.bth.dest_qp, payload.len()),
+            (CONTROL_DSCP, QP_BASE + 7, 16)
+        );
+        let before = a.flows[0].cc.rate();
+        a.on_frame(t(2), cnp);
+        assert_eq!(a.flows[0].cnps, 1);
+        assert!(a.flows[0].cc.rate() < before);
+    }
+
+    #[test]
+    fn a_gap_is_naked_and_the_sender_goes_back() {
+        let (mut a, mut b) = pair(4 * 1024);
+        let done = Completed::new();
+        let mut out = Vec::new();
+        for now in [0, 9, 18, 27] {
+            a.poll_transmit(t(now), &done, &mut out, 64);
+        }
+        assert_eq!(out.len(), 4);
+        b.on_frame(t(30), &out[0]);
+        b.on_frame(t(30), &out[2]); // PSN 1 lost
+        b.on_frame(t(30), &out[3]);
+        assert_eq!(b.recv[&7].expected_psn, 1);
+        let mut fb = Vec::new();
+        b.poll_transmit(t(30), &done, &mut fb, 64);
+        assert_eq!(b.c.naks_sent, 1, "one NAK per gap");
+        for f in &fb {
+            a.on_frame(t(31), f);
+        }
+        assert_eq!((a.flows[0].naks, a.flows[0].next_psn), (1, 1));
+        let mut again = Vec::new();
+        for now in [40, 49, 58] {
+            a.poll_transmit(t(now), &done, &mut again, 64);
+        }
+        for f in &again {
+            b.on_frame(t(60), f);
+        }
+        assert_eq!(b.recv[&7].bytes, 4 * 1024);
+    }
+
+    /// Host 1 sending flow 7 of `size` bytes with RCCC to host 2, which runs the RCCC
+    /// receiver; returns both and the sender's initial credit.
+    fn rccc_pair(size: u64) -> (Host, Host, u64) {
+        let path = PathParams {
+            line_rate: Rate::gbps(100),
+            base_rtt: Duration::micros(10),
+            mtu: Bytes(1082),
+        };
+        let kind: CcKind = "rccc".parse().unwrap();
+        let mut a = host(1);
+        let mut b = Host::new(
+            host(2).cfg,
+            Box::new(kind.build_receiver(&path).unwrap().unwrap()),
+        );
+        let cc = kind.build(&path).unwrap();
+        let initial = cc.credit().unwrap().0;
+        a.add_send_flow(7, b.cfg.ip, 3, Some(size), t(0), None, vec![], cc);
+        b.add_recv_flow(7, a.cfg.ip, Some(size));
+        (a, b, initial)
+    }
+
+    #[test]
+    fn rccc_sender_requests_credit_and_spends_only_what_it_is_granted() {
+        let size = 400 * 1024;
+        let (mut a, mut b, initial) = rccc_pair(size);
+        let done = Completed::new();
+        let mut out = Vec::new();
+        let mut now = 0;
+        while now < 100_000 && a.flows[0].cc.credit() != Some(Bytes::ZERO) {
+            let mut o = Vec::new();
+            a.poll_transmit(t(now), &done, &mut o, 64);
+            out.append(&mut o);
+            now += 9;
+        }
+        let (req, pl) = roce::Repr::parse(&out[0]).unwrap();
+        assert_eq!(req.bth.opcode, opcode::CREDIT_REQUEST);
+        assert_eq!(
+            u64::from_be_bytes(pl[..8].try_into().unwrap()),
+            size - initial
+        );
+        let data = out.len() as u64 - 1;
+        assert_eq!(
+            data,
+            initial.div_ceil(1024),
+            "stops when the credit is spent"
+        );
+        // Nothing more until credit comes back.
+        let mut more = Vec::new();
+        a.poll_transmit(t(now + 1000), &done, &mut more, 64);
+        assert!(more.is_empty());
+        // The receiver grants (paced by its timer) and the sender resumes.
+        b.on_frame(t(now), &out[0]);
+        let mut grants = Vec::new();
+        for k in 0..200 {
+            let tk = t(now + k);
+            if b.next_wakeup(tk, &done).is_some_and(|w| w <= tk) {
+                b.on_timeout(tk);
+            }
+            let mut o = Vec::new();
+            b.poll_transmit(tk, &done, &mut o, 64);
+            grants.append(&mut o);
+        }
+        assert!(b.c.credits_sent > 0);
+        let (g, gp) = roce::Repr::parse(&grants[0]).unwrap();
+        assert_eq!((g.bth.opcode, g.dscp), (opcode::CREDIT, CONTROL_DSCP));
+        assert!(u64::from_be_bytes(gp[..8].try_into().unwrap()) > 0);
+        for f in &grants {
+            a.on_frame(t(now + 200), f);
+        }
+        assert_eq!(a.flows[0].credits, b.c.credits_sent);
+        a.poll_transmit(t(now + 2000), &done, &mut more, 64);
+        assert!(!more.is_empty(), "credit lets the sender go on");
+    }
+
+    #[test]
+    fn rccc_sender_without_credit_asks_again_after_an_rto() {
+        // Credit can be lost (grants beyond the sender's cap, a stalled loop): a sender
+        // with data left, no credit and no grant for an RTO must ask again, or the flow
+        // waits forever (seen in the trimming test before this rule).
+        let size = 400 * 1024;
+        let (mut a, mut b, _) = rccc_pair(size);
+        let done = Completed::new();
+        // Send the request and the initial credit; the receiver gets the data (not the
+        // request) and its ACKs come back; no grant ever reaches the sender.
+        let mut now = 0;
+        let mut sent = Vec::new();
+        while now < 100_000 && a.flows[0].cc.credit() != Some(Bytes::ZERO) {
+            let mut o = Vec::new();
+            a.poll_transmit(t(now), &done, &mut o, 64);
+            sent.append(&mut o);
+            now += 9;
+        }
+        assert_eq!(a.flows[0].cc.credit(), Some(Bytes::ZERO));
+        for f in &sent[1..] {
+            b.on_frame(t(now), f);
+        }
+        let mut acks = Vec::new();
+        b.poll_transmit(t(now), &done, &mut acks, 64);
+        for f in &acks {
+            a.on_frame(t(now), f);
+        }
+        let requests = |frames: &[Vec<u8>]| {
+            frames
+                .iter()
+                .filter(|f| roce::Repr::parse(f).unwrap().0.bth.opcode == opcode::CREDIT_REQUEST)
+                .count()
+        };
+        assert_eq!(requests(&sent), 1);
+        // Before an RTO: silence. After it: a new request for what is left.
+        let mut out = Vec::new();
+        a.on_timeout(t(now + 1_000));
+        a.poll_transmit(t(now + 1_000), &done, &mut out, 64);
+        assert_eq!(requests(&out), 0, "no request before an RTO");
+        let later = now + 41_000 + 1;
+        a.on_timeout(t(later));
+        out.clear();
+        a.poll_transmit(t(later), &done, &mut out, 64);
+        assert_eq!(
+            requests(&out),
+            1,
+            "asks again after an RTO without credit: {}",
+            a.flows[0].state()
+        );
+        let req = out
+            .iter()
+            .find(|f| roce::Repr::parse(f).unwrap().0.bth.opcode == opcode::CREDIT_REQUEST)
+            .unwrap();
+        let (_, pl) = roce::Repr::parse(req).unwrap();
+        let asked = u64::from_be_bytes(pl[..8].try_into().unwrap());
+        assert!(
+            asked > 0 && asked <= size,
+            "asks for the rest, not more: {asked}"
+        );
+    }
+
+    #[test]
+    fn corrupted_frames_are_counted_not_panicking() {
+        let (mut a, mut b) = pair(1024);
+        let mut out = Vec::new();
+        a.poll_transmit(t(0), &Completed::new(), &mut out, 64);
+        let mut f = out.pop().unwrap();
+        let n = f.len();
+        f[n - 10] ^= 0xff; // payload byte: ICRC no longer matches
+        b.on_frame(t(1), &f);
+        b.on_frame(t(1), &f[..20]);
+        b.on_frame(t(1), &[]);
+        assert_eq!(b.c.malformed, 3);
+        assert_eq!(b.recv[&7].bytes, 0);
+    }
+}

@@ -1,0 +1,667 @@
+//! The userspace switch core, sans-IO: frames in (`on_frame`), frames out
+//! (`poll_transmit`), deadlines (`next_wakeup`). The I/O loop in [`super::engine`]
+//! feeds it from AF_PACKET sockets; unit tests feed it directly.
+//!
+//! Model (one output-queued shared-buffer switch, as in the DCQCN paper's testbed):
+//! - forwarding by destination IPv4 address (a host table: address → port);
+//! - per egress port, 8 priority queues served in strict priority (7 highest); the
+//!   priority is the DSCP class selector (`dscp >> 3`: data DSCP 26 → 3, CNP/ACK DSCP 48 → 6);
+//! - each egress port is paced at its link rate: a frame occupies the port for
+//!   `(len + 24) × 8 / rate` (preamble, FCS and inter-frame gap counted);
+//! - one shared buffer for all ports: a frame that does not fit is dropped and counted;
+//! - ECN: the `cc-algos` CP policy ([`cc_algos::RedEcn`]) decides on enqueue from the
+//!   egress queue length; the switch rewrites the IPv4 ECN bits to CE with an
+//!   incremental checksum update (the RoCEv2 ICRC masks them);
+//! - PFC: per ingress port and priority, [`cc_algos::PfcIngress`] counts the bytes held
+//!   and asks for XOFF/XON frames, sent on the ingress port ahead of everything else;
+//!   received PFC frames pause our egress per priority through [`cc_algos::PfcEgress`];
+//! - trimming ([`cc_algos::TrimPolicy`]): a data frame that would exceed the threshold
+//!   is cut to its headers and queued at the control priority;
+//! - counters for everything ([`PortCounters`]).
+//!
+//! Time is real time of the I/O loop as a `cc_algos::Instant` (picoseconds since start);
+//! rates are real link rates. Buffer thresholds are bytes, which the time scaling of
+//! [`super::endpoint`] leaves unchanged.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::Ipv4Addr;
+
+use cc_algos::{
+    Bytes, Duration, Instant, PfcConfig, PfcEgress, PfcIngress, Rate, RedEcn, TrimDecision,
+    TrimPolicy,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::wire::ethernet::{self, ETHERTYPE_IPV4, ETHERTYPE_MAC_CONTROL, Mac};
+use crate::wire::ipv4::{self, Ecn};
+use crate::wire::{ib, pfc, udp};
+
+/// Priorities (802.1p classes).
+pub const PRIORITIES: usize = 8;
+/// Per-frame wire overhead not in the buffer: preamble + SFD (8), FCS (4), IFG (12).
+pub const WIRE_OVERHEAD: u64 = 24;
+
+/// Configuration of a switch.
+#[derive(Debug, Clone)]
+pub struct SwitchConfig {
+    /// MAC address of each port (source of PFC frames).
+    pub port_macs: Vec<Mac>,
+    /// Link rate of every port.
+    pub link_rate: Rate,
+    /// Shared buffer size.
+    pub buffer: Bytes,
+    /// ECN marking on egress queues (None: no marking).
+    pub ecn: Option<RedEcn>,
+    /// PFC thresholds per ingress port and priority (None: PFC off).
+    pub pfc: Option<PfcConfig>,
+    /// Priorities PFC applies to (bit mask; usually only the data class 3).
+    pub pfc_priorities: u8,
+    /// Trimming of data frames (None: off).
+    pub trim: Option<TrimPolicy>,
+    /// Destination address → egress port.
+    pub routes: HashMap<Ipv4Addr, usize>,
+    /// Destination MAC to write on frames leaving each port (the attached host), if any.
+    pub next_hop_macs: Vec<Option<Mac>>,
+    /// Seed of the RNG for ECN decisions.
+    pub seed: u64,
+    /// Depth of each port's pacing token bucket (see [`Switch::poll_transmit`]).
+    pub pacing_burst: Duration,
+}
+
+/// Counters of one port. `rx_*` count frames arriving on the port, `tx_*` frames
+/// leaving it; `marks`, `drops`, `trims` and queue figures refer to its egress queues.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct PortCounters {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Frames CE-marked on enqueue.
+    pub ecn_marks: u64,
+    /// Frames dropped because the shared buffer was full.
+    pub drops: u64,
+    /// Frames trimmed to headers.
+    pub trims: u64,
+    /// PFC pause frames sent (XOFF and refreshes) by this port.
+    pub pauses_sent: u64,
+    /// `pauses_sent` per priority.
+    pub pauses_sent_by_priority: [u64; 8],
+    /// PFC resume frames (zero quanta) sent by this port.
+    pub resumes_sent: u64,
+    /// PFC frames received on this port.
+    pub pfc_received: u64,
+    /// PAUSE frames received per priority (a frame pausing several counts for each).
+    pub pfc_received_by_priority: [u64; 8],
+    /// Headroom used: the largest ingress occupancy of one priority above its XOFF
+    /// threshold, i.e. the bytes that kept arriving on this port after it had asked its
+    /// peer to pause. A real switch must reserve this much per port and priority to
+    /// stay lossless (802.1Qbb headroom: cable, MTU and the peer's reaction time).
+    pub max_headroom_bytes: u64,
+    /// Time this port's egress had data but was held by a received PAUSE.
+    pub paused_time: Duration,
+    /// Bytes queued now (all priorities).
+    pub queue_bytes: u64,
+    /// Largest `queue_bytes` seen.
+    pub max_queue_bytes: u64,
+    /// Frames that could not be parsed or routed (counted and dropped).
+    pub malformed: u64,
+    /// Frames with no route (counted and dropped).
+    pub unroutable: u64,
+}
+
+#[derive(Debug)]
+struct Queued {
+    frame: Vec<u8>,
+    in_port: usize,
+    prio: u8,
+}
+
+#[derive(Debug)]
+struct Port {
+    queues: [VecDeque<Queued>; PRIORITIES],
+    queue_bytes: [u64; PRIORITIES],
+    free_at: Instant,
+    control: VecDeque<Vec<u8>>,
+    pfc_in: Option<PfcIngress>,
+    pfc_out: PfcEgress,
+    paused_since: Option<Instant>,
+    c: PortCounters,
+}
+
+/// The switch.
+#[derive(Debug)]
+pub struct Switch {
+    cfg: SwitchConfig,
+    ports: Vec<Port>,
+    used: u64,
+    rng: ChaCha8Rng,
+    /// Peak shared-buffer occupancy.
+    pub max_buffer_used: u64,
+}
+
+/// Parse what the switch needs from an IPv4 frame: destination, DSCP, whether it is a
+/// RoCE data packet (trimmable). `None` if malformed.
+fn classify(frame: &[u8]) -> Option<(Ipv4Addr, u8, bool)> {
+    let e = ethernet::checked(frame).ok()?;
+    if ethernet::ethertype(&e) != ETHERTYPE_IPV4 {
+        return None;
+    }
+    let ip = ipv4::checked(e.payload()).ok()?;
+    if !ip.verify_checksum() {
+        return None;
+    }
+    let data = u8::from(ip.next_header()) == ipv4::PROTO_UDP
+        && udp::checked(ip.payload()).ok().is_some_and(|u| {
+            u.dst_port() == udp::ROCEV2_PORT
+                && u.payload().first() == Some(&ib::opcode::RC_SEND_ONLY)
+        });
+    Some((ip.dst_addr(), ip.dscp(), data))
+}
+
+impl Switch {
+    pub fn new(cfg: SwitchConfig) -> Switch {
+        let ports = (0..cfg.port_macs.len())
+            .map(|_| Port {
+                queues: Default::default(),
+                queue_bytes: [0; PRIORITIES],
+                free_at: Instant::ZERO,
+                control: VecDeque::new(),
+                pfc_in: cfg.pfc.map(PfcIngress::new),
+                pfc_out: PfcEgress::new(cfg.link_rate),
+                paused_since: None,
+                c: PortCounters::default(),
+            })
+            .collect();
+        let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        Switch {
+            cfg,
+            ports,
+            used: 0,
+            rng,
+            max_buffer_used: 0,
+        }
+    }
+
+    pub fn num_ports(&self) -> usize {
+        self.ports.len()
+    }
+
+    pub fn counters(&self, port: usize) -> &PortCounters {
+        &self.ports[port].c
+    }
+
+    /// Shared-buffer bytes in use.
+    pub fn buffer_used(&self) -> u64 {
+        self.used
+    }
+
+    fn pfc_frame(&mut self, port: usize, f: cc_algos::PfcFrame) {
+        if self.cfg.pfc_priorities & (1 << f.priority) == 0 {
+            return;
+        }
+        let p = &mut self.ports[port];
+        if f.quanta == 0 {
+            p.c.resumes_sent += 1;
+        } else {
+            p.c.pauses_sent += 1;
+            p.c.pauses_sent_by_priority[f.priority as usize & 7] += 1;
+        }
+        let frame = pfc::Repr::single(f.priority, f.quanta).to_frame(self.cfg.port_macs[port]);
+        p.control.push_back(frame.to_vec());
+    }
+
+    /// A frame arrived on `in_port` at `now`.
+    pub fn on_frame(&mut self, now: Instant, in_port: usize, mut frame: Vec<u8>) {
+        let len = frame.len() as u64;
+        {
+            let c = &mut self.ports[in_port].c;
+            c.rx_packets += 1;
+            c.rx_bytes += len;
+        }
+        // PFC / MAC control.
+        if frame.len() >= ethernet::HEADER_LEN
+            && ethernet::ethertype(&ethernet::Packet::new_unchecked(&frame[..]))
+                == ETHERTYPE_MAC_CONTROL
+        {
+            match pfc::Repr::from_frame(&frame) {
+                Ok(Some(r)) => {
+                    let port = &mut self.ports[in_port];
+                    port.c.pfc_received += 1;
+                    for prio in 0..PRIORITIES {
+                        if r.class_enable & (1 << prio) != 0 && r.quanta[prio] > 0 {
+                            port.c.pfc_received_by_priority[prio] += 1;
+                        }
+                        if r.class_enable & (1 << prio) != 0 {
+                            port.pfc_out.on_frame(
+                                now,
+                                cc_algos::PfcFrame {
+                                    priority: prio as u8,
+                                    quanta: r.quanta[prio],
+                                },
+                            );
+                        }
+                    }
+                }
+                _ => self.ports[in_port].c.malformed += 1,
+            }
+            return;
+        }
+        let Some((dst, dscp, is_data)) = classify(&frame) else {
+            self.ports[in_port].c.malformed += 1;
+            return;
+        };
+        let Some(&out) = self.cfg.routes.get(&dst) else {
+            self.ports[in_port].c.unroutable += 1;
+            return;
+        };
+        if out >= self.ports.len() {
+            self.ports[in_port].c.unroutable += 1;
+            return;
+        }
+        let mut prio = (dscp >> 3) & 7;
+        // Trimming: cut the payload, keep the headers, send at the control priority.
+        if is_data && let Some(t) = self.cfg.trim {
+            let q = self.ports[out].queue_bytes[prio as usize];
+            if let TrimDecision::Trim { .. } = t.decide(Bytes(q), Bytes(len)) {
+                trim_frame(&mut frame);
+                self.ports[out].c.trims += 1;
+                prio = 6;
+            }
+        }
+        let len = frame.len() as u64;
+        if self.used + len > self.cfg.buffer.0 {
+            self.ports[out].c.drops += 1;
+            return;
+        }
+        // ECN (CP): decide on the egress queue length the frame joins.
+        if let Some(red) = self.cfg.ecn {
+            let q = self.ports[out].queue_bytes[prio as usize];
+            let u: f64 = self.rng.random();
+            if red.should_mark(Bytes(q), u) {
+                let mut ip = ipv4::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
+                if ipv4::ecn(&ip) != Ecn::NotEct {
+                    ipv4::set_ecn(&mut ip, Ecn::Ce);
+                    self.ports[out].c.ecn_marks += 1;
+                }
+            }
+        }
+        if let Some(mac) = self.cfg.next_hop_macs.get(out).copied().flatten() {
+            ethernet::set_dst(&mut ethernet::Packet::new_unchecked(&mut frame[..]), mac);
+        }
+        if let Some(mac) = self.cfg.port_macs.get(out).copied() {
+            ethernet::set_src(&mut ethernet::Packet::new_unchecked(&mut frame[..]), mac);
+        }
+        self.used += len;
+        self.max_buffer_used = self.max_buffer_used.max(self.used);
+        let pfc_req = self.ports[in_port]
+            .pfc_in
+            .as_mut()
+            .and_then(|p| p.on_enqueue(now, prio, Bytes(len)));
+        if let Some(pi) = &self.ports[in_port].pfc_in
+            && pi.is_pausing(prio)
+        {
+            let above = pi.occupancy(prio).0.saturating_sub(pi.config().xoff.0);
+            let c = &mut self.ports[in_port].c;
+            c.max_headroom_bytes = c.max_headroom_bytes.max(above);
+        }
+        if let Some(f) = pfc_req {
+            self.pfc_frame(in_port, f);
+        }
+        let p = &mut self.ports[out];
+        p.queue_bytes[prio as usize] += len;
+        p.c.queue_bytes += len;
+        p.c.max_queue_bytes = p.c.max_queue_bytes.max(p.c.queue_bytes);
+        p.queues[prio as usize].push_back(Queued {
+            frame,
+            in_port,
+            prio,
+        });
+    }
+
+    /// The next frame `port` may send at `now`: PFC frames first, then the highest
+    /// non-paused priority, if the port's pacer allows.
+    pub fn poll_transmit(&mut self, now: Instant, port: usize) -> Option<Vec<u8>> {
+        if let Some(f) = self.ports[port].control.pop_front() {
+            let p = &mut self.ports[port];
+            p.c.tx_packets += 1;
+            p.c.tx_bytes += f.len() as u64;
+            return Some(f);
+        }
+        let rate = self.cfg.link_rate;
+        let p = &mut self.ports[port];
+        if now < p.free_at {
+            return None;
+        }
+        let mut any_paused = false;
+        let mut pick = None;
+        for prio in (0..PRIORITIES).rev() {
+            if p.queues[prio].is_empty() {
+                continue;
+            }
+            if p.pfc_out.is_paused(now, prio as u8) {
+                any_paused = true;
+                continue;
+            }
+            pick = Some(prio);
+            break;
+        }
+        // Paused-time accounting: the port had data it could not send.
+        match (pick, any_paused, p.paused_since) {
+            (None, true, None) => p.paused_since = Some(now),
+            (Some(_), _, Some(t)) | (None, false, Some(t)) => {
+                p.c.paused_time += now - t;
+                p.paused_since = None;
+            }
+            _ => {}
+        }
+        let prio = pick?;
+        let q = p.queues[prio].pop_front().expect("non-empty");
+        let len = q.frame.len() as u64;
+        p.queue_bytes[prio] -= len;
+        p.c.queue_bytes -= len;
+        p.c.tx_packets += 1;
+        p.c.tx_bytes += len;
+        // Pace: the port is busy for the frame's serialisation time. A loop that wakes
+        // late may catch up by at most `pacing_burst` (a token bucket of that depth),
+        // so OS wake-up latency does not lower the link rate.
+        let tx = rate.tx_time(Bytes(len + WIRE_OVERHEAD));
+        p.free_at = p.free_at.max(now - self.cfg.pacing_burst) + tx;
+        self.used -= len;
+        let in_port = q.in_port;
+        let resume = self.ports[in_port]
+            .pfc_in
+            .as_mut()
+            .and_then(|pi| pi.on_dequeue(now, q.prio, Bytes(len)));
+        if let Some(f) = resume {
+            self.pfc_frame(in_port, f);
+        }
+        Some(q.frame)
+    }
+
+    /// PFC refresh timers; call at [`Switch::next_wakeup`].
+    pub fn on_timeout(&mut self, now: Instant) {
+        for port in 0..self.ports.len() {
+            loop {
+                let f = match self.ports[port].pfc_in.as_mut() {
+                    Some(pi) if pi.next_timeout().is_some_and(|t| t <= now) => pi.on_timeout(now),
+                    _ => None,
+                };
+                match f {
+                    Some(f) => self.pfc_frame(port, f),
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// Whether `port` has a frame it could send (ignoring the pacer and pauses).
+    pub fn has_pending(&self, port: usize) -> bool {
+        let p = &self.ports[port];
+        !p.control.is_empty() || p.queues.iter().any(|q| !q.is_empty())
+    }
+
+    /// The earliest instant something may happen without a new arrival.
+    pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+        let mut t: Option<Instant> = None;
+        let mut upd = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
+        for p in &self.ports {
+            if !p.control.is_empty() {
+                upd(now);
+            }
+            for prio in 0..PRIORITIES {
+                if p.queues[prio].is_empty() {
+                    continue;
+                }
+                let at = p
+                    .pfc_out
+                    .resume_at(now, prio as u8)
+                    .unwrap_or(now)
+                    .max(p.free_at);
+                upd(at);
+            }
+            if let Some(pi) = &p.pfc_in
+                && let Some(x) = pi.next_timeout()
+            {
+                upd(x);
+            }
+        }
+        t
+    }
+}
+
+/// Cut a RoCE data frame to its headers (Ethernet/IPv4/UDP/BTH, 54 B) plus a fresh
+/// ICRC (58 B in all): the receiver sees a valid packet with no payload, which it
+/// recognises as trimmed and NAKs. Lengths and the IPv4 checksum are fixed up.
+fn trim_frame(frame: &mut Vec<u8>) {
+    let hdr = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN + ib::BTH_LEN;
+    frame.truncate(hdr);
+    let ip_len = hdr + ib::ICRC_LEN - ethernet::HEADER_LEN;
+    let ip = &mut frame[ethernet::HEADER_LEN..];
+    ip[2..4].copy_from_slice(&(ip_len as u16).to_be_bytes());
+    ipv4::Packet::new_unchecked(&mut *ip).fill_checksum();
+    let udp_len = (ip_len - ipv4::HEADER_LEN) as u16;
+    ip[ipv4::HEADER_LEN + 4..ipv4::HEADER_LEN + 6].copy_from_slice(&udp_len.to_be_bytes());
+    let crc = ib::icrc_ipv4(&frame[ethernet::HEADER_LEN..]);
+    frame.extend_from_slice(&crc.to_le_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::ib::{BthRepr, DEFAULT_PKEY, opcode};
+    use crate::wire::roce;
+
+    fn data_frame(dst: Ipv4Addr, payload: usize, ecn: Ecn) -> Vec<u8> {
+        let r = roce::Repr {
+            eth_dst: [2, 0, 0, 0, 0, 1],
+            eth_src: [2, 0, 0, 0, 0, 2],
+            ip_src: Ipv4Addr::new(10, 0, 0, 9),
+            ip_dst: dst,
+            dscp: 26,
+            ecn,
+            ttl: 64,
+            ident: 0,
+            udp_src: 1000,
+            bth: BthRepr {
+                opcode: opcode::RC_SEND_ONLY,
+                solicited: false,
+                pad_count: 0,
+                pkey: DEFAULT_PKEY,
+                dest_qp: 1,
+                ack_req: false,
+                psn: 0,
+            },
+            aeth: None,
+            payload_len: payload,
+        };
+        let mut b = vec![0u8; r.buffer_len()];
+        r.emit(&mut b, &vec![0u8; payload]);
+        b
+    }
+
+    fn cfg(ports: usize) -> SwitchConfig {
+        let mut routes = HashMap::new();
+        for i in 0..ports {
+            routes.insert(Ipv4Addr::new(10, 0, 0, i as u8 + 1), i);
+        }
+        SwitchConfig {
+            port_macs: (0..ports).map(|i| [2, 0xaa, 0, 0, 0, i as u8]).collect(),
+            link_rate: Rate::gbps(1),
+            buffer: Bytes(100_000),
+            ecn: None,
+            pfc: None,
+            pfc_priorities: 1 << 3,
+            trim: None,
+            routes,
+            next_hop_macs: vec![None; ports],
+            seed: 1,
+            pacing_burst: Duration::ZERO,
+        }
+    }
+
+    fn t(us: u64) -> Instant {
+        Instant::ZERO + Duration::micros(us)
+    }
+
+    #[test]
+    fn forwards_by_destination_and_paces_at_link_rate() {
+        let mut c = cfg(3);
+        c.pacing_burst = Duration::micros(10);
+        let mut s = Switch::new(c);
+        let dst = Ipv4Addr::new(10, 0, 0, 3);
+        for _ in 0..3 {
+            s.on_frame(t(0), 0, data_frame(dst, 1000, Ecn::Ect0));
+        }
+        let f = s.poll_transmit(t(0), 2).expect("first frame at once");
+        assert_eq!(roce::Repr::parse(&f).unwrap().0.ip_dst, dst);
+        // (1058 + 24) B at 1 Gb/s = 8.656 µs: nothing before that.
+        assert!(s.poll_transmit(t(8), 2).is_none());
+        assert!(s.poll_transmit(t(9), 2).is_some());
+        // Sent 0.344 µs late: the token bucket keeps the schedule (next at 2 × 8.656 µs).
+        assert_eq!(
+            s.next_wakeup(t(9)),
+            Some(Instant::ZERO + Duration::nanos(17_312))
+        );
+        assert!(s.poll_transmit(t(18), 2).is_some());
+        assert_eq!(s.counters(2).tx_packets, 3);
+        assert_eq!(s.counters(0).rx_packets, 3);
+        assert_eq!(s.buffer_used(), 0);
+    }
+
+    #[test]
+    fn full_buffer_drops_and_counts() {
+        let mut s = Switch::new(cfg(2));
+        for _ in 0..200 {
+            s.on_frame(
+                t(0),
+                0,
+                data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+            );
+        }
+        let c = s.counters(1);
+        assert_eq!(c.drops, 200 - 100_000 / 1058);
+        assert!(s.buffer_used() <= 100_000);
+    }
+
+    #[test]
+    fn ecn_marks_above_kmax_with_valid_checksum() {
+        let mut c = cfg(2);
+        c.ecn = Some(RedEcn::new(Bytes(2000), Bytes(4000), 1.0).unwrap());
+        let mut s = Switch::new(c);
+        for _ in 0..10 {
+            s.on_frame(
+                t(0),
+                0,
+                data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+            );
+        }
+        // Queue lengths seen: 0, 1058, 2116, 3174, 4232, ...: frames 5.. always marked.
+        assert!(s.counters(1).ecn_marks >= 6);
+        let mut marked = 0;
+        for i in 0..10 {
+            let f = s.poll_transmit(t(100 * i), 1).unwrap();
+            let (r, _) = roce::Repr::parse(&f).expect("checksums and ICRC still valid");
+            marked += (r.ecn == Ecn::Ce) as u64;
+        }
+        assert_eq!(marked, s.counters(1).ecn_marks);
+    }
+
+    #[test]
+    fn pfc_pauses_the_ingress_and_resumes_it() {
+        let mut c = cfg(3);
+        c.pfc = Some(PfcConfig::new(Bytes(5000), Bytes(2000), 0xffff, Rate::gbps(1)).unwrap());
+        let mut s = Switch::new(c);
+        for _ in 0..6 {
+            s.on_frame(
+                t(0),
+                0,
+                data_frame(Ipv4Addr::new(10, 0, 0, 3), 1000, Ecn::Ect0),
+            );
+        }
+        // XOFF crossed on port 0 (ingress): a PFC frame for priority 3 goes out of port 0.
+        let f = s.poll_transmit(t(0), 0).expect("pause frame");
+        assert_eq!(
+            pfc::Repr::from_frame(&f).unwrap(),
+            Some(pfc::Repr::single(3, 0xffff))
+        );
+        assert_eq!(s.counters(0).pauses_sent, 1);
+        assert_eq!(
+            s.counters(0).pauses_sent_by_priority,
+            [0, 0, 0, 1, 0, 0, 0, 0]
+        );
+        // Headroom: the 5th frame crossed XOFF, the 6th still arrived after the pause.
+        let len = data_frame(Ipv4Addr::new(10, 0, 0, 3), 1000, Ecn::Ect0).len() as u64;
+        assert!(5 * len >= 5000 && 4 * len < 5000);
+        assert_eq!(s.counters(0).max_headroom_bytes, 6 * len - 5000);
+        assert_eq!(s.counters(1).max_headroom_bytes, 0);
+        // Drain port 2 until the ingress count falls to XON: a resume follows.
+        let mut now = 0;
+        while s.poll_transmit(t(now), 2).is_some() || s.has_pending(2) {
+            now += 10;
+            if let Some(f) = s.poll_transmit(t(now), 0) {
+                assert_eq!(
+                    pfc::Repr::from_frame(&f).unwrap(),
+                    Some(pfc::Repr::single(3, 0))
+                );
+            }
+        }
+        assert_eq!(s.counters(0).resumes_sent, 1);
+    }
+
+    #[test]
+    fn received_pause_holds_the_egress_and_is_timed() {
+        let mut s = Switch::new(cfg(2));
+        let pause = pfc::Repr::single(3, 0xffff).to_frame([2, 0, 0, 0, 0, 7]);
+        s.on_frame(t(0), 1, pause.to_vec());
+        s.on_frame(
+            t(0),
+            0,
+            data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+        );
+        assert!(s.poll_transmit(t(1), 1).is_none());
+        assert!(s.poll_transmit(t(1000), 1).is_none());
+        let resume = pfc::Repr::single(3, 0).to_frame([2, 0, 0, 0, 0, 7]);
+        s.on_frame(t(2000), 1, resume.to_vec());
+        assert!(s.poll_transmit(t(2001), 1).is_some());
+        assert_eq!(s.counters(1).pfc_received, 2);
+        // The resume is a PFC frame but not a pause.
+        assert_eq!(
+            s.counters(1).pfc_received_by_priority,
+            [0, 0, 0, 1, 0, 0, 0, 0]
+        );
+        assert_eq!(s.counters(1).paused_time, Duration::micros(2000));
+    }
+
+    #[test]
+    fn trimming_cuts_payload_and_keeps_valid_headers() {
+        let mut c = cfg(2);
+        c.trim = Some(TrimPolicy::new(Bytes(3000), Bytes(64)).unwrap());
+        let mut s = Switch::new(c);
+        for _ in 0..4 {
+            s.on_frame(
+                t(0),
+                0,
+                data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+            );
+        }
+        assert_eq!(s.counters(1).trims, 2);
+        // The trimmed frames go first (control priority 6).
+        let f = s.poll_transmit(t(0), 1).unwrap();
+        assert_eq!(f.len(), 14 + 20 + 8 + 12 + 4);
+        let (r, payload) = roce::Repr::parse(&f).expect("a valid RoCE frame (ICRC recomputed)");
+        assert!(payload.is_empty());
+        assert_eq!(r.dscp >> 3, 3, "DSCP unchanged, only the queue differs");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn garbage_is_counted_never_panics(data in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            let mut s = Switch::new(cfg(2));
+            s.on_frame(t(0), 0, data);
+            let c = s.counters(0);
+            proptest::prop_assert_eq!(c.rx_packets, 1);
+            let _ = s.poll_transmit(t(1), 1);
+        }
+    }
+}

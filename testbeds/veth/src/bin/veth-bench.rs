@@ -1,0 +1,339 @@
+//! `veth-bench`: forwarding rate of the userspace switch against a direct veth path,
+//! measured in the same run (root required).
+//!
+//! Two paths, each between fresh namespaces:
+//! - direct: sender ns ──veth── receiver ns;
+//! - switched: sender ns ──veth── switch ns ──veth── receiver ns, the switch being the
+//!   engine's [`Switch`] core driven by the same AF_PACKET batched I/O as the
+//!   congestion testbed (links paced at 400 Gb/s, i.e. not limiting).
+//!
+//! The sender blasts the same RoCEv2 frame with `sendmmsg` (batches of 64) for the
+//! given time; the receiver counts frames from its receive ring. Both paths use the
+//! engine's I/O layer ([`PacketSocket`], [`afpacket::Waiter`]). Threads are pinned so
+//! every trial places them alike (see `pin`); the switch runs `SCHED_FIFO` as in the
+//! engine. Trials alternate direct / switched,
+//! REPETITIONS times per frame size (the machine is shared and noisy); reported are
+//! the medians of the received frames per second on each path, the median of the
+//! per-trial ratios with its range, and the switch thread's CPU time per forwarded
+//! frame (`getrusage(RUSAGE_THREAD)`). `VETH_BENCH_DEBUG=1` prints each trial.
+//!
+//! ```text
+//! cargo run --release -p testbeds --bin veth-bench -- [SECONDS per trial] [REPETITIONS]
+//! ```
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use cc_algos::{Bytes, Duration, Instant, Rate};
+use veth::Testbed;
+use veth::afpacket::{self, PacketSocket};
+use veth::netns::Netns;
+use veth_core::switch::{Switch, SwitchConfig};
+use veth_core::wire::ib::{BthRepr, DEFAULT_PKEY, opcode};
+use veth_core::wire::ipv4::Ecn;
+use veth_core::wire::roce;
+
+type BoxErr = Box<dyn std::error::Error + Send + Sync>;
+
+fn frame(len: usize, dst: Ipv4Addr) -> Vec<u8> {
+    let payload = len - roce::OVERHEAD;
+    let r = roce::Repr {
+        eth_dst: [2, 0xfa, 0, 0, 0, 0],
+        eth_src: [2, 0xfa, 0, 0, 0, 1],
+        ip_src: Ipv4Addr::new(10, 9, 0, 1),
+        ip_dst: dst,
+        dscp: 26,
+        ecn: Ecn::Ect0,
+        ttl: 64,
+        ident: 0,
+        udp_src: 0xc001,
+        bth: BthRepr {
+            opcode: opcode::RC_SEND_ONLY,
+            solicited: false,
+            pad_count: 0,
+            pkey: DEFAULT_PKEY,
+            dest_qp: 17,
+            ack_req: false,
+            psn: 0,
+        },
+        aeth: None,
+        payload_len: payload,
+    };
+    let mut b = vec![0u8; r.buffer_len()];
+    r.emit(&mut b, &vec![0u8; payload]);
+    b
+}
+
+/// Pin the calling thread to CPU `cpu` (modulo the CPUs there are), so every trial places
+/// its threads the same way. Direct path: sender on CPU 0, receiver on CPU 1 (the
+/// baseline gets a core each). Switched path: the switch alone on CPU 1 (real-time, as
+/// in the engine: a receiver beside it was starved and its ring overflowed once the
+/// switch saturated its core), sender and receiver on CPU 0.
+fn pin(cpu: usize) {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % n, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn thread_cpu() -> StdDuration {
+    // SAFETY: getrusage fills a zeroed rusage for the calling thread.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| StdDuration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Blast `f` on `sock` until `stop`.
+fn sender(mut sock: PacketSocket, f: Vec<u8>, stop: Arc<AtomicBool>) -> u64 {
+    pin(0);
+    let batch: Vec<&[u8]> = (0..afpacket::BATCH).map(|_| &f[..]).collect();
+    let mut sent = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let n = sock.send_batch(&batch);
+        sent += n as u64;
+        if n == 0 {
+            std::thread::yield_now();
+        }
+    }
+    sent
+}
+
+/// Count frames on `sock` between `start` and `stop` flags.
+fn receiver(
+    mut sock: PacketSocket,
+    cpu: usize,
+    counting: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    count: Arc<AtomicU64>,
+) {
+    pin(cpu);
+    let mut waiter = afpacket::Waiter::new(vec![sock.raw_fd()]);
+    while !stop.load(Ordering::Relaxed) {
+        let n = sock.recv_batch();
+        if counting.load(Ordering::Relaxed) {
+            count.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        let more = sock.readable();
+        waiter.wait(n > 0 || more, if more { 0 } else { 1_000_000 });
+    }
+}
+
+struct Measured {
+    pps: f64,
+    switch_cpu_ns_per_frame: Option<f64>,
+}
+
+fn run_path(
+    tx: (Netns, String),
+    rx: (Netns, String),
+    sw: Option<(Netns, [u8; 6], [u8; 6])>,
+    len: usize,
+    secs: f64,
+) -> Result<Measured, BoxErr> {
+    let dst = Ipv4Addr::new(10, 9, 0, 2);
+    let tx_sock = PacketSocket::open(&tx.0, &tx.1)?;
+    let rx_sock = PacketSocket::open(&rx.0, &rx.1)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let counting = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let sw_handle = match sw {
+        Some((ns, mac_in, mac_out)) => {
+            let socks = vec![
+                PacketSocket::open(&ns, "s0")?,
+                PacketSocket::open(&ns, "s1")?,
+            ];
+            let mut routes = HashMap::new();
+            routes.insert(dst, 1usize);
+            let mut switch = Switch::new(SwitchConfig {
+                port_macs: vec![mac_in, mac_out],
+                link_rate: Rate::gbps(400),
+                buffer: Bytes(4_000_000),
+                ecn: None,
+                pfc: None,
+                pfc_priorities: 0,
+                trim: None,
+                routes,
+                next_hop_macs: vec![None, None],
+                seed: 1,
+                pacing_burst: Duration::micros(100),
+            });
+            let stop = stop.clone();
+            let counting = counting.clone();
+            Some(
+                std::thread::Builder::new()
+                    .name("bench-switch".into())
+                    .spawn(move || -> (u64, StdDuration) {
+                        let mut socks = socks;
+                        afpacket::set_fine_timer_slack();
+                        pin(1);
+                        if let Err(e) = afpacket::set_realtime() {
+                            eprintln!(
+                                "warning: the switch thread is not real-time ({e}); the engine's is"
+                            );
+                        }
+                        let mut waiter = afpacket::Waiter::new(vec![socks[0].raw_fd()]);
+                        let t0 = StdInstant::now();
+                        let mut pool = afpacket::FramePool::default();
+                        let mut out: Vec<Vec<u8>> = Vec::new();
+                        let (mut fwd, mut cpu0, mut fwd0) = (0u64, None, 0u64);
+                        while !stop.load(Ordering::Relaxed) {
+                            if cpu0.is_none() && counting.load(Ordering::Relaxed) {
+                                cpu0 = Some(thread_cpu());
+                                fwd0 = fwd;
+                            }
+                            let now = Instant::from_picos(t0.elapsed().as_nanos() as u64 * 1000);
+                            let k = socks[0].recv_batch();
+                            for i in 0..k {
+                                let f = pool.copy(socks[0].frame(i));
+                                switch.on_frame(now, 0, f);
+                            }
+                            while out.len() < afpacket::BATCH {
+                                match switch.poll_transmit(now, 1) {
+                                    Some(f) => out.push(f),
+                                    None => break,
+                                }
+                            }
+                            let n = socks[1].send_batch(&out);
+                            fwd += n as u64;
+                            pool.recycle(out.drain(..n));
+                            // Never spin at real-time priority: only a readable ring skips the
+                            // nap; frames the kernel did not take wait for the next round.
+                            let more = socks[0].readable();
+                            let backlog = !out.is_empty() || switch.has_pending(1);
+                            let timeout = if more {
+                                0
+                            } else if backlog {
+                                afpacket::NAP.as_nanos() as u64
+                            } else {
+                                1_000_000
+                            };
+                            waiter.wait(k > 0 || n > 0 || more, timeout);
+                        }
+                        let cpu = cpu0.map_or(StdDuration::ZERO, |c| thread_cpu() - c);
+                        socks[0].read_kernel_drops();
+                        if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
+                            eprintln!(
+                                "switch: ingress ring drops {} forwarded {fwd} cpu {cpu:?}",
+                                socks[0].kernel_drops
+                            );
+                        }
+                        (fwd - fwd0, cpu)
+                    })?,
+            )
+        }
+        None => None,
+    };
+    let rx_cpu = if sw_handle.is_some() { 0 } else { 1 };
+    let rx_t = {
+        let (c, s, n) = (counting.clone(), stop.clone(), count.clone());
+        std::thread::Builder::new()
+            .name("bench-rx".into())
+            .spawn(move || receiver(rx_sock, rx_cpu, c, s, n))?
+    };
+    let f = frame(len, dst);
+    let tx_t = {
+        let s = stop.clone();
+        std::thread::Builder::new()
+            .name("bench-tx".into())
+            .spawn(move || sender(tx_sock, f, s))?
+    };
+    // Warm up, then count for `secs`.
+    std::thread::sleep(StdDuration::from_millis(300));
+    counting.store(true, Ordering::Relaxed);
+    let t = StdInstant::now();
+    std::thread::sleep(StdDuration::from_secs_f64(secs));
+    let got = count.load(Ordering::Relaxed);
+    let el = t.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let sent = tx_t.join().unwrap_or(0);
+    if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
+        eprintln!("sent {sent} received {got} in {el:.2}s (+warm-up)");
+    }
+    let _ = rx_t.join();
+    let switch_cpu = sw_handle.map(|h| h.join().expect("switch thread"));
+    Ok(Measured {
+        pps: got as f64 / el,
+        switch_cpu_ns_per_frame: switch_cpu.map(|(n, cpu)| cpu.as_nanos() as f64 / n.max(1) as f64),
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn main() -> Result<(), BoxErr> {
+    let mut args = std::env::args().skip(1);
+    let secs: f64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(1.0);
+    let reps: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(5);
+    if reps == 0 || secs.is_nan() || secs <= 0.0 {
+        return Err("usage: veth-bench [SECONDS per trial > 0] [REPETITIONS >= 1]".into());
+    }
+    veth::netns::install_signal_cleanup()?;
+    let mut tb = Testbed::new()?;
+    let a = tb.add_netns("ba")?;
+    let b = tb.add_netns("bb")?;
+    let sa = tb.add_netns("sa")?;
+    let ss = tb.add_netns("ss")?;
+    let sb = tb.add_netns("sb")?;
+    tb.connect(&a, "d0", &b, "d1")?;
+    let l_in = tb.connect(&sa, "e0", &ss, "s0")?;
+    let l_out = tb.connect(&ss, "s1", &sb, "e1")?;
+    println!(
+        "{reps} alternating trials of {secs} s per path and size; medians (ratio: median of the per-trial ratios, min–max in brackets)"
+    );
+    println!(
+        "| frame | direct veth (pps) | via userspace switch (pps) | ratio | switch CPU per forwarded frame |"
+    );
+    println!("|---|---|---|---|---|");
+    for len in [64usize, 1500] {
+        let (mut dv, mut sv, mut rv, mut cv) = (vec![], vec![], vec![], vec![]);
+        for _ in 0..reps {
+            let d = run_path(
+                (a.clone(), "d0".into()),
+                (b.clone(), "d1".into()),
+                None,
+                len,
+                secs,
+            )?;
+            let s = run_path(
+                (sa.clone(), "e0".into()),
+                (sb.clone(), "e1".into()),
+                Some((ss.clone(), l_in.b_mac, l_out.a_mac)),
+                len,
+                secs,
+            )?;
+            rv.push(s.pps / d.pps);
+            dv.push(d.pps);
+            sv.push(s.pps);
+            cv.push(s.switch_cpu_ns_per_frame.unwrap_or(0.0));
+        }
+        let (lo, hi) = rv
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+        println!(
+            "| {len} B | {:.0} | {:.0} | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns |",
+            median(dv),
+            median(sv),
+            median(rv),
+            median(cv)
+        );
+    }
+    tb.teardown()?;
+    Ok(())
+}

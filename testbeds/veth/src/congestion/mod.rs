@@ -1,0 +1,491 @@
+//! The congestion testbed: one userspace switch namespace and N host namespaces in a
+//! star, each host joined to a switch port by a veth pair. Two threads run it — one
+//! event loop for the switch (all its ports' AF_PACKET sockets), one for all hosts,
+//! both `SCHED_FIFO` — each reading its sockets' receive rings, sending in `sendmmsg`
+//! batches and waiting with [`afpacket::Waiter`] (short naps while traffic flows,
+//! `ppoll` when idle) until the next pacing or timer deadline. The report says how far
+//! each loop fell behind ([`CongestionReport::faithful`]).
+//!
+//! [`spawn`] starts a compiled `scenario` [`Workplan`] (flows over host indices with
+//! start/stop times in the scenario's — virtual — time) and returns a [`LiveRun`]: live
+//! `fabric_api::Snapshot`s at every sampling point, a stop that both loops obey, and
+//! [`LiveRun::join`] for the [`CongestionReport`] in virtual time, so figures compare with
+//! the simulator ([`CongestionReport::outcome`]). [`run_workplan`] is spawn-and-join. See
+//! `veth_core::endpoint` for the time scaling.
+//!
+//! Layout: [`star`] builds the namespaces, sockets, switch and hosts; `loops` holds the
+//! two real-time event loops; [`telemetry`] turns their counters into snapshots;
+//! `results` assembles the report.
+
+mod loops;
+mod results;
+pub mod star;
+pub mod telemetry;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+
+use cc_algos::{Bytes, CcKind, Duration, PfcConfig, Rate, RedEcn, TrimPolicy};
+use fabric_api::{FabricInfo, Snapshot};
+use report::outcome::{FabricCounts, FlowOutcome, RunOutcome};
+
+use crate::{Error, Result};
+use scenario::Workplan;
+use veth_core::endpoint::TimeScale;
+use veth_core::switch::PortCounters;
+
+pub use report::jain;
+
+/// Configuration of a congestion-testbed run.
+#[derive(Debug, Clone)]
+pub struct CongestionConfig {
+    /// Hosts (one switch port each).
+    pub hosts: usize,
+    /// Real rate of every link (what the engine paces at).
+    pub link_rate: Rate,
+    /// The rate the congestion control believes the links have; `virtual / link_rate`
+    /// is the time scale (must divide exactly).
+    pub virtual_rate: Rate,
+    /// RoCE payload per data packet (multiple of 4).
+    pub payload: usize,
+    /// Shared switch buffer.
+    pub buffer: Bytes,
+    /// ECN marking (the DCQCN CP).
+    pub ecn: Option<RedEcn>,
+    /// PFC XOFF/XON per ingress port and priority (`None`: PFC off). The link rate in
+    /// it must be the real `link_rate` (quanta are real bit times).
+    pub pfc: Option<PfcConfig>,
+    /// Trimming.
+    pub trim: Option<TrimPolicy>,
+    /// Sender algorithm.
+    pub cc: CcKind,
+    /// Unloaded RTT in virtual time (for window-based algorithms' defaults).
+    pub base_rtt: Duration,
+    /// Retransmission timeout of the senders' go-back-N, virtual time (the simulator's
+    /// default, so `--compare-sim` runs recover from a tail loss alike).
+    pub rto: Duration,
+    /// Sampling period of the time series, virtual time.
+    pub sample: Duration,
+    /// Write what switch port `pcap_port` sends and receives to this file.
+    pub pcap: Option<PathBuf>,
+    pub pcap_port: usize,
+    /// Wall-clock limit of the run (safety net).
+    pub wall_limit: std::time::Duration,
+    /// Seed for ECN decisions.
+    pub seed: u64,
+    /// Pacing token-bucket depth (real time) of switch ports, NICs and flows: how much
+    /// an event loop that woke late may catch up. Wake-ups here are ~50 µs late, more
+    /// than a 4 KiB frame time at 1 Gb/s (33 µs), so strict pacing would halve the rate.
+    pub pacing_burst: Duration,
+    /// Pacing token-bucket depth of the switch ports (real time). Larger than the
+    /// hosts' so that a switch loop delayed by the OS catches up and the bottleneck keeps
+    /// its long-term rate; senders keep a small bucket so they do not burst into queues.
+    pub switch_pacing_burst: Duration,
+}
+
+impl CongestionConfig {
+    /// Defaults: 1 Gb/s real links standing for 100 Gb/s (scale 100), 4 KiB payload,
+    /// 32 MB shared buffer (a Tomahawk-3-class switch ASIC; it covers 16 ingress ports
+    /// at XOFF plus the headroom the emulated hosts use after a PAUSE, measured at
+    /// 2–100 KB per port, up to ~300 KB when the machine is loaded),
+    /// DCQCN paper ECN setting (Kmin 5 KB, Kmax 200 KB, Pmax 1 %),
+    /// PFC XOFF 256 KB / XON 128 KB, DCQCN paper parameters, 10 µs virtual base RTT,
+    /// 1 ms retransmission timeout, 20 µs samples.
+    pub fn new(hosts: usize) -> CongestionConfig {
+        let link_rate = Rate::gbps(1);
+        CongestionConfig {
+            hosts,
+            link_rate,
+            virtual_rate: Rate::gbps(100),
+            payload: 4096,
+            buffer: Bytes(32_000_000),
+            ecn: Some(RedEcn::dcqcn_paper()),
+            pfc: Some(
+                PfcConfig::new(Bytes(256_000), Bytes(128_000), 0xffff, link_rate).expect("valid"),
+            ),
+            trim: None,
+            cc: CcKind::Dcqcn(cc_algos::DcqcnPreset::Paper),
+            base_rtt: Duration::micros(10),
+            rto: Duration::millis(1),
+            sample: Duration::micros(20),
+            pcap: None,
+            pcap_port: 0,
+            wall_limit: std::time::Duration::from_secs(60),
+            seed: 1,
+            pacing_burst: Duration::micros(300),
+            switch_pacing_burst: Duration::micros(2000),
+        }
+    }
+
+    /// The time scale `virtual_rate / link_rate`.
+    pub fn scale(&self) -> Result<TimeScale> {
+        let (v, r) = (self.virtual_rate.as_bps(), self.link_rate.as_bps());
+        if r == 0 || v % r != 0 || v < r {
+            return Err(Error::Invalid(format!(
+                "virtual rate {} must be a whole multiple of the link rate {}",
+                self.virtual_rate, self.link_rate
+            )));
+        }
+        Ok(TimeScale(v / r))
+    }
+
+    /// Apply a scenario's `[network]` overrides.
+    pub fn apply(&mut self, n: &scenario::NetworkOverrides) -> Result<()> {
+        if let Some(m) = n.mtu {
+            if !(64..=8192).contains(&m.0) || !m.0.is_multiple_of(4) {
+                return Err(Error::Invalid(format!(
+                    "network.mtu: {} B cannot be carried by the veth engine: it needs a multiple of 4 in 64..=8192 B (the simulator accepts more; give an MTU both honour)",
+                    m.0
+                )));
+            }
+            self.payload = m.0 as usize;
+        }
+        if let Some(b) = n.buffer {
+            self.buffer = b;
+        }
+        if n.pfc == Some(false) {
+            self.pfc = None;
+        }
+        if n.pfc == Some(true) || n.pfc_xoff.is_some() || n.pfc_xon.is_some() {
+            let cur = self.pfc.unwrap_or(
+                PfcConfig::new(Bytes(256_000), Bytes(128_000), 0xffff, self.link_rate)
+                    .expect("valid"),
+            );
+            let xoff = n.pfc_xoff.unwrap_or(cur.xoff);
+            let xon = n.pfc_xon.unwrap_or(cur.xon.min(xoff));
+            self.pfc = Some(
+                PfcConfig::new(xoff, xon, 0xffff, self.link_rate)
+                    .map_err(|e| Error::Invalid(format!("scenario [network] pfc: {e}")))?,
+            );
+        }
+        if n.ecn_kmin.is_some() || n.ecn_kmax.is_some() || n.ecn_pmax.is_some() {
+            let cur = self.ecn.unwrap_or(RedEcn::dcqcn_paper());
+            self.ecn = Some(
+                RedEcn::new(
+                    n.ecn_kmin.unwrap_or(cur.kmin),
+                    n.ecn_kmax.unwrap_or(cur.kmax),
+                    n.ecn_pmax.unwrap_or(cur.pmax),
+                )
+                .map_err(|e| Error::Invalid(format!("scenario [network] ecn: {e}")))?,
+            );
+        }
+        if let Some(t) = n.trim_threshold {
+            self.trim =
+                Some(TrimPolicy::new(t, Bytes(64)).map_err(|e| {
+                    Error::Invalid(format!("scenario [network] trim_threshold: {e}"))
+                })?);
+        }
+        Ok(())
+    }
+}
+
+/// Per-flow results (virtual time).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FlowResult {
+    pub id: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub size: Option<u64>,
+    /// The priority (PFC class) the flow's data was carried at.
+    pub priority: u8,
+    /// In-order bytes delivered.
+    pub delivered: u64,
+    /// Virtual start and completion times (µs).
+    pub start_us: f64,
+    pub completed_us: Option<f64>,
+    /// Delivered throughput per sample, Gb/s (virtual).
+    pub gbps: Vec<f64>,
+    /// The sender's congestion-control rate at each sample, Gb/s (virtual).
+    pub cc_rate_gbps: Vec<f64>,
+    pub cnps: u64,
+    pub naks: u64,
+    pub timeouts: u64,
+    pub retransmitted_packets: u64,
+    pub ce_packets: u64,
+    /// Final controller rate, Gb/s (virtual).
+    pub final_rate_gbps: f64,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CongestionReport {
+    pub scale: u64,
+    pub link_rate_gbps: f64,
+    pub virtual_rate_gbps: f64,
+    /// Virtual duration of the run (µs).
+    pub duration_us: f64,
+    /// Sample period (µs, virtual).
+    pub sample_us: f64,
+    pub flows: Vec<FlowResult>,
+    /// Switch counters per port.
+    pub ports: Vec<PortCounters>,
+    /// Queue bytes per switch port per sample.
+    pub queue_bytes: Vec<Vec<u64>>,
+    pub max_buffer_used: u64,
+    /// Largest PFC headroom any ingress port used (bytes above XOFF while pausing its
+    /// peer; see [`PortCounters::max_headroom_bytes`]).
+    pub max_headroom_bytes: u64,
+    /// How far (real µs) the switch loop fell behind at worst: one iteration's own work
+    /// plus the OS's delay beyond the sleep it asked for; see
+    /// [`CongestionReport::faithful`].
+    pub switch_max_late_us: f64,
+    /// The same for the hosts' loop.
+    pub hosts_max_late_us: f64,
+    /// Frames dropped by the switch (buffer full).
+    pub switch_drops: u64,
+    /// Frames the kernel dropped at our sockets (receive buffer full), all sockets.
+    pub kernel_drops: u64,
+    /// Frames dropped inside the veths (stats64 rx/tx_dropped), all links.
+    pub veth_drops: u64,
+    pub ecn_marks: u64,
+    pub pauses_sent: u64,
+    pub pfc_frames_received_by_hosts: u64,
+    pub cnps_sent: u64,
+    /// RCCC credit grants sent by receivers.
+    pub credits_sent: u64,
+    pub malformed: u64,
+    /// Whether every sized flow completed before the limits.
+    pub all_completed: bool,
+}
+
+impl CongestionReport {
+    /// All drops: switch buffer, kernel sockets, veths.
+    /// Whether both event loops kept up: neither fell more than [`MAX_FAITHFUL_LATE_US`]
+    /// (real time) behind. When they did not, frames waited in socket
+    /// rings unseen by PFC and ECN, or the emulated NICs fell below their rate, and the
+    /// figures of the run describe the machine more than the fabric.
+    pub fn faithful(&self) -> bool {
+        self.switch_max_late_us <= MAX_FAITHFUL_LATE_US
+            && self.hosts_max_late_us <= MAX_FAITHFUL_LATE_US
+    }
+
+    pub fn total_drops(&self) -> u64 {
+        self.switch_drops + self.kernel_drops + self.veth_drops
+    }
+
+    /// Per-flow mean throughput (Gb/s virtual) over samples `[from_us, to_us)`.
+    pub fn mean_gbps(&self, flow: usize, from_us: f64, to_us: f64) -> f64 {
+        let s = &self.flows[flow].gbps;
+        let a = (from_us / self.sample_us) as usize;
+        let b = ((to_us / self.sample_us) as usize).min(s.len());
+        if b <= a {
+            return 0.0;
+        }
+        s[a..b].iter().sum::<f64>() / (b - a) as f64
+    }
+}
+
+impl CongestionReport {
+    /// This run in the outcome model shared with the simulator (`report::outcome`),
+    /// named `veth`; times in virtual µs.
+    pub fn outcome(&self) -> RunOutcome {
+        RunOutcome {
+            source: "veth".into(),
+            duration_us: self.duration_us,
+            flows: self
+                .flows
+                .iter()
+                .map(|f| FlowOutcome {
+                    id: f.id,
+                    src: f.src,
+                    dst: f.dst,
+                    size: f.size,
+                    priority: f.priority,
+                    start_us: f.start_us,
+                    fct_us: f.completed_us.map(|t| t - f.start_us),
+                    ideal_us: None,
+                    delivered: f.delivered,
+                })
+                .collect(),
+            counts: FabricCounts {
+                drops: self.total_drops(),
+                pauses: self.pauses_sent,
+                ecn_marks: self.ecn_marks,
+                cnps: self.cnps_sent,
+            },
+        }
+    }
+}
+
+/// Largest lateness of an event loop (real µs) for which a run counts as faithful:
+/// 5 ms real is 50 µs of virtual time at the default scale, five base RTTs. Under an
+/// incast at full load one iteration of the switch loop (up to 64 frames from every
+/// port, then the sends) takes 0.5–1.5 ms on this machine, so 1 ms would flag nearly
+/// every run; beyond 5 ms the OS kept a loop from running (`FABRIC_VETH_DEBUG=1`
+/// lists every gap over 500 µs).
+pub const MAX_FAITHFUL_LATE_US: f64 = 5000.0;
+
+/// The highest priority the engine carries data on: 6 is its class for CNPs and ACKs
+/// (strict priority, never paused) and 7 is left alone.
+pub const MAX_DATA_PRIORITY: u8 = 5;
+
+/// Check that the engine can run `plan` on `cfg` exactly as written: every host exists,
+/// every priority is one it carries data on, the payload fits. Nothing is changed
+/// silently; a setting it cannot honour is an error.
+pub fn check(cfg: &CongestionConfig, plan: &Workplan) -> Result<()> {
+    if cfg.hosts < 2 {
+        return Err(Error::Invalid(
+            "the congestion testbed needs at least 2 hosts".into(),
+        ));
+    }
+    for f in &plan.flows {
+        if f.src as usize >= cfg.hosts || f.dst as usize >= cfg.hosts {
+            return Err(Error::Invalid(format!(
+                "flow {} uses host {} but the testbed has {} hosts",
+                f.id,
+                f.src.max(f.dst),
+                cfg.hosts
+            )));
+        }
+        if f.priority > MAX_DATA_PRIORITY {
+            return Err(Error::Invalid(format!(
+                "flow {} has priority {}: the veth engine carries data on priorities 0..={MAX_DATA_PRIORITY} (6 is its CNP/ACK class); give the workload a priority both the simulator and the testbed honour",
+                f.id, f.priority
+            )));
+        }
+    }
+    if !cfg.payload.is_multiple_of(4) || cfg.payload < 16 || cfg.payload > 8192 {
+        return Err(Error::Invalid(format!(
+            "payload {} must be a multiple of 4 in 16..=8192",
+            cfg.payload
+        )));
+    }
+    Ok(())
+}
+
+/// A congestion run in progress. Dropping it without [`LiveRun::join`] stops the run
+/// and waits for it (the namespaces are removed either way).
+#[derive(Debug)]
+pub struct LiveRun {
+    info: FabricInfo,
+    stop: Arc<AtomicBool>,
+    snapshots: mpsc::Receiver<Snapshot>,
+    thread: Option<std::thread::JoinHandle<Result<CongestionReport>>>,
+}
+
+impl LiveRun {
+    /// The star as a port map: the order every snapshot's per-port arrays follow.
+    pub fn fabric(&self) -> &FabricInfo {
+        &self.info
+    }
+
+    /// Snapshots, one per sampling point (virtual clock), cumulative counters; the
+    /// channel closes when the run ends. A reader that falls behind loses none: they
+    /// queue (at most one per sampling point of the run).
+    pub fn snapshots(&self) -> &mpsc::Receiver<Snapshot> {
+        &self.snapshots
+    }
+
+    /// Ask both event loops to stop at their next iteration.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Wait for the run to end; the report of what ran until then.
+    pub fn join(mut self) -> Result<CongestionReport> {
+        let t = self.thread.take().expect("joined once");
+        t.join()
+            .map_err(|_| Error::Invalid("the congestion run panicked".into()))?
+    }
+}
+
+impl Drop for LiveRun {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.stop();
+            let _ = t.join();
+        }
+    }
+}
+
+/// Build the star and start `plan` on it; see [`LiveRun`].
+pub fn spawn(cfg: &CongestionConfig, plan: &Workplan) -> Result<LiveRun> {
+    check(cfg, plan)?;
+    let scale = cfg.scale()?;
+    let info = telemetry::star_info(cfg);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let (cfg2, plan2, stop2, info2) = (cfg.clone(), plan.clone(), stop.clone(), info.clone());
+    let thread = std::thread::Builder::new()
+        .name("veth-congestion".into())
+        .spawn(move || run(&cfg2, &plan2, scale, stop2, tx, info2))
+        .map_err(|e| Error::Os {
+            what: "spawn the congestion run".into(),
+            source: e,
+        })?;
+    Ok(LiveRun {
+        info,
+        stop,
+        snapshots: rx,
+        thread: Some(thread),
+    })
+}
+
+/// Build the star, run `plan`, tear everything down, report.
+pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<CongestionReport> {
+    spawn(cfg, plan)?.join()
+}
+
+fn run(
+    cfg: &CongestionConfig,
+    plan: &Workplan,
+    scale: TimeScale,
+    stop: Arc<AtomicBool>,
+    snapshots: mpsc::Sender<Snapshot>,
+    info: FabricInfo,
+) -> Result<CongestionReport> {
+    let star = star::Star::build(cfg)?;
+    let switch = star::switch(cfg, &star.links);
+    let hosts = star::hosts(cfg, plan, &star.links, scale)?;
+    let live = telemetry::Live::new(info, scale, snapshots);
+    let (star_tb, sockets) = (star.tb, star.sockets);
+    let mut ran = loops::run(cfg, plan, scale, &stop, sockets, switch, hosts, live)?;
+    let drops = results::OutsideDrops {
+        kernel: ran
+            .switch
+            .sockets
+            .iter()
+            .map(|s| s.kernel_drops)
+            .sum::<u64>()
+            + ran
+                .hosts
+                .sockets
+                .iter()
+                .map(|s| s.kernel_drops)
+                .sum::<u64>(),
+        veth: star::veth_drops(&star_tb)?,
+    };
+    // The last snapshot: every counter as the report has it.
+    let ports: Vec<PortCounters> = (0..ran.switch.switch.num_ports())
+        .map(|p| ran.switch.switch.counters(p).clone())
+        .collect();
+    let end = ran.hosts.end;
+    let h = &mut ran.hosts;
+    h.live.send(end, &ports, &h.hosts);
+    let report = results::assemble(cfg, plan, scale, &ran, drops);
+    drop(ran);
+    let mut tb = star_tb;
+    tb.teardown()?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index() {
+        assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
+        assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn scale_must_divide() {
+        let mut c = CongestionConfig::new(2);
+        assert_eq!(c.scale().unwrap(), TimeScale(100));
+        c.virtual_rate = Rate::bps(1_500_000_000);
+        assert!(c.scale().is_err());
+    }
+}

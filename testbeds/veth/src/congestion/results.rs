@@ -1,0 +1,117 @@
+//! The report of a congestion run, assembled from what the two loops handed back.
+
+use cc_algos::{Instant, SenderCc};
+use veth_core::endpoint::TimeScale;
+use veth_core::switch::PortCounters;
+
+use super::loops::Ran;
+use super::{CongestionConfig, CongestionReport, FlowResult};
+use scenario::Workplan;
+
+/// Drops counted outside the switch.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OutsideDrops {
+    /// Frames the kernel dropped at our sockets (receive buffer full).
+    pub kernel: u64,
+    /// Frames dropped inside the veths.
+    pub veth: u64,
+}
+
+/// The report in virtual time.
+pub(super) fn assemble(
+    cfg: &CongestionConfig,
+    plan: &Workplan,
+    scale: TimeScale,
+    ran: &Ran,
+    drops: OutsideDrops,
+) -> CongestionReport {
+    let (sw, h) = (&ran.switch, &ran.hosts);
+    if std::env::var_os("FABRIC_VETH_DEBUG").is_some() {
+        for host in &h.hosts {
+            for f in &host.flows {
+                eprintln!("{}", f.state());
+            }
+            for (id, r) in &host.recv {
+                eprintln!("receiver of flow {id}: {r:?}");
+            }
+        }
+    }
+    let to_us = |t: Instant| scale.to_virtual(t).picos() as f64 / 1e6;
+    let sample_us = cfg.sample.as_micros_f64();
+    let flows = plan
+        .flows
+        .iter()
+        .map(|f| flow_result(f, ran, sample_us, &to_us))
+        .collect();
+    let ports: Vec<PortCounters> = (0..sw.switch.num_ports())
+        .map(|p| sw.switch.counters(p).clone())
+        .collect();
+    let sum = |f: fn(&PortCounters) -> u64| ports.iter().map(f).sum::<u64>();
+    CongestionReport {
+        scale: scale.0,
+        link_rate_gbps: cfg.link_rate.as_gbps_f64(),
+        virtual_rate_gbps: cfg.virtual_rate.as_gbps_f64(),
+        duration_us: to_us(h.end),
+        sample_us,
+        flows,
+        switch_drops: sum(|p| p.drops),
+        ecn_marks: sum(|p| p.ecn_marks),
+        pauses_sent: sum(|p| p.pauses_sent),
+        malformed: sum(|p| p.malformed) + h.hosts.iter().map(|x| x.c.malformed).sum::<u64>(),
+        pfc_frames_received_by_hosts: h.hosts.iter().map(|x| x.c.pfc_received).sum(),
+        cnps_sent: h.hosts.iter().map(|x| x.c.cnps_sent).sum(),
+        credits_sent: h.hosts.iter().map(|x| x.c.credits_sent).sum(),
+        max_headroom_bytes: ports
+            .iter()
+            .map(|p| p.max_headroom_bytes)
+            .max()
+            .unwrap_or(0),
+        ports,
+        queue_bytes: sw.queue_series.clone(),
+        max_buffer_used: sw.switch.max_buffer_used,
+        switch_max_late_us: sw.late_us,
+        hosts_max_late_us: h.late_us,
+        kernel_drops: drops.kernel,
+        veth_drops: drops.veth,
+        all_completed: h.completed.len() == plan.flows.iter().filter(|f| f.size.is_some()).count(),
+    }
+}
+
+fn flow_result(
+    f: &scenario::FlowSpec,
+    ran: &Ran,
+    sample_us: f64,
+    to_us: &dyn Fn(Instant) -> f64,
+) -> FlowResult {
+    let h = &ran.hosts;
+    let rx = h.hosts[f.dst as usize]
+        .recv
+        .get(&f.id)
+        .cloned()
+        .unwrap_or_default();
+    let sf = h.hosts[f.src as usize].flows.iter().find(|s| s.id == f.id);
+    let mut gbps = Vec::new();
+    let mut prev = 0u64;
+    for &b in h.delivered_series.get(&f.id).into_iter().flatten() {
+        gbps.push(b.saturating_sub(prev) as f64 * 8.0 / (sample_us * 1e3));
+        prev = b;
+    }
+    FlowResult {
+        id: f.id,
+        src: f.src,
+        dst: f.dst,
+        size: f.size.map(|b| b.0),
+        priority: f.priority,
+        delivered: rx.bytes,
+        start_us: f.start.picos() as f64 / 1e6,
+        completed_us: rx.completed.map(to_us),
+        gbps,
+        cc_rate_gbps: h.rate_series.get(&f.id).cloned().unwrap_or_default(),
+        cnps: sf.map_or(0, |s| s.cnps),
+        naks: sf.map_or(0, |s| s.naks),
+        timeouts: sf.map_or(0, |s| s.timeouts),
+        retransmitted_packets: sf.map_or(0, |s| s.retransmits),
+        ce_packets: rx.ce_packets,
+        final_rate_gbps: sf.map_or(0.0, |s| s.cc.rate().as_gbps_f64()),
+    }
+}

@@ -1,0 +1,86 @@
+//! Root-only: namespaces and veths are created through rtnetlink and never leak —
+//! not on drop, not on panic, and `clean` removes leftovers of dead runs (only ours).
+
+use veth::{Testbed, netlink::Nl, netns, root_tests_enabled};
+
+fn enabled() -> bool {
+    match root_tests_enabled() {
+        Ok(b) => b,
+        Err(why) => panic!("{why}"),
+    }
+}
+
+#[test]
+fn veth_pair_between_namespaces_is_up_and_removed_on_drop() {
+    if !enabled() {
+        return;
+    }
+    let names;
+    {
+        let mut tb = Testbed::new().unwrap();
+        let a = tb.add_netns("a").unwrap();
+        let b = tb.add_netns("b").unwrap();
+        tb.connect(&a, "p0", &b, "p7").unwrap();
+        names = vec![a.name().to_string(), b.name().to_string()];
+        let nla = Nl::open(&a).unwrap();
+        let nlb = Nl::open(&b).unwrap();
+        let la = nla.link_names().unwrap();
+        let lb = nlb.link_names().unwrap();
+        assert!(la.contains(&"p0".to_string()), "{la:?}");
+        assert!(lb.contains(&"p7".to_string()), "{lb:?}");
+        assert!(!la.contains(&"p7".to_string()));
+        for n in &names {
+            assert!(netns::list_ours().contains(n));
+        }
+    }
+    let left = netns::list_ours();
+    for n in &names {
+        assert!(!left.contains(n), "{n} leaked: {left:?}");
+    }
+}
+
+#[test]
+fn namespaces_are_removed_when_the_owner_panics() {
+    if !enabled() {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let r = std::thread::spawn(move || {
+        let mut tb = Testbed::new().unwrap();
+        let a = tb.add_netns("pa").unwrap();
+        let b = tb.add_netns("pb").unwrap();
+        tb.connect(&a, "x", &b, "y").unwrap();
+        tx.send(vec![a.name().to_string(), b.name().to_string()])
+            .unwrap();
+        panic!("deliberate panic with a live testbed");
+    })
+    .join();
+    assert!(r.is_err());
+    let names = rx.recv().unwrap();
+    let left = netns::list_ours();
+    for n in &names {
+        assert!(!left.contains(n), "{n} leaked after panic: {left:?}");
+    }
+}
+
+#[test]
+fn clean_removes_dead_runs_but_not_live_ones() {
+    if !enabled() {
+        return;
+    }
+    // A namespace named as if created by a process that no longer exists
+    // (pid above the kernel's maximum), and one of a live run.
+    let dead = format!("{}{}_0-s0", netns::PREFIX, "2kmu0"); // "2kmu0" = 4_321_944 > pid_max
+    assert_eq!(netns::owner_pid(&dead), Some(4_321_944));
+    let ns = netns::Netns::create(&dead).unwrap();
+    let mut live = Testbed::new().unwrap();
+    let l = live.add_netns("live").unwrap();
+    let removed = netns::clean(false).unwrap();
+    assert!(removed.contains(&dead), "{removed:?}");
+    assert!(!removed.contains(&l.name().to_string()));
+    assert!(!netns::list_ours().contains(&dead));
+    assert!(netns::list_ours().contains(&l.name().to_string()));
+    drop(ns);
+    drop(live);
+    assert!(!netns::list_ours().contains(&l.name().to_string()));
+}

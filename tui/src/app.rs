@@ -1,0 +1,618 @@
+//! [`App`]: everything the screen shows, updated only by [`Msg`]s; drawing reads it.
+//!
+//! Keys become [`Action`]s through the [`KeyMap`]; data arrives already aggregated
+//! ([`Sample`]s from a source thread). While frozen, new samples are kept aside and the
+//! app asks for no redraw; unfreezing shows the latest.
+
+use crate::fabric::{FabricView, Grid};
+use crate::filter::Expr;
+use crate::heatmap::{self, Level, Window};
+use crate::keys::KeyMap;
+use crate::metrics::{EventRow, History, LinkRates, Sample};
+use crate::table::{self, SortKey};
+use crate::theme::Theme;
+use crate::units::Units;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::collections::VecDeque;
+
+pub use crate::keys::Action;
+
+/// Most events kept.
+pub const MAX_EVENTS: usize = 10_000;
+
+/// The views, in Tab order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tab {
+    /// Heat map of link utilisation per plane.
+    #[default]
+    Heatmap,
+    /// Links table.
+    Links,
+    /// Flows and congestion control.
+    Flows,
+    /// Events.
+    Events,
+}
+
+impl Tab {
+    /// All tabs in order.
+    pub const ALL: [Tab; 4] = [Tab::Heatmap, Tab::Links, Tab::Flows, Tab::Events];
+    /// Tab title.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tab::Heatmap => "Heat map",
+            Tab::Links => "Links",
+            Tab::Flows => "Flows",
+            Tab::Events => "Events",
+        }
+    }
+}
+
+/// Where the data comes from and whether it is flowing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceStatus {
+    /// Waiting for the first data.
+    Connecting(String),
+    /// Live data (demo simulation, daemon stream, Prometheus).
+    Live(String),
+    /// Replaying a recording.
+    Replay {
+        /// File name.
+        name: String,
+        /// Playback speed.
+        speed: f64,
+        /// Position, ns from the recording's start.
+        at_ns: u64,
+        /// Length of the recording, ns.
+        len_ns: u64,
+        /// Played to the end.
+        ended: bool,
+    },
+    /// The source went away; values shown are stale.
+    Disconnected {
+        /// Source name.
+        name: String,
+        /// Wall-clock time it was lost, as the source formats it (`17:32:10`).
+        since: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A request from the UI to the source (replay seeks and speed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Request {
+    /// Move by this many nanoseconds (negative: back).
+    Seek(i64),
+    /// Multiply the playback speed.
+    Speed(f64),
+}
+
+/// A message to the app.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Msg {
+    /// A key press.
+    Key(KeyEvent),
+    /// An action (from a key or a test).
+    Action(Action),
+    /// A new fabric shape (the source's port map).
+    Fabric(Box<FabricView>),
+    /// New rates.
+    Sample(Sample),
+    /// An event.
+    Event(EventRow),
+    /// The source's state changed.
+    Status(SourceStatus),
+    /// The terminal was resized.
+    Resize(u16, u16),
+}
+
+/// Start-up options.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Colours.
+    pub theme: Theme,
+    /// Rate units.
+    pub units: Units,
+    /// Key bindings.
+    pub keys: KeyMap,
+}
+
+/// The filter being typed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FilterState {
+    /// The text as typed.
+    pub text: String,
+    /// Being edited now.
+    pub editing: bool,
+    /// The parsed filter in force.
+    pub expr: Option<Expr>,
+    /// Why `text` does not parse.
+    pub error: Option<String>,
+}
+
+/// The whole UI state.
+#[derive(Debug)]
+pub struct App {
+    /// The fabric's shape.
+    pub fabric: FabricView,
+    /// Colours.
+    pub theme: Theme,
+    /// Bits or bytes.
+    pub units: Units,
+    /// Key bindings.
+    pub keys: KeyMap,
+    /// Current view.
+    pub tab: Tab,
+    /// Help screen shown.
+    pub help: bool,
+    /// Display frozen.
+    pub frozen: bool,
+    /// Quit requested.
+    pub quit: bool,
+    /// Source state.
+    pub status: SourceStatus,
+    /// Totals over time (for sparklines and charts).
+    pub history: History,
+    /// Events, oldest first.
+    pub events: VecDeque<EventRow>,
+    /// Links-table and heat-map filter.
+    pub filter: FilterState,
+    /// Sort column.
+    pub sort: SortKey,
+    /// Ascending sort.
+    pub ascending: bool,
+    /// Only faulty links.
+    pub faults_only: bool,
+    /// Selected row of the links / flows / events / cell list.
+    pub selected: usize,
+    /// Plane shown in the heat map.
+    pub plane: usize,
+    /// All planes side by side.
+    pub side_by_side: bool,
+    /// Drill-down path below the plane's top grid.
+    pub path: Vec<Level>,
+    /// Heat-map cursor (bin row, bin column).
+    pub cursor: (u32, u32),
+    /// Charts use a fixed 0–100 % scale.
+    pub y_fixed: bool,
+    /// Terminal size.
+    pub size: (u16, u16),
+    /// Requests for the source, drained by the main loop.
+    pub requests: Vec<Request>,
+    /// History of the link being looked at (drill-down to one link).
+    pub link_history: VecDeque<LinkRates>,
+    shown: Option<Sample>,
+    prev: Option<Sample>,
+    pending: Option<Sample>,
+    dirty: bool,
+}
+
+impl App {
+    /// A new app for `fabric`.
+    pub fn new(fabric: FabricView, o: Options) -> App {
+        App {
+            fabric,
+            theme: o.theme,
+            units: o.units,
+            keys: o.keys,
+            tab: Tab::Heatmap,
+            help: false,
+            frozen: false,
+            quit: false,
+            status: SourceStatus::Connecting(String::new()),
+            history: History::new(600),
+            events: VecDeque::new(),
+            filter: FilterState::default(),
+            sort: SortKey::Util,
+            ascending: false,
+            faults_only: false,
+            selected: 0,
+            plane: 0,
+            side_by_side: false,
+            path: Vec::new(),
+            cursor: (0, 0),
+            y_fixed: true,
+            size: (80, 24),
+            requests: Vec::new(),
+            link_history: VecDeque::new(),
+            shown: None,
+            prev: None,
+            pending: None,
+            dirty: true,
+        }
+    }
+
+    /// The sample on screen.
+    pub fn current(&self) -> Option<&Sample> {
+        self.shown.as_ref()
+    }
+
+    /// The sample before it (for change markers).
+    pub fn previous(&self) -> Option<&Sample> {
+        self.prev.as_ref()
+    }
+
+    /// Rates on screen (empty before the first sample).
+    pub fn rates(&self) -> &[LinkRates] {
+        self.shown.as_ref().map_or(&[], |s| &s.links)
+    }
+
+    /// Does the screen need drawing? Clears the flag.
+    pub fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// Apply one message.
+    pub fn update(&mut self, msg: Msg) {
+        match msg {
+            Msg::Key(k) => self.key(k),
+            Msg::Action(a) => self.act(a),
+            Msg::Fabric(f) => {
+                self.fabric = *f;
+                self.path.clear();
+                self.plane = 0;
+                self.cursor = (0, 0);
+                self.shown = None;
+                self.prev = None;
+                self.pending = None;
+                self.dirty = true;
+            }
+            Msg::Sample(s) => self.sample(s),
+            Msg::Event(e) => {
+                if self.events.len() == MAX_EVENTS {
+                    self.events.pop_front();
+                }
+                self.events.push_back(e);
+                self.dirty |= !self.frozen && self.tab == Tab::Events;
+            }
+            Msg::Status(s) => {
+                self.dirty |= s != self.status;
+                self.status = s;
+            }
+            Msg::Resize(w, h) => {
+                self.size = (w, h);
+                self.dirty = true;
+            }
+        }
+    }
+
+    fn sample(&mut self, s: Sample) {
+        if s.links.len() != self.fabric.links.len() {
+            return; // from another fabric (a source switching fabrics sends Fabric first)
+        }
+        if self.frozen {
+            self.pending = Some(s);
+            return;
+        }
+        self.show(s);
+    }
+
+    fn show(&mut self, s: Sample) {
+        self.history.push(&s);
+        if let Some(Level::Link(l)) = self.path.last() {
+            if self.link_history.len() == 300 {
+                self.link_history.pop_front();
+            }
+            self.link_history.push_back(s.links[*l as usize]);
+        }
+        self.prev = self.shown.replace(s);
+        self.dirty = true;
+    }
+
+    fn key(&mut self, k: KeyEvent) {
+        if self.filter.editing {
+            self.edit_filter(k);
+            return;
+        }
+        if let Some(a) = self.keys.action(&k) {
+            self.act(a);
+        }
+    }
+
+    fn edit_filter(&mut self, k: KeyEvent) {
+        let f = &mut self.filter;
+        match k.code {
+            KeyCode::Enter => {
+                f.editing = false;
+                self.apply_filter();
+            }
+            KeyCode::Esc => {
+                f.editing = false;
+                f.text.clear();
+                self.apply_filter();
+            }
+            KeyCode::Backspace => {
+                f.text.pop();
+            }
+            KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
+            KeyCode::Char('u') if k.modifiers.contains(KeyModifiers::CONTROL) => f.text.clear(),
+            KeyCode::Char(c) if f.text.len() < crate::filter::MAX_LEN => f.text.push(c),
+            _ => {}
+        }
+        self.dirty = true;
+    }
+
+    fn apply_filter(&mut self) {
+        let f = &mut self.filter;
+        (f.expr, f.error) = if f.text.trim().is_empty() {
+            (None, None)
+        } else {
+            match f.text.parse::<Expr>() {
+                Ok(e) => (Some(e), None),
+                Err(e) => (None, Some(e.to_string())),
+            }
+        };
+        self.selected = 0;
+    }
+
+    /// Apply one action.
+    pub fn act(&mut self, a: Action) {
+        self.dirty = true;
+        if self.help {
+            match a {
+                Action::Help | Action::Back => self.help = false,
+                Action::Quit => self.quit = true,
+                _ => {}
+            }
+            return;
+        }
+        match a {
+            Action::Quit => self.quit = true,
+            Action::Help => self.help = true,
+            Action::NextView | Action::PrevView => {
+                let i = Tab::ALL.iter().position(|t| *t == self.tab).unwrap_or(0);
+                let d = if a == Action::NextView {
+                    1
+                } else {
+                    Tab::ALL.len() - 1
+                };
+                self.tab = Tab::ALL[(i + d) % Tab::ALL.len()];
+                self.selected = 0;
+            }
+            Action::Up | Action::Down | Action::Left | Action::Right => self.arrow(a),
+            Action::PageUp => self.selected = self.selected.saturating_sub(self.page()),
+            Action::PageDown => self.selected = self.selected.saturating_add(self.page()),
+            Action::Home => self.selected = 0,
+            Action::End => self.selected = usize::MAX,
+            Action::Enter => self.enter(),
+            Action::Back => self.back(),
+            Action::Filter => {
+                self.filter.editing = true;
+            }
+            Action::Sort => {
+                self.sort = self.sort.next();
+                self.selected = 0;
+            }
+            Action::SortReverse => self.ascending = !self.ascending,
+            Action::Freeze => {
+                self.frozen = !self.frozen;
+                if !self.frozen
+                    && let Some(s) = self.pending.take()
+                {
+                    self.show(s);
+                }
+            }
+            Action::FaultsOnly => {
+                self.faults_only = !self.faults_only;
+                self.selected = 0;
+            }
+            Action::Units => {
+                self.units = if self.units == Units::Bits {
+                    Units::Bytes
+                } else {
+                    Units::Bits
+                };
+            }
+            Action::NextPlane | Action::PrevPlane => {
+                let n = self.fabric.planes.len().max(1);
+                let d = if a == Action::NextPlane { 1 } else { n - 1 };
+                self.plane = (self.plane + d) % n;
+                self.path.clear();
+                self.cursor = (0, 0);
+            }
+            Action::SideBySide => self.side_by_side = !self.side_by_side,
+            Action::YScale => self.y_fixed = !self.y_fixed,
+            Action::SeekBack => self.requests.push(Request::Seek(-10_000_000_000)),
+            Action::SeekForward => self.requests.push(Request::Seek(10_000_000_000)),
+            Action::Faster => self.requests.push(Request::Speed(2.0)),
+            Action::Slower => self.requests.push(Request::Speed(0.5)),
+        }
+    }
+
+    fn page(&self) -> usize {
+        (self.size.1 as usize).saturating_sub(10).max(1)
+    }
+
+    fn in_grid(&self) -> bool {
+        self.tab == Tab::Heatmap
+            && !matches!(self.path.last(), Some(Level::Cell { .. } | Level::Link(_)))
+    }
+
+    fn arrow(&mut self, a: Action) {
+        if !self.in_grid() {
+            match a {
+                Action::Up => self.selected = self.selected.saturating_sub(1),
+                Action::Down => self.selected = self.selected.saturating_add(1),
+                _ => {}
+            }
+            return;
+        }
+        let (r, c) = self.cursor;
+        let (rows, cols) = self.binning().map_or((1, 1), |b| (b.bin_rows, b.bin_cols));
+        self.cursor = match a {
+            Action::Up => (r.saturating_sub(1), c),
+            Action::Down => ((r + 1).min(rows.saturating_sub(1)), c),
+            Action::Left => (r, c.saturating_sub(1)),
+            _ => (r, (c + 1).min(cols.saturating_sub(1))),
+        };
+    }
+
+    /// The grid the heat map shows now, its zoom window and the pod index (if in a pod).
+    pub fn grid(&self) -> Option<(&Grid, Window, Option<usize>)> {
+        let plane = self.fabric.planes.get(self.plane)?;
+        let mut out = (&plane.top, Window::all(&plane.top), None);
+        for l in &self.path {
+            match *l {
+                Level::Top(w) => out = (&plane.top, w, None),
+                Level::Pod { pod, window } => {
+                    let g = &plane.pods.get(pod)?.1;
+                    let w = if window.rows == 0 {
+                        Window::all(g)
+                    } else {
+                        window
+                    };
+                    out = (g, w, Some(pod));
+                }
+                Level::Cell { .. } | Level::Link(_) => {}
+            }
+        }
+        Some(out)
+    }
+
+    /// How the current grid window maps onto the heat-map area.
+    pub fn binning(&self) -> Option<heatmap::Binning> {
+        let (_, w, _) = self.grid()?;
+        let (rows, cols) = crate::ui::heat_capacity(self);
+        Some(heatmap::Binning::fit(w, rows, cols))
+    }
+
+    /// The links of the cell being looked at (drill-down level `Cell`).
+    pub fn cell_links(&self) -> Vec<u32> {
+        let Some(&Level::Cell { row, col }) = self
+            .path
+            .iter()
+            .rev()
+            .find(|l| matches!(l, Level::Cell { .. }))
+        else {
+            return Vec::new();
+        };
+        self.grid()
+            .map_or(Vec::new(), |(g, _, _)| g.cell(row, col).collect())
+    }
+
+    fn enter(&mut self) {
+        match self.tab {
+            Tab::Heatmap => self.drill(),
+            Tab::Links => {
+                let ids = self.table_rows(self.selected.saturating_add(1));
+                if let Some(&id) = ids.get(self.selected.min(ids.len().saturating_sub(1))) {
+                    self.open_link(id);
+                    self.tab = Tab::Heatmap;
+                }
+            }
+            Tab::Flows | Tab::Events => {}
+        }
+    }
+
+    fn drill(&mut self) {
+        match self.path.last() {
+            Some(Level::Link(_)) => {}
+            Some(Level::Cell { .. }) => {
+                let links = self.cell_links();
+                if let Some(&id) = links.get(self.selected.min(links.len().saturating_sub(1))) {
+                    self.open_link(id);
+                }
+            }
+            _ => {
+                let Some(b) = self.binning() else { return };
+                let Some((g, _, pod)) = self.grid() else {
+                    return;
+                };
+                if let Some(next) = heatmap::drill(g, &b, self.cursor.0, self.cursor.1, pod) {
+                    self.path.push(next);
+                    self.cursor = (0, 0);
+                    self.selected = 0;
+                }
+            }
+        }
+    }
+
+    fn open_link(&mut self, id: u32) {
+        self.path.push(Level::Link(id));
+        self.link_history.clear();
+        if let Some(s) = &self.shown {
+            self.link_history.push_back(s.links[id as usize]);
+        }
+    }
+
+    fn back(&mut self) {
+        let filtered = self.filter.expr.is_some() || self.filter.error.is_some();
+        if filtered
+            && (self.tab == Tab::Links || (self.tab == Tab::Heatmap && self.path.is_empty()))
+        {
+            self.filter = FilterState::default();
+            return;
+        }
+        if self.tab == Tab::Heatmap && self.path.pop().is_some() {
+            self.cursor = (0, 0);
+            self.selected = 0;
+        }
+    }
+
+    /// Breadcrumb of the heat-map drill-down.
+    pub fn breadcrumb(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "plane {}",
+            self.fabric.planes.get(self.plane).map_or(0, |p| p.plane)
+        )];
+        let Some(plane) = self.fabric.planes.get(self.plane) else {
+            return out;
+        };
+        let mut grid = &plane.top;
+        for l in &self.path {
+            out.push(match *l {
+                Level::Top(w) => {
+                    grid = &plane.top;
+                    window_label(grid, w)
+                }
+                Level::Pod { pod, window } => {
+                    let Some((num, g)) = plane.pods.get(pod) else {
+                        break;
+                    };
+                    grid = g;
+                    if window.rows == 0 {
+                        format!("pod {num}")
+                    } else {
+                        window_label(grid, window)
+                    }
+                }
+                Level::Cell { row, col } => {
+                    let name =
+                        |v: &[String], i: u32| v.get(i as usize).cloned().unwrap_or_default();
+                    format!("{} ↔ {}", name(&grid.rows, row), name(&grid.cols, col))
+                }
+                Level::Link(id) => {
+                    let x = &self.fabric.links[id as usize];
+                    format!("link {id} (ports {} ↔ {})", x.a_port, x.b_port)
+                }
+            });
+        }
+        out
+    }
+
+    /// The links table's rows with at least the first `need` in order.
+    pub fn table_rows(&self, need: usize) -> Vec<u32> {
+        let q = table::Query {
+            filter: self.filter.expr.as_ref(),
+            faults_only: self.faults_only,
+            sort: self.sort,
+            ascending: self.ascending,
+        };
+        table::rows(&self.fabric, self.rates(), &q, need)
+    }
+}
+
+fn window_label(g: &Grid, w: Window) -> String {
+    let name = |v: &[String], i: u32| v.get(i as usize).cloned().unwrap_or_default();
+    if w.rows == 0 || w.cols == 0 {
+        return "empty".into();
+    }
+    format!(
+        "{}…{} × {}…{}",
+        name(&g.rows, w.row0),
+        name(&g.rows, w.row0 + w.rows - 1),
+        name(&g.cols, w.col0),
+        name(&g.cols, w.col0 + w.cols - 1)
+    )
+}

@@ -1,0 +1,368 @@
+//! From `fabric-api` frames to what the screen shows: the port map becomes a
+//! [`FabricView`], each pair of consecutive snapshots a [`Sample`] (rates computed by
+//! `fabric_api::Interval`, both ports of a link folded), each event a line of text.
+//! Runs on a source's thread, never on the UI thread.
+
+use crate::app::Msg;
+use crate::fabric::{FabricView, LinkLabel, NodeLabel};
+use crate::metrics::{EventRow, FlowRow, LinkRates, Sample, Severity};
+use crate::units::duration;
+use fabric_api::{Column, Event, EventKind, FabricInfo, Frame, Interval, Snapshot, counter_delta};
+
+/// Which link and which end each port is.
+#[derive(Debug, Clone)]
+pub struct PortMap {
+    /// Link index of each port.
+    pub link_of: Vec<u32>,
+}
+
+impl FabricView {
+    /// From a source's port map. Ports with a link id become that link (lower-tier end
+    /// first); a port with no link (a host whose peer is unknown) becomes a link of its own.
+    pub fn from_info(info: &FabricInfo) -> (FabricView, PortMap) {
+        let nodes: Vec<NodeLabel> = info
+            .nodes
+            .iter()
+            .map(|n| NodeLabel {
+                name: n.name.clone(),
+                tier: n.tier,
+                plane: n.plane,
+                pod: n.pod,
+            })
+            .collect();
+        let tier = |n: u32| nodes.get(n as usize).map_or(0, |x| x.tier);
+        let plane = |n: u32| nodes.get(n as usize).and_then(|x| x.plane);
+        let mut by_id: std::collections::HashMap<u32, u32> = Default::default();
+        let mut links: Vec<LinkLabel> = Vec::new();
+        let mut link_of = Vec::with_capacity(info.ports.len());
+        for p in &info.ports {
+            let existing = p.link.and_then(|l| by_id.get(&l.0).copied());
+            if let Some(i) = existing {
+                link_of.push(i);
+                continue;
+            }
+            let (peer, peer_port) = (p.peer.unwrap_or(p.node), p.peer_port.unwrap_or(p.port));
+            let (a, a_port, b, b_port) = if tier(p.node) <= tier(peer) {
+                (p.node, p.port, peer, peer_port)
+            } else {
+                (peer, peer_port, p.node, p.port)
+            };
+            let i = links.len() as u32;
+            links.push(LinkLabel {
+                a,
+                a_port,
+                b,
+                b_port,
+                rate_bps: p.speed_bps,
+                tier: tier(a).min(2),
+                plane: plane(b).or(plane(a)),
+            });
+            if let Some(l) = p.link {
+                by_id.insert(l.0, i);
+            }
+            link_of.push(i);
+        }
+        (
+            FabricView::new(info.name.clone(), nodes, links),
+            PortMap { link_of },
+        )
+    }
+}
+
+/// Turns a stream of frames into app messages.
+#[derive(Debug)]
+pub struct Aggregator {
+    info: FabricInfo,
+    map: PortMap,
+    prev: Option<Snapshot>,
+}
+
+impl Aggregator {
+    /// For the fabric described by `info`.
+    pub fn new(info: FabricInfo) -> (Aggregator, FabricView) {
+        let (view, map) = FabricView::from_info(&info);
+        (
+            Aggregator {
+                info,
+                map,
+                prev: None,
+            },
+            view,
+        )
+    }
+
+    /// The port map in force.
+    pub fn info(&self) -> &FabricInfo {
+        &self.info
+    }
+
+    /// Forget the previous snapshot (after a seek: rates restart from the next pair).
+    pub fn reset(&mut self) {
+        self.prev = None;
+    }
+
+    /// The messages one frame produces (none for the first snapshot: rates need two).
+    pub fn frame(&mut self, f: Frame, view: &FabricView) -> Vec<Msg> {
+        match f {
+            Frame::Fabric(info) => {
+                let (agg, v) = Aggregator::new(info);
+                *self = agg;
+                vec![Msg::Fabric(Box::new(v))]
+            }
+            Frame::Snapshot(s) => self
+                .snapshot(s, view)
+                .map(Msg::Sample)
+                .into_iter()
+                .collect(),
+            // Finished flows are in the flows view; as events they would bury the rest.
+            Frame::Event(e) if matches!(e.what, EventKind::FlowFinished { .. }) => Vec::new(),
+            Frame::Event(e) => vec![Msg::Event(event_row(&e, view, &self.info))],
+        }
+    }
+
+    /// The sample for the interval ending at `s` (None for the first snapshot, or one
+    /// that is not comparable with the previous: it then starts a new interval).
+    pub fn snapshot(&mut self, s: Snapshot, view: &FabricView) -> Option<Sample> {
+        let out = self.prev.as_ref().and_then(|p| self.sample(p, &s, view));
+        self.prev = Some(s);
+        out
+    }
+
+    fn sample(&self, prev: &Snapshot, cur: &Snapshot, view: &FabricView) -> Option<Sample> {
+        let iv = Interval::new(&self.info, prev, cur).ok()?;
+        let dt_s = iv.dt_ns() as f64 * 1e-9;
+        let mut links = vec![LinkRates::default(); view.links.len()];
+        let marks = |c: Option<&Column>, i: usize| c.map_or(0, |c| c.get(i));
+        for (i, &l) in self.map.link_of.iter().enumerate() {
+            let r = iv.port(i);
+            let x = &mut links[l as usize];
+            x.util = x.util.max(r.utilisation.unwrap_or(0.0) as f32);
+            x.bps = x.bps.max((r.tx_gbps.unwrap_or(0.0) * 1e9) as f32);
+            x.drops_per_s += r.drops_per_s.unwrap_or(0.0) as f32;
+            x.pfc_per_s += r.pfc_tx_per_s.or(r.pfc_rx_per_s).unwrap_or(0.0) as f32;
+            x.paused = x.paused.max(r.paused_share.unwrap_or(0.0) as f32);
+            x.ecn = x.ecn.max(r.ecn_mark_share.unwrap_or(0.0) as f32);
+            let m = counter_delta(
+                marks(prev.counters.ecn_marks.as_ref(), i),
+                marks(cur.counters.ecn_marks.as_ref(), i),
+            );
+            x.ecn_per_s += (m as f64 / dt_s) as f32;
+            let q: u64 = cur.gauges.queue_bytes.values().map(|c| c.get(i)).sum();
+            x.queue_bytes = x.queue_bytes.max(q.min(u32::MAX as u64) as u32);
+        }
+        for &p in &cur.gauges.oper_down {
+            if let Some(&l) = self.map.link_of.get(p as usize) {
+                links[l as usize].down = true;
+            }
+        }
+        let t = &cur.totals;
+        let mut s = Sample {
+            at_ns: cur.time.ns,
+            interval_ns: iv.dt_ns(),
+            links,
+            flows: cur
+                .flows
+                .as_deref()
+                .unwrap_or(&[])
+                .iter()
+                .map(|f| flow_row(f, view))
+                .collect(),
+            totals: Default::default(),
+        };
+        s.totals.drops_total = t.drops_buffer + t.drops_failure + t.drops_no_route + t.drops_kernel;
+        s.finish(view);
+        Some(s)
+    }
+}
+
+fn flow_row(f: &fabric_api::FlowSample, v: &FabricView) -> FlowRow {
+    FlowRow {
+        id: f.id,
+        src: v.node_name(f.src).to_string(),
+        dst: v.node_name(f.dst).to_string(),
+        rate_bps: f.rate_bps.map(|r| r as f64),
+        window: f.window_bytes,
+        cnps: f.cnps + f.nacks,
+        rtt_ns: f.rtt_ns,
+        bytes_done: f.bytes_done,
+        finished: f.finished,
+    }
+}
+
+/// One line describing an event.
+pub fn event_row(e: &Event, v: &FabricView, info: &FabricInfo) -> EventRow {
+    let link = |l: topo::LinkId| {
+        if (l.0 as usize) < v.links.len() {
+            v.link_name(l.0)
+        } else {
+            format!("link {}", l.0)
+        }
+    };
+    let port = |p: u32| {
+        let Some(pi) = info.ports.get(p as usize) else {
+            return format!("port {p}");
+        };
+        format!("{}:{}", v.node_name(pi.node), pi.port)
+    };
+    let (severity, text, l) = match &e.what {
+        EventKind::LinkDown {
+            link: l,
+            detected_by,
+            detect_ns,
+        } => {
+            let after = detect_ns.map_or(String::new(), |d| {
+                format!(", detected after {}", duration(d))
+            });
+            (
+                Severity::Bad,
+                format!("link down {} ({detected_by:?}{after})", link(*l)),
+                Some(l.0),
+            )
+        }
+        EventKind::LinkUp {
+            link: l,
+            detected_by,
+        } => (
+            Severity::Info,
+            format!("link up {} ({detected_by:?})", link(*l)),
+            Some(l.0),
+        ),
+        EventKind::SwitchDown { node, .. } => (
+            Severity::Bad,
+            format!("switch down {}", v.node_name(*node)),
+            None,
+        ),
+        EventKind::SwitchUp { node, .. } => (
+            Severity::Info,
+            format!("switch up {}", v.node_name(*node)),
+            None,
+        ),
+        EventKind::Reroute {
+            links,
+            switches_changed,
+            unreachable_pairs,
+            repaired_ns,
+        } => {
+            let mut text = format!("reroute after {} link(s)", links.len());
+            if let Some(s) = switches_changed {
+                text += &format!(", {} switches changed", s.len());
+            }
+            if let Some(u) = unreachable_pairs {
+                text += &format!(", {u} unreachable pairs");
+            }
+            text += &format!(", repaired in {}", duration(*repaired_ns));
+            let bad = unreachable_pairs.is_some_and(|u| u > 0);
+            (
+                if bad { Severity::Bad } else { Severity::Warn },
+                text,
+                links.first().map(|l| l.0),
+            )
+        }
+        EventKind::PfcStorm { port: p, priority } => (
+            Severity::Bad,
+            format!("PFC storm at {} priority {priority}", port(*p)),
+            None,
+        ),
+        EventKind::PfcStormRestored {
+            port: p,
+            priority,
+            lasted_ns,
+        } => (
+            Severity::Warn,
+            format!(
+                "PFC storm over at {} priority {priority}, lasted {}",
+                port(*p),
+                duration(*lasted_ns)
+            ),
+            None,
+        ),
+        EventKind::Deadlock { ports } => {
+            let names: Vec<String> = ports.iter().take(4).map(|p| port(*p)).collect();
+            (
+                Severity::Bad,
+                format!(
+                    "PFC deadlock over {} ports: {}",
+                    ports.len(),
+                    names.join(", ")
+                ),
+                None,
+            )
+        }
+        EventKind::FlowFinished {
+            flow,
+            src,
+            dst,
+            bytes,
+            fct_ns,
+        } => (
+            Severity::Info,
+            format!(
+                "flow {flow} {} → {} finished: {}B in {}",
+                v.node_name(*src),
+                v.node_name(*dst),
+                crate::units::si(*bytes as f64),
+                duration(*fct_ns)
+            ),
+            None,
+        ),
+        EventKind::Miswiring {
+            port: p,
+            expected,
+            found,
+        } => (
+            Severity::Bad,
+            format!(
+                "miswiring at {}: expected {expected}, found {found}",
+                port(*p)
+            ),
+            None,
+        ),
+        other => (Severity::Warn, format!("event {other:?}"), None),
+    };
+    EventRow {
+        at_ns: e.time.ns,
+        severity,
+        text,
+        link: l,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric_api::{Source, SourceKind, Timestamp};
+
+    #[test]
+    fn two_snapshots_make_link_rates() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+        let info = FabricInfo::from_topo(&f, 8);
+        let (mut agg, view) = Aggregator::new(info.clone());
+        assert_eq!(view.links.len(), f.num_links());
+        assert_eq!(view, FabricView::from_topo(&f));
+        let n = info.ports.len();
+        let src = Source {
+            kind: SourceKind::Sim,
+            name: "t".into(),
+        };
+        let mut a = Snapshot::new(0, Timestamp::virtual_ns(0), src.clone());
+        a.counters.tx_bytes = Some(Column::zeros(n));
+        a.counters.drops_buffer = Some(Column::zeros(n));
+        let mut b = Snapshot::new(1, Timestamp::virtual_ns(1_000_000), src);
+        let mut tx = vec![0; n];
+        tx[7] = 25_000_000; // port 7 = upper end of link 3: 200 Gb/s for 1 ms
+        let mut drops = vec![0; n];
+        drops[6] = 5;
+        b.counters.tx_bytes = Some(Column::from(tx));
+        b.counters.drops_buffer = Some(Column::from(drops));
+        b.gauges.oper_down = vec![9];
+        b.sum_ports_into_totals();
+        assert!(agg.snapshot(a, &view).is_none());
+        let s = agg.snapshot(b, &view).unwrap();
+        assert_eq!(s.links[3].util, 0.5);
+        assert_eq!(s.links[3].drops_per_s, 5000.0);
+        assert!(s.links[4].down);
+        assert_eq!(s.totals.drops_total, 5);
+        assert_eq!(s.totals.worst_drop_link, Some(3));
+        assert_eq!(s.totals.failed_links, 1);
+    }
+}

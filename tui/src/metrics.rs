@@ -1,0 +1,265 @@
+//! What the screen shows: per-link rates over the last interval and fabric totals.
+//!
+//! Sources turn their counters (snapshots, Prometheus rates) into a [`Sample`] on their own
+//! thread; the UI thread only draws it. A link folds its two directions: utilisation,
+//! Gb/s and paused share are the busier direction, drops and PFC pauses are summed.
+
+use crate::fabric::FabricView;
+
+/// Rates of one link over the last interval.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LinkRates {
+    /// Utilisation of the busier direction, 0..=1.
+    pub util: f32,
+    /// Throughput of the busier direction, bits per second.
+    pub bps: f32,
+    /// Packets dropped per second, both directions and every cause.
+    pub drops_per_s: f32,
+    /// PFC pause frames per second, both directions and every priority.
+    pub pfc_per_s: f32,
+    /// Share of the interval a direction was paused (the larger), 0..=1.
+    pub paused: f32,
+    /// Share of packets ECN-marked, 0..=1.
+    pub ecn: f32,
+    /// ECN-marked packets per second.
+    pub ecn_per_s: f32,
+    /// Queue depth (bytes), the larger direction.
+    pub queue_bytes: u32,
+    /// Operationally down.
+    pub down: bool,
+}
+
+impl LinkRates {
+    /// Something is wrong on this link (down, dropping or pausing).
+    pub fn faulty(&self) -> bool {
+        self.down || self.drops_per_s > 0.0 || self.pfc_per_s > 0.0
+    }
+}
+
+/// Per-tier utilisation summary (tier of a link = tier of its lower end).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TierUtil {
+    /// Links in the tier.
+    pub links: u32,
+    /// 99th percentile utilisation, 0..=1.
+    pub p99: f32,
+    /// Maximum utilisation, 0..=1.
+    pub max: f32,
+}
+
+/// Fabric-wide figures of a [`Sample`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Totals {
+    /// Drops per second over the interval.
+    pub drops_per_s: f64,
+    /// Drops counted since the source started (cumulative).
+    pub drops_total: u64,
+    /// The link with the most drops in this interval, if any dropped.
+    pub worst_drop_link: Option<u32>,
+    /// PFC pause frames per second.
+    pub pfc_per_s: f64,
+    /// Mean paused share over links that carry traffic, 0..=1.
+    pub paused_share: f64,
+    /// ECN-marked packets per second.
+    pub ecn_per_s: f64,
+    /// Links operationally down.
+    pub failed_links: u32,
+    /// Utilisation per link tier: host–leaf, leaf–spine, spine–core.
+    pub tiers: [TierUtil; 3],
+    /// Bits per second leaving hosts (their NIC ports).
+    pub host_bps: f64,
+}
+
+impl Totals {
+    /// No drops so far.
+    pub fn lossless(&self) -> bool {
+        self.drops_total == 0 && self.drops_per_s == 0.0
+    }
+}
+
+/// A flow as the flows view shows it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FlowRow {
+    /// Flow id.
+    pub id: u64,
+    /// Source node name.
+    pub src: String,
+    /// Destination node name.
+    pub dst: String,
+    /// Sending rate, bits per second (rate-based CC), if known.
+    pub rate_bps: Option<f64>,
+    /// Window in bytes (window-based CC), if known.
+    pub window: Option<u64>,
+    /// CNPs (or NACKs) received so far.
+    pub cnps: u64,
+    /// Last RTT sample, nanoseconds.
+    pub rtt_ns: Option<u64>,
+    /// Bytes delivered.
+    pub bytes_done: u64,
+    /// Finished.
+    pub finished: bool,
+}
+
+/// How serious an event is (decides its colour and glyph).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Informational (flow finished, repair done).
+    Info,
+    /// Worth a look (reroute, PFC storm restored).
+    Warn,
+    /// Something broke (link down, PFC storm, deadlock, miswiring).
+    Bad,
+}
+
+/// One line of the events view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    /// When, nanoseconds on the source's clock.
+    pub at_ns: u64,
+    /// Severity.
+    pub severity: Severity,
+    /// What happened, one line.
+    pub text: String,
+    /// A link this event is about, if any.
+    pub link: Option<u32>,
+}
+
+/// Everything shown for one instant: rates of every link over the interval that ended at
+/// `at_ns`, plus flows and totals.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Sample {
+    /// End of the interval, nanoseconds on the source's clock.
+    pub at_ns: u64,
+    /// Length of the interval, nanoseconds.
+    pub interval_ns: u64,
+    /// One entry per link, in link id order.
+    pub links: Vec<LinkRates>,
+    /// Flows, if the source has them.
+    pub flows: Vec<FlowRow>,
+    /// Totals (computed by [`Sample::finish`]).
+    pub totals: Totals,
+}
+
+impl Sample {
+    /// A sample with every link idle and up.
+    pub fn idle(fabric: &FabricView, at_ns: u64) -> Sample {
+        Sample {
+            at_ns,
+            interval_ns: 1_000_000_000,
+            links: vec![LinkRates::default(); fabric.links.len()],
+            ..Sample::default()
+        }
+    }
+
+    /// Compute [`Sample::totals`] from the links (keeps `drops_total`, the source's
+    /// cumulative count).
+    pub fn finish(&mut self, fabric: &FabricView) {
+        let mut t = Totals {
+            drops_total: self.totals.drops_total,
+            ..Totals::default()
+        };
+        let mut per_tier: [Vec<f32>; 3] = Default::default();
+        let (mut paused_sum, mut busy) = (0.0f64, 0u32);
+        let mut worst = 0.0f32;
+        for (i, l) in self.links.iter().enumerate() {
+            t.drops_per_s += l.drops_per_s as f64;
+            if l.drops_per_s > worst {
+                worst = l.drops_per_s;
+                t.worst_drop_link = Some(i as u32);
+            }
+            t.pfc_per_s += l.pfc_per_s as f64;
+            t.failed_links += l.down as u32;
+            let label = &fabric.links[i];
+            let tier = (label.tier as usize).min(2);
+            per_tier[tier].push(l.util);
+            if l.util > 0.0 || l.paused > 0.0 {
+                paused_sum += l.paused as f64;
+                busy += 1;
+            }
+            t.ecn_per_s += l.ecn_per_s as f64;
+            if tier == 0 {
+                t.host_bps += l.bps as f64;
+            }
+        }
+        t.paused_share = if busy > 0 {
+            paused_sum / busy as f64
+        } else {
+            0.0
+        };
+        for (k, v) in per_tier.iter_mut().enumerate() {
+            t.tiers[k] = tier_util(v);
+        }
+        self.totals = t;
+    }
+}
+
+fn tier_util(v: &mut [f32]) -> TierUtil {
+    if v.is_empty() {
+        return TierUtil::default();
+    }
+    let n = v.len();
+    let k = ((n as f64 * 0.99).ceil() as usize).clamp(1, n) - 1;
+    let (_, p99, _) = v.select_nth_unstable_by(k, |a, b| a.total_cmp(b));
+    let p99 = *p99;
+    let max = v.iter().copied().fold(0.0f32, f32::max);
+    TierUtil {
+        links: n as u32,
+        p99,
+        max,
+    }
+}
+
+/// A ring of recent totals for sparklines and charts.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// Oldest first.
+    pub points: std::collections::VecDeque<Point>,
+    /// Maximum points kept.
+    pub cap: usize,
+}
+
+/// One point of [`History`].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Point {
+    /// Nanoseconds on the source's clock.
+    pub at_ns: u64,
+    /// Max utilisation per tier.
+    pub tier_max: [f32; 3],
+    /// p99 utilisation per tier.
+    pub tier_p99: [f32; 3],
+    /// Bits/s leaving hosts.
+    pub host_bps: f64,
+    /// Largest queue depth (bytes) in the fabric.
+    pub max_queue: u32,
+    /// Drops per second.
+    pub drops_per_s: f64,
+    /// PFC pauses per second.
+    pub pfc_per_s: f64,
+}
+
+impl History {
+    /// An empty history keeping `cap` points.
+    pub fn new(cap: usize) -> History {
+        History {
+            points: Default::default(),
+            cap,
+        }
+    }
+
+    /// Append the totals of a sample.
+    pub fn push(&mut self, s: &Sample) {
+        if self.points.len() == self.cap {
+            self.points.pop_front();
+        }
+        let t = &s.totals;
+        self.points.push_back(Point {
+            at_ns: s.at_ns,
+            tier_max: t.tiers.map(|x| x.max),
+            tier_p99: t.tiers.map(|x| x.p99),
+            host_bps: t.host_bps,
+            max_queue: s.links.iter().map(|l| l.queue_bytes).max().unwrap_or(0),
+            drops_per_s: t.drops_per_s,
+            pfc_per_s: t.pfc_per_s,
+        });
+    }
+}

@@ -1,0 +1,495 @@
+//! `--prometheus URL`: rates from a Prometheus server that scrapes `fabric serve`
+//! daemons (one per plane or pod, or federated), through its HTTP query API, so a fabric
+//! watched by several daemons is seen as one.
+//!
+//! The fabric's shape comes from the `fabric_link_info{switch,port,peer_switch,peer_port}`
+//! series: hosts are the nodes whose every peer has more links than they do, a switch's
+//! tier is its distance from the nearest host, planes are the connected components of the
+//! switch graph and, in 3-tier planes, pods are the components of its leaf–aggregation
+//! graph. Rates are `rate(…[window])` of the daemon's counters (metric names in
+//! `docs/serve.md`).
+
+use crate::app::{Msg, SourceStatus};
+use crate::fabric::{FabricView, LinkLabel, NodeLabel};
+use crate::metrics::{LinkRates, Sample};
+use crate::source::{Control, time_of_day};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+/// One series of an instant-query result: labels and value.
+pub type Series = (BTreeMap<String, String>, f64);
+
+/// (switch name, port) → link index.
+pub type PortLinks = HashMap<(String, u16), u32>;
+
+/// A Prometheus server's address, from `http://HOST:PORT[/prefix]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    /// `HOST:PORT`.
+    pub addr: String,
+    /// Path prefix (empty or `/prefix`).
+    pub prefix: String,
+}
+
+impl Server {
+    /// Parse a URL; only plain `http://` is supported.
+    pub fn parse(url: &str) -> Result<Server, String> {
+        let rest = url.strip_prefix("http://").ok_or_else(|| {
+            format!("{url}: expected http://HOST:PORT[/prefix] (https is not supported)")
+        })?;
+        let (hostport, prefix) = rest.split_once('/').map_or((rest, ""), |(h, p)| (h, p));
+        if hostport.is_empty() {
+            return Err(format!("{url}: no host"));
+        }
+        let addr = if hostport
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        {
+            hostport.to_string()
+        } else {
+            format!("{hostport}:80")
+        };
+        let prefix = prefix.trim_end_matches('/');
+        Ok(Server {
+            addr,
+            prefix: if prefix.is_empty() {
+                String::new()
+            } else {
+                format!("/{prefix}")
+            },
+        })
+    }
+
+    /// Run an instant query.
+    pub fn query(&self, q: &str) -> Result<Vec<Series>, String> {
+        let path = format!("{}/api/v1/query?query={}", self.prefix, encode(q));
+        let mut body = crate::http::get(&self.addr, &path, Duration::from_secs(10))
+            .map_err(|e| e.to_string())?;
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::Read::take(&mut body, 256 << 20), &mut text)
+            .map_err(|e| e.to_string())?;
+        parse_vector(&text)
+    }
+}
+
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Parse a query API response of result type `vector`.
+pub fn parse_vector(text: &str) -> Result<Vec<Series>, String> {
+    #[derive(serde::Deserialize)]
+    struct Resp {
+        status: String,
+        #[serde(default)]
+        error: Option<String>,
+        #[serde(default)]
+        data: Option<Data>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Data {
+        #[serde(rename = "resultType")]
+        result_type: String,
+        result: Vec<Item>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Item {
+        metric: BTreeMap<String, String>,
+        value: (f64, String),
+    }
+    let r: Resp =
+        serde_json::from_str(text).map_err(|e| format!("not a Prometheus query response: {e}"))?;
+    if r.status != "success" {
+        return Err(format!("Prometheus: {}", r.error.unwrap_or(r.status)));
+    }
+    let d = r.data.ok_or("Prometheus: response without data")?;
+    if d.result_type != "vector" {
+        return Err(format!(
+            "Prometheus: expected a vector, got {}",
+            d.result_type
+        ));
+    }
+    Ok(d.result
+        .into_iter()
+        .map(|i| (i.metric, i.value.1.parse::<f64>().unwrap_or(f64::NAN)))
+        .collect())
+}
+
+/// The fabric described by `fabric_link_info` series, and each (switch, port)'s link.
+pub fn infer_fabric(name: &str, info: &[Series]) -> (FabricView, HashMap<(String, u16), u32>) {
+    let mut ids: HashMap<String, u32> = HashMap::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut id = |n: &str| {
+        *ids.entry(n.to_string()).or_insert_with(|| {
+            names.push(n.to_string());
+            names.len() as u32 - 1
+        })
+    };
+    let mut ends: Vec<(u32, u16, u32, u16)> = Vec::new();
+    let mut seen: HashMap<(u32, u16), ()> = HashMap::new();
+    for (l, _) in info {
+        let get = |k: &str| l.get(k).map(String::as_str).unwrap_or("");
+        let (Ok(p), Ok(pp)) = (get("port").parse::<u16>(), get("peer_port").parse::<u16>()) else {
+            continue;
+        };
+        let (a, b) = (id(get("switch")), id(get("peer_switch")));
+        if seen.contains_key(&(a, p)) || seen.contains_key(&(b, pp)) {
+            continue;
+        }
+        seen.insert((a, p), ());
+        seen.insert((b, pp), ());
+        ends.push((a, p, b, pp));
+    }
+    let n = names.len();
+    let mut adj = vec![Vec::new(); n];
+    for &(a, _, b, _) in &ends {
+        adj[a as usize].push(b);
+        adj[b as usize].push(a);
+    }
+    let tier = tiers(&adj);
+    let (plane, pod) = planes_and_pods(&adj, &tier);
+    let nodes: Vec<NodeLabel> = (0..n)
+        .map(|i| NodeLabel {
+            name: names[i].clone(),
+            tier: tier[i],
+            plane: plane[i],
+            pod: pod[i],
+        })
+        .collect();
+    let mut port_link = HashMap::new();
+    let links = ends
+        .iter()
+        .enumerate()
+        .map(|(i, &(a, ap, b, bp))| {
+            port_link.insert((names[a as usize].clone(), ap), i as u32);
+            port_link.insert((names[b as usize].clone(), bp), i as u32);
+            let (a, ap, b, bp) = if tier[a as usize] <= tier[b as usize] {
+                (a, ap, b, bp)
+            } else {
+                (b, bp, a, ap)
+            };
+            LinkLabel {
+                a,
+                a_port: ap,
+                b,
+                b_port: bp,
+                rate_bps: 0,
+                tier: tier[a as usize].min(2),
+                plane: plane[b as usize],
+            }
+        })
+        .collect();
+    (FabricView::new(name.to_string(), nodes, links), port_link)
+}
+
+/// Hosts (tier 0) are nodes whose every peer has more links; others are their distance
+/// from the nearest host (capped at 3).
+fn tiers(adj: &[Vec<u32>]) -> Vec<u8> {
+    let mut tier = vec![u8::MAX; adj.len()];
+    let mut q = VecDeque::new();
+    for (i, peers) in adj.iter().enumerate() {
+        if !peers.is_empty() && peers.iter().all(|&p| adj[p as usize].len() > peers.len()) {
+            tier[i] = 0;
+            q.push_back(i);
+        }
+    }
+    while let Some(i) = q.pop_front() {
+        for &p in &adj[i] {
+            if tier[p as usize] == u8::MAX {
+                tier[p as usize] = (tier[i] + 1).min(3);
+                q.push_back(p as usize);
+            }
+        }
+    }
+    tier.iter()
+        .map(|&t| if t == u8::MAX { 1 } else { t })
+        .collect()
+}
+
+fn components(adj: &[Vec<u32>], keep: impl Fn(usize) -> bool) -> Vec<Option<u32>> {
+    let mut comp = vec![None; adj.len()];
+    let mut next = 0;
+    for s in 0..adj.len() {
+        if comp[s].is_some() || !keep(s) {
+            continue;
+        }
+        comp[s] = Some(next);
+        let mut stack = vec![s];
+        while let Some(i) = stack.pop() {
+            for &p in &adj[i] {
+                let p = p as usize;
+                if comp[p].is_none() && keep(p) {
+                    comp[p] = Some(next);
+                    stack.push(p);
+                }
+            }
+        }
+        next += 1;
+    }
+    comp
+}
+
+fn planes_and_pods(adj: &[Vec<u32>], tier: &[u8]) -> (Vec<Option<u16>>, Vec<Option<u32>>) {
+    let plane: Vec<Option<u16>> = components(adj, |i| tier[i] > 0)
+        .into_iter()
+        .map(|c| c.map(|c| c as u16))
+        .collect();
+    let three_tier: Vec<bool> = {
+        let np = plane
+            .iter()
+            .flatten()
+            .map(|&p| p as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut v = vec![false; np];
+        for (i, p) in plane.iter().enumerate() {
+            if let (Some(p), 3) = (p, tier[i]) {
+                v[*p as usize] = true;
+            }
+        }
+        v
+    };
+    let pods = components(adj, |i| {
+        matches!(tier[i], 1 | 2) && plane[i].is_some_and(|p| three_tier[p as usize])
+    });
+    (plane, pods)
+}
+
+/// The queries of one refresh.
+pub fn queries(window: &str) -> [(&'static str, String); 9] {
+    let r = |m: &str| format!("sum by (switch, port) (rate({m}[{window}]))");
+    [
+        ("tx", r("fabric_port_transmit_bytes_total")),
+        ("speed", "fabric_port_speed_bytes".into()),
+        ("tx_drops", r("fabric_port_transmit_drops_total")),
+        ("rx_drops", r("fabric_port_receive_drops_total")),
+        ("pfc", r("fabric_pfc_pause_frames_total{direction=\"tx\"}")),
+        ("paused", r("fabric_pfc_paused_seconds_total")),
+        ("ecn", r("fabric_queue_ecn_marked_packets_total")),
+        ("pkts", r("fabric_port_transmit_packets_total")),
+        ("up", "fabric_port_up".into()),
+    ]
+}
+
+/// Fold query results into a sample of `view`'s links.
+pub fn sample(
+    view: &FabricView,
+    ports: &HashMap<(String, u16), u32>,
+    res: &HashMap<&str, Vec<Series>>,
+    at_ns: u64,
+    interval_ns: u64,
+) -> Sample {
+    let mut s = Sample::idle(view, at_ns);
+    s.interval_ns = interval_ns;
+    let mut per_port: HashMap<u32, [f64; 9]> = HashMap::new();
+    let keys = [
+        "tx", "speed", "tx_drops", "rx_drops", "pfc", "paused", "ecn", "pkts", "up",
+    ];
+    for (k, name) in keys.iter().enumerate() {
+        for (labels, v) in res.get(name).map_or(&[][..], |v| &v[..]) {
+            let (Some(sw), Some(Ok(p))) = (
+                labels.get("switch"),
+                labels.get("port").map(|p| p.parse::<u16>()),
+            ) else {
+                continue;
+            };
+            let Some(&l) = ports.get(&(sw.clone(), p)) else {
+                continue;
+            };
+            let e = per_port
+                .entry(l * 2 + (view.node_name(view.links[l as usize].a) != sw) as u32)
+                .or_insert([f64::NAN; 9]);
+            e[k] = *v;
+        }
+    }
+    for (key, v) in per_port {
+        let x: &mut LinkRates = &mut s.links[(key / 2) as usize];
+        let val = |k: usize| if v[k].is_finite() { v[k] } else { 0.0 };
+        let bps = val(0) * 8.0;
+        let speed = val(1) * 8.0;
+        x.bps = x.bps.max(bps as f32);
+        if speed > 0.0 {
+            x.util = x.util.max((bps / speed) as f32);
+        }
+        x.drops_per_s += (val(2) + val(3)) as f32;
+        x.pfc_per_s += val(4) as f32;
+        x.paused = x.paused.max(val(5) as f32);
+        if val(7) > 0.0 {
+            x.ecn = x.ecn.max((val(6) / val(7)) as f32);
+        }
+        x.ecn_per_s += val(6) as f32;
+        x.down |= v[8] == 0.0;
+    }
+    s
+}
+
+/// Poll `server` every `every`, sending samples (and the fabric map first).
+pub fn run(server: Server, every: Duration, tx: Sender<Msg>, ctl: Receiver<Control>) {
+    let name = format!("prometheus {}", server.addr);
+    let window = format!("{}s", (every.as_secs() * 4).max(30));
+    let mut fabric: Option<(FabricView, PortLinks)> = None;
+    let start = Instant::now();
+    let mut last = Instant::now();
+    let mut drops_total = 0.0;
+    loop {
+        let t = Instant::now();
+        let had_fabric = fabric.is_some();
+        match poll(&server, &name, &window, &mut fabric) {
+            Ok(res) => {
+                if !had_fabric && let Some((view, _)) = &fabric {
+                    let _ = tx.send(Msg::Fabric(Box::new(view.clone())));
+                }
+                let (view, ports) = fabric.as_ref().expect("set by poll");
+                let at = start.elapsed().as_nanos() as u64;
+                let mut s = sample(
+                    view,
+                    ports,
+                    &res,
+                    at,
+                    last.elapsed().as_nanos().max(1) as u64,
+                );
+                drops_total += s.links.iter().map(|l| l.drops_per_s as f64).sum::<f64>()
+                    * last.elapsed().as_secs_f64();
+                s.totals.drops_total = drops_total.round() as u64;
+                s.finish(view);
+                last = Instant::now();
+                let _ = tx.send(Msg::Status(SourceStatus::Live(name.clone())));
+                if tx.send(Msg::Sample(s)).is_err() {
+                    return;
+                }
+            }
+            Err(reason) => {
+                let _ = tx.send(Msg::Status(SourceStatus::Disconnected {
+                    name: name.clone(),
+                    since: time_of_day(),
+                    reason,
+                }));
+            }
+        }
+        let wait = every.saturating_sub(t.elapsed());
+        match ctl.recv_timeout(wait) {
+            Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+            _ => {}
+        }
+    }
+}
+
+fn poll<'a>(
+    server: &Server,
+    name: &str,
+    window: &str,
+    fabric: &mut Option<(FabricView, PortLinks)>,
+) -> Result<HashMap<&'a str, Vec<Series>>, String> {
+    if fabric.is_none() {
+        let info = server.query("fabric_link_info")?;
+        if info.is_empty() {
+            return Err(
+                "no fabric_link_info series yet (is a fabric serve daemon scraped?)".into(),
+            );
+        }
+        *fabric = Some(infer_fabric(name, &info));
+    }
+    let mut res = HashMap::new();
+    for (k, q) in queries(window) {
+        res.insert(k, server.query(&q)?);
+    }
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link_info(f: &topo::Fabric) -> Vec<Series> {
+        let mut out = Vec::new();
+        for (i, l) in f.links().iter().enumerate() {
+            for (n, p, m, q) in [
+                (l.a, l.a_port, l.b, l.b_port),
+                (l.b, l.b_port, l.a, l.a_port),
+            ] {
+                let mut m2 = BTreeMap::new();
+                m2.insert("switch".into(), f.node_name(n).to_string());
+                m2.insert("port".into(), p.to_string());
+                m2.insert("peer_switch".into(), f.node_name(m).to_string());
+                m2.insert("peer_port".into(), q.to_string());
+                m2.insert("link".into(), i.to_string());
+                out.push((m2, 1.0));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn infers_tiers_planes_and_pods() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+        let (v, ports) = infer_fabric("p", &link_info(&f));
+        assert_eq!(v.links.len(), f.num_links());
+        assert_eq!(ports.len(), 2 * f.num_links());
+        let want = FabricView::from_topo(&f);
+        for (a, b) in v.nodes.iter().zip(&want.nodes) {
+            let wb = want.nodes.iter().find(|x| x.name == a.name).unwrap();
+            assert_eq!(a.tier, wb.tier, "{}", a.name);
+            let _ = b;
+        }
+        assert_eq!(v.planes.len(), 1);
+        assert_eq!(
+            (
+                v.planes[0].top.rows.len(),
+                v.planes[0].top.cols.len(),
+                v.planes[0].pods.len()
+            ),
+            (4, 4, 4)
+        );
+        let spec = topo::generators::multi_plane_spec(
+            topo::generators::leaf_spine_spec(4, 2, 2, 1, topo::Rate::gbps(400)),
+            2,
+        );
+        let f = spec.build("mp").unwrap();
+        let (v, _) = infer_fabric("p", &link_info(&f));
+        assert_eq!(v.planes.len(), 2);
+        assert_eq!(v.planes[0].top.links.len(), 8);
+    }
+
+    #[test]
+    fn urls_and_responses() {
+        assert_eq!(
+            Server::parse("http://prom:9090").unwrap(),
+            Server {
+                addr: "prom:9090".into(),
+                prefix: String::new()
+            }
+        );
+        assert_eq!(
+            Server::parse("http://prom/p/").unwrap(),
+            Server {
+                addr: "prom:80".into(),
+                prefix: "/p".into()
+            }
+        );
+        assert!(
+            Server::parse("https://prom")
+                .unwrap_err()
+                .contains("https is not supported")
+        );
+        assert_eq!(encode("rate(x[30s])"), "rate%28x%5B30s%5D%29");
+        let r = parse_vector(r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"switch":"a","port":"1"},"value":[1.5,"2.5"]}]}}"#).unwrap();
+        assert_eq!(r[0].1, 2.5);
+        assert_eq!(r[0].0["switch"], "a");
+        let e = parse_vector(r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#)
+            .unwrap_err();
+        assert_eq!(e, "Prometheus: parse error");
+        assert!(
+            parse_vector("<html>")
+                .unwrap_err()
+                .starts_with("not a Prometheus query response")
+        );
+    }
+}

@@ -1,0 +1,151 @@
+//! Colour themes. Every colour also carries a glyph (✖ down, ! drops, P pausing, shades
+//! for utilisation), so the screen reads in 16 colours and with `NO_COLOR`.
+
+use ratatui::style::{Color, Modifier, Style};
+use serde::Deserialize;
+
+/// Glyph of a link that is down.
+pub const DOWN: char = '✖';
+/// Glyph of a link that drops packets.
+pub const DROP: char = '!';
+/// Glyph of a link paused by PFC.
+pub const PAUSE: char = 'P';
+
+/// Which palette.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Theme {
+    /// 24-bit colour.
+    #[default]
+    Full,
+    /// The 16 ANSI colours.
+    Ansi16,
+    /// No colour at all (`NO_COLOR`): bold, reverse and glyphs only.
+    None,
+}
+
+/// Utilisation shades, idle to full, for the no-colour heat map.
+const SHADES: [char; 6] = [' ', '·', '░', '▒', '▓', '█'];
+
+impl Theme {
+    /// Colour of a utilisation 0..=1 (`Reset` in the no-colour theme).
+    pub fn util(self, u: f32) -> Color {
+        let u = u.clamp(0.0, 1.0);
+        match self {
+            Theme::Full => {
+                // dark blue-grey (idle) → green → yellow → red
+                let stops = [
+                    (0.0, (40, 48, 64)),
+                    (0.3, (46, 160, 67)),
+                    (0.7, (230, 200, 40)),
+                    (1.0, (230, 40, 40)),
+                ];
+                let i = stops
+                    .iter()
+                    .rposition(|s| u >= s.0)
+                    .unwrap_or(0)
+                    .min(stops.len() - 2);
+                let ((u0, a), (u1, b)) = (stops[i], stops[i + 1]);
+                let t = ((u - u0) / (u1 - u0)).clamp(0.0, 1.0);
+                let mix = |x: u8, y: u8| (x as f32 + (y as f32 - x as f32) * t).round() as u8;
+                Color::Rgb(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+            }
+            Theme::Ansi16 => match u {
+                u if u < 0.01 => Color::DarkGray,
+                u if u < 0.3 => Color::Blue,
+                u if u < 0.5 => Color::Cyan,
+                u if u < 0.7 => Color::Green,
+                u if u < 0.85 => Color::Yellow,
+                u if u < 0.95 => Color::LightRed,
+                _ => Color::Red,
+            },
+            Theme::None => Color::Reset,
+        }
+    }
+
+    /// A shade glyph for a utilisation 0..=1.
+    pub fn shade(u: f32) -> char {
+        if u <= 0.0 {
+            return SHADES[0];
+        }
+        SHADES[1 + ((u.clamp(0.0, 1.0) * 4.999) as usize).min(4)]
+    }
+
+    /// Does this theme colour the heat map (two links per character)?
+    pub fn colours(self) -> bool {
+        self != Theme::None
+    }
+
+    fn fg(self, c: Color) -> Style {
+        if self == Theme::None {
+            Style::new()
+        } else {
+            Style::new().fg(c)
+        }
+    }
+
+    /// Normal text.
+    pub fn text(self) -> Style {
+        Style::new()
+    }
+    /// Secondary text (labels, axes, stale values).
+    pub fn dim(self) -> Style {
+        match self {
+            Theme::None => Style::new().add_modifier(Modifier::DIM),
+            _ => Style::new().fg(Color::DarkGray),
+        }
+    }
+    /// Good news (LOSSLESS, live).
+    pub fn ok(self) -> Style {
+        self.fg(Color::Green).add_modifier(Modifier::BOLD)
+    }
+    /// Warning (PFC pausing, reroute).
+    pub fn warn(self) -> Style {
+        self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
+    }
+    /// Bad news (LOSS DETECTED, link down).
+    pub fn bad(self) -> Style {
+        match self {
+            Theme::None => Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            _ => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        }
+    }
+    /// Titles and the active tab.
+    pub fn title(self) -> Style {
+        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    }
+    /// The selected row / cursor.
+    pub fn selected(self) -> Style {
+        Style::new().add_modifier(Modifier::REVERSED)
+    }
+    /// A banner (FROZEN, DISCONNECTED).
+    pub fn banner(self) -> Style {
+        match self {
+            Theme::None => Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            _ => Style::new()
+                .fg(Color::Black)
+                .bg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+        }
+    }
+    /// A cell value that changed since the previous sample.
+    pub fn changed(self) -> Style {
+        Style::new().add_modifier(Modifier::BOLD)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ramp_and_shades() {
+        assert_eq!(Theme::Full.util(0.0), Color::Rgb(40, 48, 64));
+        assert_eq!(Theme::Full.util(1.0), Color::Rgb(230, 40, 40));
+        assert_eq!(Theme::Ansi16.util(0.97), Color::Red);
+        assert_eq!(Theme::None.util(0.97), Color::Reset);
+        assert_eq!(Theme::shade(0.0), ' ');
+        assert_eq!(Theme::shade(0.001), '·');
+        assert_eq!(Theme::shade(1.0), '█');
+    }
+}

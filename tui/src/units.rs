@@ -1,0 +1,114 @@
+//! Number formatting: rates in bits or bytes with SI prefixes, counts, times.
+
+use serde::Deserialize;
+
+/// Show rates in bits or bytes per second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Units {
+    /// b/s, kb/s, Mb/s, Gb/s, Tb/s.
+    #[default]
+    Bits,
+    /// B/s, kB/s, MB/s, GB/s, TB/s.
+    Bytes,
+}
+
+/// A value with an SI prefix and three significant digits: `0`, `999`, `1.20k`, `45.6M`.
+pub fn si(v: f64) -> String {
+    const P: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
+    if !v.is_finite() {
+        return "—".into();
+    }
+    let (mut x, mut i) = (v.abs(), 0);
+    while x >= 999.5 && i + 1 < P.len() {
+        x /= 1000.0;
+        i += 1;
+    }
+    let sign = if v < 0.0 { "-" } else { "" };
+    if i == 0 && x == x.trunc() {
+        return format!("{sign}{x}");
+    }
+    let digits = if x >= 99.95 {
+        0
+    } else if x >= 9.995 {
+        1
+    } else {
+        2
+    };
+    format!("{sign}{x:.digits$}{}", P[i])
+}
+
+/// A rate given in bits per second, in the chosen unit: `812G` + `b/s`.
+pub fn rate(bps: f64, u: Units) -> String {
+    match u {
+        Units::Bits => format!("{}b/s", si(bps)),
+        Units::Bytes => format!("{}B/s", si(bps / 8.0)),
+    }
+}
+
+/// A share 0..=1 as a percentage with no decimals below 10 % shown as one decimal.
+pub fn pct(x: f32) -> String {
+    let p = x * 100.0;
+    if p > 0.0 && p < 10.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
+/// Nanoseconds as `h:mm:ss.mmm` (or `m:ss.mmm` under an hour).
+pub fn clock(ns: u64) -> String {
+    let ms = ns / 1_000_000;
+    let (h, m, s, milli) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}.{milli:03}")
+    } else {
+        format!("{m}:{s:02}.{milli:03}")
+    }
+}
+
+/// A timestamp on a source's clock: fine-grained under a minute (`300.0µs`, `3.40ms`,
+/// `12.35s`, for simulated time), `h:mm:ss.mmm` above.
+pub fn stamp(ns: u64) -> String {
+    if ns < 60_000_000_000 {
+        duration(ns)
+    } else {
+        clock(ns)
+    }
+}
+
+/// A duration in ns as `850ns`, `12.0µs`, `3.40ms`, `2.10s`.
+pub fn duration(ns: u64) -> String {
+    let x = ns as f64;
+    if ns < 1_000 {
+        format!("{ns}ns")
+    } else if ns < 1_000_000 {
+        format!("{:.1}µs", x / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.2}ms", x / 1e6)
+    } else {
+        format!("{:.2}s", x / 1e9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(si(0.0), "0");
+        assert_eq!(si(999.0), "999");
+        assert_eq!(si(1200.0), "1.20k");
+        assert_eq!(si(45_600_000.0), "45.6M");
+        assert_eq!(si(812e9), "812G");
+        assert_eq!(si(f64::NAN), "—");
+        assert_eq!(rate(400e9, Units::Bits), "400Gb/s");
+        assert_eq!(rate(400e9, Units::Bytes), "50.0GB/s");
+        assert_eq!(pct(0.5), "50%");
+        assert_eq!(pct(0.012), "1.2%");
+        assert_eq!(clock(3_723_450_000_000), "1:02:03.450");
+        assert_eq!(clock(83_450_000_000), "1:23.450");
+        assert_eq!(duration(3_400_000), "3.40ms");
+    }
+}

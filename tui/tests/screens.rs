@@ -1,0 +1,209 @@
+//! Screens on `TestBackend` from a fixed snapshot of a real fat-tree (k=8), frozen clock.
+
+mod common;
+
+use common::*;
+use fabric_tui::app::{Msg, Tab};
+use fabric_tui::theme::Theme;
+use fabric_tui::{Action, App};
+use proptest::prelude::*;
+use ratatui::style::Color;
+
+fn act(app: &mut App, a: &[Action]) {
+    for x in a {
+        app.update(Msg::Action(*x));
+    }
+}
+
+#[test]
+fn main_view_at_three_sizes() {
+    for (w, h) in [(80, 24), (120, 40), (200, 50)] {
+        let mut app = app(Theme::Full, true);
+        let t = draw(&mut app, w, h);
+        insta::assert_snapshot!(format!("heat_{w}x{h}"), text(&t));
+    }
+}
+
+#[test]
+fn too_small() {
+    let mut app = app(Theme::Full, true);
+    let t = draw(&mut app, 30, 10);
+    insta::assert_snapshot!(text(&t));
+    assert!(text(&t).contains("terminal too small: 30×10"));
+}
+
+#[test]
+fn colour_debug_and_themes() {
+    let mut a = app(Theme::Full, true);
+    let t = draw(&mut a, 80, 24);
+    insta::assert_debug_snapshot!("colour_80x24", t.backend().buffer());
+    for theme in [Theme::Ansi16, Theme::None] {
+        let mut a = app(theme, true);
+        let t = draw(&mut a, 120, 40);
+        insta::assert_snapshot!(format!("theme_{theme:?}_120x40"), text(&t));
+        insta::assert_debug_snapshot!(
+            format!("theme_{theme:?}_colour_120x40"),
+            t.backend().buffer()
+        );
+    }
+}
+
+#[test]
+fn views_at_120x40() {
+    for (tab, name) in [
+        (Tab::Links, "links"),
+        (Tab::Flows, "flows"),
+        (Tab::Events, "events"),
+    ] {
+        let mut a = app(Theme::Full, true);
+        while a.tab != tab {
+            act(&mut a, &[Action::NextView]);
+        }
+        let t = draw(&mut a, 120, 40);
+        insta::assert_snapshot!(format!("{name}_120x40"), text(&t));
+    }
+}
+
+#[test]
+fn help_lists_every_binding() {
+    let mut a = app(Theme::Full, false);
+    act(&mut a, &[Action::Help]);
+    let t = draw(&mut a, 120, 40);
+    let s = text(&t);
+    for (_, help, keys) in a.keys.bindings() {
+        assert!(s.contains(help), "help misses `{help}`");
+        for k in keys {
+            assert!(
+                s.contains(&k.to_string()),
+                "help misses key {k} for `{help}`"
+            );
+        }
+    }
+    insta::assert_snapshot!(s);
+}
+
+fn find(t: &ratatui::Terminal<ratatui::backend::TestBackend>, needle: &str) -> Option<(u16, u16)> {
+    let s = text(t);
+    for (y, line) in s.lines().enumerate() {
+        if let Some(i) = line.find(needle) {
+            let x = line[..i].chars().count();
+            return Some((x as u16, y as u16));
+        }
+    }
+    None
+}
+
+#[test]
+fn loss_indicator_turns_red_where_drops_are() {
+    let mut a = app(Theme::Full, true);
+    let t = draw(&mut a, 200, 50);
+    let (x, y) = find(&t, "LOSS DETECTED").expect("indicator");
+    assert_eq!(t.backend().buffer()[(x, y)].fg, Color::Red);
+    let where_ = a.fabric.link_name(DROP_LINK as u32);
+    assert!(
+        text(&t)
+            .lines()
+            .nth(y as usize)
+            .unwrap()
+            .contains(&format!("at {where_}"))
+    );
+    assert!(find(&t, "LOSSLESS").is_none());
+
+    let mut a = app(Theme::Full, false);
+    let t = draw(&mut a, 200, 50);
+    let (x, y) = find(&t, "LOSSLESS").expect("indicator");
+    assert_eq!(t.backend().buffer()[(x, y)].fg, Color::Green);
+    assert!(find(&t, "LOSS DETECTED").is_none());
+}
+
+#[test]
+fn filter_and_sort_in_the_links_table() {
+    let mut a = app(Theme::Full, true);
+    act(&mut a, &[Action::NextView, Action::Filter]);
+    for c in "util>50 and pfc>0".chars() {
+        a.update(Msg::Key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::Char(c),
+        )));
+    }
+    a.update(Msg::Key(crossterm::event::KeyEvent::from(
+        crossterm::event::KeyCode::Enter,
+    )));
+    assert!(a.filter.error.is_none());
+    let rows = a.table_rows(usize::MAX);
+    let r = a.rates();
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter()
+            .all(|&l| r[l as usize].util > 0.5 && r[l as usize].pfc_per_s > 0.0)
+    );
+    assert!(
+        rows.windows(2)
+            .all(|w| r[w[0] as usize].util >= r[w[1] as usize].util)
+    );
+    let want = (0..a.fabric.links.len())
+        .filter(|&l| r[l].util > 0.5 && r[l].pfc_per_s > 0.0)
+        .count();
+    assert_eq!(rows.len(), want);
+    let t = draw(&mut a, 120, 40);
+    insta::assert_snapshot!(text(&t));
+    // sort by drops: the dropping link comes first
+    act(&mut a, &[Action::Back, Action::Sort, Action::Sort]);
+    assert!(a.filter.expr.is_none());
+    assert_eq!(a.table_rows(1)[0], DROP_LINK as u32);
+    // a bad filter says why and filters nothing
+    act(&mut a, &[Action::Filter]);
+    for c in "util>>3".chars() {
+        a.update(Msg::Key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::Char(c),
+        )));
+    }
+    a.update(Msg::Key(crossterm::event::KeyEvent::from(
+        crossterm::event::KeyCode::Enter,
+    )));
+    assert_eq!(
+        a.filter.error.as_deref(),
+        Some("at column 6: expected a number after `util`")
+    );
+    let t = draw(&mut a, 120, 40);
+    assert!(text(&t).contains("filter `util>>3`: at column 6"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn no_panic_at_any_size(w in 1u16..=300, h in 1u16..=100, tab in 0usize..4, help: bool, theme in 0usize..3, drill: bool) {
+        let theme = [Theme::Full, Theme::Ansi16, Theme::None][theme];
+        let mut a = app(theme, true);
+        a.update(Msg::Resize(w, h));
+        for _ in 0..tab {
+            act(&mut a, &[Action::NextView]);
+        }
+        if drill {
+            act(&mut a, &[Action::Down, Action::Right, Action::Enter, Action::Enter, Action::Enter, Action::Enter]);
+        }
+        if help {
+            act(&mut a, &[Action::Help]);
+        }
+        let _ = draw(&mut a, w, h);
+    }
+}
+
+#[test]
+fn disconnected_greys_out_stale_values() {
+    let mut a = app(Theme::Full, true);
+    a.update(Msg::Status(fabric_tui::app::SourceStatus::Disconnected {
+        name: "fabric serve 10.0.0.1:9100".into(),
+        since: "17:32:10 UTC".into(),
+        reason: "connection refused".into(),
+    }));
+    let t = draw(&mut a, 120, 40);
+    let s = text(&t);
+    assert!(s.contains("✖ DISCONNECTED from fabric serve 10.0.0.1:9100 since 17:32:10 UTC: connection refused — stale"), "{s}");
+    let b = t.backend().buffer();
+    for y in 1..39 {
+        for x in 0..120 {
+            assert_eq!(b[(x, y)].fg, Color::DarkGray, "({x}, {y}) not greyed");
+        }
+    }
+    insta::assert_snapshot!(s);
+}
