@@ -191,13 +191,16 @@ fn render(f: &topo::Fabric, o: &Output<'_>) -> String {
         f.num_planes()
     );
     if o.failed_links > 0 {
-        let _ = writeln!(
-            s,
-            "failures: {} links down ({} switches: {})",
-            o.failed_links,
-            o.failed_switches.len(),
-            o.failed_switches.join(", ")
-        );
+        let switches = if o.failed_switches.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} switches: {})",
+                o.failed_switches.len(),
+                o.failed_switches.join(", ")
+            )
+        };
+        let _ = writeln!(s, "failures: {} links down{switches}", o.failed_links);
         let _ = writeln!(s, "       links down: {}", list(&o.failed_link_names, 64));
     }
     if let Some(rr) = &o.reroute {
