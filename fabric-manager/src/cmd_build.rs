@@ -11,11 +11,48 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::bail;
 use topo::export::Format;
 
-use crate::cmd_export::{self, Computed, DirSink, Engine, FailArgs};
+use crate::cmd_export::{self, Computed, DirSink, Engine};
 use crate::common::FabricArgs;
+use crate::failure_args::{FailureArgs, input};
+
+/// Verifies the tables and prints the verdict line (and what failed); true when all pass.
+fn verify_step(f: &topo::Fabric, c: &Computed) -> bool {
+    let t = Instant::now();
+    let v = topo::verify::verify(f, &c.routes);
+    let verdict = if v.ok() { "OK" } else { "FAILED" };
+    println!(
+        "  verify    {verdict}: {}/{} host pairs reachable, {} loops, {} up/down violations, {} black holes, \
+         channel dependency graph {} ({} channels, {} edges) => {}  [{}]",
+        v.reachable_pairs,
+        v.pairs_with_common_plane,
+        v.loops,
+        v.updown_violations,
+        v.black_holes,
+        if v.cdg_acyclic { "acyclic" } else { "CYCLIC" },
+        v.cdg_channels,
+        v.cdg_edges,
+        if v.cdg_acyclic {
+            "deadlock-free"
+        } else {
+            "may deadlock under PFC"
+        },
+        ms(t)
+    );
+    if v.unreachable_pairs > 0 {
+        println!("            {}", cmd_export::unreachable_line(&v));
+    }
+    if !v.cdg_cycle.is_empty() {
+        let cycle = v
+            .cdg_cycle
+            .iter()
+            .map(|ch| format!("{}->{}", f.node_name(ch.from), f.node_name(ch.to)))
+            .collect::<Vec<_>>();
+        println!("            dependency cycle: {}", cycle.join(", "));
+    }
+    v.ok()
+}
 
 /// The fabric `fabric build` builds when given none.
 pub const DEFAULT_PRESET: &str = "fat-tree-k8";
@@ -26,7 +63,7 @@ pub struct Args {
     #[command(flatten)]
     pub fabric: FabricArgs,
     #[command(flatten)]
-    pub fail: FailArgs,
+    pub fail: FailureArgs,
     /// Routing engine.
     #[arg(long, value_enum, default_value_t = Engine::Ecmp)]
     pub engine: Engine,
@@ -48,11 +85,12 @@ fn ms(t: Instant) -> String {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let formats = cmd_export::parse_formats(&args.format)?;
+    let formats = input(cmd_export::parse_formats(&args.format));
     let t_all = Instant::now();
 
     let t = Instant::now();
-    let f = cmd_export::load_fabric(&args.fabric, Some(DEFAULT_PRESET))?;
+    let f = input(cmd_export::load_fabric(&args.fabric, Some(DEFAULT_PRESET)));
+    let failures = input(args.fail.resolve(&f));
     let built = ms(t);
     println!("fabric build: {}", f.name());
     println!(
@@ -65,7 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
 
     let t = Instant::now();
-    let c = Computed::new(&f, args.engine, &args.fail)?;
+    let c = input(Computed::new(&f, args.engine, failures));
     let w = c.routes.width_stats();
     println!(
         "  routing   {}: {} entries, ECMP width min {} / mean {:.2} / max {}, {} next-hop groups{}  [{}]",
@@ -86,37 +124,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
 
     if let Some(rep) = &c.reroute {
+        println!("  failures  {}", c.failures.summary(&f));
         println!(
-            "  failures  {} link(s) down: {} entries changed, {} next hops lost",
-            rep.links_failed,
+            "            re-route: {} entries changed, {} next hops lost",
             rep.changed.len(),
             rep.width_lost
         );
     }
 
-    let t = Instant::now();
-    let v = topo::verify::verify(&f, &c.routes);
-    let verdict = if v.ok() { "OK" } else { "FAILED" };
-    println!(
-        "  verify    {verdict}: {}/{} host pairs reachable, {} loops, {} up/down violations, {} black holes, \
-         channel dependency graph {} ({} channels, {} edges) => {}  [{}]",
-        v.reachable_pairs,
-        v.pairs_with_common_plane,
-        v.loops,
-        v.updown_violations,
-        v.black_holes,
-        if v.cdg_acyclic { "acyclic" } else { "CYCLIC" },
-        v.cdg_channels,
-        v.cdg_edges,
-        if v.cdg_acyclic {
-            "deadlock-free"
-        } else {
-            "may deadlock under PFC"
-        },
-        ms(t)
-    );
-    if !v.ok() {
-        bail!("verification failed; not writing tables");
+    if !verify_step(&f, &c) {
+        eprintln!("fabric build: verification failed; not writing tables");
+        std::process::exit(1);
+    }
+    let lines = crate::cmd_routes::balance_lines(&crate::cmd_routes::lft_balance(&f, &c.routes));
+    println!("  balance   {}", lines[0]);
+    for l in &lines[1..] {
+        println!("            {}", l.trim_start());
     }
 
     let t = Instant::now();

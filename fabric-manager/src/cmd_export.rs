@@ -20,6 +20,7 @@ use topo::lft::Lft;
 use topo::{Fabric, Routes};
 
 use crate::common::FabricArgs;
+use crate::failure_args::{FailureArgs, Failures};
 
 /// Routing engine whose tables are exported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -30,48 +31,19 @@ pub enum Engine {
     SinglePath,
 }
 
-/// Failures applied before the tables are exported, as `fabric routes verify`
-/// takes them (topo re-routes incrementally with `Routes::fail_links`).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct FailArgs {
-    /// Fail a link (`A--B`, `A--B#i`, `link:N`) or a switch (its name). Repeatable.
-    #[arg(long = "fail", value_name = "LINK|SWITCH")]
-    pub fail: Vec<String>,
-    /// Fail this many random switch–switch links.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub fail_links: usize,
-    /// Fail this many random switches.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub fail_switches: usize,
-    /// Seed of the random failures.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-}
-
-impl FailArgs {
-    /// The links these options fail (same resolution and seeds as `fabric routes verify`).
-    pub fn links(&self, f: &Fabric) -> anyhow::Result<Vec<topo::LinkId>> {
-        let mut set = topo::failures::resolve(f, &self.fail)?;
-        set.links
-            .extend(topo::failures::random_links(f, self.fail_links, self.seed));
-        for s in topo::failures::random_switches(f, self.fail_switches, self.seed ^ 0x5eed) {
-            set.links.extend(f.ports(s).map(|(_, l)| l));
-        }
-        set.links.sort_unstable();
-        set.links.dedup();
-        Ok(set.links)
-    }
-}
-
 /// Arguments of `fabric routes export`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
     pub fabric: FabricArgs,
     #[command(flatten)]
-    pub fail: FailArgs,
-    /// Routing engine. The OpenSM LFT is single-path either way: with `ecmp` each
-    /// entry takes ECMP member `lid mod width`.
+    pub fail: FailureArgs,
+    /// Write the tables even when some host pairs are unreachable (default: refuse, exit 1,
+    /// as `fabric build` does).
+    #[arg(long)]
+    pub allow_unreachable: bool,
+    /// Routing engine. The OpenSM LFT is single-path either way: with `ecmp` each entry
+    /// takes the same d-mod-k member of the ECMP group as `single-path` does.
     #[arg(long, value_enum, default_value_t = Engine::Ecmp)]
     pub engine: Engine,
     /// Formats to write, comma-separated or repeated: json, ip, ip-nhg, frr-bgp,
@@ -241,21 +213,24 @@ pub(crate) struct Computed {
     pub routes: Routes,
     pub lft: Option<Lft>,
     pub addr: AddressPlan,
+    /// The failures applied.
+    pub failures: Failures,
     /// What the failures changed, if any were given.
     pub reroute: Option<topo::routing::RerouteReport>,
 }
 
 impl Computed {
-    pub fn new(f: &Fabric, engine: Engine, fail: &FailArgs) -> anyhow::Result<Self> {
-        let links = fail.links(f)?;
+    /// Routes `f` after `failures` (already resolved: an input error is the caller's).
+    pub fn new(f: &Fabric, engine: Engine, failures: Failures) -> anyhow::Result<Self> {
         let mut routes = Routes::compute(f);
-        let reroute = (!links.is_empty()).then(|| routes.fail_links(f, &links));
+        let reroute = (!failures.is_empty()).then(|| routes.fail_links(f, &failures.links));
         let lft = (engine == Engine::SinglePath).then(|| Lft::compute(f, &routes));
         let addr = AddressPlan::new(f)?;
         Ok(Self {
             routes,
             lft,
             addr,
+            failures,
             reroute,
         })
     }
@@ -285,25 +260,83 @@ pub(crate) fn write_formats(
         export::export(&routed, fmt, sink)
             .with_context(|| format!("exporting {fmt} to {}", out.display()))?;
     }
+    if !c.failures.is_empty() && !sink.single {
+        // The tables were made for a failed fabric: name every failed link and switch
+        // beside them, one per line, as `--fail` accepts them.
+        let mut w = sink.open("failures.txt")?;
+        writeln!(
+            w,
+            "# failed before routing: {} links, {} switches (names as --fail takes them)",
+            c.failures.links.len(),
+            c.failures.switches.len()
+        )?;
+        for n in c.failures.switch_names(f) {
+            writeln!(w, "switch {n}")?;
+        }
+        for n in c.failures.link_names(f) {
+            writeln!(w, "link {n}")?;
+        }
+        sink.finish("failures.txt", w)?;
+    }
     Ok(())
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let formats = parse_formats(&args.format)?;
-    let fabric = load_fabric(&args.fabric, None)?;
-    let mut sink = sink_for(&args.out, &formats)?;
-    let computed = Computed::new(&fabric, args.engine, &args.fail)?;
+    use crate::failure_args::input;
+    let formats = input(parse_formats(&args.format));
+    let fabric = input(load_fabric(&args.fabric, None));
+    let mut sink = input(sink_for(&args.out, &formats));
+    let failures = input(args.fail.resolve(&fabric));
+    let computed = input(Computed::new(&fabric, args.engine, failures));
     if let Some(rep) = &computed.reroute {
+        println!("failures: {}", computed.failures.summary(&fabric));
         println!(
-            "failed {} link(s): {} entries changed, {} next hops lost",
-            rep.links_failed,
+            "re-route: {} entries changed, {} next hops lost",
             rep.changed.len(),
             rep.width_lost
         );
+        let v = topo::verify::verify(&fabric, &computed.routes);
+        match unreachable_verdict(&v, args.allow_unreachable) {
+            Some(Err(refusal)) => {
+                eprintln!("fabric routes export: {refusal}");
+                std::process::exit(1);
+            }
+            Some(Ok(warning)) => println!("warning: {warning}"),
+            None => {}
+        }
     }
     write_formats(&fabric, &computed, &formats, &mut sink, &args.out)?;
     print_written(&sink.written);
     Ok(())
+}
+
+/// After failures: nothing to say (all reachable), a warning (unreachable pairs, allowed),
+/// or the refusal (unreachable pairs, not allowed: exit 1 as `fabric build`).
+pub(crate) fn unreachable_verdict(
+    v: &topo::verify::VerifyReport,
+    allow: bool,
+) -> Option<Result<String, String>> {
+    if v.unreachable_pairs == 0 {
+        return None;
+    }
+    let what = unreachable_line(v);
+    Some(if allow {
+        Ok(format!(
+            "{what}; writing the tables anyway (--allow-unreachable)"
+        ))
+    } else {
+        Err(format!(
+            "{what}; not writing tables (pass --allow-unreachable to write them anyway)"
+        ))
+    })
+}
+
+/// "N host pairs unreachable (A without an up*/down* path, B disconnected)".
+pub(crate) fn unreachable_line(v: &topo::verify::VerifyReport) -> String {
+    format!(
+        "{} host pairs unreachable ({} without an up*/down* path though connected, {} disconnected)",
+        v.unreachable_pairs, v.unreachable_no_updown, v.unreachable_disconnected
+    )
 }
 
 /// Prints the files written, one per line with its size; a run of more than
@@ -384,25 +417,32 @@ mod tests {
     }
 
     #[test]
-    fn failures_resolve_like_routes_verify() {
+    fn unreachable_hosts_are_refused_unless_allowed() {
         let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
-        let ok = FailArgs {
-            fail: vec!["pod0-leaf0--pod0-agg0".into(), "core0-0".into()],
-            fail_links: 2,
+        let fail = FailureArgs {
+            fail: vec!["host0-nic0--pod0-leaf0".into()],
             ..Default::default()
         };
-        let links = ok.links(&f).unwrap();
-        assert!((5..=7).contains(&links.len()), "{links:?}");
-        let bad = FailArgs {
-            fail: vec!["pod0-leaf0--core0-0".into()],
-            ..Default::default()
-        };
-        assert!(bad.links(&f).unwrap_err().to_string().contains("no link"));
-        let bad = FailArgs {
-            fail: vec!["nosuch".into()],
-            ..Default::default()
-        };
-        assert!(bad.links(&f).unwrap_err().to_string().contains("nosuch"));
+        let c = Computed::new(&f, Engine::Ecmp, fail.resolve(&f).unwrap()).unwrap();
+        let v = topo::verify::verify(&f, &c.routes);
+        let refusal = unreachable_verdict(&v, false).unwrap().unwrap_err();
+        assert_eq!(
+            refusal,
+            "30 host pairs unreachable (0 without an up*/down* path though connected, 30 disconnected); \
+             not writing tables (pass --allow-unreachable to write them anyway)"
+        );
+        assert!(unreachable_verdict(&v, true).unwrap().is_ok());
+        // The failure is named beside the tables.
+        let dir = std::env::temp_dir().join(format!("fabric-export-fail-{}", std::process::id()));
+        let mut sink = DirSink::dir(&dir);
+        let formats = parse_formats(&["opensm".into()]).unwrap();
+        write_formats(&f, &c, &formats, &mut sink, &dir).unwrap();
+        let text = fs::read_to_string(dir.join("failures.txt")).unwrap();
+        assert!(text.contains("link host0-nic0--pod0-leaf0"), "{text}");
+        let _ = fs::remove_dir_all(&dir);
+        // Healthy: nothing to say.
+        let healthy = Computed::new(&f, Engine::Ecmp, Failures::default()).unwrap();
+        assert!(unreachable_verdict(&topo::verify::verify(&f, &healthy.routes), false).is_none());
     }
 
     #[test]

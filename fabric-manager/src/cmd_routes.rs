@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use crate::common::FabricArgs;
+use crate::failure_args::{FailureArgs, input};
 
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
@@ -12,20 +13,11 @@ pub struct VerifyArgs {
     pub design: Option<String>,
     #[command(flatten)]
     pub fabric: FabricArgs,
-    /// Fail a link (`A--B`, `A--B#i`, `link:N`) or a switch (its name). Repeatable.
-    #[arg(long = "fail", value_name = "LINK|SWITCH")]
-    pub fail: Vec<String>,
-    /// Fail this many random switch–switch links.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub fail_links: usize,
-    /// Fail this many random switches.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub fail_switches: usize,
-    /// Seed of the random failures.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Also build the single-path (d-mod-k) tables and report how evenly destinations
-    /// spread over each switch's up ports.
+    #[command(flatten)]
+    pub fail: FailureArgs,
+    /// Also build the single-path (d-mod-k) tables and report their balance per tier:
+    /// destinations per up port and the all-to-all pair load per up link, max/mean, and the
+    /// worst switch against its ideal.
     #[arg(long)]
     pub lft: bool,
     /// JSON output.
@@ -33,55 +25,83 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
-/// Destinations per up port of the single-path tables, over all switches with up ports.
+/// Balance of the single-path tables, per tier.
 #[derive(Debug, serde::Serialize)]
-struct LftBalance {
+pub(crate) struct LftBalance {
     entries: usize,
     bytes: usize,
-    /// Fewest / most destinations on one up port of one switch.
-    up_port_min: u32,
-    up_port_max: u32,
-    /// Worst switch: most / fewest destinations on its up ports (1.0 = perfectly even).
-    worst_switch_ratio: f64,
+    tiers: Vec<TierLine>,
 }
 
-fn lft_balance(f: &topo::Fabric, routes: &topo::Routes) -> LftBalance {
+/// One tier's balance with the worst switch by name.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct TierLine {
+    #[serde(flatten)]
+    balance: topo::balance::TierBalance,
+    dest_max_over_mean: f64,
+    pairs_max_over_mean: f64,
+    worst_switch_name: Option<String>,
+}
+
+pub(crate) fn lft_balance(f: &topo::Fabric, routes: &topo::Routes) -> LftBalance {
     let t = topo::lft::Lft::compute(f, routes);
-    let (mut lo, mut hi, mut worst) = (u32::MAX, 0u32, 1.0f64);
-    for p in &t.planes {
-        for s in p.first_switch..p.first_switch + p.rows {
-            let s = topo::NodeId(s);
-            let loads = p.port_loads(f, s);
-            let up: Vec<u32> = (0..f.degree(s) as u16)
-                .filter(|&k| {
-                    f.direction(s, k) == topo::Direction::Up && routes.link_is_up(f.port_link(s, k))
-                })
-                .map(|k| loads[k as usize])
-                .collect();
-            if let (Some(&a), Some(&b)) = (up.iter().min(), up.iter().max()) {
-                lo = lo.min(a);
-                hi = hi.max(b);
-                if a > 0 {
-                    worst = worst.max(b as f64 / a as f64);
-                } else if b > 0 {
-                    worst = f64::INFINITY;
-                }
-            }
-        }
-    }
     LftBalance {
         entries: t.num_entries(),
         bytes: t.bytes(),
-        up_port_min: if hi == 0 { 0 } else { lo },
-        up_port_max: hi,
-        worst_switch_ratio: worst,
+        tiers: topo::balance::of_lft(f, routes, &t)
+            .into_iter()
+            .map(|b| TierLine {
+                dest_max_over_mean: b.dest_ratio(),
+                pairs_max_over_mean: b.pair_ratio(),
+                worst_switch_name: b.worst_switch.map(|(s, ..)| f.node_name(s).to_string()),
+                balance: b,
+            })
+            .collect(),
     }
+}
+
+/// Text lines of a balance report.
+pub(crate) fn balance_lines(b: &LftBalance) -> Vec<String> {
+    let tier = |t: u8| match t {
+        1 => "leaf",
+        2 => "spine/agg",
+        _ => "core",
+    };
+    let mut v = vec![format!(
+        "single-path LFT: {} entries ({} bytes); balance per tier (max/mean, 1.00 = even):",
+        b.entries, b.bytes
+    )];
+    for t in &b.tiers {
+        let x = &t.balance;
+        let worst = match (&t.worst_switch_name, x.worst_switch) {
+            (Some(n), Some((_, m, i))) => {
+                format!("; worst switch {n}: {m} on one port vs ideal {i}")
+            }
+            _ => String::new(),
+        };
+        v.push(format!(
+            "  tier {} ({}): {} up ports; destinations per up port max {} / mean {:.2} ({:.2}); all-to-all pairs per up link max {} / mean {:.1} ({:.2}), {} idle{worst}",
+            x.tier,
+            tier(x.tier),
+            x.up_ports,
+            x.dest_max,
+            x.dest_mean,
+            t.dest_max_over_mean,
+            x.pair_max,
+            x.pair_mean,
+            t.pairs_max_over_mean,
+            x.idle_up_links,
+        ));
+    }
+    v
 }
 
 #[derive(Debug, serde::Serialize)]
 struct Output<'a> {
     fabric: String,
     failed_links: usize,
+    /// Every failed link by name (`A--B`).
+    failed_link_names: Vec<String>,
     failed_switches: Vec<String>,
     reroute: Option<topo::routing::RerouteReport>,
     lft: Option<LftBalance>,
@@ -99,41 +119,24 @@ fn cycle_names(f: &topo::Fabric, c: &[topo::verify::Channel]) -> Vec<String> {
         .collect()
 }
 
+/// `fabric routes verify`: exit 0 when every check passes, 1 on a violation, 2 on bad input.
 pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
-    let f = match &a.design {
-        Some(d) => crate::common::load_design(d)?,
-        None => a.fabric.load()?,
-    };
+    let f = input(match &a.design {
+        Some(d) => crate::common::load_design(d),
+        None => a.fabric.load(),
+    });
+    let set = input(a.fail.resolve(&f));
     let mut routes = topo::Routes::compute(&f);
-    let mut set = topo::failures::resolve(&f, &a.fail)?;
-    set.links
-        .extend(topo::failures::random_links(&f, a.fail_links, a.seed));
-    let sw = topo::failures::random_switches(&f, a.fail_switches, a.seed ^ 0x5eed);
-    for &s in &sw {
-        set.nodes.push(s);
-        set.links.extend(f.ports(s).map(|(_, l)| l));
-    }
-    let reroute = (!set.links.is_empty()).then(|| routes.fail_links(&f, &set.links));
+    let reroute = (!set.is_empty()).then(|| routes.fail_links(&f, &set.links));
     let rep = topo::verify::verify(&f, &routes);
-    let failed_links = routes.failed_links().count();
+    let names = |v: &[topo::NodeId]| v.iter().map(|&n| f.node_name(n).to_string()).collect();
     let out = Output {
         fabric: f.name().to_string(),
-        failed_links,
-        failed_switches: set
-            .nodes
-            .iter()
-            .map(|&n| f.node_name(n).to_string())
-            .collect(),
-        isolated_host_names: rep
-            .isolated_hosts
-            .iter()
-            .map(|&n| f.node_name(n).to_string())
-            .collect(),
-        unreachable_host_names: rep
-            .unreachable_hosts
-            .iter()
-            .map(|&n| f.node_name(n).to_string())
-            .collect(),
+        failed_links: set.links.len(),
+        failed_link_names: set.link_names(&f),
+        failed_switches: set.switch_names(&f),
+        isolated_host_names: names(&rep.isolated_hosts),
+        unreachable_host_names: names(&rep.unreachable_hosts),
         reroute,
         lft: a.lft.then(|| lft_balance(&f, &routes)),
         cdg_cycle_names: cycle_names(&f, &rep.cdg_cycle),
@@ -157,7 +160,7 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
 fn problems(r: &topo::verify::VerifyReport) -> String {
     let mut v = Vec::new();
     if r.unreachable_pairs > 0 {
-        v.push(format!("{} unreachable host pairs", r.unreachable_pairs));
+        v.push(crate::cmd_export::unreachable_line(r));
     }
     if r.loops > 0 {
         v.push(format!("{} looping entries", r.loops));
@@ -188,13 +191,17 @@ fn render(f: &topo::Fabric, o: &Output<'_>) -> String {
         f.num_planes()
     );
     if o.failed_links > 0 {
-        let _ = writeln!(
-            s,
-            "failures: {} links down ({} switches: {})",
-            o.failed_links,
-            o.failed_switches.len(),
-            o.failed_switches.join(", ")
-        );
+        let switches = if o.failed_switches.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} switches: {})",
+                o.failed_switches.len(),
+                o.failed_switches.join(", ")
+            )
+        };
+        let _ = writeln!(s, "failures: {} links down{switches}", o.failed_links);
+        let _ = writeln!(s, "       links down: {}", list(&o.failed_link_names, 64));
     }
     if let Some(rr) = &o.reroute {
         let _ = writeln!(
@@ -214,6 +221,13 @@ fn render(f: &topo::Fabric, o: &Output<'_>) -> String {
         r.pairs_with_common_plane,
         r.leaf_pairs
     );
+    if r.unreachable_pairs > 0 {
+        let _ = writeln!(
+            s,
+            "       unreachable: {} without an up*/down* path though connected, {} disconnected",
+            r.unreachable_no_updown, r.unreachable_disconnected
+        );
+    }
     if r.pairs_without_common_plane > 0 {
         let _ = writeln!(
             s,
@@ -318,11 +332,9 @@ fn render(f: &topo::Fabric, o: &Output<'_>) -> String {
         e.min, e.mean, e.max, e.entries, e.groups, e.no_route
     );
     if let Some(b) = &o.lft {
-        let _ = writeln!(
-            s,
-            "single-path LFT: {} entries ({} bytes); destinations per up port {}..{}, worst switch max/min {:.3}",
-            b.entries, b.bytes, b.up_port_min, b.up_port_max, b.worst_switch_ratio
-        );
+        for line in balance_lines(b) {
+            let _ = writeln!(s, "{line}");
+        }
     }
     let _ = writeln!(
         s,
@@ -358,6 +370,7 @@ mod tests {
         let out = Output {
             fabric: f.name().into(),
             failed_links: 0,
+            failed_link_names: vec![],
             failed_switches: vec![],
             reroute: None,
             lft: None,
@@ -384,10 +397,16 @@ mod tests {
         let f = topo::presets::build("fat-tree-k8").unwrap();
         let mut routes = topo::Routes::compute(&f);
         let b = lft_balance(&f, &routes);
-        // leaves: (128 - 4) / 4 = 31 per up port; aggregation: (128 - 16) / 4 = 28
-        assert_eq!(
-            (b.up_port_min, b.up_port_max, b.worst_switch_ratio),
-            (28, 31, 1.0)
+        // leaves: (128 - 4) / 4 = 31 per up port; aggregation: (128 - 16) / 4 = 28; every
+        // tier even for destinations and for all-to-all pairs, no idle up link.
+        let lines = balance_lines(&b).join("\n");
+        assert!(
+            lines.contains("tier 1 (leaf): 128 up ports; destinations per up port max 31 / mean 31.00 (1.00); all-to-all pairs per up link max 124 / mean 124.0 (1.00), 0 idle; worst switch pod0-leaf0: 31 on one port vs ideal 31"),
+            "{lines}"
+        );
+        assert!(
+            lines.contains("tier 2 (spine/agg): 128 up ports; destinations per up port max 28 / mean 28.00 (1.00); all-to-all pairs per up link max 112 / mean 112.0 (1.00), 0 idle"),
+            "{lines}"
         );
         let set = topo::failures::resolve(&f, &["pod0-leaf0--host0-nic0".into()]).unwrap();
         let rr = routes.fail_links(&f, &set.links);
@@ -395,6 +414,7 @@ mod tests {
         let out = Output {
             fabric: f.name().into(),
             failed_links: 1,
+            failed_link_names: vec!["host0-nic0--pod0-leaf0".into()],
             failed_switches: vec![],
             reroute: Some(rr),
             lft: None,
@@ -416,7 +436,20 @@ mod tests {
             text.contains("[FAIL] reachability: 16002 of 16256"),
             "{text}"
         );
+        assert!(
+            text.contains("links down: host0-nic0--pod0-leaf0"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "unreachable: 0 without an up*/down* path though connected, 254 disconnected"
+            ),
+            "{text}"
+        );
         assert!(text.ends_with("VERIFICATION FAILED\n"));
-        assert_eq!(problems(&rep), "254 unreachable host pairs");
+        assert_eq!(
+            problems(&rep),
+            "254 host pairs unreachable (0 without an up*/down* path though connected, 254 disconnected)"
+        );
     }
 }

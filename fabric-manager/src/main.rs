@@ -11,6 +11,7 @@ mod cmd_status;
 mod cmd_testbed;
 mod cmd_topo;
 mod common;
+mod failure_args;
 mod record;
 mod serve;
 

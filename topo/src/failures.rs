@@ -93,19 +93,68 @@ fn sample<T: Copy>(items: &mut [T], count: usize, seed: u64) -> Vec<T> {
     items[..count].to_vec()
 }
 
-/// `count` distinct switch–switch links, drawn with `seed`.
+/// `count` distinct switch–switch links, drawn with `seed`, capped at the number the fabric
+/// has (for callers that size failures relative to the fabric; a user's count goes
+/// through [`random_links_checked`]).
 pub fn random_links(f: &Fabric, count: usize, seed: u64) -> Vec<LinkId> {
-    let mut all: Vec<LinkId> = (0..f.num_links() as u32)
-        .map(LinkId)
-        .filter(|&l| !f.is_host(f.link(l).a))
-        .collect();
-    sample(&mut all, count, seed)
+    let n = switch_links(f).len();
+    random_links_checked(f, count.min(n), seed).unwrap_or_default()
 }
 
-/// `count` distinct switches, drawn with `seed`.
+/// `count` distinct switches, drawn with `seed`, capped at the number the fabric has
+/// (a user's count goes through [`random_switches_checked`]).
 pub fn random_switches(f: &Fabric, count: usize, seed: u64) -> Vec<NodeId> {
+    random_switches_checked(f, count.min(f.num_switches()), seed).unwrap_or_default()
+}
+
+fn switch_links(f: &Fabric) -> Vec<LinkId> {
+    (0..f.num_links() as u32)
+        .map(LinkId)
+        .filter(|&l| !f.is_host(f.link(l).a))
+        .collect()
+}
+
+/// `count` distinct switch–switch links, drawn with `seed`. Asking for more than the
+/// fabric has is an error, not a silent cap. Same draw as [`random_links`].
+pub fn random_links_checked(f: &Fabric, count: usize, seed: u64) -> Result<Vec<LinkId>> {
+    let mut all = switch_links(f);
+    check_count(count, all.len(), "switch–switch links")?;
+    Ok(sample(&mut all, count, seed))
+}
+
+/// `count` distinct switches, drawn with `seed`; more than the fabric has is an error.
+pub fn random_switches_checked(f: &Fabric, count: usize, seed: u64) -> Result<Vec<NodeId>> {
     let mut all: Vec<NodeId> = f.switches().collect();
-    sample(&mut all, count, seed)
+    check_count(count, all.len(), "switches")?;
+    Ok(sample(&mut all, count, seed))
+}
+
+fn check_count(asked: usize, available: usize, what: &'static str) -> Result<()> {
+    if asked > available {
+        return Err(Error::TooManyFailures {
+            asked,
+            available,
+            what,
+        });
+    }
+    Ok(())
+}
+
+/// A link's name as `--fail` accepts it: `A--B` (lower id first), `A--B#i` for the
+/// i-th parallel link between the same two nodes.
+pub fn link_name(f: &Fabric, l: LinkId) -> String {
+    let k = f.link(l);
+    let nth = f
+        .ports(k.a)
+        .filter(|&(p, _)| p == k.b)
+        .position(|(_, x)| x == l)
+        .unwrap_or(0);
+    let base = format!("{}--{}", f.node_name(k.a), f.node_name(k.b));
+    if nth == 0 {
+        base
+    } else {
+        format!("{base}#{nth}")
+    }
 }
 
 #[cfg(test)]
@@ -150,7 +199,7 @@ mod tests {
     fn random_is_seeded_and_distinct() {
         let f = fat_tree(8, Rate::gbps(100)).unwrap();
         let a = random_links(&f, 10, 42);
-        assert_eq!(a, random_links(&f, 10, 42));
+        assert_eq!(a, random_links_checked(&f, 10, 42).unwrap());
         assert_ne!(a, random_links(&f, 10, 43));
         let mut d = a.clone();
         d.sort();
@@ -158,5 +207,32 @@ mod tests {
         assert_eq!(d.len(), 10);
         assert!(a.iter().all(|&l| !f.is_host(f.link(l).a)));
         assert_eq!(random_switches(&f, 3, 1).len(), 3);
+        // k=8: 256 switch–switch links, 80 switches; more is an error when checked.
+        assert_eq!(random_links_checked(&f, 256, 1).unwrap().len(), 256);
+        assert_eq!(random_links(&f, 257, 1).len(), 256);
+        assert_eq!(
+            random_links_checked(&f, 257, 1).unwrap_err().to_string(),
+            "asked to fail 257 switch–switch links, but the fabric has only 256"
+        );
+        assert_eq!(
+            random_switches_checked(&f, 81, 1).unwrap_err().to_string(),
+            "asked to fail 81 switches, but the fabric has only 80"
+        );
+    }
+
+    #[test]
+    fn link_names_round_trip() {
+        let f = crate::generators::leaf_spine_spec(2, 1, 1, 2, Rate::gbps(100))
+            .build("x")
+            .unwrap();
+        for l in 0..f.num_links() as u32 {
+            let name = link_name(&f, LinkId(l));
+            assert_eq!(
+                resolve(&f, std::slice::from_ref(&name)).unwrap().links,
+                vec![LinkId(l)],
+                "{name}"
+            );
+        }
+        assert!(link_name(&f, LinkId(f.num_links() as u32 - 1)).ends_with("#1"));
     }
 }

@@ -172,7 +172,7 @@ impl Lft {
                     LftPorts::U8(vec![0; rows * ncol])
                 },
             };
-            let mut pat = Patterns::default();
+            let mut pat = Patterns::new(r);
             for s in sw {
                 t.fill_row(f, r, NodeId(s), None, &mut pat);
             }
@@ -184,7 +184,7 @@ impl Lft {
     /// Rewrites every entry from `r` into the existing arrays (same fabric): the whole-table
     /// recompute of a running subnet manager, without allocating (or page-faulting) again.
     pub fn recompute(&mut self, f: &Fabric, r: &Routes) {
-        let mut pat = Patterns::default();
+        let mut pat = Patterns::new(r);
         for t in &mut self.planes {
             let first = t.first_switch;
             for s in first..first + t.rows {
@@ -213,10 +213,22 @@ impl Lft {
     /// [`crate::routing::RerouteReport::changed`]): only the columns of the changed
     /// destination leaves are rewritten.
     pub fn update(&mut self, f: &Fabric, r: &Routes, changed: &[(NodeId, NodeId)]) {
-        let mut pat = Patterns::default();
+        let mut pat = Patterns::new(r);
+        let mut whole_rows: Vec<NodeId> = Vec::new();
         for &(s, leaf) in changed {
             if let Some(pl) = f.plane(s) {
-                self.planes[pl as usize].fill_row(f, r, s, Some(leaf), &mut pat);
+                if pat.failures && degraded(f, r, s) {
+                    whole_rows.push(s); // spread over its live up ports: whole row, once
+                } else {
+                    self.planes[pl as usize].fill_row(f, r, s, Some(leaf), &mut pat);
+                }
+            }
+        }
+        whole_rows.sort_unstable();
+        whole_rows.dedup();
+        for s in whole_rows {
+            if let Some(pl) = f.plane(s) {
+                self.planes[pl as usize].fill_row(f, r, s, None, &mut pat);
             }
         }
     }
@@ -270,7 +282,79 @@ impl PlaneLft {
         loads
     }
 
+    /// Fills `switch`'s row (or only `only_leaf`'s columns): d-mod-k, except on a switch
+    /// with a failed up link, whose whole row is spread by [`PlaneLft::fill_row_balanced`].
     fn fill_row(
+        &mut self,
+        f: &Fabric,
+        r: &Routes,
+        s: NodeId,
+        only_leaf: Option<NodeId>,
+        pat: &mut Patterns,
+    ) {
+        if pat.failures && degraded(f, r, s) {
+            self.fill_row_balanced(f, r, s);
+        } else {
+            self.fill_row_dmodk(f, r, s, only_leaf, pat);
+        }
+    }
+
+    /// Minhop-like spread for a degraded switch: columns in order, each takes the member of
+    /// its group with the fewest destinations so far (ties: the d-mod-k member first), so
+    /// destinations spread evenly over the surviving up ports even when failures leave
+    /// groups of different widths (plain d-mod-k over them gave 48/32/16 on three live
+    /// uplinks of a k=8 aggregation switch).
+    fn fill_row_balanced(&mut self, f: &Fabric, r: &Routes, s: NodeId) {
+        let row = (s.0 - self.first_switch) as usize;
+        let ncol = self.columns.len();
+        let div = self.div[row] as usize;
+        let base = row * ncol;
+        let entries = r.row_entries(s);
+        // (group width, column, group): the narrowest groups choose first, so the columns
+        // that can use only a few ports get them before the flexible ones fill them up.
+        let mut todo: Vec<(usize, u32, u32)> = Vec::new();
+        for (li, &e) in entries.iter().enumerate().take(self.leaf_col.len() - 1) {
+            for c in self.leaf_col[li]..self.leaf_col[li + 1] {
+                let p = match e {
+                    LOCAL => r
+                        .next_hops(s, self.columns[c as usize])
+                        .first()
+                        .map_or(0, |&p| p + 1),
+                    NO_ROUTE => 0,
+                    g => {
+                        todo.push((r.groups().get(g).len(), c, g));
+                        continue;
+                    }
+                };
+                self.set(base + c as usize, p);
+            }
+        }
+        todo.sort_unstable();
+        let mut load = vec![0u32; f.degree(s)];
+        for (n, c, g) in todo {
+            let grp = r.groups().get(g);
+            let start = (c as usize / div) % n;
+            let mut best = grp[start];
+            for i in 1..n {
+                let q = grp[(start + i) % n];
+                if load[q as usize] < load[best as usize] {
+                    best = q;
+                }
+            }
+            load[best as usize] += 1;
+            self.set(base + c as usize, best + 1);
+        }
+    }
+
+    /// Stores `port + 1` (0 = no route) at flat index `i`.
+    fn set(&mut self, i: usize, v: Port) {
+        match &mut self.ports {
+            LftPorts::U8(p) => p[i] = v as u8,
+            LftPorts::U16(p) => p[i] = v,
+        }
+    }
+
+    fn fill_row_dmodk(
         &mut self,
         f: &Fabric,
         r: &Routes,
@@ -310,10 +394,7 @@ impl PlaneLft {
                     for c in c0..c1 {
                         let h = self.columns[c];
                         let p = r.next_hops(s, h).first().map_or(0, |&p| p + 1);
-                        match &mut self.ports {
-                            LftPorts::U8(v) => v[base + c] = p as u8,
-                            LftPorts::U16(v) => v[base + c] = p,
-                        }
+                        self.set(base + c, p);
                     }
                 }
                 NO_ROUTE => match &mut self.ports {
@@ -358,13 +439,31 @@ impl PlaneLft {
     }
 }
 
-/// Cache of d-mod-k patterns `grp[(c / div) mod n] + 1`, per (group, divisor).
+/// Whether failures degraded `s`: one of its up links failed, so some of its destinations
+/// can use only some of its up ports. (A narrower group alone — a leaf reaching one
+/// destination leaf through fewer aggregation switches — touches only that leaf's columns
+/// and stays d-mod-k.)
+fn degraded(f: &Fabric, r: &Routes, s: NodeId) -> bool {
+    (0..f.degree(s) as Port)
+        .any(|k| f.direction(s, k) == Direction::Up && !r.link_is_up(f.port_link(s, k)))
+}
+
+/// Cache of d-mod-k patterns `grp[(c / div) mod n] + 1`, per (group, divisor), and whether
+/// any link has failed (else no switch is degraded and every row is plain d-mod-k).
 #[derive(Debug, Default)]
 struct Patterns {
     by_key: std::collections::HashMap<(u32, usize), Vec<u8>>,
+    failures: bool,
 }
 
 impl Patterns {
+    fn new(r: &Routes) -> Patterns {
+        Patterns {
+            by_key: Default::default(),
+            failures: r.failed_links().next().is_some(),
+        }
+    }
+
     fn get(&mut self, g: u32, grp: &[Port], div: usize, len: usize) -> &[u8] {
         let period = div * grp.len();
         let need = len + period;

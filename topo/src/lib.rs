@@ -129,6 +129,16 @@ pub enum Error {
     /// A failure specification is invalid.
     #[error("invalid failure `{0}`: {1}")]
     BadFailure(String, String),
+    /// More random failures asked for than the fabric has.
+    #[error("asked to fail {asked} {what}, but the fabric has only {available}")]
+    TooManyFailures {
+        /// Count asked for.
+        asked: usize,
+        /// Count the fabric has.
+        available: usize,
+        /// What is failed.
+        what: &'static str,
+    },
 }
 
 /// Result with [`Error`].

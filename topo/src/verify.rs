@@ -44,6 +44,11 @@ pub struct VerifyReport {
     pub reachable_pairs: u64,
     /// Pairs (sharing a plane) that do not.
     pub unreachable_pairs: u64,
+    /// Of those, pairs still physically connected in a shared plane (over live links):
+    /// they have a path, just no up*/down* one.
+    pub unreachable_no_updown: u64,
+    /// Of those, pairs with no live path at all in any shared plane (disconnected).
+    pub unreachable_disconnected: u64,
     /// Some unreachable pairs `(src, dst)`.
     pub unreachable_examples: Vec<(NodeId, NodeId)>,
     /// Hosts cut off entirely (every host link down, e.g. their only leaf failed).
@@ -197,6 +202,8 @@ pub fn verify(f: &Fabric, r: &Routes) -> VerifyReport {
         pairs_without_common_plane: 0,
         reachable_pairs: 0,
         unreachable_pairs: 0,
+        unreachable_no_updown: 0,
+        unreachable_disconnected: 0,
         unreachable_examples: Vec::new(),
         isolated_hosts: Vec::new(),
         unreachable_hosts: Vec::new(),
@@ -341,6 +348,12 @@ fn host_pairs(f: &Fabric, r: &Routes, bad_pairs: &[Vec<(u32, u32)>], rep: &mut V
         }
     }
     rep.unreachable_pairs = cand.len() as u64;
+    let comp = Components::new(f, r);
+    rep.unreachable_disconnected = cand
+        .iter()
+        .filter(|&&(a, b)| !comp.connected(f, r, a, b))
+        .count() as u64;
+    rep.unreachable_no_updown = rep.unreachable_pairs - rep.unreachable_disconnected;
     rep.reachable_pairs = share - rep.unreachable_pairs;
     let isolated: Vec<NodeId> = f
         .hosts()
@@ -370,6 +383,33 @@ fn host_pairs(f: &Fabric, r: &Routes, bad_pairs: &[Vec<(u32, u32)>], rep: &mut V
     rep.isolated_hosts = isolated;
     ex.truncate(MAX_EXAMPLES);
     rep.unreachable_examples = ex;
+}
+
+/// Connected components of the live switch graph (petgraph union-find over live
+/// switch–switch links; they never leave a plane).
+struct Components(petgraph::unionfind::UnionFind<u32>);
+
+impl Components {
+    fn new(f: &Fabric, r: &Routes) -> Components {
+        let mut uf = petgraph::unionfind::UnionFind::new(f.num_nodes());
+        for (i, l) in f.links().iter().enumerate() {
+            if !f.is_host(l.a) && r.link_is_up(LinkId(i as u32)) {
+                uf.union(l.a.0, l.b.0);
+            }
+        }
+        Components(uf)
+    }
+
+    /// Whether hosts `a` and `b` have a live path in some shared plane (both host links up,
+    /// their leaves in one component); forwarding never crosses a host.
+    fn connected(&self, f: &Fabric, r: &Routes, a: NodeId, b: NodeId) -> bool {
+        f.host_planes(a).any(|p| {
+            let (Some(x), Some(y)) = (f.attachment(a, p), f.attachment(b, p)) else {
+                return false;
+            };
+            r.link_is_up(x.link) && r.link_is_up(y.link) && self.0.equiv(x.leaf.0, y.leaf.0)
+        })
+    }
 }
 
 /// Builds the channel dependency graph from the tables and checks it for cycles.
@@ -582,6 +622,10 @@ mod tests {
         let v = verify(&f, &r);
         assert!(!v.ok());
         assert_eq!(v.unreachable_pairs, 2 * 15);
+        assert_eq!(
+            (v.unreachable_disconnected, v.unreachable_no_updown),
+            (30, 0)
+        );
         assert_eq!(v.isolated_hosts, vec![NodeId(5)]);
         assert!(v.unreachable_hosts.is_empty());
         assert!(v.unreachable_examples.contains(&(NodeId(0), NodeId(5))));
@@ -664,6 +708,30 @@ mod tests {
         r2.fail_links(&f, &[f.port_link(leaf1, 1)]);
         let v = verify(&f, &r2);
         assert_eq!(v.unreachable_pairs, 2);
+        assert_eq!(v.unreachable_disconnected, 2);
         assert!(!v.ok());
+    }
+
+    #[test]
+    fn no_updown_path_is_told_apart_from_disconnected() {
+        // pod0-leaf0 keeps only its uplink to pod0-agg0, which loses both core links:
+        // leaf0 → agg0 → leaf1 → agg1 → core is a live path, but it turns up after down.
+        let f = fat_tree(4, Rate::gbps(100)).unwrap();
+        let mut r = Routes::compute(&f);
+        let set = crate::failures::resolve(
+            &f,
+            &[
+                "pod0-leaf0--pod0-agg1".into(),
+                "pod0-agg0--core0-0".into(),
+                "pod0-agg0--core0-1".into(),
+            ],
+        )
+        .unwrap();
+        r.fail_links(&f, &set.links);
+        let v = verify(&f, &r);
+        // 2 hosts of leaf0 ⇄ 12 hosts in other pods, both directions.
+        assert_eq!(v.unreachable_pairs, 2 * 12 * 2, "{v:?}");
+        assert_eq!(v.unreachable_no_updown, 48);
+        assert_eq!(v.unreachable_disconnected, 0);
     }
 }

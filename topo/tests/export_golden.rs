@@ -382,5 +382,18 @@ fn failures_show_in_every_table() {
             36,
             "every LID still routed"
         );
+        // The .net leaves the failed link out on both ends, so ibsim and OpenSM see the
+        // fabric the tables were made for; the other links stay.
+        let net = sink.text("opensm/plane0/fabric.net").unwrap();
+        let node = |name: &str| {
+            net.split("\n\n")
+                .find(|b| b.contains(&format!("# \"{name}\" base port")))
+                .unwrap()
+                .to_string()
+        };
+        assert!(!node("pod0-leaf0").contains("\"pod0-agg0\""), "{net}");
+        assert!(!node("pod0-agg0").contains("\"pod0-leaf0\""), "{net}");
+        assert!(node("pod0-leaf0").contains("\"pod0-agg1\""));
+        assert!(node("pod0-agg0").contains("\"pod0-leaf1\""));
     }
 }

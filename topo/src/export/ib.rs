@@ -247,6 +247,7 @@ pub fn write_net<W: Write>(
     f: &Fabric,
     addr: &AddressPlan,
     plan: &LidPlan,
+    link_up: &dyn Fn(LinkId) -> bool,
 ) -> Result<(), ExportError> {
     let nsw = f.plane_info(plan.plane).switches().len();
     opensm::net_header(
@@ -262,6 +263,9 @@ pub fn write_net<W: Write>(
         for (p, (peer, link)) in f.ports(n).enumerate() {
             if plan.lid(peer) == 0 {
                 continue; // the peer is outside this plane (another plane of a host NIC)
+            }
+            if !link_up(link) {
+                continue; // failed: ibsim and OpenSM see the fabric the tables were made for
             }
             let l = f.link(link);
             let peer_port = if l.a == n { l.b_port } else { l.a_port };

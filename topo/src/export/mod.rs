@@ -209,7 +209,8 @@ pub fn export_opensm<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Export
         let plan = ib::LidPlan::new(f, addr, p)?;
         let dir = format!("opensm/plane{p}");
         sink::with_file(sink, &format!("{dir}/fabric.net"), |w| {
-            ib::write_net(w, f, addr, &plan)
+            let up = |l| r.tables.routes().link_is_up(l);
+            ib::write_net(w, f, addr, &plan, &up)
         })?;
         sink::with_file(sink, &format!("{dir}/guid2lid"), |w| {
             Ok(ib::write_guid2lid(w, f, addr, &plan)?)
