@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let t_all = Instant::now();
 
     let t = Instant::now();
-    let f = input(cmd_export::load_fabric(&args.fabric, Some(DEFAULT_PRESET)));
+    let f = input(args.fabric.load_or(DEFAULT_PRESET));
     let failures = input(args.fail.resolve(&f));
     let built = ms(t);
     println!("fabric build: {}", f.name());

@@ -199,15 +199,6 @@ pub(crate) fn sink_for(out: &Path, formats: &BTreeSet<Format>) -> anyhow::Result
     })
 }
 
-/// Loads the fabric named by `--fabric SPEC` or `--preset NAME`, or the preset
-/// `default` when neither is given.
-pub(crate) fn load_fabric(a: &FabricArgs, default: Option<&str>) -> anyhow::Result<Fabric> {
-    match (default, &a.fabric, &a.preset) {
-        (Some(name), None, None) => crate::common::load_design(name),
-        _ => a.load(),
-    }
-}
-
 /// The tables of `engine` for `fabric`, computed once (after failures).
 pub(crate) struct Computed {
     pub routes: Routes,
@@ -284,7 +275,7 @@ pub(crate) fn write_formats(
 pub fn run(args: Args) -> anyhow::Result<()> {
     use crate::failure_args::input;
     let formats = input(parse_formats(&args.format));
-    let fabric = input(load_fabric(&args.fabric, None));
+    let fabric = input(args.fabric.load());
     let mut sink = input(sink_for(&args.out, &formats));
     let failures = input(args.fail.resolve(&fabric));
     let computed = input(Computed::new(&fabric, args.engine, failures));
@@ -449,10 +440,10 @@ mod tests {
     fn default_preset_loads() {
         let none = FabricArgs::default();
         assert_eq!(
-            load_fabric(&none, Some("fat-tree-k4")).unwrap().num_hosts(),
+            none.load_or("fat-tree-k4").unwrap().num_hosts(),
             16
         );
-        assert!(load_fabric(&none, None).is_err());
+        assert!(none.load().is_err());
     }
 
     #[test]
