@@ -439,10 +439,7 @@ mod tests {
     #[test]
     fn default_preset_loads() {
         let none = FabricArgs::default();
-        assert_eq!(
-            none.load_or("fat-tree-k4").unwrap().num_hosts(),
-            16
-        );
+        assert_eq!(none.load_or("fat-tree-k4").unwrap().num_hosts(), 16);
         assert!(none.load().is_err());
     }
 
