@@ -1,0 +1,642 @@
+//! Compiling a scenario into a [`Workplan`]: one method per workload kind, and the checks
+//! every kind shares (hosts exist, sizes are not zero, priorities are 0..=7, the plan
+//! stays under [`MAX_FLOWS`]).
+
+use cc_algos::{Bytes, Duration, Instant, Rate};
+use std::path::Path;
+
+use crate::rng::Rng;
+use crate::units::{self, HostSet};
+use crate::{
+    Collective, CompileCtx, FlowId, FlowLine, FlowSpec, Group, Result, Scenario, ScenarioError,
+    SizeDist, Workload, Workplan, cm, derangement, gcd,
+};
+
+impl Scenario {
+    pub(crate) fn compile_one(
+        &self,
+        wi: usize,
+        w: &Workload,
+        ctx: &CompileCtx,
+        rng: &mut Rng,
+        plan: &mut Workplan,
+    ) -> Result<()> {
+        let first = plan.flows.len();
+        let group = plan.groups.len() as u32;
+        let mut c = Compiler {
+            scenario: self,
+            wi,
+            n: ctx.hosts,
+            plan,
+            group,
+        };
+        let (name, g) = match w {
+            Workload::Incast {
+                name,
+                senders,
+                receiver,
+                size,
+                start,
+                priority,
+            } => (
+                name,
+                c.incast(senders, *receiver, *size, *start, *priority)?,
+            ),
+            Workload::Permutation {
+                name,
+                hosts,
+                size,
+                start,
+                priority,
+            } => (name, c.permutation(hosts, *size, *start, *priority, rng)?),
+            Workload::AllToAll {
+                name,
+                hosts,
+                size,
+                start,
+                priority,
+            } => (name, c.all_to_all(hosts, *size, *start, *priority)?),
+            Workload::RingAllreduce {
+                name,
+                hosts,
+                size,
+                stride,
+                start,
+                priority,
+            } => (
+                name,
+                c.ring_allreduce(hosts, *size, *stride, *start, *priority)?,
+            ),
+            Workload::TreeAllreduce {
+                name,
+                hosts,
+                size,
+                start,
+                priority,
+            } => (name, c.tree_allreduce(hosts, *size, *start, *priority)?),
+            Workload::Fairness {
+                name,
+                senders,
+                receiver,
+                interval,
+                start,
+                priority,
+            } => (
+                name,
+                c.fairness(senders, *receiver, *interval, *start, *priority)?,
+            ),
+            Workload::Victim {
+                name,
+                senders,
+                receiver,
+                size,
+                victim_src,
+                victim_dst,
+                victim_size,
+                start,
+                victim_start,
+                priority,
+            } => {
+                let victim = VictimFlow {
+                    src: *victim_src,
+                    dst: *victim_dst,
+                    size: *victim_size,
+                    start: victim_start.unwrap_or(*start),
+                };
+                (
+                    name,
+                    c.victim(senders, *receiver, *size, victim, *start, *priority)?,
+                )
+            }
+            Workload::Poisson {
+                name,
+                hosts,
+                load,
+                size,
+                cdf,
+                start,
+                duration,
+                priority,
+            } => {
+                let arrivals = PoissonArrivals {
+                    load: *load,
+                    size: *size,
+                    cdf: cdf.as_deref(),
+                    start: *start,
+                    duration: *duration,
+                    host_rate: ctx.host_rate,
+                };
+                (name, c.poisson(hosts, &arrivals, *priority, rng)?)
+            }
+            Workload::Flows {
+                name,
+                flow,
+                priority,
+            } => (name, c.flows(flow, *priority)?),
+            Workload::ConnectionMatrix {
+                name,
+                file,
+                priority,
+            } => (name, c.connection_matrix(file, *priority)?),
+        };
+        if plan.flows.len() == first {
+            return Err(self.invalid(format!("workload[{wi}]"), "produces no flows"));
+        }
+        plan.groups.push(Group {
+            name: name.clone().unwrap_or_else(|| format!("{}#{wi}", g.kind)),
+            kind: g.kind.to_string(),
+            ranks: g.ranks,
+            size: g.size,
+            collective: g.collective,
+        });
+        Ok(())
+    }
+}
+
+/// The most flows one scenario may compile into: 20 million (about 2 GB of flow
+/// state in the simulator). A 100k-host all-to-all would be 10¹⁰.
+pub const MAX_FLOWS: usize = 20_000_000;
+
+/// What a compiled workload adds to the plan's groups (besides its name).
+struct GroupInfo {
+    kind: &'static str,
+    ranks: u32,
+    size: Bytes,
+    collective: Option<Collective>,
+}
+
+/// The victim flow of a victim workload.
+struct VictimFlow {
+    src: u32,
+    dst: u32,
+    size: Bytes,
+    start: Duration,
+}
+
+/// The arrival process of a Poisson workload.
+struct PoissonArrivals<'a> {
+    load: f64,
+    size: Option<Bytes>,
+    cdf: Option<&'a [(f64, f64)]>,
+    start: Duration,
+    duration: Duration,
+    host_rate: Rate,
+}
+
+/// Compiles one workload (index `wi`) into flows of `plan`: the checks every kind
+/// shares, the flow builder, and one method per kind.
+struct Compiler<'a> {
+    scenario: &'a Scenario,
+    wi: usize,
+    /// Hosts in the fabric.
+    n: u32,
+    plan: &'a mut Workplan,
+    group: u32,
+}
+
+impl Compiler<'_> {
+    fn invalid(&self, f: &str, message: impl Into<String>) -> ScenarioError {
+        self.scenario
+            .invalid(format!("workload[{}].{f}", self.wi), message)
+    }
+
+    fn hosts_of(&self, set: &HostSet, f: &str) -> Result<Vec<u32>> {
+        set.resolve(self.n).map_err(|m| self.invalid(f, m))
+    }
+
+    fn host(&self, h: u32, f: &str) -> Result<u32> {
+        let n = self.n;
+        if h < n {
+            Ok(h)
+        } else {
+            Err(self.invalid(
+                f,
+                format!("host {h} does not exist: the fabric has {n} hosts (0..{n})"),
+            ))
+        }
+    }
+
+    fn at_least_2(&self, h: &[u32], f: &str, what: &str) -> Result<()> {
+        if h.len() < 2 {
+            return Err(self.invalid(f, format!("{what} needs at least 2 hosts")));
+        }
+        Ok(())
+    }
+
+    fn not_receiver(&self, senders: &[u32], r: u32) -> Result<()> {
+        if senders.contains(&r) {
+            return Err(self.invalid("senders", format!("includes the receiver {r}")));
+        }
+        Ok(())
+    }
+
+    fn nonzero(&self, b: Bytes, f: &str) -> Result<Bytes> {
+        if b.0 == 0 {
+            Err(self.invalid(f, "must be more than 0 bytes"))
+        } else {
+            Ok(b)
+        }
+    }
+
+    fn prio(&self, p: u8) -> Result<u8> {
+        if p > 7 {
+            Err(self.invalid("priority", format!("{p} is not a priority 0..=7")))
+        } else {
+            Ok(p)
+        }
+    }
+
+    /// Refuse a workload that would take the plan past [`MAX_FLOWS`].
+    fn room_for(&self, more: u128) -> Result<()> {
+        if self.plan.flows.len() as u128 + more > MAX_FLOWS as u128 {
+            return Err(self.invalid(
+                "kind",
+                format!(
+                    "would make {} flows; a scenario may have at most {MAX_FLOWS} (use fewer hosts or a shorter duration)",
+                    self.plan.flows.len() as u128 + more
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Append a flow to the plan.
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        src: u32,
+        dst: u32,
+        size: Option<Bytes>,
+        start: Duration,
+        after: Vec<FlowId>,
+        stop: Option<Duration>,
+        priority: u8,
+    ) -> Result<FlowId> {
+        self.room_for(1)?;
+        let id = self.plan.flows.len() as FlowId;
+        self.plan.flows.push(FlowSpec {
+            id,
+            src,
+            dst,
+            size,
+            start: Instant::ZERO + start,
+            after,
+            stop: stop.map(|d| Instant::ZERO + d),
+            priority,
+            group: self.group,
+        });
+        Ok(id)
+    }
+
+    fn incast(
+        &mut self,
+        senders: &HostSet,
+        receiver: u32,
+        size: Bytes,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let s = self.hosts_of(senders, "senders")?;
+        let r = self.host(receiver, "receiver")?;
+        self.not_receiver(&s, r)?;
+        let size = self.nonzero(size, "size")?;
+        let p = self.prio(priority)?;
+        for &src in &s {
+            self.push(src, r, Some(size), start, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "incast",
+            ranks: s.len() as u32,
+            size,
+            collective: None,
+        })
+    }
+
+    fn permutation(
+        &mut self,
+        hosts: &HostSet,
+        size: Bytes,
+        start: Duration,
+        priority: u8,
+        rng: &mut Rng,
+    ) -> Result<GroupInfo> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        self.at_least_2(&h, "hosts", "a permutation")?;
+        let size = self.nonzero(size, "size")?;
+        let p = self.prio(priority)?;
+        let dst = derangement(h.len(), rng);
+        for (i, &src) in h.iter().enumerate() {
+            self.push(src, h[dst[i]], Some(size), start, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "permutation",
+            ranks: h.len() as u32,
+            size,
+            collective: Some(Collective::Permutation),
+        })
+    }
+
+    fn all_to_all(
+        &mut self,
+        hosts: &HostSet,
+        size: Bytes,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        self.at_least_2(&h, "hosts", "all-to-all")?;
+        let size = self.nonzero(size, "size")?;
+        let p = self.prio(priority)?;
+        self.room_for(h.len() as u128 * (h.len() as u128 - 1))?;
+        // Staggered order (i sends to i+1, i+2, ...) as NCCL/MoE dispatch does.
+        for k in 1..h.len() {
+            for i in 0..h.len() {
+                let dst = h[(i + k) % h.len()];
+                self.push(h[i], dst, Some(size), start, vec![], None, p)?;
+            }
+        }
+        Ok(GroupInfo {
+            kind: "all_to_all",
+            ranks: h.len() as u32,
+            size: Bytes(size.0.saturating_mul(h.len() as u64)),
+            collective: Some(Collective::AllToAll),
+        })
+    }
+
+    fn ring_allreduce(
+        &mut self,
+        hosts: &HostSet,
+        size: Bytes,
+        stride: u32,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        let r = h.len();
+        self.at_least_2(&h, "hosts", "all-reduce")?;
+        let size = self.nonzero(size, "size")?;
+        let p = self.prio(priority)?;
+        if stride == 0 || gcd(stride as usize, r) != 1 {
+            return Err(self.invalid(
+                "stride",
+                format!(
+                    "stride {stride} does not give a single ring over {r} ranks (it must be coprime with {r})"
+                ),
+            ));
+        }
+        self.room_for(2 * (r as u128 - 1) * r as u128)?;
+        let chunk = Bytes(size.0.div_ceil(r as u64).max(1));
+        let st = stride as usize;
+        // prev[i] = flow that delivered to rank i in the previous step.
+        let mut prev: Vec<Option<FlowId>> = vec![None; r];
+        for _step in 0..2 * (r - 1) {
+            let mut cur = vec![None; r];
+            for i in 0..r {
+                let to = (i + st) % r;
+                let after = prev[i].into_iter().collect();
+                cur[to] = Some(self.push(h[i], h[to], Some(chunk), start, after, None, p)?);
+            }
+            prev = cur;
+        }
+        Ok(GroupInfo {
+            kind: "ring_allreduce",
+            ranks: r as u32,
+            size,
+            collective: Some(Collective::AllReduce),
+        })
+    }
+
+    fn tree_allreduce(
+        &mut self,
+        hosts: &HostSet,
+        size: Bytes,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        let r = h.len();
+        self.at_least_2(&h, "hosts", "all-reduce")?;
+        let size = self.nonzero(size, "size")?;
+        let p = self.prio(priority)?;
+        // Reduce: leaves first (highest rank first), child -> parent once its own
+        // children have arrived.
+        let mut up: Vec<Option<FlowId>> = vec![None; r];
+        for c in (1..r).rev() {
+            let after: Vec<FlowId> = [2 * c + 1, 2 * c + 2]
+                .iter()
+                .filter(|&&k| k < r)
+                .filter_map(|&k| up[k])
+                .collect();
+            up[c] = Some(self.push(h[c], h[(c - 1) / 2], Some(size), start, after, None, p)?);
+        }
+        // Broadcast: root after all its children reduced; others after their parent
+        // received the broadcast.
+        let mut down: Vec<Option<FlowId>> = vec![None; r];
+        for c in 1..r {
+            let parent = (c - 1) / 2;
+            let after: Vec<FlowId> = if parent == 0 {
+                [1, 2]
+                    .iter()
+                    .filter(|&&k| k < r)
+                    .filter_map(|&k| up[k])
+                    .collect()
+            } else {
+                down[parent].into_iter().collect()
+            };
+            down[c] = Some(self.push(h[parent], h[c], Some(size), start, after, None, p)?);
+        }
+        Ok(GroupInfo {
+            kind: "tree_allreduce",
+            ranks: r as u32,
+            size,
+            collective: Some(Collective::AllReduce),
+        })
+    }
+
+    fn fairness(
+        &mut self,
+        senders: &HostSet,
+        receiver: u32,
+        interval: Duration,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let s = self.hosts_of(senders, "senders")?;
+        let r = self.host(receiver, "receiver")?;
+        self.not_receiver(&s, r)?;
+        if interval.as_picos() == 0 {
+            return Err(self.invalid("interval", "must be more than 0"));
+        }
+        let p = self.prio(priority)?;
+        let k = s.len() as u64;
+        // The last sender leaves at start + (2k - 1) · interval: it must stay representable.
+        let span = interval.as_picos().checked_mul(2 * k);
+        if span.is_none_or(|ps| ps > units::MAX_TIME.as_picos()) {
+            return Err(self.invalid(
+                "interval",
+                format!(
+                    "{k} senders joining and leaving every {interval:?} last longer than 3600s"
+                ),
+            ));
+        }
+        for (i, &src) in s.iter().enumerate() {
+            let i = i as u64;
+            let join = start + interval * i;
+            // Last to join leaves first: leave at start + (2k - 1 - i) * interval.
+            let leave = start + interval * (2 * k - 1 - i);
+            self.push(src, r, None, join, vec![], Some(leave), p)?;
+        }
+        Ok(GroupInfo {
+            kind: "fairness",
+            ranks: s.len() as u32,
+            size: Bytes(0),
+            collective: None,
+        })
+    }
+
+    fn victim(
+        &mut self,
+        senders: &HostSet,
+        receiver: u32,
+        size: Bytes,
+        victim: VictimFlow,
+        start: Duration,
+        priority: u8,
+    ) -> Result<GroupInfo> {
+        let s = self.hosts_of(senders, "senders")?;
+        let r = self.host(receiver, "receiver")?;
+        let vs = self.host(victim.src, "victim_src")?;
+        let vd = self.host(victim.dst, "victim_dst")?;
+        if vs == vd {
+            return Err(self.invalid("victim_dst", "equals victim_src"));
+        }
+        self.not_receiver(&s, r)?;
+        let size = self.nonzero(size, "size")?;
+        let vsize = self.nonzero(victim.size, "victim_size")?;
+        let p = self.prio(priority)?;
+        // The victim is the group's first flow so reports can find it.
+        self.push(vs, vd, Some(vsize), victim.start, vec![], None, p)?;
+        for &src in &s {
+            self.push(src, r, Some(size), start, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "victim",
+            ranks: s.len() as u32 + 1,
+            size,
+            collective: None,
+        })
+    }
+
+    fn poisson(
+        &mut self,
+        hosts: &HostSet,
+        a: &PoissonArrivals<'_>,
+        priority: u8,
+        rng: &mut Rng,
+    ) -> Result<GroupInfo> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        self.at_least_2(&h, "hosts", "a Poisson workload")?;
+        let load = a.load;
+        if !(load > 0.0 && load <= 1.0) {
+            return Err(self.invalid("load", format!("{load} is not in (0, 1]")));
+        }
+        let p = self.prio(priority)?;
+        let dist = match (a.size, a.cdf) {
+            (Some(s), None) => SizeDist::Fixed(self.nonzero(s, "size")?.0 as f64),
+            (None, Some(c)) => SizeDist::from_cdf(c).map_err(|m| self.invalid("cdf", m))?,
+            _ => {
+                return Err(self.invalid(
+                    "size",
+                    "give exactly one of `size` (fixed) or `cdf` (distribution)",
+                ));
+            }
+        };
+        let mean_bits = dist.mean() * 8.0;
+        let rate_per_s = load * a.host_rate.as_bps() as f64 / mean_bits;
+        // Refuse before drawing: the expected number of arrivals, with room for chance.
+        let expected = rate_per_s * a.duration.as_secs_f64() * h.len() as f64;
+        self.room_for((expected * 1.1) as u128)?;
+        let mean_gap_s = 1.0 / rate_per_s;
+        let mut arrivals = Vec::new();
+        for (i, &src) in h.iter().enumerate() {
+            let mut t = 0.0;
+            loop {
+                t += rng.exp(mean_gap_s);
+                let at = Duration::from_secs_f64(t);
+                if at >= a.duration {
+                    break;
+                }
+                let mut j = rng.below(h.len() as u64 - 1) as usize;
+                if j >= i {
+                    j += 1;
+                }
+                let b = Bytes(dist.sample(rng).max(1.0).round() as u64);
+                arrivals.push((a.start + at, src, h[j], b));
+                self.room_for(arrivals.len() as u128)?;
+            }
+        }
+        arrivals.sort_by_key(|x| (x.0, x.1));
+        for (at, src, dst, b) in arrivals {
+            self.push(src, dst, Some(b), at, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "poisson",
+            ranks: h.len() as u32,
+            size: Bytes(0),
+            collective: None,
+        })
+    }
+
+    fn flows(&mut self, flow: &[FlowLine], priority: u8) -> Result<GroupInfo> {
+        if flow.is_empty() {
+            return Err(self.invalid("flow", "no [[workload.flow]] entries"));
+        }
+        for (k, f) in flow.iter().enumerate() {
+            let fld = |x: &str| format!("flow[{k}].{x}");
+            let src = self.host(f.src, &fld("src"))?;
+            let dst = self.host(f.dst, &fld("dst"))?;
+            if src == dst {
+                return Err(self.invalid(&fld("dst"), "equals src"));
+            }
+            let size = self.nonzero(f.size, &fld("size"))?;
+            let p = self.prio(f.priority.unwrap_or(priority))?;
+            self.push(src, dst, Some(size), f.start, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "flows",
+            ranks: 0,
+            size: Bytes(0),
+            collective: None,
+        })
+    }
+
+    fn connection_matrix(&mut self, file: &Path, priority: u8) -> Result<GroupInfo> {
+        let path = match &self.scenario.base_dir {
+            Some(d) if file.is_relative() => d.join(file),
+            _ => file.to_path_buf(),
+        };
+        let matrix = cm::ConnectionMatrix::from_file(&path)?;
+        let n = self.n;
+        if matrix.nodes > n {
+            return Err(self.invalid(
+                "file",
+                format!(
+                    "{} declares {} nodes but the fabric has {n} hosts",
+                    path.display(),
+                    matrix.nodes
+                ),
+            ));
+        }
+        let p = self.prio(priority)?;
+        self.room_for(matrix.connections.len() as u128)?;
+        for c in &matrix.connections {
+            self.push(c.src, c.dst, Some(c.size), c.start, vec![], None, p)?;
+        }
+        Ok(GroupInfo {
+            kind: "connection_matrix",
+            ranks: matrix.nodes,
+            size: Bytes(0),
+            collective: None,
+        })
+    }
+}
