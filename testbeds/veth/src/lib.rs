@@ -10,6 +10,7 @@
 //! - [`afpacket`]: AF_PACKET sockets: TPACKET_V2 receive rings, `sendmmsg` batches.
 //! - [`congestion`]: the congestion testbed: a userspace switch and RoCEv2 endpoints in a
 //!   star of namespaces, run by two real-time I/O loops.
+//! - [`host`]: read-only telemetry of namespaces (or a host) the project did not create.
 //! - [`routed`]: the routed testbed (kernel forwarding, ECMP routes, probes, failover).
 //!
 //! Everything that needs root says so with [`Error::NotRoot`].
@@ -24,6 +25,7 @@
 
 pub mod afpacket;
 pub mod congestion;
+pub mod host;
 pub mod netlink;
 pub mod netns;
 pub mod routed;

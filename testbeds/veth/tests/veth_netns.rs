@@ -84,3 +84,46 @@ fn clean_removes_dead_runs_but_not_live_ones() {
     drop(live);
     assert!(!netns::list_ours().contains(&l.name().to_string()));
 }
+
+#[test]
+fn namespaces_we_did_not_make_are_watched_read_only_by_prefix() {
+    if !enabled() {
+        return;
+    }
+    let mut tb = Testbed::new().unwrap();
+    let a = tb.add_netns("a").unwrap();
+    let b = tb.add_netns("b").unwrap();
+    tb.connect(&a, "x0", &b, "y0").unwrap();
+    let prefix = tb.ns_name("");
+    let h = veth::host::HostTelemetry::open(Some(&prefix)).unwrap();
+    let info = h.fabric_info();
+    assert_eq!(info.nodes.len(), 2);
+    assert_eq!(info.ports.len(), 2, "{:?}", info.ports);
+    // The kernel's link watcher sets the operational state a moment after the link.
+    let settled = |want: &[u32]| {
+        let t = std::time::Instant::now();
+        loop {
+            let s = h.snapshot(0).unwrap();
+            s.validate(info).unwrap();
+            if s.gauges.oper_down == want || t.elapsed() > std::time::Duration::from_secs(2) {
+                return s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    let s0 = settled(&[]);
+    assert!(s0.gauges.oper_down.is_empty(), "{:?}", s0.gauges.oper_down);
+    Nl::open(&a).unwrap().set_down("x0").unwrap();
+    // The admin-down end and the end that lost its carrier.
+    assert_eq!(settled(&[0, 1]).gauges.oper_down, vec![0, 1]);
+    let e = veth::host::HostTelemetry::open(Some("no-such-prefix-"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no network namespace"), "{e}");
+    // This host's own namespace too (read-only: whatever interfaces it has).
+    let here = veth::host::HostTelemetry::open(None).unwrap();
+    here.snapshot(0)
+        .unwrap()
+        .validate(here.fabric_info())
+        .unwrap();
+}

@@ -696,7 +696,13 @@ fn snapshots_of_the_routed_testbed_follow_the_port_map_and_see_a_link_down() {
         .unwrap();
     let l = rt.fabric().port_link(leaf, up);
     rt.fail_link(l).unwrap();
-    let s1 = rt.snapshot(1).unwrap();
+    // The kernel's link watcher sets the operational state a moment after the link.
+    let t = std::time::Instant::now();
+    let mut s1 = rt.snapshot(1).unwrap();
+    while s1.gauges.oper_down.len() < 2 && t.elapsed() < std::time::Duration::from_secs(2) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        s1 = rt.snapshot(1).unwrap();
+    }
     s1.validate(&info).unwrap();
     let cols0 = s0.counters.columns();
     for (name, c1) in s1.counters.columns() {
