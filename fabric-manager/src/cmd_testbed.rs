@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use cc_algos::{CcKind, Rate};
 use scenario::{CompileCtx, Scenario};
-use veth::congestion::{CongestionConfig, jain, run_workplan};
+use veth::congestion::{CongestionConfig, jain};
 use veth::{Testbed, netns, routed};
 
 use crate::common::FabricArgs;
@@ -163,10 +163,14 @@ fn need_root() -> anyhow::Result<()> {
 
 pub fn run(command: Command) -> anyhow::Result<()> {
     need_root()?;
+    if let Command::Run(a) = command {
+        // A live run stops on SIGINT/SIGTERM and tears down through its guard.
+        return run_scenario(a);
+    }
     netns::install_signal_cleanup()?;
     match command {
         Command::Up { hosts } => up(hosts),
-        Command::Run(a) => run_scenario(a),
+        Command::Run(_) => unreachable!("handled above"),
         Command::Verify(a) => verify(a),
         Command::Down { run_id, all } => down(run_id, all),
         Command::Clean { all } => {
@@ -578,9 +582,19 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         "scenario {} on {hosts} hosts: links {} standing for {} (time scale {}), cc {}",
         plan.name, cfg.link_rate, cfg.virtual_rate, scale.0, cfg.cc
     );
+    // SIGINT/SIGTERM stop the run; it then tears down through its guard and reports.
+    // The handler goes in before the run's threads exist, so they all leave the signals
+    // to it.
+    let stopper = veth::congestion::Stopper::default();
+    let on_signal = stopper.clone();
+    netns::on_signal(move |_| on_signal.stop())?;
+    let run = veth::congestion::spawn_with(&cfg, &plan, stopper)?;
     let r = match &a.record {
-        Some(out) => crate::record::record_testbed(&cfg, &plan, out)?,
-        None => run_workplan(&cfg, &plan)?,
+        Some(out) => crate::record::record_live(run, out)?,
+        None => {
+            for _ in run.snapshots() {}
+            run.join()?
+        }
     };
     println!(
         "ran {:.0} µs (virtual); drops: switch {}, kernel {}, veth {}; ECN marks {}; PFC pauses sent {}; CNPs {}; credit grants {}; max buffer {} B; max PFC headroom used {} B",

@@ -76,16 +76,20 @@ pub fn simulate_recording(
     Ok((sim.results(), wall, rec))
 }
 
-/// Runs `plan` on the veth congestion testbed (`fabric testbed run --record FILE`),
-/// writing the star's port map and every live snapshot into `out` as they come.
-pub fn record_testbed(
-    cfg: &veth::congestion::CongestionConfig,
-    plan: &Workplan,
+/// Writes a live veth congestion run (`fabric testbed run --record FILE`) into `out`:
+/// the star's port map, then every snapshot as it comes; the run's report at the end.
+pub fn record_live(
+    run: veth::congestion::LiveRun,
     out: &Path,
 ) -> anyhow::Result<veth::congestion::CongestionReport> {
-    let file = std::fs::File::create(out)
-        .with_context(|| format!("--record: cannot create {}", out.display()))?;
-    let run = veth::congestion::spawn(cfg, plan)?;
+    let file = match std::fs::File::create(out) {
+        Ok(f) => f,
+        Err(e) => {
+            run.stop();
+            let _ = run.join();
+            return Err(e).with_context(|| format!("--record: cannot create {}", out.display()));
+        }
+    };
     let mut w = Writer::new(BufWriter::new(file), run.fabric())
         .with_context(|| format!("--record: writing {}", out.display()))?;
     let mut written = 0u64;
@@ -178,7 +182,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join("tb.rec");
         let cfg = veth::congestion::CongestionConfig::new(3);
-        let r = record_testbed(&cfg, &plan, &out).unwrap();
+        let run = veth::congestion::spawn(&cfg, &plan).unwrap();
+        let r = record_live(run, &out).unwrap();
         let mut reader = Reader::open(std::fs::File::open(&out).unwrap()).unwrap();
         assert_eq!(reader.fabric().ports.len(), 6);
         let frames = reader.read_all().unwrap();

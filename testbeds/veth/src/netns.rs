@@ -298,16 +298,30 @@ pub fn delete_all_live() {
 }
 
 /// Install a SIGINT/SIGTERM handler (once) that deletes this process's namespaces and
-/// exits with status 130. Used by the `fabric testbed` commands; tests rely on
-/// `Drop` (which also runs on panic).
+/// exits with status 130. Used by the `fabric testbed` commands that hold no run of their
+/// own to stop; tests rely on `Drop` (which also runs on panic). A program that can stop
+/// its work and let the [`crate::Testbed`] guard tear down (a daemon, a live run) uses
+/// [`on_signal`] instead.
 pub fn install_signal_cleanup() -> Result<()> {
+    on_signal(|_| {
+        delete_all_live();
+        // SAFETY: ends the process; every namespace of ours is gone.
+        unsafe { libc::_exit(130) }
+    })
+}
+
+/// Call `handler` (once, on a dedicated thread) when SIGINT or SIGTERM arrives, instead of
+/// dying: the graceful path, where the handler asks the program to stop and the program
+/// tears down through its normal guards. Only the first handler installed in a process
+/// takes effect.
+pub fn on_signal(handler: impl FnOnce(libc::c_int) + Send + 'static) -> Result<()> {
     static ONCE: std::sync::Once = std::sync::Once::new();
     let mut res = Ok(());
     ONCE.call_once(|| {
         // Block the signals in this thread (inherited by threads spawned later) and
         // wait for them synchronously in a dedicated thread: no async-signal-safety issues.
         // SAFETY: plain sigset manipulation on local storage.
-        unsafe {
+        let set = unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
             libc::sigaddset(&mut set, libc::SIGINT);
@@ -316,15 +330,15 @@ pub fn install_signal_cleanup() -> Result<()> {
                 res = Err(os_err("pthread_sigmask"));
                 return;
             }
-            let set_copy = set;
-            std::thread::spawn(move || {
-                let mut sig: libc::c_int = 0;
-                libc::sigwait(&set_copy, &mut sig);
-                eprintln!("fabric: signal {sig}: removing testbed namespaces");
-                delete_all_live();
-                libc::_exit(130);
-            });
-        }
+            set
+        };
+        std::thread::spawn(move || {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: `set` is a valid signal set; `sig` is written by the call.
+            unsafe { libc::sigwait(&set, &mut sig) };
+            eprintln!("fabric: signal {sig}: stopping");
+            handler(sig);
+        });
     });
     res
 }

@@ -355,6 +355,18 @@ pub fn check(cfg: &CongestionConfig, plan: &Workplan) -> Result<()> {
     Ok(())
 }
 
+/// Stops a [`LiveRun`] from another thread; made before the run (see [`spawn_with`]) it
+/// can be handed to a signal handler installed before any thread of the run exists.
+#[derive(Debug, Clone, Default)]
+pub struct Stopper(Arc<AtomicBool>);
+
+impl Stopper {
+    /// Ask both event loops to stop at their next iteration.
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// A congestion run in progress. Dropping it without [`LiveRun::join`] stops the run
 /// and waits for it (the namespaces are removed either way).
 #[derive(Debug)]
@@ -383,6 +395,11 @@ impl LiveRun {
         self.stop.store(true, Ordering::Relaxed);
     }
 
+    /// A handle that stops the run from elsewhere (a signal handler, another thread).
+    pub fn stopper(&self) -> Stopper {
+        Stopper(self.stop.clone())
+    }
+
     /// Wait for the run to end; the report of what ran until then.
     pub fn join(mut self) -> Result<CongestionReport> {
         let t = self.thread.take().expect("joined once");
@@ -402,10 +419,15 @@ impl Drop for LiveRun {
 
 /// Build the star and start `plan` on it; see [`LiveRun`].
 pub fn spawn(cfg: &CongestionConfig, plan: &Workplan) -> Result<LiveRun> {
+    spawn_with(cfg, plan, Stopper::default())
+}
+
+/// [`spawn`], stopped by `stopper`.
+pub fn spawn_with(cfg: &CongestionConfig, plan: &Workplan, stopper: Stopper) -> Result<LiveRun> {
     check(cfg, plan)?;
     let scale = cfg.scale()?;
     let info = telemetry::star_info(cfg);
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = stopper.0;
     let (tx, rx) = mpsc::channel();
     let (cfg2, plan2, stop2, info2) = (cfg.clone(), plan.clone(), stop.clone(), info.clone());
     let thread = std::thread::Builder::new()

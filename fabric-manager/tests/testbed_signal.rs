@@ -1,0 +1,63 @@
+//! Root-only: `fabric testbed run` stopped by SIGTERM ends its live run at once, tears
+//! down through its guard (no namespace left), prints its report and leaves a readable
+//! recording — the graceful path, not `_exit` from a signal thread.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn sigterm_stops_a_live_testbed_run_and_it_cleans_up_and_reports() {
+    match veth::root_tests_enabled() {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(why) => panic!("{why}"),
+    }
+    let dir = std::env::temp_dir().join(format!("fabric-sigterm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("long.toml");
+    // One flow far too long to finish: only the signal ends the run.
+    std::fs::write(
+        &scenario,
+        "[[workload]]\nkind = \"flows\"\n[[workload.flow]]\nsrc = 1\ndst = 0\nsize = \"1TB\"\n",
+    )
+    .unwrap();
+    let rec = dir.join("run.rec");
+    let before = veth::netns::list_ours();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args(["testbed", "run", scenario.to_str().unwrap(), "--record"])
+        .arg(&rec)
+        .args(["--wall-limit", "120"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run is recording.
+    let t = Instant::now();
+    while std::fs::metadata(&rec).map_or(0, |m| m.len()) < 4096 {
+        assert!(t.elapsed() < Duration::from_secs(30), "the run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: sending a signal to our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(15), "still running after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(status.success(), "{status}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("recorded "), "{stdout}");
+    assert!(stdout.contains("| 0 | 1→0 |"), "{stdout}");
+    let mut r = fabric_api::recording::Reader::open(std::fs::File::open(&rec).unwrap()).unwrap();
+    assert!(!r.read_all().unwrap().is_empty());
+    let left: Vec<String> = veth::netns::list_ours()
+        .into_iter()
+        .filter(|n| !before.contains(n))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
