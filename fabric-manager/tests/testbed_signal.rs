@@ -34,7 +34,10 @@ fn sigterm_stops_a_live_testbed_run_and_it_cleans_up_and_reports() {
     // Wait until the run is recording.
     let t = Instant::now();
     while std::fs::metadata(&rec).map_or(0, |m| m.len()) < 4096 {
-        assert!(t.elapsed() < Duration::from_secs(30), "the run never started");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the run never started"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // SAFETY: sending a signal to our own child.
@@ -44,12 +47,19 @@ fn sigterm_stops_a_live_testbed_run_and_it_cleans_up_and_reports() {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(t.elapsed() < Duration::from_secs(15), "still running after SIGTERM");
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "still running after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(status.success(), "{status}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        status.success(),
+        "{status}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("recorded "), "{stdout}");
     assert!(stdout.contains("| 0 | 1→0 |"), "{stdout}");
     let mut r = fabric_api::recording::Reader::open(std::fs::File::open(&rec).unwrap()).unwrap();

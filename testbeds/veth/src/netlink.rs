@@ -2,8 +2,11 @@
 //!
 //! A netlink socket belongs to the namespace it was created in (NOTES.md), so [`Nl::open`]
 //! creates the socket with the thread switched into the namespace ([`super::netns::in_netns`])
-//! and then drives it from a private current-thread tokio runtime: the synchronous API
-//! below hides the async client.
+//! and then drives it from a private current-thread tokio runtime, one per client (never
+//! one per call): the synchronous API below hides the async client. From inside a tokio
+//! runtime (a daemon), call it from `spawn_blocking`, where it neither blocks a runtime
+//! worker nor nests a `block_on` in async code (root test
+//! `the_netlink_client_works_from_inside_a_tokio_runtime`).
 //!
 //! tbf shaping ([`Tbf`]) is here too: netlink-packet-route 0.34 has no tbf options, so
 //! TCA_OPTIONS is built from raw attributes and parsed back from a qdisc dump.

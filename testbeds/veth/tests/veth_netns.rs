@@ -127,3 +127,37 @@ fn namespaces_we_did_not_make_are_watched_read_only_by_prefix() {
         .validate(here.fabric_info())
         .unwrap();
 }
+
+#[test]
+fn the_netlink_client_works_from_inside_a_tokio_runtime() {
+    if !enabled() {
+        return;
+    }
+    // A daemon's shape: a multi-threaded runtime whose tasks use the (blocking) netlink
+    // client through spawn_blocking — opened there or moved there — with no runtime
+    // built per call and no block_on on a runtime thread.
+    let mut tb = Testbed::new().unwrap();
+    let a = tb.add_netns("a").unwrap();
+    let b = tb.add_netns("b").unwrap();
+    tb.connect(&a, "x0", &b, "y0").unwrap();
+    let moved = Nl::open(&b).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (names_a, names_b) = rt.block_on(async move {
+        let a2 = a.clone();
+        let opened = tokio::task::spawn_blocking(move || Nl::open(&a2).unwrap().link_names());
+        let moved = tokio::task::spawn_blocking(move || {
+            (0..100).try_for_each(|_| moved.stats().map(|_| ()))?;
+            moved.link_names()
+        });
+        (
+            opened.await.unwrap().unwrap(),
+            moved.await.unwrap().unwrap(),
+        )
+    });
+    assert!(names_a.contains(&"x0".to_string()), "{names_a:?}");
+    assert!(names_b.contains(&"y0".to_string()), "{names_b:?}");
+}
