@@ -68,7 +68,7 @@ pub struct ResilienceArgs {
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
     /// Write the result (mergeable) as JSON.
-    #[arg(long, value_name = "OUT")]
+    #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
     /// Write SVG plots (CDF of bus bandwidth, trial 0's timeline) into this directory.
     #[arg(long, value_name = "DIR")]
@@ -88,7 +88,7 @@ pub struct MergeArgs {
     #[arg(required = true, value_name = "SHARD.json")]
     pub files: Vec<PathBuf>,
     /// Write the merged result as JSON.
-    #[arg(long, value_name = "OUT")]
+    #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
     /// Write SVG plots of the merged result into this directory.
     #[arg(long, value_name = "DIR")]
@@ -145,6 +145,7 @@ fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
 }
 
 fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let (si, sn) = a
         .shard
         .as_deref()
@@ -198,7 +199,7 @@ fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
         shard_count: sn,
         designs,
     };
-    report(&result, a.json.as_deref(), a.plot.as_deref())
+    report(&result, &mut json, a.plot.as_deref())
 }
 
 fn progress(quiet: bool, n: u64) -> indicatif::ProgressBar {
@@ -216,6 +217,7 @@ fn progress(quiet: bool, n: u64) -> indicatif::ProgressBar {
 }
 
 fn merge(a: MergeArgs) -> anyhow::Result<()> {
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let parts: Vec<RunResult> = a
         .files
         .iter()
@@ -236,16 +238,16 @@ fn merge(a: MergeArgs) -> anyhow::Result<()> {
             merged.designs.first().map_or(0, |d| d.aggregate.trials)
         );
     }
-    report(&merged, a.json.as_deref(), a.plot.as_deref())
+    report(&merged, &mut json, a.plot.as_deref())
 }
 
-fn report(r: &RunResult, json: Option<&Path>, plot: Option<&Path>) -> anyhow::Result<()> {
+fn report(
+    r: &RunResult,
+    json: &mut crate::common::JsonOut,
+    plot: Option<&Path>,
+) -> anyhow::Result<()> {
     print!("{}", render_table(r));
-    if let Some(p) = json {
-        let text = serde_json::to_string(r)?;
-        std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?;
-        println!("wrote {}", p.display());
-    }
+    json.write(r)?;
     if let Some(dir) = plot {
         for p in plots(r, dir)? {
             println!("wrote {}", p.display());

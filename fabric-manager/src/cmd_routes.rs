@@ -20,9 +20,9 @@ pub struct VerifyArgs {
     /// worst switch against its ideal.
     #[arg(long)]
     pub lft: bool,
-    /// JSON output.
-    #[arg(long)]
-    pub json: bool,
+    /// JSON: `--json FILE`, or `--json` alone for standard output (see `common::JsonOut`).
+    #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<std::path::PathBuf>,
 }
 
 /// Balance of the single-path tables, per tier.
@@ -142,11 +142,11 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         cdg_cycle_names: cycle_names(&f, &rep.cdg_cycle),
         report: &rep,
     };
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
+    if !matches!(json, crate::common::JsonOut::Stdout(_)) {
         print!("{}", render(&f, &out));
     }
+    json.write(&out)?;
     if !rep.ok() {
         eprintln!(
             "fabric routes verify: verification failed ({})",

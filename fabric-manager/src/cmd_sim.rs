@@ -67,7 +67,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "TIME")]
     pub sample: Option<String>,
     /// Write the full results as JSON.
-    #[arg(long, value_name = "OUT")]
+    #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
     /// Write SVG plots into this directory.
     #[arg(long, value_name = "DIR")]
@@ -108,7 +108,7 @@ pub struct CompareArgs {
     #[arg(long, default_value = "2MB")]
     pub size: String,
     /// Write all rows as JSON.
-    #[arg(long, value_name = "OUT")]
+    #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
     /// Write bar charts (busbw % of line rate, p99 slowdown) into this directory.
     #[arg(long, value_name = "DIR")]
@@ -240,6 +240,7 @@ fn sim_fabric(f: &FabricArgs, scenario: &Path) -> anyhow::Result<topo::Fabric> {
 }
 
 fn run_one(a: RunArgs) -> anyhow::Result<()> {
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let Some(path) = &a.scenario else {
         bail!(
             "--scenario FILE is required (see scenarios/ for examples), or use `fabric sim compare-lb`"
@@ -287,10 +288,7 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
         wall,
         r.run.events as f64 / wall.max(1e-9) / 1e6
     );
-    if let Some(out) = &a.json {
-        write_json(out, &r)?;
-        println!("wrote {}", out.display());
-    }
+    json.write(&r)?;
     if let Some(dir) = &a.plot {
         for p in sim::plots::write_all(&r, dir)? {
             println!("wrote {}", p.display());
@@ -299,13 +297,6 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
     if r.deadlock.is_some() {
         bail!("the run deadlocked (see the report above)");
     }
-    Ok(())
-}
-
-fn write_json<T: serde::Serialize>(out: &Path, v: &T) -> anyhow::Result<()> {
-    let f =
-        std::fs::File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
-    serde_json::to_writer(std::io::BufWriter::new(f), v)?;
     Ok(())
 }
 
@@ -391,6 +382,7 @@ fn workload_toml(w: &str, size: &str, hosts_per_leaf: u32) -> anyhow::Result<(St
 }
 
 fn compare_lb(a: CompareArgs) -> anyhow::Result<()> {
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let fabrics: Vec<topo::Fabric> = if a.fabric.fabric.is_some() || a.fabric.preset.is_some() {
         vec![a.fabric.load()?]
     } else {
@@ -496,10 +488,7 @@ fn compare_lb(a: CompareArgs) -> anyhow::Result<()> {
             &table_rows,
         )
     );
-    if let Some(out) = &a.json {
-        write_json(out, &rows)?;
-        println!("wrote {}", out.display());
-    }
+    json.write(&rows)?;
     if let Some(dir) = &a.plot {
         std::fs::create_dir_all(dir)?;
         for fabric in &fabrics {

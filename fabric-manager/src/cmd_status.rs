@@ -14,9 +14,10 @@ pub struct Args {
     /// The daemon's address (as `fabric serve --listen` printed it).
     #[arg(long, default_value = "http://127.0.0.1:9464")]
     pub daemon: String,
-    /// Print the health report as JSON instead of a summary.
-    #[arg(long)]
-    pub json: bool,
+    /// The health report as JSON: `--json FILE`, or `--json` alone for standard output
+    /// instead of the summary (see `common::JsonOut`).
+    #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<std::path::PathBuf>,
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 5.0)]
     pub timeout: f64,
@@ -139,9 +140,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                     String::from_utf8_lossy(&body)
                 );
             }
-            if a.json {
-                println!("{}", String::from_utf8_lossy(&body));
-                return Ok(());
+            if a.json.is_some() {
+                let v: serde_json::Value =
+                    serde_json::from_slice(&body).context("the daemon's health report")?;
+                return crate::common::JsonOut::new(a.json.as_deref())?.write(&v);
             }
             let h: Health = serde_json::from_slice(&body).context("the daemon's health report")?;
             let (code, body) = get(&auth, "/api/v1/telemetry").await?;

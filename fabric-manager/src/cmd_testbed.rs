@@ -105,7 +105,7 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub fail_far_end: bool,
     /// Write the full report as JSON.
-    #[arg(long)]
+    #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
 }
 
@@ -133,7 +133,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0)]
     pub pcap_port: usize,
     /// Write the full report (time series, counters) as JSON.
-    #[arg(long)]
+    #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
     /// Wall-clock limit in seconds.
     #[arg(long, default_value_t = 120)]
@@ -258,6 +258,7 @@ fn planes(spec: topo::spec::Spec, n: u32, name: &str) -> anyhow::Result<topo::Fa
 }
 
 fn verify(a: VerifyArgs) -> anyhow::Result<()> {
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let f = verify_fabric(&a)?;
     let opts = verify_options(&a, &f)?;
     print_testbed(&a, &f);
@@ -269,11 +270,7 @@ fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         print_restore(&r, re);
     }
     print_verdict(&r);
-    if let Some(path) = &a.json {
-        std::fs::write(path, serde_json::to_string_pretty(&r)?)
-            .with_context(|| format!("write {}", path.display()))?;
-        println!("report written to {}", path.display());
-    }
+    json.write(&r)?;
     if !r.ok() {
         return Err(crate::common::CheckFailed(
             "routed testbed verification failed (see above)".into(),
@@ -537,6 +534,7 @@ fn print_verdict(r: &routed::VerifyReport) {
 const MAX_STAR_HOSTS: usize = 64;
 
 fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let scenario = Scenario::from_file(&a.scenario)?;
     let virtual_rate = Rate::gbps(a.virtual_gbps);
     let used = |hosts: u32| -> anyhow::Result<_> {
@@ -659,11 +657,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
             );
         }
     }
-    if let Some(path) = &a.json {
-        std::fs::write(path, serde_json::to_string_pretty(&r)?)
-            .with_context(|| format!("write {}", path.display()))?;
-        println!("report written to {}", path.display());
-    }
+    json.write(&r)?;
     if let Some(p) = &a.pcap {
         println!("capture of switch port {} in {}", a.pcap_port, p.display());
     }

@@ -32,9 +32,9 @@ pub struct ShowArgs {
     /// Price list (TOML) overriding the default prices.
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
-    /// JSON output.
-    #[arg(long)]
-    pub json: bool,
+    /// JSON: `--json FILE`, or `--json` alone for standard output (see `common::JsonOut`).
+    #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -45,9 +45,9 @@ pub struct CompareArgs {
     /// Price list (TOML) overriding the default prices.
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
-    /// JSON output.
-    #[arg(long)]
-    pub json: bool,
+    /// JSON: `--json FILE`, or `--json` alone for standard output (see `common::JsonOut`).
+    #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<std::path::PathBuf>,
 }
 
 pub fn run(command: Command) -> anyhow::Result<()> {
@@ -92,11 +92,11 @@ fn show(a: ShowArgs) -> anyhow::Result<()> {
     };
     let prices = common::prices(a.prices.as_deref())?;
     let s = summarize(&f, &prices);
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
-    } else {
+    let mut json = common::JsonOut::new(a.json.as_deref())?;
+    if !matches!(json, common::JsonOut::Stdout(_)) {
         print!("{}", topo::analysis::render_table(std::slice::from_ref(&s)));
     }
+    json.write(&s)?;
     Ok(())
 }
 
@@ -107,10 +107,10 @@ fn compare(a: CompareArgs) -> anyhow::Result<()> {
         let f = common::load_design(d)?;
         all.push(summarize(&f, &prices));
     }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&all)?);
-    } else {
+    let mut json = common::JsonOut::new(a.json.as_deref())?;
+    if !matches!(json, common::JsonOut::Stdout(_)) {
         print!("{}", topo::analysis::render_table(&all));
     }
+    json.write(&all)?;
     Ok(())
 }

@@ -28,6 +28,70 @@ pub fn exit_status(e: &anyhow::Error) -> u8 {
     }
 }
 
+/// The one `--json [OUT]` convention of every command: `--json FILE` writes the JSON to
+/// FILE (and the readable text to standard output as usual); `--json` alone or `--json -`
+/// puts the JSON — and nothing else — on standard output, the readable text going to
+/// standard error.
+#[derive(Debug)]
+pub enum JsonOut {
+    /// No JSON asked for.
+    Off,
+    /// JSON into this file.
+    File(PathBuf),
+    /// JSON on the original standard output (saved here); fd 1 now points to stderr.
+    Stdout(std::fs::File),
+}
+
+impl JsonOut {
+    /// From the `--json` argument; for `-`, moves the readable text to stderr now.
+    pub fn new(arg: Option<&Path>) -> anyhow::Result<JsonOut> {
+        match arg {
+            None => Ok(JsonOut::Off),
+            Some(p) if p == Path::new("-") => {
+                use std::io::Write as _;
+                use std::os::fd::FromRawFd;
+                let _ = std::io::stdout().flush();
+                // SAFETY: dup/dup2 on the process's own standard descriptors; the saved
+                // descriptor is owned by the returned File.
+                let saved = unsafe { libc::dup(1) };
+                anyhow::ensure!(saved >= 0, "--json -: cannot duplicate standard output");
+                anyhow::ensure!(
+                    unsafe { libc::dup2(2, 1) } >= 0,
+                    "--json -: cannot move the text to standard error"
+                );
+                Ok(JsonOut::Stdout(unsafe {
+                    std::fs::File::from_raw_fd(saved)
+                }))
+            }
+            Some(p) => Ok(JsonOut::File(p.to_path_buf())),
+        }
+    }
+
+    /// Write `v` (pretty-printed, newline-terminated) where the argument said.
+    pub fn write<T: serde::Serialize>(&mut self, v: &T) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        match self {
+            JsonOut::Off => Ok(()),
+            JsonOut::File(p) => {
+                let f = std::fs::File::create(&*p)
+                    .with_context(|| format!("--json: cannot create {}", p.display()))?;
+                let mut w = std::io::BufWriter::new(f);
+                serde_json::to_writer_pretty(&mut w, v)?;
+                writeln!(w)?;
+                w.flush()
+                    .with_context(|| format!("--json: cannot write {}", p.display()))?;
+                println!("JSON written to {}", p.display());
+                Ok(())
+            }
+            JsonOut::Stdout(f) => {
+                serde_json::to_writer_pretty(&mut *f, v)?;
+                writeln!(f)?;
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Which fabric to work on: a spec file or a named preset (one grammar for every
 /// command, see [`preset_spec`]), with an explicit rate override.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -272,6 +336,25 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.starts_with("--link-rate fast:"), "{e}");
+    }
+
+    #[test]
+    fn json_goes_to_the_file_asked_for() {
+        let dir = std::env::temp_dir().join(format!("fabric-json-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("out.json");
+        let mut j = JsonOut::new(Some(&p)).unwrap();
+        j.write(&vec![1, 2, 3]).unwrap();
+        let back: Vec<u32> = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, vec![1, 2, 3]);
+        JsonOut::new(None).unwrap().write(&0).unwrap();
+        let e = JsonOut::new(Some(&dir.join("no/such/dir.json")))
+            .unwrap()
+            .write(&0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--json: cannot create"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
