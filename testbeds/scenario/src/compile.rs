@@ -230,6 +230,20 @@ impl Compiler<'_> {
         Ok(())
     }
 
+    /// The checks every collective shares: its ranks (at least 2, all in the fabric), a
+    /// size above zero and a priority 0..=7.
+    fn collective(
+        &self,
+        hosts: &HostSet,
+        size: Bytes,
+        priority: u8,
+        what: &str,
+    ) -> Result<(Vec<u32>, Bytes, u8)> {
+        let h = self.hosts_of(hosts, "hosts")?;
+        self.at_least_2(&h, "hosts", what)?;
+        Ok((h, self.nonzero(size, "size")?, self.prio(priority)?))
+    }
+
     fn nonzero(&self, b: Bytes, f: &str) -> Result<Bytes> {
         if b.0 == 0 {
             Err(self.invalid(f, "must be more than 0 bytes"))
@@ -320,10 +334,7 @@ impl Compiler<'_> {
         priority: u8,
         rng: &mut Rng,
     ) -> Result<GroupInfo> {
-        let h = self.hosts_of(hosts, "hosts")?;
-        self.at_least_2(&h, "hosts", "a permutation")?;
-        let size = self.nonzero(size, "size")?;
-        let p = self.prio(priority)?;
+        let (h, size, p) = self.collective(hosts, size, priority, "a permutation")?;
         let dst = derangement(h.len(), rng);
         for (i, &src) in h.iter().enumerate() {
             self.push(src, h[dst[i]], Some(size), start, vec![], None, p)?;
@@ -343,10 +354,7 @@ impl Compiler<'_> {
         start: Duration,
         priority: u8,
     ) -> Result<GroupInfo> {
-        let h = self.hosts_of(hosts, "hosts")?;
-        self.at_least_2(&h, "hosts", "all-to-all")?;
-        let size = self.nonzero(size, "size")?;
-        let p = self.prio(priority)?;
+        let (h, size, p) = self.collective(hosts, size, priority, "all-to-all")?;
         self.room_for(h.len() as u128 * (h.len() as u128 - 1))?;
         // Staggered order (i sends to i+1, i+2, ...) as NCCL/MoE dispatch does.
         for k in 1..h.len() {
@@ -371,11 +379,8 @@ impl Compiler<'_> {
         start: Duration,
         priority: u8,
     ) -> Result<GroupInfo> {
-        let h = self.hosts_of(hosts, "hosts")?;
+        let (h, size, p) = self.collective(hosts, size, priority, "all-reduce")?;
         let r = h.len();
-        self.at_least_2(&h, "hosts", "all-reduce")?;
-        let size = self.nonzero(size, "size")?;
-        let p = self.prio(priority)?;
         if stride == 0 || gcd(stride as usize, r) != 1 {
             return Err(self.invalid(
                 "stride",
@@ -413,11 +418,8 @@ impl Compiler<'_> {
         start: Duration,
         priority: u8,
     ) -> Result<GroupInfo> {
-        let h = self.hosts_of(hosts, "hosts")?;
+        let (h, size, p) = self.collective(hosts, size, priority, "all-reduce")?;
         let r = h.len();
-        self.at_least_2(&h, "hosts", "all-reduce")?;
-        let size = self.nonzero(size, "size")?;
-        let p = self.prio(priority)?;
         // Reduce: leaves first (highest rank first), child -> parent once its own
         // children have arrived.
         let mut up: Vec<Option<FlowId>> = vec![None; r];
