@@ -650,6 +650,21 @@ fn a_link_taken_down_from_outside_is_detected_and_routed_around_then_restored() 
         rep.entries_changed,
         rep.routes_reprogrammed
     );
+    let [down, reroute] = rt.repair_events(&c, &rep, 7);
+    assert!(matches!(down.what, fabric_api::EventKind::LinkDown { link, .. } if link == l));
+    match reroute.what {
+        fabric_api::EventKind::Reroute {
+            switches_changed: Some(sw),
+            unreachable_pairs: Some(0),
+            repaired_ns,
+            ..
+        } => {
+            assert!(!sw.is_empty() && sw.len() <= rep.entries_changed, "{sw:?}");
+            assert_eq!(repaired_ns, (rep.reprogram_s * 1e9) as u64);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((down.seq, reroute.seq), (7, 7));
     // Every pair still has a path (a core link is redundant): all reach.
     assert_eq!(rt.reachable_pairs().len(), pairs.len());
     all_reach(&mut rt, "after the external failure");

@@ -11,6 +11,8 @@ pub struct Failure {
     /// (switch, destination leaf) entries topo changed (IPv4 and IPv6 routes follow the
     /// same entries).
     pub entries_changed: usize,
+    /// The switches whose entries changed (node ids, ascending).
+    pub switches_changed: Vec<u32>,
     /// Routes replaced or deleted through netlink.
     pub routes_reprogrammed: usize,
     /// From link down (with a `between` step: from its end) — or link up — to the last
@@ -67,6 +69,7 @@ impl RoutedTestbed {
                 ifname(link.b_port)
             ),
             entries_changed: rep.changed.len(),
+            switches_changed: switches_of(rep.changed.iter().map(|&(s, _)| s)),
             routes_reprogrammed: n,
             reprogram_s: secs(t0),
             oper_up_s: None,
@@ -141,6 +144,7 @@ impl RoutedTestbed {
         }
         let after = self.table_snapshot();
         let mut changed = 0;
+        let mut switches = Vec::new();
         let mut n = 0;
         // A host's routes went with its link (the kernel flushes routes through a link
         // set down); `topo` has no entries for them: re-install both ends.
@@ -157,6 +161,7 @@ impl RoutedTestbed {
         for (b, a) in before.iter().zip(&after) {
             if b.2 != a.2 {
                 changed += 1;
+                switches.push(a.0);
                 n += self.program(a.0, a.1)?;
             }
         }
@@ -169,9 +174,18 @@ impl RoutedTestbed {
                 ifname(link.b_port)
             ),
             entries_changed: changed,
+            switches_changed: switches_of(switches),
             routes_reprogrammed: n,
             reprogram_s: secs(t0),
             oper_up_s: carrier_s,
         })
     }
+}
+
+/// Distinct node ids, ascending.
+fn switches_of(nodes: impl IntoIterator<Item = NodeId>) -> Vec<u32> {
+    let mut v: Vec<u32> = nodes.into_iter().map(|n| n.0).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }

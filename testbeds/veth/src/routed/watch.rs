@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 
+use fabric_api::{Detector, Event, EventKind, Timestamp};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::link::{LinkFlags, LinkMessage};
 use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload};
@@ -99,6 +100,49 @@ impl RoutedTestbed {
     /// Bring link `l` back into the tables after its carrier returned by itself.
     pub fn repair_up(&mut self, l: LinkId, detected: Instant) -> Result<Failure> {
         self.reroute_back(l, detected, None)
+    }
+}
+
+impl RoutedTestbed {
+    /// The `fabric-api` events of a detected change and its repair: the link going down
+    /// (or up) as its carrier said, then the reroute — links, switches changed, host pairs
+    /// left without a route, and the time from detection to the last route re-programmed.
+    /// `seq` is the snapshot they belong to; timestamps are wall-clock.
+    pub fn repair_events(&self, change: &LinkChange, repair: &Failure, seq: u64) -> [Event; 2] {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let repaired_ns = (repair.reprogram_s * 1e9) as u64;
+        let at = |ns: u64| Timestamp::wall_ns(ns);
+        let what = if change.up {
+            EventKind::LinkUp {
+                link: change.link,
+                detected_by: Detector::Carrier,
+            }
+        } else {
+            EventKind::LinkDown {
+                link: change.link,
+                detected_by: Detector::Carrier,
+                detect_ns: None,
+            }
+        };
+        [
+            Event {
+                seq,
+                time: at(now.saturating_sub(repaired_ns)),
+                what,
+            },
+            Event {
+                seq,
+                time: at(now),
+                what: EventKind::Reroute {
+                    links: vec![change.link],
+                    switches_changed: Some(repair.switches_changed.clone()),
+                    unreachable_pairs: Some(self.unreachable_pairs().len() as u64),
+                    repaired_ns,
+                },
+            },
+        ]
     }
 }
 
