@@ -3,11 +3,13 @@
 //! current namespace — a Linux host or routers set up by other tools. One RTM_GETLINK dump
 //! per namespace per snapshot; nothing is ever written.
 //!
-//! The port map lists each namespace as a node and each interface found at
-//! [`HostTelemetry::open`] as a port, in (namespace, interface index) order; peers and
-//! links are unknown (absent) — mapping interfaces onto a fabric spec by name is not done
-//! here. An interface that disappears later reads as down with its last counters zero; one
-//! that appears later is not in the map.
+//! Without a fabric ([`HostTelemetry::open`]) the port map lists each namespace as a node
+//! and each interface found as a port, in (namespace, interface index) order, peers and
+//! links unknown. With one ([`HostTelemetry::open_mapped`]) the namespaces are the fabric's
+//! nodes by name (`PREFIX` + node name) and interface `pN` is port N: the map is the
+//! fabric's own (`FabricInfo::from_topo`, peers and links known), and a port whose
+//! namespace or interface is missing reads as down. An interface that disappears later
+//! reads as down with its counters zero; one that appears later is not in the map.
 
 use std::collections::HashMap;
 
@@ -114,6 +116,38 @@ impl HostTelemetry {
             ports,
         };
         Ok(HostTelemetry { info, targets })
+    }
+
+    /// Watch the namespaces `prefix` + node name of `fabric`, their interfaces `pN` as the
+    /// fabric's ports N. A namespace that does not exist is an error naming it.
+    pub fn open_mapped(prefix: &str, fabric: &topo::Fabric) -> Result<HostTelemetry> {
+        let present = namespaces_with_prefix(prefix)?;
+        let mut targets = Vec::new();
+        for n in 0..fabric.num_nodes() as u32 {
+            let node = topo::NodeId(n);
+            let name = format!("{prefix}{}", fabric.node_name(node));
+            if !present.contains(&name) {
+                return Err(Error::Invalid(format!(
+                    "fabric {}: node {} has no namespace {name} (expected one per node, named PREFIX + node name)",
+                    fabric.name(),
+                    fabric.node_name(node)
+                )));
+            }
+            let ports = (0..fabric.degree(node) as topo::Port)
+                .map(|p| {
+                    let i = FabricInfo::topo_port_index(fabric, node, p) as usize;
+                    (format!("p{p}"), i)
+                })
+                .collect();
+            targets.push(Target {
+                nl: Nl::open(&Netns::from_name(&name))?,
+                ports,
+            });
+        }
+        Ok(HostTelemetry {
+            info: FabricInfo::from_topo(fabric, 8),
+            targets,
+        })
     }
 
     /// The port map (send it once, before the snapshots).

@@ -161,3 +161,51 @@ fn the_netlink_client_works_from_inside_a_tokio_runtime() {
     assert!(names_a.contains(&"x0".to_string()), "{names_a:?}");
     assert!(names_b.contains(&"y0".to_string()), "{names_b:?}");
 }
+
+#[test]
+fn foreign_namespaces_named_after_a_fabric_map_onto_its_ports() {
+    if !enabled() {
+        return;
+    }
+    // Someone else's fabric: one namespace per node named PREFIX + node name, interfaces pN.
+    let f = topo::generators::leaf_spine(2, 1, 1, topo::Rate::gbps(100)).unwrap();
+    let mut tb = Testbed::new().unwrap();
+    let ns: Vec<_> = (0..f.num_nodes() as u32)
+        .map(|n| tb.add_netns(f.node_name(topo::NodeId(n))).unwrap())
+        .collect();
+    for l in f.links() {
+        tb.connect(
+            &ns[l.a.idx()],
+            &format!("p{}", l.a_port),
+            &ns[l.b.idx()],
+            &format!("p{}", l.b_port),
+        )
+        .unwrap();
+    }
+    let prefix = tb.ns_name("");
+    let h = veth::host::HostTelemetry::open_mapped(&prefix, &f).unwrap();
+    assert_eq!(h.fabric_info(), &fabric_api::FabricInfo::from_topo(&f, 8));
+    let settled = |want: &[u32]| {
+        let t = std::time::Instant::now();
+        loop {
+            let s = h.snapshot(0).unwrap();
+            s.validate(h.fabric_info()).unwrap();
+            if s.gauges.oper_down == want || t.elapsed() > std::time::Duration::from_secs(2) {
+                return s.gauges.oper_down;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    assert_eq!(settled(&[]), Vec::<u32>::new());
+    // Link 0 set down at its a end: both of its ports (0 and 1) read down.
+    let l = f.link(topo::LinkId(0));
+    Nl::open(&ns[l.a.idx()])
+        .unwrap()
+        .set_down(&format!("p{}", l.a_port))
+        .unwrap();
+    assert_eq!(settled(&[0, 1]), vec![0, 1]);
+    let e = veth::host::HostTelemetry::open_mapped("nobody-", &f)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("has no namespace nobody-"), "{e}");
+}
