@@ -16,7 +16,7 @@ cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 for run in $(seq "$runs"); do
   for mode in live frozen; do
     s="tui-cpu-$$-$run-$mode"
-    tmux new-session -d -s "$s" -x 200 -y 50 "exec $bin --replay $rec"
+    tmux new-session -d -s "$s" -x 200 -y 50 "exec $bin --replay $rec --speed 1"
     sleep 3
     pid=$(tmux display -p -t "$s" '#{pane_pid}')
     [ "$mode" = frozen ] && tmux send-keys -t "$s" Space
