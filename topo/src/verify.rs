@@ -249,32 +249,12 @@ pub fn cdg_check_petgraph(f: &Fabric, r: &Routes) -> (u64, u64, bool) {
     let slot = |n: NodeId, p: Port| f.port_off[n.idx()] as usize + p as usize;
     // bits[channel (u, port)] = the out ports of w = peer(u, port) it may wait for.
     let mut bits = vec![0u64; nslots * words];
-    for p in f.planes() {
-        for d in p.leaves() {
-            let d = NodeId(d);
-            for u in p.switches() {
-                let u = NodeId(u);
-                let e = r.entry(u, d);
-                if e == NO_ROUTE || e == LOCAL {
-                    continue;
-                }
-                for &port in r.groups().get(e) {
-                    let w = f.peer(u, port);
-                    if f.is_host(w) || w == d {
-                        continue;
-                    }
-                    let ew = r.entry(w, d);
-                    if ew == NO_ROUTE || ew == LOCAL {
-                        continue;
-                    }
-                    let base = slot(u, port) * words;
-                    for &o in r.groups().get(ew) {
-                        bits[base + o as usize / 64] |= 1 << (o % 64);
-                    }
-                }
-            }
+    for_each_dependency(f, r, |u, port, _, _, outs| {
+        let base = slot(u, port) * words;
+        for &o in outs {
+            bits[base + o as usize / 64] |= 1 << (o % 64);
         }
-    }
+    });
     let mut g = petgraph::graph::DiGraph::<(), ()>::with_capacity(nslots, 0);
     for _ in 0..nslots {
         g.add_node(());
@@ -491,25 +471,17 @@ impl Components {
 }
 
 /// Builds the channel dependency graph from the tables and checks it for cycles.
-fn cdg(f: &Fabric, r: &Routes, rep: &mut VerifyReport) {
-    // Channel id: port slot (node, port) of the *sending* end = port_off[node] + port.
-    let nslots = f.port_off[f.num_nodes()] as usize;
-    let words_of = |n: NodeId| f.degree(n).div_ceil(64);
-    // dep[slot_in at w] -> bitset over w's out ports; slot_in indexed by w's port slot.
-    let mut woff = vec![0usize; f.num_nodes() + 1];
-    for n in 0..f.num_nodes() {
-        let nn = NodeId(n as u32);
-        woff[n + 1] = woff[n]
-            + if f.is_host(nn) {
-                0
-            } else {
-                f.degree(nn) * words_of(nn)
-            };
-    }
-    let mut dep = vec![0u64; woff[f.num_nodes()]];
+/// Every channel dependency the tables create, per destination leaf: a packet on the
+/// channel `(u, port)` toward `d` arrives at `w` on `in_port` and may wait for any of `outs`,
+/// `w`'s next hops toward `d`. Called as `visit(u, port, w, in_port, outs)`; repeats are not
+/// removed (callers keep bitsets).
+fn for_each_dependency(
+    f: &Fabric,
+    r: &Routes,
+    mut visit: impl FnMut(NodeId, Port, NodeId, Port, &[Port]),
+) {
     for p in f.planes() {
-        let leaves = p.leaves();
-        for d in leaves.clone() {
+        for d in p.leaves() {
             let d = NodeId(d);
             for u in p.switches() {
                 let u = NodeId(u);
@@ -526,16 +498,37 @@ fn cdg(f: &Fabric, r: &Routes, rep: &mut VerifyReport) {
                     if ew == NO_ROUTE || ew == LOCAL {
                         continue;
                     }
-                    let in_port = f.link(f.port_link(u, port)).other(u).1 as usize;
-                    let wn = words_of(w);
-                    let base = woff[w.idx()] + in_port * wn;
-                    for &o in r.groups().get(ew) {
-                        dep[base + o as usize / 64] |= 1 << (o % 64);
-                    }
+                    let in_port = f.link(f.port_link(u, port)).other(u).1;
+                    visit(u, port, w, in_port, r.groups().get(ew));
                 }
             }
         }
     }
+}
+
+fn cdg(f: &Fabric, r: &Routes, rep: &mut VerifyReport) {
+    // Channel id: port slot (node, port) of the *sending* end = port_off[node] + port.
+    let nslots = f.port_off[f.num_nodes()] as usize;
+    let words_of = |n: NodeId| f.degree(n).div_ceil(64);
+    // dep[slot_in at w] -> bitset over w's out ports; slot_in indexed by w's port slot.
+    let mut woff = vec![0usize; f.num_nodes() + 1];
+    for n in 0..f.num_nodes() {
+        let nn = NodeId(n as u32);
+        woff[n + 1] = woff[n]
+            + if f.is_host(nn) {
+                0
+            } else {
+                f.degree(nn) * words_of(nn)
+            };
+    }
+    let mut dep = vec![0u64; woff[f.num_nodes()]];
+    for_each_dependency(f, r, |_, _, w, in_port, outs| {
+        let wn = words_of(w);
+        let base = woff[w.idx()] + in_port as usize * wn;
+        for &o in outs {
+            dep[base + o as usize / 64] |= 1 << (o % 64);
+        }
+    });
     // Kahn: channel c = (u, port) slot; edges c -> (w, o).
     let slot = |n: NodeId, p: Port| f.port_off[n.idx()] as usize + p as usize;
     let mut indeg = vec![0u32; nslots];
