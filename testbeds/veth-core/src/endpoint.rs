@@ -179,6 +179,8 @@ pub struct HostCounters {
     /// Credit grants sent (RCCC receiver).
     pub credits_sent: u64,
     pub pfc_received: u64,
+    /// PAUSE frames received per priority (a frame pausing several counts for each).
+    pub pfc_received_by_priority: [u64; 8],
     /// Frames that failed to parse (bad ICRC, truncated, ...): counted and dropped.
     pub malformed: u64,
     /// Frames for unknown flows.
@@ -357,6 +359,9 @@ impl Host {
                 Ok(Some(r)) => {
                     self.c.pfc_received += 1;
                     for prio in 0..8u8 {
+                        if r.class_enable & (1 << prio) != 0 && r.quanta[prio as usize] > 0 {
+                            self.c.pfc_received_by_priority[prio as usize] += 1;
+                        }
                         if r.class_enable & (1 << prio) != 0 {
                             self.pfc.on_frame(
                                 now,

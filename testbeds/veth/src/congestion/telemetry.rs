@@ -134,7 +134,7 @@ impl Live {
         }));
         c.pfc_tx = per_priority(&|p| col(&|_| 0, &|c| c.pauses_sent_by_priority[p]));
         c.pfc_rx = per_priority(&|p| {
-            col(&|h| if p == 0 { h.c.pfc_received } else { 0 }, &|c| {
+            col(&|h| h.c.pfc_received_by_priority[p], &|c| {
                 c.pfc_received_by_priority[p]
             })
         });

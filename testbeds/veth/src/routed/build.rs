@@ -134,8 +134,8 @@ fn host_link_in<A: LinkAddr>(
     let (hn, ln) = (&nl[h.idx()], &nl[a.leaf.idx()]);
     let mut na = 0;
     if add_addrs {
-        hn.add_addr(&hif, gw_into(addr), A::HOST_LEN)?;
-        ln.add_addr(&lif, gw_into(gw), A::HOST_LEN)?;
+        hn.add_addr(&hif, addr, A::HOST_LEN)?;
+        ln.add_addr(&lif, gw, A::HOST_LEN)?;
         na += 2;
     }
     let (hidx, lidx) = (hn.index(&hif)?, ln.index(&lif)?);
@@ -156,11 +156,6 @@ fn host_link_in<A: LinkAddr>(
     }
     ln.replace_route(A::link_route(addr, lidx))?;
     Ok((na, 2 + dsts.len()))
-}
-
-/// An address of either family as the netlink client takes it.
-fn gw_into<A: LinkAddr>(a: A) -> IpAddr {
-    a.into()
 }
 
 /// Open a host's probe sockets for `addr` inside `ns`: a non-blocking receiver on
