@@ -590,7 +590,8 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     let r = match &a.record {
         Some(out) => crate::record::record_live(run, out)?,
         None => {
-            for _ in run.snapshots() {}
+            let mut run = run;
+            run.ignore_snapshots();
             run.join()?
         }
     };

@@ -85,6 +85,20 @@ fn clean_removes_dead_runs_but_not_live_ones() {
     assert!(!netns::list_ours().contains(&l.name().to_string()));
 }
 
+/// The ports a snapshot reports down, once they equal `want` or after 2 s: the kernel's
+/// link watcher sets the operational state a moment after the link changes.
+fn settled_down(h: &veth::host::HostTelemetry, want: &[u32]) -> Vec<u32> {
+    let t = std::time::Instant::now();
+    loop {
+        let s = h.snapshot(0).unwrap();
+        s.validate(h.fabric_info()).unwrap();
+        if s.gauges.oper_down == want || t.elapsed() > std::time::Duration::from_secs(2) {
+            return s.gauges.oper_down;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn namespaces_we_did_not_make_are_watched_read_only_by_prefix() {
     if !enabled() {
@@ -99,23 +113,10 @@ fn namespaces_we_did_not_make_are_watched_read_only_by_prefix() {
     let info = h.fabric_info();
     assert_eq!(info.nodes.len(), 2);
     assert_eq!(info.ports.len(), 2, "{:?}", info.ports);
-    // The kernel's link watcher sets the operational state a moment after the link.
-    let settled = |want: &[u32]| {
-        let t = std::time::Instant::now();
-        loop {
-            let s = h.snapshot(0).unwrap();
-            s.validate(info).unwrap();
-            if s.gauges.oper_down == want || t.elapsed() > std::time::Duration::from_secs(2) {
-                return s;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    };
-    let s0 = settled(&[]);
-    assert!(s0.gauges.oper_down.is_empty(), "{:?}", s0.gauges.oper_down);
+    assert_eq!(settled_down(&h, &[]), Vec::<u32>::new());
     Nl::open(&a).unwrap().set_down("x0").unwrap();
     // The admin-down end and the end that lost its carrier.
-    assert_eq!(settled(&[0, 1]).gauges.oper_down, vec![0, 1]);
+    assert_eq!(settled_down(&h, &[0, 1]), vec![0, 1]);
     let e = veth::host::HostTelemetry::open(Some("no-such-prefix-"))
         .unwrap_err()
         .to_string();
@@ -185,25 +186,14 @@ fn foreign_namespaces_named_after_a_fabric_map_onto_its_ports() {
     let prefix = tb.ns_name("");
     let h = veth::host::HostTelemetry::open_mapped(&prefix, &f).unwrap();
     assert_eq!(h.fabric_info(), &fabric_api::FabricInfo::from_topo(&f, 8));
-    let settled = |want: &[u32]| {
-        let t = std::time::Instant::now();
-        loop {
-            let s = h.snapshot(0).unwrap();
-            s.validate(h.fabric_info()).unwrap();
-            if s.gauges.oper_down == want || t.elapsed() > std::time::Duration::from_secs(2) {
-                return s.gauges.oper_down;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    };
-    assert_eq!(settled(&[]), Vec::<u32>::new());
+    assert_eq!(settled_down(&h, &[]), Vec::<u32>::new());
     // Link 0 set down at its a end: both of its ports (0 and 1) read down.
     let l = f.link(topo::LinkId(0));
     Nl::open(&ns[l.a.idx()])
         .unwrap()
         .set_down(&format!("p{}", l.a_port))
         .unwrap();
-    assert_eq!(settled(&[0, 1]), vec![0, 1]);
+    assert_eq!(settled_down(&h, &[0, 1]), vec![0, 1]);
     let e = veth::host::HostTelemetry::open_mapped("nobody-", &f)
         .unwrap_err()
         .to_string();

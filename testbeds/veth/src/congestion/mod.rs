@@ -395,6 +395,12 @@ impl LiveRun {
         self.stop.store(true, Ordering::Relaxed);
     }
 
+    /// Nobody will read the snapshots: drop the receiver, so the run stops building them
+    /// (and none queue up).
+    pub fn ignore_snapshots(&mut self) {
+        drop(std::mem::replace(&mut self.snapshots, mpsc::channel().1));
+    }
+
     /// A handle that stops the run from elsewhere (a signal handler, another thread).
     pub fn stopper(&self) -> Stopper {
         Stopper(self.stop.clone())
@@ -447,7 +453,9 @@ pub fn spawn_with(cfg: &CongestionConfig, plan: &Workplan, stopper: Stopper) -> 
 
 /// Build the star, run `plan`, tear everything down, report.
 pub fn run_workplan(cfg: &CongestionConfig, plan: &Workplan) -> Result<CongestionReport> {
-    spawn(cfg, plan)?.join()
+    let mut run = spawn(cfg, plan)?;
+    run.ignore_snapshots();
+    run.join()
 }
 
 fn run(

@@ -78,7 +78,8 @@ pub fn star_info(cfg: &CongestionConfig) -> FabricInfo {
 pub struct Live {
     scale: TimeScale,
     name: String,
-    tx: mpsc::Sender<Snapshot>,
+    /// `None` once the reader has gone: no more snapshots are built.
+    tx: Option<mpsc::Sender<Snapshot>>,
     seq: u64,
 }
 
@@ -88,17 +89,23 @@ impl Live {
         Live {
             scale,
             name: info.name,
-            tx,
+            tx: Some(tx),
             seq: 0,
         }
     }
 
-    /// Build the snapshot at `now` (real clock of the run) and send it; a reader that has
-    /// gone away is not an error.
+    /// Build the snapshot at `now` (real clock of the run) and send it. A reader that has
+    /// gone away is not an error: from then on nothing is built, so a run nobody watches
+    /// does not pay for its telemetry in its real-time loop.
     pub fn send(&mut self, now: Instant, switch: &[PortCounters], hosts: &[Host]) {
+        if self.tx.is_none() {
+            return;
+        }
         let s = self.snapshot(now, switch, hosts);
         self.seq += 1;
-        let _ = self.tx.send(s);
+        if self.tx.as_ref().is_some_and(|tx| tx.send(s).is_err()) {
+            self.tx = None;
+        }
     }
 
     /// The snapshot at `now` from the switch's port counters and the hosts.
