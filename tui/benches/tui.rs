@@ -204,6 +204,60 @@ fn aggregate() {
             f.num_links(),
             v[v.len() / 2]
         );
+        rows_jobs(&view, agg.snapshot(g.next(&info), &view).unwrap());
+    }
+}
+
+/// The rows worker's cost for one sample (off the UI thread): a filter, a sort by
+/// another column, both; median of 20.
+fn rows_jobs(view: &FabricView, sample: fabric_tui::Sample) {
+    use fabric_tui::rows::{Job, Key, Query};
+    use fabric_tui::table::SortKey;
+    let fabric = std::sync::Arc::new(view.clone());
+    let sample = std::sync::Arc::new(sample);
+    let filter = Some("util>90 and pfc>0".parse().unwrap());
+    for (what, query) in [
+        (
+            "filter util>90 and pfc>0",
+            Query {
+                filter: filter.clone(),
+                ..Query::default()
+            },
+        ),
+        (
+            "sort by rate",
+            Query {
+                sort: SortKey::Gbps,
+                ..Query::default()
+            },
+        ),
+        (
+            "faults only, sort by PFC/s",
+            Query {
+                faults_only: true,
+                sort: SortKey::Pfc,
+                ..Query::default()
+            },
+        ),
+    ] {
+        let job = Job {
+            key: Key {
+                sample: 0,
+                query: 0,
+            },
+            fabric: fabric.clone(),
+            sample: sample.clone(),
+            query,
+        };
+        let mut v: Vec<Duration> = (0..20)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(job.run());
+                t.elapsed()
+            })
+            .collect();
+        v.sort();
+        println!("|   rows worker: {what} | {:.2?} |", v[v.len() / 2]);
     }
 }
 

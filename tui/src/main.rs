@@ -181,7 +181,8 @@ fn main() -> Result<()> {
         worker();
         let _ = done_tx.send(());
     });
-    let app = App::new(view, opts);
+    let mut app = App::new(view, opts);
+    app.set_worker(fabric_tui::rows::Worker::spawn(tx.clone()));
     let res = run_terminal(app, tx, rx, &ctl_tx);
     let _ = ctl_tx.send(Control::Stop);
     // let a recorder write its index (bounded wait: a blocked read may not notice at once)

@@ -93,8 +93,6 @@ pub fn rows(
     need: usize,
     by_util: &[u32],
 ) -> Vec<u32> {
-    let idle = LinkRates::default();
-    let rate = |id: u32| rates.get(id as usize).unwrap_or(&idle);
     let keep = |id: u32| keeps(fabric, rates, q, id);
     let unfiltered = q.filter.is_none() && !q.faults_only;
     if unfiltered && q.sort == SortKey::Util && !q.ascending && by_util.len() == fabric.links.len()
@@ -106,6 +104,15 @@ pub fn rows(
     let mut ids: Vec<u32> = (0..fabric.links.len() as u32)
         .filter(|&id| keep(id))
         .collect();
+    sort(&mut ids, rates, q, need);
+    ids
+}
+
+/// Sorts `ids` by the query's column (ties by link id); only the first `need` are
+/// ordered, the rest follow unordered.
+pub fn sort(ids: &mut [u32], rates: &[LinkRates], q: &Query<'_>, need: usize) {
+    let idle = LinkRates::default();
+    let rate = |id: u32| rates.get(id as usize).unwrap_or(&idle);
     let cmp = |a: &u32, b: &u32| {
         let (x, y) = (q.sort.value(*a, rate(*a)), q.sort.value(*b, rate(*b)));
         let o = y.total_cmp(&x);
@@ -119,11 +126,10 @@ pub fn rows(
     } else {
         ids.sort_unstable_by(cmp);
     }
-    ids
 }
 
 /// Does link `id` pass the query's filter and faults-only switch?
-fn keeps(fabric: &FabricView, rates: &[LinkRates], q: &Query<'_>, id: u32) -> bool {
+pub fn keeps(fabric: &FabricView, rates: &[LinkRates], q: &Query<'_>, id: u32) -> bool {
     let idle = LinkRates::default();
     let r = rates.get(id as usize).unwrap_or(&idle);
     (!q.faults_only || r.faulty()) && q.filter.is_none_or(|e| e.matches(fabric, id, r))

@@ -97,14 +97,7 @@ fn draw_grid(
     if cells.width == 0 || cells.height == 0 {
         return;
     }
-    let keep = |id: u32, l: &crate::LinkRates| {
-        (!app.faults_only || l.faulty())
-            && app
-                .filter
-                .expr
-                .as_ref()
-                .is_none_or(|e| e.matches(&app.fabric, id, l))
-    };
+    let keep = |id: u32, _: &crate::LinkRates| app.keeps(id);
     let bins = heatmap::bin(g, b, app.rates(), keep);
     let per_char: u32 = if t.colours() { 2 } else { 1 };
     let sc = Scale::new(cells, per_char, b);
