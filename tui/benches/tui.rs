@@ -205,6 +205,44 @@ fn aggregate() {
             v[v.len() / 2]
         );
         rows_jobs(&view, agg.snapshot(g.next(&info), &view).unwrap());
+        lookups_vs_columns(&info, &mut g);
+    }
+}
+
+/// fabric_api's two ways to get every port's rates: a lookup per port and column
+/// (`Interval::port`) against one pass per column (`Interval::deltas`), on snapshots as
+/// built in memory (dense columns) and as read back from JSON; median of 10.
+fn lookups_vs_columns(info: &FabricInfo, g: &mut Gen) {
+    let (a, b) = (g.next(info), g.next(info));
+    let json = |s: &Snapshot| match Frame::from_json_line(
+        Frame::Snapshot(s.clone()).to_json_line().as_bytes(),
+    ) {
+        Ok(Frame::Snapshot(s)) => s,
+        other => panic!("{other:?}"),
+    };
+    let (ja, jb) = (json(&a), json(&b));
+    for (what, a, b) in [("in memory", &a, &b), ("from JSON", &ja, &jb)] {
+        let iv = fabric_api::Interval::new(info, a, b).unwrap();
+        let n = info.ports.len();
+        let median = |f: &dyn Fn() -> f64| {
+            let mut v: Vec<Duration> = (0..10)
+                .map(|_| {
+                    let t = Instant::now();
+                    std::hint::black_box(f());
+                    t.elapsed()
+                })
+                .collect();
+            v.sort();
+            v[5]
+        };
+        let per_port = median(&|| (0..n).map(|i| iv.port(i).utilisation.unwrap_or(0.0)).sum());
+        let columns = median(&|| {
+            let d = iv.deltas();
+            (0..n).map(|i| d.port(i).utilisation.unwrap_or(0.0)).sum()
+        });
+        println!(
+            "|   every port's rates, {what}: per-port lookups {per_port:.2?}, one pass per column {columns:.2?} |"
+        );
     }
 }
 
