@@ -755,6 +755,15 @@ impl App {
         self.requested.is_some()
     }
 
+    /// The heat map's mask (one entry per link), `None` when every link is kept: no
+    /// filter, or its first rows have not arrived yet.
+    pub fn keep_mask(&self) -> Option<&[bool]> {
+        if self.query.keeps_all() {
+            return None;
+        }
+        self.rows.as_ref().map(|r| &r.keep[..])
+    }
+
     /// Does the filter (and the faults-only switch) keep link `id`? The heat map's mask,
     /// from the rows; every link until the first rows arrive.
     pub fn keeps(&self, id: u32) -> bool {
