@@ -232,6 +232,12 @@ impl AddressPlan {
             .map(|n| Ipv4Addr::from(u32::from(n.addr) + 1))
     }
 
+    /// Gateway (leaf) address in its IPv6 ToR prefix (`::1`).
+    pub fn gateway_v6(&self, leaf: NodeId) -> Option<Ipv6Addr> {
+        self.tor_prefix_v6(leaf)
+            .map(|n| Ipv6Addr::from(u128::from(n.addr) + 1))
+    }
+
     /// IPv4 address of a host's port in `plane` (in its leaf's prefix).
     pub fn host_v4(&self, f: &Fabric, host: NodeId, plane: u16) -> Option<Ipv4Addr> {
         let a = f.attachment(host, plane)?;
