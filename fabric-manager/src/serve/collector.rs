@@ -20,7 +20,7 @@ use super::health::DaemonHealth;
 use super::hub::Hub;
 use super::log;
 use super::routes::{RouteView, Update};
-use super::source::Source;
+use super::source::{Sample, Source};
 
 /// A command to the collector.
 #[derive(Debug)]
@@ -161,8 +161,16 @@ impl Worker {
         let t0 = Instant::now();
         let sampled = self.source.sample(elapsed, self.seq);
         let sample_ns = t0.elapsed().as_nanos() as u64;
+        let survived = self.source.take_errors();
+        if survived > 0 {
+            self.hub.counters.source_errors.inc_by(survived);
+        }
         let t = Instant::now();
-        let (snapshot, mut events) = match sampled {
+        let Sample {
+            snapshot,
+            mut events,
+            read_ns,
+        } = match sampled {
             Ok(x) => x,
             Err(e) => {
                 self.hub.counters.source_errors.inc();
@@ -187,7 +195,6 @@ impl Worker {
         all.extend(derived);
         let frame = Frame::Snapshot(snapshot);
         self.record(&all, &frame);
-        let read_ns = self.source.read_ns();
         self.hub.publish(frame, all, (sample_ns, read_ns), t);
         self.seq += 1;
     }

@@ -17,6 +17,11 @@ pub enum SourceSpec {
         /// Seed of the simulation.
         seed: u64,
     },
+    /// A routed veth testbed the daemon builds, watches, repairs and deletes (root).
+    Testbed {
+        /// Fabric spec file or preset name.
+        fabric: String,
+    },
 }
 
 /// The daemon's settings. [`Config::validate`] enforces the rules that keep it safe.
