@@ -32,6 +32,8 @@ fn start(name: &str) -> Daemon {
             "fat-tree-k4",
             "--interval",
             "100ms",
+            "--drift-interval",
+            "300ms",
             "--token-file",
             file.to_str().unwrap(),
         ],
@@ -223,11 +225,91 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     );
     assert_eq!(metric(&m, "fabric_daemon_source_errors_total"), Some(0.0));
 
-    // 4. SIGTERM: exit 0, every namespace deleted.
+    // 4. Drift: none after all that; then routes changed behind the daemon's back.
+    let drift = d.json("/api/v1/drift");
+    // 20 switches × 8 destination leaves × 2 families.
+    assert_eq!(drift["checked"], 20 * 8 * 2, "{drift}");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    let routes = d.json("/api/v1/routes/pod0-agg0");
+    let to_pod1 = routes["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["dst"] == "pod1-leaf0")
+        .unwrap_or_else(|| panic!("{routes}"));
+    let prefix = to_pod1["prefix"].as_str().unwrap().to_string();
+    let agg = topo_node(&topo, "pod0-agg0");
+    let ns_agg = ns
+        .iter()
+        .find(|n| n.ends_with(&format!("-s{}", agg - 16)))
+        .unwrap();
+    ip(&["-n", ns_agg, "route", "del", &prefix]);
+    // The periodic check (every 300 ms) sees it: health, alarm, metric.
+    d.wait_for(
+        |d| d.health()["route_drift"]["missing"] == 1,
+        Duration::from_secs(5),
+    );
+    let h = d.health();
+    assert!(
+        h["alarms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["kind"] == "route-drift"),
+        "{h}"
+    );
+    assert_eq!(h["status"], "degraded");
+    let m = d.get("/metrics").text();
+    assert!(
+        m.contains("fabric_route_drift_entries{kind=\"missing\"} 1"),
+        "{m}"
+    );
+    // A route replaced by a legacy one through a single gateway: different.
+    let core = topo_node(&topo, "core0-0");
+    let ns_core = ns
+        .iter()
+        .find(|n| n.ends_with(&format!("-s{}", core - 16)))
+        .unwrap();
+    let r = d.json("/api/v1/routes/core0-0");
+    let e = &r["routes"][0];
+    let via = e["next_hops"][0]["via"].as_str().unwrap();
+    let dst = e["prefix"].as_str().unwrap();
+    ip(&["-n", ns_core, "route", "replace", dst, "via", via]);
+    let drift = d.json("/api/v1/drift");
+    let entries = drift["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{drift}");
+    let missing = entries.iter().find(|e| e["kind"] == "missing").unwrap();
+    assert_eq!(
+        (&missing["switch"], &missing["prefix"], &missing["family"]),
+        (
+            &serde_json::json!("pod0-agg0"),
+            &serde_json::json!(prefix),
+            &serde_json::json!("V4")
+        ),
+        "{drift}"
+    );
+    let different = entries.iter().find(|e| e["kind"] == "different").unwrap();
+    assert_eq!(different["switch"], "core0-0", "{drift}");
+    assert_eq!(different["kernel_nhid"], Value::Null, "{drift}");
+
+    // 5. SIGTERM: exit 0, every namespace deleted.
     let status = d.terminate();
     assert!(status.success(), "{status:?}: {}", d.stderr());
     assert!(d.stderr().contains("namespaces deleted"), "{}", d.stderr());
     assert!(namespaces_of(&d).is_empty(), "{:?}", namespaces_of(&d));
+}
+
+/// `ip ARGS` (iproute2), as another program on the host would.
+fn ip(args: &[&str]) {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Node id of `name` in the topology JSON.

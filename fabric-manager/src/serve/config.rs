@@ -57,6 +57,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Largest request head (request line and headers).
     pub max_header_bytes: usize,
+    /// Time between two periodic route-drift checks (sources with kernel routes).
+    pub drift_interval: Duration,
 }
 
 /// Limits on the settings (what a user may ask for).
@@ -93,6 +95,7 @@ impl Config {
             request_timeout: Duration::from_secs(10),
             max_body_bytes: 64 * 1024,
             max_header_bytes: 16 * 1024,
+            drift_interval: Duration::from_secs(10),
         }
     }
 
@@ -127,6 +130,7 @@ impl Config {
         for (name, d) in [
             ("--header-timeout", self.header_timeout),
             ("--request-timeout", self.request_timeout),
+            ("--drift-interval", self.drift_interval),
         ] {
             if !(Duration::from_millis(100)..=Duration::from_secs(3600)).contains(&d) {
                 return Err(format!("{name} {d:?}: expected 100ms to 3600s"));

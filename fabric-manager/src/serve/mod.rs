@@ -83,6 +83,7 @@ pub async fn run(
         health.clone(),
         config.interval,
         config.flow_events,
+        config.drift_interval,
     );
     let exposition = metrics::Exposition::new(hub.clone(), health.clone());
     let state = http::AppState {
@@ -175,6 +176,9 @@ pub struct Args {
     /// slow client can hold before it is dropped).
     #[arg(long, default_value_t = 128 * 1024)]
     pub stream_sndbuf: usize,
+    /// Time between two checks of the kernel's routes against the tables (--testbed).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub drift_interval: Duration,
     /// Time a client has to send its request head.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub header_timeout: Duration,
@@ -249,6 +253,7 @@ impl Args {
         )
         .map_err(|e| anyhow::anyhow!("--pfcwd-*: {e}"))?;
         c.request_timeout = self.request_timeout;
+        c.drift_interval = self.drift_interval;
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)
     }

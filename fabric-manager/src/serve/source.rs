@@ -46,6 +46,12 @@ pub trait Source: Send {
     fn take_errors(&mut self) -> u64 {
         0
     }
+    /// Reads back the routes the source's data plane holds and compares them with its
+    /// tables; `None` when there is nothing to compare (the simulator forwards from the
+    /// tables themselves).
+    fn drift(&mut self) -> Option<Result<veth::routed::Drift, String>> {
+        None
+    }
     /// Fails a link (as a real failure would: the source detects and reacts on its own).
     fn fail_link(&mut self, link: LinkId) -> Result<String, String>;
     /// Restores a failed link.

@@ -273,6 +273,12 @@ impl Source for TestbedSource {
         self.watch_errors.swap(0, Ordering::Relaxed)
     }
 
+    fn drift(&mut self) -> Option<Result<veth::routed::Drift, String>> {
+        let st = lock(&self.state);
+        let rt = st.rt.as_ref()?;
+        Some(rt.drift().map_err(|e| e.to_string()))
+    }
+
     fn fail_link(&mut self, link: LinkId) -> Result<String, String> {
         self.set_link(link, false)
     }
