@@ -20,24 +20,30 @@ fn enabled() -> bool {
     }
 }
 
-fn start(name: &str) -> Daemon {
+/// A file holding [`TOKEN`].
+fn token_file(name: &str) -> std::path::PathBuf {
     let dir = common::temp_dir(&format!("{name}-token"));
     let file = dir.join("token");
     std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
-    Daemon::start(
-        name,
-        &[
-            "--testbed",
-            "--fabric",
-            "fat-tree-k4",
-            "--interval",
-            "100ms",
-            "--drift-interval",
-            "300ms",
-            "--token-file",
-            file.to_str().unwrap(),
-        ],
-    )
+    file
+}
+
+/// `fabric serve SOURCE… --fabric fat-tree-k4` with a 100 ms interval, drift checks
+/// every 300 ms and a token.
+fn start(name: &str, source: &[&str]) -> Daemon {
+    let file = token_file(name);
+    let mut args = source.to_vec();
+    args.extend_from_slice(&[
+        "--fabric",
+        "fat-tree-k4",
+        "--interval",
+        "100ms",
+        "--drift-interval",
+        "300ms",
+        "--token-file",
+        file.to_str().unwrap(),
+    ]);
+    Daemon::start(name, &args)
 }
 
 /// The daemon's namespaces (their names carry its pid).
@@ -104,7 +110,7 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     if !enabled() {
         return;
     }
-    let mut d = start("testbed");
+    let mut d = start("testbed", &["--testbed"]);
     let ns = namespaces_of(&d);
     assert_eq!(ns.len(), 36, "16 hosts + 20 switches: {ns:?}");
     let topo = d.json("/api/v1/topology");
@@ -332,4 +338,82 @@ fn link_at(d: &Daemon, switch: &str, port: u16) -> u64 {
         .unwrap_or_else(|| panic!("no fabric_link_info for {switch}:{port}"));
     let at = line.find("link=\"").unwrap() + 6;
     line[at..].split('"').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_daemon_adopts_existing_namespaces_survives_a_deleted_veth_and_leaves_them() {
+    if !enabled() {
+        return;
+    }
+    // Namespaces that exist before the daemon (as `fabric testbed up` leaves them),
+    // built by this test with legacy multipath routes.
+    let f = topo::presets::build("fat-tree-k4").unwrap();
+    let rt = veth::routed::RoutedTestbed::build_with(f, &Default::default()).unwrap();
+    let prefix = format!("{}{}-", veth::netns::PREFIX, rt.testbed().run_id());
+    let mut d = start("adopt", &["--netns-prefix", &prefix]);
+    assert!(namespaces_of(&d).is_empty(), "the daemon made none");
+    // It re-programmed every switch with next-hop groups: no drift.
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    let agg = rt.fabric().name_index()["pod1-agg1"];
+    let nh = std::process::Command::new("ip")
+        .args(["-n", rt.netns(agg).name(), "route"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&nh.stdout).contains("nhid"));
+
+    // A veth deleted behind its back: both ends vanish; the link is routed around and
+    // its ports reported down; restoring it fails with a clear error, and it survives.
+    let l = rt.fabric().port_link(agg, 2);
+    let n = event_count(&d);
+    ip(&["-n", rt.netns(agg).name(), "link", "del", "p2"]);
+    wait_reroute(&d, n, l.0 as u64);
+    d.wait_for(
+        |d| {
+            d.get("/metrics")
+                .text()
+                .contains("fabric_port_up{switch=\"pod1-agg1\",port=\"2\"} 0")
+        },
+        Duration::from_secs(3),
+    );
+    let r = post(&d, "/api/v1/links/pod1-agg1:2/restore");
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(r.text().contains("p2"), "{}", r.text());
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    assert_eq!(d.health()["unreachable_pairs"], 0);
+    assert_eq!(
+        d.json("/api/v1/telemetry")["source"]["kind"],
+        "routed-testbed"
+    );
+
+    // SIGTERM: exit 0, the adopted namespaces stay.
+    let status = d.terminate();
+    assert!(status.success(), "{status:?}: {}", d.stderr());
+    assert!(d.stderr().contains("left in place"), "{}", d.stderr());
+    assert!(rt.netns(agg).path().exists());
+    rt.teardown().unwrap();
+}
+
+#[test]
+fn a_missing_namespace_prefix_is_refused_with_the_name_it_looked_for() {
+    if !enabled() {
+        return;
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--netns-prefix",
+            "nothing-here-",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no namespace nothing-here-h0 for node host0-nic0"),
+        "{err}"
+    );
 }

@@ -22,6 +22,14 @@ pub enum SourceSpec {
         /// Fabric spec file or preset name.
         fabric: String,
     },
+    /// Existing namespaces `prefix` + `h<i>`/`s<i>` of a routed testbed of `fabric`,
+    /// programmed and watched but not owned (root).
+    Netns {
+        /// Fabric spec file or preset name (the one the namespaces were built from).
+        fabric: String,
+        /// Namespace name prefix.
+        prefix: String,
+    },
 }
 
 /// The daemon's settings. [`Config::validate`] enforces the rules that keep it safe.

@@ -128,6 +128,10 @@ pub struct Args {
     /// on link events, deleted on exit.
     #[arg(long, conflicts_with = "sim")]
     pub testbed: bool,
+    /// Program and watch the existing namespaces PREFIX + h<i>/s<i> of a routed testbed
+    /// of --fabric (root; e.g. `fab-RUNID-` from `fabric testbed up`); not deleted on exit.
+    #[arg(long, value_name = "PREFIX", conflicts_with_all = ["sim", "testbed"])]
+    pub netns_prefix: Option<String>,
     /// Fabric of the simulation or testbed: a spec file or preset name.
     #[arg(
         long,
@@ -223,7 +227,12 @@ impl Args {
     /// The configuration these options describe.
     pub fn config(&self) -> anyhow::Result<Config> {
         let scenario = self.sim.clone().filter(|s| !s.is_empty());
-        let mut c = Config::new(if self.testbed {
+        let mut c = Config::new(if let Some(prefix) = &self.netns_prefix {
+            SourceSpec::Netns {
+                fabric: self.fabric.clone(),
+                prefix: prefix.clone(),
+            }
+        } else if self.testbed {
             SourceSpec::Testbed {
                 fabric: self.fabric.clone(),
             }

@@ -74,6 +74,12 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
             let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
             Ok(Box::new(super::testbed_source::TestbedSource::open(f)?))
         }
+        SourceSpec::Netns { fabric, prefix } => {
+            let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
+            Ok(Box::new(super::testbed_source::TestbedSource::adopt(
+                f, prefix,
+            )?))
+        }
     }
 }
 

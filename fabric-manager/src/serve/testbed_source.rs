@@ -58,6 +58,16 @@ pub struct TestbedSource {
     watcher: Option<std::thread::JoinHandle<()>>,
     /// Errors of the watcher thread (read or repair), counted and logged there.
     watch_errors: Arc<AtomicU64>,
+    /// The daemon built the namespaces (and deletes them) rather than adopting them.
+    owned: bool,
+}
+
+/// How the daemon programs a testbed: next-hop objects and groups, dual stack.
+fn options() -> RoutedOptions {
+    RoutedOptions {
+        nexthop_objects: true,
+        ..RoutedOptions::default()
+    }
 }
 
 fn lock(s: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -67,15 +77,11 @@ fn lock(s: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 
 impl TestbedSource {
     /// Builds the routed testbed of `fabric` (next-hop objects, dual stack) and starts
-    /// watching its links.
+    /// watching its links; the namespaces are deleted when the source is dropped.
     pub fn open(fabric: Fabric) -> anyhow::Result<Self> {
         let name = fabric.name().to_string();
-        let opts = RoutedOptions {
-            nexthop_objects: true,
-            ..RoutedOptions::default()
-        };
         let t = Instant::now();
-        let rt = RoutedTestbed::build_with(fabric, &opts).map_err(|e| {
+        let rt = RoutedTestbed::build_with(fabric, &options()).map_err(|e| {
             anyhow::anyhow!("--testbed: building the routed testbed of {name}: {e}")
         })?;
         let st = rt.setup();
@@ -87,6 +93,26 @@ impl TestbedSource {
             st.routes,
             t.elapsed().as_secs_f64()
         ));
+        Self::start(rt, true)
+    }
+
+    /// Adopts the existing namespaces `PREFIX` + `h<i>`/`s<i>` of a routed testbed of
+    /// `fabric` (e.g. left by `fabric testbed up`), programs its switches' routes with
+    /// next-hop objects and watches its links; the namespaces are left in place when the
+    /// source is dropped.
+    pub fn adopt(fabric: Fabric, prefix: &str) -> anyhow::Result<Self> {
+        let rt = RoutedTestbed::adopt(fabric, prefix, &options())?;
+        log::info(&format!(
+            "adopted {} namespaces {prefix}*: {} routes programmed in {:.2} s",
+            rt.setup().namespaces,
+            rt.setup().routes,
+            rt.setup().total_s
+        ));
+        Self::start(rt, false)
+    }
+
+    /// Starts watching `rt`; `owned`: delete its namespaces on drop.
+    fn start(rt: RoutedTestbed, owned: bool) -> anyhow::Result<Self> {
         let watcher = rt
             .watch()
             .map_err(|e| anyhow::anyhow!("--testbed: subscribing to link events: {e}"))?;
@@ -117,6 +143,7 @@ impl TestbedSource {
             stop,
             watcher: Some(thread),
             watch_errors,
+            owned,
         })
     }
 
@@ -234,12 +261,18 @@ impl Drop for TestbedSource {
         if let Some(t) = self.watcher.take() {
             let _ = t.join();
         }
-        if let Some(rt) = lock(&self.state).rt.take() {
-            let id = rt.testbed().run_id().to_string();
-            match rt.teardown() {
-                Ok(()) => log::info(&format!("testbed {id}: namespaces deleted")),
-                Err(e) => log::warn(&format!("testbed {id}: teardown: {e}")),
-            }
+        let Some(rt) = lock(&self.state).rt.take() else {
+            return;
+        };
+        if !self.owned {
+            drop(rt);
+            log::info("adopted namespaces left in place");
+            return;
+        }
+        let id = rt.testbed().run_id().to_string();
+        match rt.teardown() {
+            Ok(()) => log::info(&format!("testbed {id}: namespaces deleted")),
+            Err(e) => log::warn(&format!("testbed {id}: teardown: {e}")),
         }
     }
 }

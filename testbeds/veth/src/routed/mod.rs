@@ -73,7 +73,7 @@ use probe::*;
 use program::*;
 
 pub use addr::{entry_hops, entry_hops6};
-pub use build::{RoutedOptions, SetupStats};
+pub use build::{RoutedOptions, SetupStats, node_role};
 pub use drift::{Drift, DriftEntry, DriftKind};
 pub use failover::Failure;
 pub use probe::{Blast, Lane, ProbeRound, Spread};
