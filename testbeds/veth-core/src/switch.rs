@@ -3,7 +3,11 @@
 //! feeds it from AF_PACKET sockets; unit tests feed it directly.
 //!
 //! Model (one output-queued shared-buffer switch, as in the DCQCN paper's testbed):
-//! - forwarding by destination IPv4 address (a host table: address → port);
+//! - forwarding by destination IPv4 address (a host table: address → one port or an
+//!   ECMP group); in a group the switch hashes (source, destination, UDP source port)
+//!   with its own salt: a sender that keeps its UDP source port (RoCEv2's entropy
+//!   value) per flow gets per-flow ECMP, one that changes it per packet is sprayed;
+//!   ports that are down ([`Switch::set_port_up`]) are left out of every group;
 //! - per egress port, 8 priority queues served in strict priority (7 highest); the
 //!   priority is the DSCP class selector (`dscp >> 3`: data DSCP 26 → 3, CNP/ACK DSCP 48 → 6);
 //! - each egress port is paced at its link rate: a frame occupies the port for
@@ -59,14 +63,44 @@ pub struct SwitchConfig {
     pub pfc_priorities: u8,
     /// Trimming of data frames (None: off).
     pub trim: Option<TrimPolicy>,
-    /// Destination address → egress port.
-    pub routes: HashMap<Ipv4Addr, usize>,
+    /// Destination address → egress ports (one port, or an ECMP group).
+    pub routes: HashMap<Ipv4Addr, Vec<usize>>,
+    /// Salt of the ECMP hash; give every switch of a fabric its own, or all switches
+    /// would make the same choice for a flow (hash polarisation).
+    pub ecmp_salt: u64,
     /// Destination MAC to write on frames leaving each port (the attached host), if any.
     pub next_hop_macs: Vec<Option<Mac>>,
     /// Seed of the RNG for ECN decisions.
     pub seed: u64,
     /// Depth of each port's pacing token bucket (see [`Switch::poll_transmit`]).
     pub pacing_burst: Duration,
+}
+
+impl SwitchConfig {
+    /// A switch with these ports, rate, buffer and routes; no ECN, PFC or trimming, PFC
+    /// priority 3 when PFC is set, no MAC rewrite, no pacing burst, seed 1, salt 0.
+    pub fn new(
+        port_macs: Vec<Mac>,
+        link_rate: Rate,
+        buffer: Bytes,
+        routes: HashMap<Ipv4Addr, Vec<usize>>,
+    ) -> SwitchConfig {
+        let n = port_macs.len();
+        SwitchConfig {
+            port_macs,
+            link_rate,
+            buffer,
+            ecn: None,
+            pfc: None,
+            pfc_priorities: 1 << 3,
+            trim: None,
+            routes,
+            ecmp_salt: 0,
+            next_hop_macs: vec![None; n],
+            seed: 1,
+            pacing_burst: Duration::ZERO,
+        }
+    }
 }
 
 /// Counters of one port. `rx_*` count frames arriving on the port, `tx_*` frames
@@ -108,6 +142,9 @@ pub struct PortCounters {
     pub malformed: u64,
     /// Frames with no route (counted and dropped).
     pub unroutable: u64,
+    /// Frames lost because this port went down while they were queued on it (a link
+    /// failure loses what was on its way out).
+    pub link_down_drops: u64,
 }
 
 #[derive(Debug)]
@@ -126,6 +163,7 @@ struct Port {
     pfc_in: Option<PfcIngress>,
     pfc_out: PfcEgress,
     paused_since: Option<Instant>,
+    up: bool,
     c: PortCounters,
 }
 
@@ -140,9 +178,34 @@ pub struct Switch {
     pub max_buffer_used: u64,
 }
 
-/// Parse what the switch needs from an IPv4 frame: destination, DSCP, whether it is a
-/// RoCE data packet (trimmable). `None` if malformed.
-fn classify(frame: &[u8]) -> Option<(Ipv4Addr, u8, bool)> {
+/// What the switch reads from an IPv4 frame.
+struct Class {
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    dscp: u8,
+    /// UDP source port (RoCEv2's entropy value); 0 for other protocols.
+    entropy: u16,
+    /// A RoCE data packet (trimmable).
+    data: bool,
+}
+
+/// The ECMP hash of a frame (splitmix64 of source, destination, entropy and the switch's
+/// salt): the same inputs always choose the same member of a group.
+pub fn ecmp_hash(src: Ipv4Addr, dst: Ipv4Addr, entropy: u16, salt: u64) -> u64 {
+    let mut z = (u64::from(u32::from(src)) << 32 | u64::from(u32::from(dst)))
+        ^ (u64::from(entropy)).rotate_left(17)
+        ^ salt;
+    for _ in 0..2 {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+    }
+    z
+}
+
+/// Parse what the switch needs from an IPv4 frame; `None` if malformed.
+fn classify(frame: &[u8]) -> Option<Class> {
     let e = ethernet::checked(frame).ok()?;
     if ethernet::ethertype(&e) != ETHERTYPE_IPV4 {
         return None;
@@ -151,12 +214,19 @@ fn classify(frame: &[u8]) -> Option<(Ipv4Addr, u8, bool)> {
     if !ip.verify_checksum() {
         return None;
     }
-    let data = u8::from(ip.next_header()) == ipv4::PROTO_UDP
-        && udp::checked(ip.payload()).ok().is_some_and(|u| {
-            u.dst_port() == udp::ROCEV2_PORT
-                && u.payload().first() == Some(&ib::opcode::RC_SEND_ONLY)
-        });
-    Some((ip.dst_addr(), ip.dscp(), data))
+    let u = (u8::from(ip.next_header()) == ipv4::PROTO_UDP)
+        .then(|| udp::checked(ip.payload()).ok())
+        .flatten();
+    let data = u.as_ref().is_some_and(|u| {
+        u.dst_port() == udp::ROCEV2_PORT && u.payload().first() == Some(&ib::opcode::RC_SEND_ONLY)
+    });
+    Some(Class {
+        src: ip.src_addr(),
+        dst: ip.dst_addr(),
+        dscp: ip.dscp(),
+        entropy: u.map_or(0, |u| u.src_port()),
+        data,
+    })
 }
 
 impl Switch {
@@ -170,6 +240,7 @@ impl Switch {
                 pfc_in: cfg.pfc.map(PfcIngress::new),
                 pfc_out: PfcEgress::new(cfg.link_rate),
                 paused_since: None,
+                up: true,
                 c: PortCounters::default(),
             })
             .collect();
@@ -211,6 +282,73 @@ impl Switch {
         p.control.push_back(frame.to_vec());
     }
 
+    /// The egress port of a frame: its route's only port, or the ECMP hash's pick among
+    /// the group's ports that are up. `None`: no route, or every port of it down.
+    fn route(&self, cl: &Class) -> Option<usize> {
+        let group = self.cfg.routes.get(&cl.dst)?;
+        let n = self.ports.len();
+        let live = |&&p: &&usize| p < n && self.ports[p].up;
+        let k = group.iter().filter(live).count();
+        if k == 0 {
+            return None;
+        }
+        let h = ecmp_hash(cl.src, cl.dst, cl.entropy, self.cfg.ecmp_salt);
+        group
+            .iter()
+            .filter(live)
+            .nth((h % k as u64) as usize)
+            .copied()
+    }
+
+    /// Replace the routing table (a re-route after a failure; frames already queued
+    /// stay where they are).
+    pub fn set_routes(&mut self, routes: HashMap<Ipv4Addr, Vec<usize>>) {
+        self.cfg.routes = routes;
+    }
+
+    /// The routing table.
+    pub fn routes(&self) -> &HashMap<Ipv4Addr, Vec<usize>> {
+        &self.cfg.routes
+    }
+
+    /// Whether `port` is up.
+    pub fn port_up(&self, port: usize) -> bool {
+        self.ports[port].up
+    }
+
+    /// Take `port` down (its link failed) or bring it back. Down, it leaves every ECMP
+    /// group at once (the local repair a switch does on loss of signal), the frames
+    /// queued on it are lost (counted in [`PortCounters::link_down_drops`], their buffer
+    /// and PFC ingress bytes released) and frames routed only through it are unroutable.
+    pub fn set_port_up(&mut self, now: Instant, port: usize, up: bool) {
+        self.ports[port].up = up;
+        if up {
+            return;
+        }
+        let lost: Vec<Queued> = self.ports[port]
+            .queues
+            .iter_mut()
+            .flat_map(|q| q.drain(..))
+            .collect();
+        let p = &mut self.ports[port];
+        p.queue_bytes = [0; PRIORITIES];
+        p.c.queue_bytes = 0;
+        p.control.clear();
+        p.paused_since = None;
+        p.c.link_down_drops += lost.len() as u64;
+        for q in lost {
+            let len = q.frame.len() as u64;
+            self.used -= len;
+            let resume = self.ports[q.in_port]
+                .pfc_in
+                .as_mut()
+                .and_then(|pi| pi.on_dequeue(now, q.prio, Bytes(len)));
+            if let Some(f) = resume {
+                self.pfc_frame(q.in_port, f);
+            }
+        }
+    }
+
     /// A frame arrived on `in_port` at `now`.
     pub fn on_frame(&mut self, now: Instant, in_port: usize, mut frame: Vec<u8>) {
         let len = frame.len() as u64;
@@ -247,18 +385,15 @@ impl Switch {
             }
             return;
         }
-        let Some((dst, dscp, is_data)) = classify(&frame) else {
+        let Some(cl) = classify(&frame) else {
             self.ports[in_port].c.malformed += 1;
             return;
         };
-        let Some(&out) = self.cfg.routes.get(&dst) else {
+        let (dscp, is_data) = (cl.dscp, cl.data);
+        let Some(out) = self.route(&cl) else {
             self.ports[in_port].c.unroutable += 1;
             return;
         };
-        if out >= self.ports.len() {
-            self.ports[in_port].c.unroutable += 1;
-            return;
-        }
         let mut prio = (dscp >> 3) & 7;
         // Trimming: cut the payload, keep the headers, send at the control priority.
         if is_data && let Some(t) = self.cfg.trim {
@@ -322,6 +457,9 @@ impl Switch {
     /// The next frame `port` may send at `now`: PFC frames first, then the highest
     /// non-paused priority, if the port's pacer allows.
     pub fn poll_transmit(&mut self, now: Instant, port: usize) -> Option<Vec<u8>> {
+        if !self.ports[port].up {
+            return None;
+        }
         if let Some(f) = self.ports[port].control.pop_front() {
             let p = &mut self.ports[port];
             p.c.tx_packets += 1;
@@ -405,7 +543,7 @@ impl Switch {
     pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
         let mut t: Option<Instant> = None;
         let mut upd = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
-        for p in &self.ports {
+        for p in self.ports.iter().filter(|p| p.up) {
             if !p.control.is_empty() {
                 upd(now);
             }
@@ -449,55 +587,24 @@ fn trim_frame(frame: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::ib::{BthRepr, DEFAULT_PKEY, opcode};
     use crate::wire::roce;
 
     fn data_frame(dst: Ipv4Addr, payload: usize, ecn: Ecn) -> Vec<u8> {
-        let r = roce::Repr {
-            eth_dst: [2, 0, 0, 0, 0, 1],
-            eth_src: [2, 0, 0, 0, 0, 2],
-            ip_src: Ipv4Addr::new(10, 0, 0, 9),
-            ip_dst: dst,
-            dscp: 26,
-            ecn,
-            ttl: 64,
-            ident: 0,
-            udp_src: 1000,
-            bth: BthRepr {
-                opcode: opcode::RC_SEND_ONLY,
-                solicited: false,
-                pad_count: 0,
-                pkey: DEFAULT_PKEY,
-                dest_qp: 1,
-                ack_req: false,
-                psn: 0,
-            },
-            aeth: None,
-            payload_len: payload,
-        };
-        let mut b = vec![0u8; r.buffer_len()];
-        r.emit(&mut b, &vec![0u8; payload]);
-        b
+        let mut r = roce::Repr::send_only(Ipv4Addr::new(10, 0, 0, 9), dst, 1000, payload);
+        r.ecn = ecn;
+        r.to_frame()
     }
 
     fn cfg(ports: usize) -> SwitchConfig {
-        let mut routes = HashMap::new();
-        for i in 0..ports {
-            routes.insert(Ipv4Addr::new(10, 0, 0, i as u8 + 1), i);
-        }
-        SwitchConfig {
-            port_macs: (0..ports).map(|i| [2, 0xaa, 0, 0, 0, i as u8]).collect(),
-            link_rate: Rate::gbps(1),
-            buffer: Bytes(100_000),
-            ecn: None,
-            pfc: None,
-            pfc_priorities: 1 << 3,
-            trim: None,
+        let routes = (0..ports)
+            .map(|i| (Ipv4Addr::new(10, 0, 0, i as u8 + 1), vec![i]))
+            .collect();
+        SwitchConfig::new(
+            (0..ports).map(|i| [2, 0xaa, 0, 0, 0, i as u8]).collect(),
+            Rate::gbps(1),
+            Bytes(100_000),
             routes,
-            next_hop_macs: vec![None; ports],
-            seed: 1,
-            pacing_burst: Duration::ZERO,
-        }
+        )
     }
 
     fn t(us: u64) -> Instant {
