@@ -233,3 +233,62 @@ fn pfc_pauses_spread_to_a_victim_that_shares_no_bottleneck_and_it_recovers() {
         "victim after the incast: veth {after:.1}, sim {sim_after:.1} Gb/s"
     );
 }
+
+/// Bytes sent by the ports of `switch` toward `peer` (veth report).
+fn tx_bytes(r: &CongestionReport, switch: &str, peer: &str) -> u64 {
+    r.port_names
+        .iter()
+        .zip(&r.ports)
+        .filter(|(n, _)| n.switch == switch && n.peer == peer)
+        .map(|(_, c)| c.tx_bytes)
+        .sum()
+}
+
+#[test]
+fn a_failed_uplink_moves_every_flow_to_the_surviving_spine() {
+    if !enabled() {
+        return;
+    }
+    let _g = serial();
+    let cfg = CongestionConfig::on(LEAF_SPINE);
+    let plan = scenario_plan("veth-fabric-link-failure.toml", 8);
+    let f = cfg.topology.fabric(cfg.virtual_rate).unwrap().unwrap();
+    let name = |n: u32| f.node_name(NodeId(n)).to_string();
+    assert_eq!(
+        (f.tier(NodeId(9)), f.tier(NodeId(10))),
+        (1, 2),
+        "the scenario's node ids"
+    );
+    let r = run(&cfg, &plan);
+    print_ports(&r);
+    let s = twin::run_sim(&cfg, &plan, None).unwrap();
+    let c = report::compare::compare(&s.outcome(), &r.outcome()).unwrap();
+    eprintln!(
+        "agreement (veth / sim): median FCT {:.2}×, last FCT {:.2}×; veth lost {} on the link + {} unroutable, sim {} (failure) + {} (no route)",
+        c.median_ratio(),
+        c.last_ratio(),
+        r.link_down_drops,
+        r.unroutable,
+        s.totals.drops_failure,
+        s.totals.drops_noroute
+    );
+    assert!(r.all_completed, "every flow recovers and completes");
+    assert_eq!(c.a_fct.finished, 4, "sim: every flow completes");
+    // No loss but the failure's own: buffers, sockets and veths lost nothing.
+    assert_eq!((r.switch_drops, r.kernel_drops, r.veth_drops), (0, 0, 0));
+    // After the failure everything crosses spine 1: it carried most of the 16 MB.
+    let (l1, s0, s1) = (name(9), name(10), name(11));
+    let via_s1 = tx_bytes(&r, &l1, &s1);
+    let via_s0 = tx_bytes(&r, &l1, &s0);
+    eprintln!("leaf1 -> spine0 {via_s0} B, -> spine1 {via_s1} B");
+    assert!(
+        via_s1 > 12_000_000 && via_s0 < 4_000_000,
+        "spine0 {via_s0} B, spine1 {via_s1} B"
+    );
+    // Both runs finish within a factor of 2 of each other.
+    assert!(
+        (0.5..2.0).contains(&c.last_ratio()),
+        "last FCT veth/sim {:.2}",
+        c.last_ratio()
+    );
+}

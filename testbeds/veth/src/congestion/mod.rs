@@ -261,6 +261,8 @@ pub struct CongestionReport {
     pub veth_drops: u64,
     /// Frames lost on links that failed during the run (queued on a port that went down).
     pub link_down_drops: u64,
+    /// Frames a switch had no (live) route for: after a link failure, until the re-route.
+    pub unroutable: u64,
     pub ecn_marks: u64,
     pub pauses_sent: u64,
     pub pfc_frames_received_by_hosts: u64,
@@ -282,9 +284,13 @@ impl CongestionReport {
             && self.hosts_max_late_us <= MAX_FAITHFUL_LATE_US
     }
 
-    /// All drops: switch buffer, kernel sockets, veths, failed links.
+    /// All drops: switch buffer, kernel sockets, veths, failed links, no route.
     pub fn total_drops(&self) -> u64 {
-        self.switch_drops + self.kernel_drops + self.veth_drops + self.link_down_drops
+        self.switch_drops
+            + self.kernel_drops
+            + self.veth_drops
+            + self.link_down_drops
+            + self.unroutable
     }
 
     /// Per-flow mean throughput (Gb/s virtual) over samples `[from_us, to_us)`.

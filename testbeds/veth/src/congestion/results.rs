@@ -56,6 +56,7 @@ pub(super) fn assemble(
         flows,
         switch_drops: sum(|p| p.drops),
         link_down_drops: sum(|p| p.link_down_drops),
+        unroutable: sum(|p| p.unroutable),
         ecn_marks: sum(|p| p.ecn_marks),
         pauses_sent: sum(|p| p.pauses_sent),
         malformed: sum(|p| p.malformed) + h.hosts.iter().map(|x| x.c.malformed).sum::<u64>(),
