@@ -30,6 +30,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
+use cc_algos::pfcwd::{QueueSample, QueueWatch, Verdict, WatchdogConfig};
 use cc_algos::{
     Bytes, Duration, Instant, PfcConfig, PfcEgress, PfcIngress, Rate, RedEcn, TrimDecision,
     TrimPolicy,
@@ -74,6 +75,10 @@ pub struct SwitchConfig {
     pub seed: u64,
     /// Depth of each port's pacing token bucket (see [`Switch::poll_transmit`]).
     pub pacing_burst: Duration,
+    /// PFC watchdog on every egress queue of the PFC priorities (None: off): the
+    /// `cc_algos::pfcwd` logic the daemon runs, polled every `detection / 4` of the
+    /// switch's (real) time.
+    pub pfcwd: Option<WatchdogConfig>,
 }
 
 impl SwitchConfig {
@@ -99,6 +104,7 @@ impl SwitchConfig {
             next_hop_macs: vec![None; n],
             seed: 1,
             pacing_burst: Duration::ZERO,
+            pfcwd: None,
         }
     }
 }
@@ -145,6 +151,12 @@ pub struct PortCounters {
     /// Frames lost because this port went down while they were queued on it (a link
     /// failure loses what was on its way out).
     pub link_down_drops: u64,
+    /// PFC storms the watchdog detected on this port's egress queues.
+    pub pfcwd_storms: u64,
+    /// Storms it restored.
+    pub pfcwd_restored: u64,
+    /// Frames the watchdog discarded (queued, or arriving, for a stormed queue).
+    pub pfcwd_drops: u64,
 }
 
 #[derive(Debug)]
@@ -164,6 +176,9 @@ struct Port {
     pfc_out: PfcEgress,
     paused_since: Option<Instant>,
     up: bool,
+    /// Data frames sent per priority (the watchdog's transmit counter).
+    tx_by_prio: [u64; PRIORITIES],
+    watch: [QueueWatch; PRIORITIES],
     c: PortCounters,
 }
 
@@ -174,6 +189,8 @@ pub struct Switch {
     ports: Vec<Port>,
     used: u64,
     rng: ChaCha8Rng,
+    /// Next watchdog poll.
+    wd_next: Instant,
     /// Peak shared-buffer occupancy.
     pub max_buffer_used: u64,
 }
@@ -241,6 +258,8 @@ impl Switch {
                 pfc_out: PfcEgress::new(cfg.link_rate),
                 paused_since: None,
                 up: true,
+                tx_by_prio: [0; PRIORITIES],
+                watch: Default::default(),
                 c: PortCounters::default(),
             })
             .collect();
@@ -250,6 +269,7 @@ impl Switch {
             ports,
             used: 0,
             rng,
+            wd_next: Instant::ZERO,
             max_buffer_used: 0,
         }
     }
@@ -325,20 +345,30 @@ impl Switch {
         if up {
             return;
         }
+        let lost = self.discard(now, port, None);
+        let p = &mut self.ports[port];
+        p.control.clear();
+        p.paused_since = None;
+        p.c.link_down_drops += lost;
+    }
+
+    /// Empty `port`'s queue of priority `prio` (all of them with `None`), releasing the
+    /// frames' buffer and PFC ingress bytes; how many were discarded.
+    fn discard(&mut self, now: Instant, port: usize, prio: Option<usize>) -> u64 {
         let lost: Vec<Queued> = self.ports[port]
             .queues
             .iter_mut()
-            .flat_map(|q| q.drain(..))
+            .enumerate()
+            .filter(|(q, _)| prio.is_none_or(|p| p == *q))
+            .flat_map(|(_, q)| q.drain(..))
             .collect();
-        let p = &mut self.ports[port];
-        p.queue_bytes = [0; PRIORITIES];
-        p.c.queue_bytes = 0;
-        p.control.clear();
-        p.paused_since = None;
-        p.c.link_down_drops += lost.len() as u64;
+        let n = lost.len() as u64;
         for q in lost {
             let len = q.frame.len() as u64;
             self.used -= len;
+            let p = &mut self.ports[port];
+            p.queue_bytes[q.prio as usize] -= len;
+            p.c.queue_bytes -= len;
             let resume = self.ports[q.in_port]
                 .pfc_in
                 .as_mut()
@@ -347,6 +377,64 @@ impl Switch {
                 self.pfc_frame(q.in_port, f);
             }
         }
+        n
+    }
+
+    /// The PFC watchdog's poll, when due: feed every PFC queue's sample to its
+    /// [`QueueWatch`]; a storm detected under `drop` discards the queue and (under
+    /// `drop` or `forward`) lifts the pause the peer keeps sending.
+    fn watchdog(&mut self, now: Instant) {
+        let Some(cfg) = self.cfg.pfcwd else {
+            return;
+        };
+        if now < self.wd_next {
+            return;
+        }
+        self.wd_next = now + Duration::picos(cfg.detection.as_picos() / 4);
+        for port in 0..self.ports.len() {
+            for prio in 0..PRIORITIES {
+                if self.cfg.pfc_priorities & (1 << prio) == 0 {
+                    continue;
+                }
+                let p = &mut self.ports[port];
+                let sample = QueueSample {
+                    paused: p.pfc_out.is_paused(now, prio as u8),
+                    queued_packets: p.queues[prio].len() as u64,
+                    tx_packets: p.tx_by_prio[prio],
+                    pfc_rx: p.c.pfc_received_by_priority[prio],
+                };
+                match p.watch[prio].on_sample(&cfg, now, sample) {
+                    Verdict::StormDetected => {
+                        p.c.pfcwd_storms += 1;
+                        if p.watch[prio].ignore_pause(&cfg) {
+                            let resume = cc_algos::PfcFrame {
+                                priority: prio as u8,
+                                quanta: 0,
+                            };
+                            p.pfc_out.on_frame(now, resume);
+                        }
+                        if p.watch[prio].drop_packets(&cfg) {
+                            let n = self.discard(now, port, Some(prio));
+                            self.ports[port].c.pfcwd_drops += n;
+                        }
+                    }
+                    Verdict::StormRestored { .. } => p.c.pfcwd_restored += 1,
+                    Verdict::None => {}
+                }
+            }
+        }
+    }
+
+    /// Whether the watchdog holds `port`'s priority `prio` stormed with `what` applying.
+    fn stormed(
+        &self,
+        port: usize,
+        prio: usize,
+        what: fn(&QueueWatch, &WatchdogConfig) -> bool,
+    ) -> bool {
+        self.cfg
+            .pfcwd
+            .is_some_and(|c| what(&self.ports[port].watch[prio], &c))
     }
 
     /// A frame arrived on `in_port` at `now`.
@@ -364,13 +452,16 @@ impl Switch {
         {
             match pfc::Repr::from_frame(&frame) {
                 Ok(Some(r)) => {
+                    let ignored: Vec<bool> = (0..PRIORITIES)
+                        .map(|prio| self.stormed(in_port, prio, QueueWatch::ignore_pause))
+                        .collect();
                     let port = &mut self.ports[in_port];
                     port.c.pfc_received += 1;
                     for prio in 0..PRIORITIES {
                         if r.class_enable & (1 << prio) != 0 && r.quanta[prio] > 0 {
                             port.c.pfc_received_by_priority[prio] += 1;
                         }
-                        if r.class_enable & (1 << prio) != 0 {
+                        if r.class_enable & (1 << prio) != 0 && !ignored[prio] {
                             port.pfc_out.on_frame(
                                 now,
                                 cc_algos::PfcFrame {
@@ -405,6 +496,10 @@ impl Switch {
             }
         }
         let len = frame.len() as u64;
+        if self.stormed(out, prio as usize, QueueWatch::drop_packets) {
+            self.ports[out].c.pfcwd_drops += 1;
+            return;
+        }
         if self.used + len > self.cfg.buffer.0 {
             self.ports[out].c.drops += 1;
             return;
@@ -500,6 +595,7 @@ impl Switch {
         p.c.queue_bytes -= len;
         p.c.tx_packets += 1;
         p.c.tx_bytes += len;
+        p.tx_by_prio[prio] += 1;
         // Pace: the port is busy for the frame's serialisation time. A loop that wakes
         // late may catch up by at most `pacing_burst` (a token bucket of that depth),
         // so OS wake-up latency does not lower the link rate.
@@ -519,6 +615,7 @@ impl Switch {
 
     /// PFC refresh timers; call at [`Switch::next_wakeup`].
     pub fn on_timeout(&mut self, now: Instant) {
+        self.watchdog(now);
         for port in 0..self.ports.len() {
             loop {
                 let f = match self.ports[port].pfc_in.as_mut() {
@@ -543,6 +640,9 @@ impl Switch {
     pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
         let mut t: Option<Instant> = None;
         let mut upd = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
+        if self.cfg.pfcwd.is_some() {
+            upd(self.wd_next);
+        }
         for p in self.ports.iter().filter(|p| p.up) {
             if !p.control.is_empty() {
                 upd(now);
@@ -759,6 +859,46 @@ mod tests {
         let (r, payload) = roce::Repr::parse(&f).expect("a valid RoCE frame (ICRC recomputed)");
         assert!(payload.is_empty());
         assert_eq!(r.dscp >> 3, 3, "DSCP unchanged, only the queue differs");
+    }
+
+    #[test]
+    fn the_watchdog_breaks_a_storm_after_its_detection_time() {
+        let mut c = cfg(2);
+        c.pfc = Some(PfcConfig::new(Bytes(50_000), Bytes(20_000), 0xffff, Rate::gbps(1)).unwrap());
+        c.pfcwd = Some(
+            WatchdogConfig::new(
+                Duration::millis(100),
+                Duration::millis(200),
+                cc_algos::pfcwd::Action::Drop,
+            )
+            .unwrap(),
+        );
+        let mut s = Switch::new(c);
+        let dst = Ipv4Addr::new(10, 0, 0, 2);
+        let pause = pfc::Repr::single(3, 0xffff).to_frame([2, 0, 0, 0, 0, 7]);
+        let ms = |m: u64| t(m * 1000);
+        // The peer of port 1 pauses priority 3 every 10 ms and never stops.
+        for m in (0..=150).step_by(10) {
+            s.on_frame(ms(m), 1, pause.to_vec());
+            s.on_frame(ms(m), 0, data_frame(dst, 1000, Ecn::Ect0));
+            s.on_timeout(ms(m));
+            assert!(s.poll_transmit(ms(m), 1).is_none(), "paused at {m} ms");
+            if s.counters(1).pfcwd_storms > 0 {
+                break;
+            }
+        }
+        let c1 = s.counters(1).clone();
+        assert_eq!(c1.pfcwd_storms, 1, "detected: {c1:?}");
+        assert!(
+            c1.pfcwd_drops > 0 && c1.queue_bytes == 0,
+            "the stormed queue is dropped"
+        );
+        assert_eq!(s.buffer_used(), 0);
+        // Stormed: arrivals are dropped and further PAUSE frames are ignored.
+        s.on_frame(ms(160), 1, pause.to_vec());
+        s.on_frame(ms(160), 0, data_frame(dst, 1000, Ecn::Ect0));
+        assert_eq!(s.counters(1).pfcwd_drops, c1.pfcwd_drops + 1);
+        assert!(!s.has_pending(1));
     }
 
     proptest::proptest! {

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
-use cc_algos::{Bytes, CcKind, Duration, PfcConfig, Rate, RedEcn, TrimPolicy};
+use cc_algos::{Bytes, CcKind, Duration, Instant, PfcConfig, Rate, RedEcn, TrimPolicy};
 use fabric_api::{FabricInfo, Snapshot};
 use report::outcome::{FabricCounts, FlowOutcome, RunOutcome};
 
@@ -51,6 +51,10 @@ pub struct CongestionConfig {
     pub hosts: usize,
     /// Star or multi-switch fabric.
     pub topology: fabric::Topology,
+    /// A host whose NIC never stops pausing its switch port (a PFC storm), if any.
+    pub storm: Option<StormConfig>,
+    /// The PFC watchdog on every switch (`cc_algos::pfcwd`, real time; None: off).
+    pub pfcwd: Option<cc_algos::pfcwd::WatchdogConfig>,
     /// Real rate of every link (what the engine paces at).
     pub link_rate: Rate,
     /// The rate the congestion control believes the links have; `virtual / link_rate`
@@ -106,6 +110,8 @@ impl CongestionConfig {
         CongestionConfig {
             hosts,
             topology: fabric::Topology::Star,
+            storm: None,
+            pfcwd: None,
             link_rate,
             virtual_rate: Rate::gbps(100),
             payload: 4096,
@@ -197,6 +203,29 @@ impl CongestionConfig {
     }
 }
 
+/// A PFC storm: host `host`'s NIC sends its switch port a PAUSE of `priority` with the
+/// longest quanta every `every` (real time) from `at` (virtual time) on, forever.
+#[derive(Debug, Clone, Copy)]
+pub struct StormConfig {
+    pub host: usize,
+    pub at: Duration,
+    pub priority: u8,
+    pub every: Duration,
+}
+
+impl StormConfig {
+    /// Host `host` storms priority 0 (the scenarios' default class) from `at`, a PAUSE
+    /// every 5 ms of real time (its quanta last 33 ms at 1 Gb/s).
+    pub fn new(host: usize, at: Duration) -> StormConfig {
+        StormConfig {
+            host,
+            at,
+            priority: 0,
+            every: Duration::millis(5),
+        }
+    }
+}
+
 /// Per-flow results (virtual time).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FlowResult {
@@ -263,6 +292,12 @@ pub struct CongestionReport {
     pub link_down_drops: u64,
     /// Frames a switch had no (live) route for: after a link failure, until the re-route.
     pub unroutable: u64,
+    /// Frames the PFC watchdog discarded (for a stormed queue).
+    pub pfcwd_drops: u64,
+    /// Storms the watchdog detected, all ports.
+    pub pfcwd_storms: u64,
+    /// PAUSE frames the storming host sent.
+    pub storm_pauses: u64,
     pub ecn_marks: u64,
     pub pauses_sent: u64,
     pub pfc_frames_received_by_hosts: u64,
@@ -284,13 +319,14 @@ impl CongestionReport {
             && self.hosts_max_late_us <= MAX_FAITHFUL_LATE_US
     }
 
-    /// All drops: switch buffer, kernel sockets, veths, failed links, no route.
+    /// All drops: switch buffer, kernel sockets, veths, failed links, no route, watchdog.
     pub fn total_drops(&self) -> u64 {
         self.switch_drops
             + self.kernel_drops
             + self.veth_drops
             + self.link_down_drops
             + self.unroutable
+            + self.pfcwd_drops
     }
 
     /// Per-flow mean throughput (Gb/s virtual) over samples `[from_us, to_us)`.
@@ -373,6 +409,14 @@ pub fn check(cfg: &CongestionConfig, plan: &Workplan) -> Result<()> {
                 f.id, f.priority
             )));
         }
+    }
+    if let Some(s) = cfg.storm
+        && s.host >= cfg.hosts
+    {
+        return Err(Error::Invalid(format!(
+            "storm host {} does not exist: the testbed has {} hosts",
+            s.host, cfg.hosts
+        )));
     }
     if !cfg.payload.is_multiple_of(4) || cfg.payload < 16 || cfg.payload > 8192 {
         return Err(Error::Invalid(format!(
@@ -495,7 +539,10 @@ fn run(
     info: FabricInfo,
 ) -> Result<CongestionReport> {
     let built = fabric::build(cfg, plan, scale)?;
-    let hosts = star::hosts(cfg, plan, &built.host_links, scale)?;
+    let mut hosts = star::hosts(cfg, plan, &built.host_links, scale)?;
+    if let Some(s) = cfg.storm {
+        hosts[s.host].storm(scale.to_real(Instant::ZERO + s.at), s.every, s.priority);
+    }
     let live = telemetry::Live::new(info, scale, snapshots);
     let (star_tb, sockets, port_names) = (built.tb, built.sockets, built.port_names);
     let mut ran = loops::run(

@@ -109,6 +109,7 @@ pub fn switch_config(
     c.next_hop_macs = next_hop_macs;
     c.seed = cfg.seed;
     c.pacing_burst = cfg.switch_pacing_burst;
+    c.pfcwd = cfg.pfcwd;
     c
 }
 
