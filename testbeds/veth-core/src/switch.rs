@@ -452,16 +452,17 @@ impl Switch {
         {
             match pfc::Repr::from_frame(&frame) {
                 Ok(Some(r)) => {
-                    let ignored: Vec<bool> = (0..PRIORITIES)
-                        .map(|prio| self.stormed(in_port, prio, QueueWatch::ignore_pause))
-                        .collect();
+                    // Priorities whose PAUSE frames the watchdog ignores (bit mask).
+                    let ignored: u8 = (0..PRIORITIES)
+                        .filter(|&prio| self.stormed(in_port, prio, QueueWatch::ignore_pause))
+                        .fold(0, |m, prio| m | 1 << prio);
                     let port = &mut self.ports[in_port];
                     port.c.pfc_received += 1;
                     for prio in 0..PRIORITIES {
                         if r.class_enable & (1 << prio) != 0 && r.quanta[prio] > 0 {
                             port.c.pfc_received_by_priority[prio] += 1;
                         }
-                        if r.class_enable & (1 << prio) != 0 && !ignored[prio] {
+                        if r.class_enable & (1 << prio) != 0 && ignored & (1 << prio) == 0 {
                             port.pfc_out.on_frame(
                                 now,
                                 cc_algos::PfcFrame {
