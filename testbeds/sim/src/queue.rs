@@ -68,6 +68,15 @@ pub trait EventQueue {
     /// Put back the event [`Self::pop`] just returned, in the same place (its time and
     /// sequence number are kept, so the order of events does not change).
     fn unpop(&mut self, ev: Ev);
+    /// Probably the next event [`Self::pop`] returns, if that is cheap to tell (a hint
+    /// for prefetching its state: an event pushed meanwhile may come first).
+    fn peek_hint(&self) -> Option<Ev> {
+        None
+    }
+    /// Probably the event after [`Self::peek_hint`]'s (a hint, as that one).
+    fn peek_hint2(&self) -> Option<Ev> {
+        None
+    }
     /// Number of pending events.
     fn len(&self) -> usize;
     /// No pending events.
@@ -367,6 +376,25 @@ impl EventQueue for CalendarQueue {
     fn unpop(&mut self, ev: Ev) {
         self.len += 1;
         self.place(ev);
+    }
+
+    #[inline]
+    fn peek_hint(&self) -> Option<Ev> {
+        if self.cur_sorted {
+            self.buckets[self.cur].last().copied()
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn peek_hint2(&self) -> Option<Ev> {
+        let b = &self.buckets[self.cur];
+        if self.cur_sorted && b.len() >= 2 {
+            Some(b[b.len() - 2])
+        } else {
+            None
+        }
     }
 
     fn len(&self) -> usize {

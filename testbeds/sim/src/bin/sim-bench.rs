@@ -214,6 +214,9 @@ fn main() {
             peak_rss_mb(),
             sim::digest::digest(r),
         );
-        eprintln!("events by kind: {:?}", r.run.events_by_kind);
+        eprintln!(
+            "events by kind: {:?}; peak packets in flight: {}",
+            r.run.events_by_kind, r.run.peak_packets
+        );
     }
 }

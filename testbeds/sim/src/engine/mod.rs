@@ -148,6 +148,21 @@ impl Fifo {
 
 const NIL: u32 = u32::MAX;
 
+/// Ask the CPU to bring `x`'s cache line in (a hint: no effect on results).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 only hints the cache hierarchy; it never faults and reads no
+    // value, and SSE is part of the x86_64 baseline. `x` is a valid reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (x as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
     /// Next packet in the same queue.
@@ -673,6 +688,18 @@ impl<Q: EventQueue> Sim<Q> {
                 return RunState::Running;
             }
             debug_assert!(ev.t >= self.now);
+            // Two events ahead, the packet an arrival reads; one ahead (its packet
+            // asked for one event earlier), the receiving port's counters.
+            if let Some(next) = self.q.peek_hint2() {
+                self.prefetch_for(next);
+            }
+            if let Some(next) = self.q.peek_hint()
+                && next.kind() == EV_ARRIVE
+                && let Some(p) = self.pkts.get(next.id() as usize)
+                && let Some(c) = self.pc.get(p.port as usize)
+            {
+                prefetch(&c.rx_bytes);
+            }
             self.now = ev.t;
             self.events += 1;
             self.by_kind[ev.kind() as usize] += 1;
@@ -691,6 +718,26 @@ impl<Q: EventQueue> Sim<Q> {
             }
         }
         self.finish_run()
+    }
+
+    /// Start loading the state the next event will need while this one is handled: at
+    /// 8,192 hosts the packet an arrival reads is out of every cache most of the time.
+    #[inline]
+    fn prefetch_for(&self, next: super::queue::Ev) {
+        let id = next.id() as usize;
+        match next.kind() {
+            EV_ARRIVE => {
+                if let Some(p) = self.pkts.get(id) {
+                    prefetch(p);
+                }
+            }
+            EV_TXDONE => {
+                if let Some(p) = self.port.get(id) {
+                    prefetch(p);
+                }
+            }
+            _ => {}
+        }
     }
 
     fn dispatch(&mut self, ev: super::queue::Ev) {
