@@ -7,8 +7,8 @@
 //! ```text
 //! sim-bench                      # the anchor workload (k=16 fat-tree, 1024 hosts)
 //! sim-bench --k 8 --k 16 --k 32  # scaling table
-//! sim-bench --queue heap         # compare event queues (calendar: adaptive width,
-//!                                # the default; fixed: 1,024 ps buckets; heap)
+//! sim-bench --queue heap         # compare event queues (calendar: 1,024 ps buckets,
+//!                                # the default; adaptive: adaptive width; heap)
 //! ```
 //! Prints simulated/wall time, the CPU time of setup and of the event loop apart,
 //! events per CPU second and CPU per event, peak memory (VmHWM), FCT figures and the
@@ -98,7 +98,7 @@ fn parse_args() -> Result<Opts, String> {
             "--seed" => o.seed = val()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "-h" | "--help" => {
                 println!(
-                    "sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue calendar|fixed|heap] [--size 2MB] [--stop-us N] [--seed N]"
+                    "sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue calendar|adaptive|heap] [--size 2MB] [--stop-us N] [--seed N]"
                 );
                 std::process::exit(0);
             }
@@ -179,8 +179,8 @@ fn main() {
         let res = match o.queue.as_str() {
             "heap" => run_one(k, &o, HeapQueue::default()),
             "calendar" => run_one(k, &o, CalendarQueue::for_sim()),
-            "fixed" => run_one(k, &o, CalendarQueue::new(10, 4096)),
-            q => Err(format!("unknown queue {q} (calendar, fixed or heap)")),
+            "adaptive" => run_one(k, &o, CalendarQueue::adaptive(10, 4096)),
+            q => Err(format!("unknown queue {q} (calendar, adaptive or heap)")),
         };
         let m = match res {
             Ok(x) => x,
