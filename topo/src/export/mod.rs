@@ -195,14 +195,43 @@ pub struct Routed<'a> {
 }
 
 /// Writes one format of a routed fabric into `sink` (file names in the module table).
+/// Several formats: [`export_many`] computes the ECMP weights once for all of them.
 pub fn export<S: Sink>(r: &Routed<'_>, format: Format, sink: &mut S) -> Result<(), ExportError> {
+    export_many(r, &[format], sink)
+}
+
+/// Writes `formats` of a routed fabric into `sink`, in that order, with the
+/// weighted-ECMP weights ([`crate::wcmp::Weights`]) computed once if any of them
+/// writes IP routes.
+pub fn export_many<S: Sink>(
+    r: &Routed<'_>,
+    formats: &[Format],
+    sink: &mut S,
+) -> Result<(), ExportError> {
+    let wt = if formats.iter().any(|f| f.needs_ip() && *f != Format::FrrBgp) {
+        formats::weights(r)
+    } else {
+        None
+    };
+    for &format in formats {
+        export_with(r, wt.as_ref(), format, sink)?;
+    }
+    Ok(())
+}
+
+fn export_with<S: Sink>(
+    r: &Routed<'_>,
+    wt: Option<&crate::wcmp::Weights>,
+    format: Format,
+    sink: &mut S,
+) -> Result<(), ExportError> {
     match format {
-        Format::Json => formats::export_json(r, sink),
-        Format::IpBatch => formats::export_ip(r, sink),
-        Format::IpNhg => formats::export_ip_nhg(r, sink),
+        Format::Json => formats::export_json(r, wt, sink),
+        Format::IpBatch => formats::export_ip(r, wt, sink),
+        Format::IpNhg => formats::export_ip_nhg(r, wt, sink),
         Format::FrrBgp => formats::export_frr_bgp(r, sink),
-        Format::FrrStatic => formats::export_frr_static(r, sink),
-        Format::Sonic => formats::export_sonic(r, sink),
+        Format::FrrStatic => formats::export_frr_static(r, wt, sink),
+        Format::Sonic => formats::export_sonic(r, wt, sink),
         Format::Opensm => export_opensm(r, sink),
         Format::Dot | Format::Slurm => export_topology(r.fabric, format, sink),
     }
