@@ -143,8 +143,10 @@ impl std::fmt::Display for Format {
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// Writing an output failed.
+    /// (The cause is in the message and not also a `source`, so a chain printer such as
+    /// anyhow's `{:#}` says it once.)
     #[error("writing export: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// An IB plane has more nodes than one subnet has unicast LIDs.
     #[error(
         "plane {plane} needs {needed} LIDs but one InfiniBand subnet has only 49151 unicast LIDs \
@@ -168,6 +170,12 @@ pub enum ExportError {
     /// The format needs routing tables; use the routing exporter.
     #[error("format `{0}` exports routing tables; it needs a routed fabric")]
     NeedsRoutes(Format),
+}
+
+impl From<std::io::Error> for ExportError {
+    fn from(e: std::io::Error) -> Self {
+        ExportError::Io(e)
+    }
 }
 
 /// Writes a topology-only format ([`Format::Dot`] or [`Format::Slurm`]).
@@ -267,4 +275,30 @@ pub fn export_opensm<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Export
         })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An I/O cause is said once, whether the error is printed alone or as a chain.
+    #[test]
+    fn io_cause_is_printed_once() {
+        let e = ExportError::from(std::io::Error::other("disk full"));
+        assert_eq!(e.to_string(), "writing export: disk full");
+        assert!(std::error::Error::source(&e).is_none());
+        let chain = anyhow_like(&e);
+        assert_eq!(chain.matches("disk full").count(), 1, "{chain}");
+    }
+
+    /// What a chain printer writes: the error, then each source after `: `.
+    fn anyhow_like(e: &dyn std::error::Error) -> String {
+        let mut s = e.to_string();
+        let mut cur = e.source();
+        while let Some(c) = cur {
+            s += &format!(": {c}");
+            cur = c.source();
+        }
+        s
+    }
 }
