@@ -264,10 +264,11 @@ pub(crate) fn write_formats(
         addr: &c.addr,
         tables: c.tables(),
     };
-    for &fmt in formats {
-        export::export(&routed, fmt, sink)
-            .with_context(|| format!("exporting {fmt} to {}", out.display()))?;
-    }
+    let list: Vec<Format> = formats.iter().copied().collect();
+    export::export_many(&routed, &list, sink).with_context(|| {
+        let names: Vec<&str> = list.iter().map(|f| f.name()).collect();
+        format!("exporting {} to {}", names.join(","), out.display())
+    })?;
     if !c.failures.is_empty() && !sink.single {
         // The tables were made for a failed fabric: name every failed link and switch
         // beside them, one per line, as `--fail` accepts them.

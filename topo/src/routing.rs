@@ -606,10 +606,23 @@ impl Routes {
     /// its plane, in leaf order.
     #[inline]
     pub fn row_entries(&self, switch: NodeId) -> &[u32] {
+        &self.entries[self.row_range(switch)]
+    }
+
+    /// Where a switch's row lies in `entries` and `dist`.
+    #[inline]
+    fn row_range(&self, switch: NodeId) -> std::ops::Range<usize> {
         let si = (switch.0 - self.nh) as usize;
         let pl = self.sw_plane[si] as usize;
         let r = self.sw_row[si] as usize;
-        &self.entries[r..r + self.plane_leaves[pl] as usize]
+        r..r + self.plane_leaves[pl] as usize
+    }
+
+    /// Hops from `switch` to every leaf of its plane along the tables, in leaf order
+    /// (the row of [`Self::row_entries`]); `u8::MAX` where there is no route.
+    #[inline]
+    pub fn row_distances(&self, switch: NodeId) -> &[u8] {
+        &self.dist[self.row_range(switch)]
     }
 
     /// Hops from `switch` to destination leaf `leaf` along the tables (`None`: no route).

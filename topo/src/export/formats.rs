@@ -100,7 +100,7 @@ impl PortText {
 
 /// The capacity weights of ECMP tables with unequal next hops (`None`: all equal,
 /// or single-path tables).
-pub(super) fn weights(r: &Routed<'_>) -> Option<Weights> {
+pub fn weights(r: &Routed<'_>) -> Option<Weights> {
     match r.tables {
         Tables::Ecmp(routes) => {
             let w = Weights::compute(r.fabric, routes);
@@ -145,9 +145,12 @@ fn dual_stack<W: Write>(
 
 /// `ip/<switch>.batch` for every switch (lines as [`ipbatch::write_route`] and
 /// [`ipbatch::write_onlink_route`] write them): the IPv4 routes, then IPv6.
-pub fn export_ip<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportError> {
+pub fn export_ip<S: Sink>(
+    r: &Routed<'_>,
+    wt: Option<&Weights>,
+    sink: &mut S,
+) -> Result<(), ExportError> {
     let f = r.fabric;
-    let wt = weights(r);
     let (mut line, mut tail) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
     for s in f.switches() {
         let path = format!("ip/{}.batch", f.node_name(s));
@@ -156,7 +159,7 @@ pub fn export_ip<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportErro
             let n = count_routes(r, s)?;
             ipbatch::write_header(w, f.node_name(s), n, n)?;
             let bufs = (&mut line, &mut tail);
-            dual_stack(r, wt.as_ref(), s, w, bufs, |route, hops, fam, out| {
+            dual_stack(r, wt, s, w, bufs, |route, hops, fam, out| {
                 out.extend_from_slice(b"route replace ");
                 prefix(out, route, fam);
                 out.extend_from_slice(b" proto static");
@@ -202,9 +205,12 @@ pub const NHG_GROUP_BASE6: u32 = 1_000_000;
 /// G`. Objects are written just before their first use. With next-hop objects
 /// the kernel moves flows off a next hop whose link goes down at once, which
 /// legacy multipath routes do not do (NOTES.md, measured on veth).
-pub fn export_ip_nhg<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportError> {
+pub fn export_ip_nhg<S: Sink>(
+    r: &Routed<'_>,
+    wt: Option<&Weights>,
+    sink: &mut S,
+) -> Result<(), ExportError> {
     let f = r.fabric;
-    let wt = weights(r);
     let (mut line, mut tail) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
     type Key = (Fam, Vec<(u16, u32)>);
     let mut groups: std::collections::HashMap<Key, u32> = std::collections::HashMap::new();
@@ -224,7 +230,7 @@ pub fn export_ip_nhg<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Export
                 n = count_routes(r, s)?
             )?;
             let bufs = (&mut line, &mut tail);
-            dual_stack(r, wt.as_ref(), s, w, bufs, |route, hops, fam, out| {
+            dual_stack(r, wt, s, w, bufs, |route, hops, fam, out| {
                 if route.local {
                     out.extend_from_slice(b"route replace ");
                     prefix(out, route, fam);
@@ -304,9 +310,12 @@ pub fn export_ip_nhg<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Export
 /// `sonic/<switch>.json` for every switch (entries as `sonic::SonicWriter`
 /// writes them: a `weight` list only where the next hops are unequal), IPv4
 /// entries then IPv6.
-pub fn export_sonic<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportError> {
+pub fn export_sonic<S: Sink>(
+    r: &Routed<'_>,
+    wt: Option<&Weights>,
+    sink: &mut S,
+) -> Result<(), ExportError> {
     let f = r.fabric;
-    let wt = weights(r);
     let (mut line, mut tail) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
     for s in f.switches() {
         let path = format!("sonic/{}.json", f.node_name(s));
@@ -315,7 +324,7 @@ pub fn export_sonic<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportE
             let mut first = true;
             w.write_all(b"[")?;
             let bufs = (&mut line, &mut tail);
-            dual_stack(r, wt.as_ref(), s, w, bufs, |route, hops, fam, out| {
+            dual_stack(r, wt, s, w, bufs, |route, hops, fam, out| {
                 out.extend_from_slice(if first { b"\n" } else { b",\n" });
                 first = false;
                 out.extend_from_slice(b"  {\n    \"ROUTE_TABLE:");
@@ -460,9 +469,12 @@ pub fn export_frr_bgp<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Expor
 /// IFNAME` toward a directly attached host), then the same as `ipv6 route`.
 /// FRR static routes have no weights: a file whose table is weighted says so in
 /// a comment and points to the formats that carry them.
-pub fn export_frr_static<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportError> {
+pub fn export_frr_static<S: Sink>(
+    r: &Routed<'_>,
+    wt: Option<&Weights>,
+    sink: &mut S,
+) -> Result<(), ExportError> {
     let f = r.fabric;
-    let wt = weights(r);
     let (mut line, mut tail) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
     for s in f.switches() {
         let path = format!("frr/static/{}.conf", f.node_name(s));
@@ -472,7 +484,7 @@ pub fn export_frr_static<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Ex
             frr::write_preamble(w, &rt, "static routes")?;
             let mut weighted = 0usize;
             let bufs = (&mut line, &mut tail);
-            dual_stack(r, wt.as_ref(), s, w, bufs, |route, hops, fam, out| {
+            dual_stack(r, wt, s, w, bufs, |route, hops, fam, out| {
                 let cmd: &[u8] = match fam {
                     Fam::V4 => {
                         weighted +=
@@ -509,9 +521,12 @@ pub fn export_frr_static<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Ex
 }
 
 /// `routes.json`: the documented schema `fabric-routes/v1`.
-pub fn export_json<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportError> {
+pub fn export_json<S: Sink>(
+    r: &Routed<'_>,
+    wt: Option<&Weights>,
+    sink: &mut S,
+) -> Result<(), ExportError> {
     let f = r.fabric;
-    let wt = weights(r);
     sink::with_file(sink, "routes.json", |w| {
         w.write_all(b"{\n  \"schema\": \"fabric-routes/v1\",\n  \"fabric\": ")?;
         json::write_str(w, f.name())?;
@@ -525,7 +540,7 @@ pub fn export_json<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportEr
         let mut line = Vec::with_capacity(4096);
         for (i, s) in f.switches().enumerate() {
             w.write_all(if i == 0 { b"\n" } else { b",\n" })?;
-            write_json_switch(w, r, wt.as_ref(), s, &mut line)?;
+            write_json_switch(w, r, wt, s, &mut line)?;
         }
         w.write_all(b"\n  ]\n}\n")?;
         Ok(())

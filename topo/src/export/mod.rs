@@ -143,8 +143,10 @@ impl std::fmt::Display for Format {
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// Writing an output failed.
+    /// (The cause is in the message and not also a `source`, so a chain printer such as
+    /// anyhow's `{:#}` says it once.)
     #[error("writing export: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// An IB plane has more nodes than one subnet has unicast LIDs.
     #[error(
         "plane {plane} needs {needed} LIDs but one InfiniBand subnet has only 49151 unicast LIDs \
@@ -168,6 +170,12 @@ pub enum ExportError {
     /// The format needs routing tables; use the routing exporter.
     #[error("format `{0}` exports routing tables; it needs a routed fabric")]
     NeedsRoutes(Format),
+}
+
+impl From<std::io::Error> for ExportError {
+    fn from(e: std::io::Error) -> Self {
+        ExportError::Io(e)
+    }
 }
 
 /// Writes a topology-only format ([`Format::Dot`] or [`Format::Slurm`]).
@@ -195,14 +203,43 @@ pub struct Routed<'a> {
 }
 
 /// Writes one format of a routed fabric into `sink` (file names in the module table).
+/// Several formats: [`export_many`] computes the ECMP weights once for all of them.
 pub fn export<S: Sink>(r: &Routed<'_>, format: Format, sink: &mut S) -> Result<(), ExportError> {
+    export_many(r, &[format], sink)
+}
+
+/// Writes `formats` of a routed fabric into `sink`, in that order, with the
+/// weighted-ECMP weights ([`crate::wcmp::Weights`]) computed once if any of them
+/// writes IP routes.
+pub fn export_many<S: Sink>(
+    r: &Routed<'_>,
+    formats: &[Format],
+    sink: &mut S,
+) -> Result<(), ExportError> {
+    let wt = if formats.iter().any(|f| f.needs_ip() && *f != Format::FrrBgp) {
+        formats::weights(r)
+    } else {
+        None
+    };
+    for &format in formats {
+        export_with(r, wt.as_ref(), format, sink)?;
+    }
+    Ok(())
+}
+
+fn export_with<S: Sink>(
+    r: &Routed<'_>,
+    wt: Option<&crate::wcmp::Weights>,
+    format: Format,
+    sink: &mut S,
+) -> Result<(), ExportError> {
     match format {
-        Format::Json => formats::export_json(r, sink),
-        Format::IpBatch => formats::export_ip(r, sink),
-        Format::IpNhg => formats::export_ip_nhg(r, sink),
+        Format::Json => formats::export_json(r, wt, sink),
+        Format::IpBatch => formats::export_ip(r, wt, sink),
+        Format::IpNhg => formats::export_ip_nhg(r, wt, sink),
         Format::FrrBgp => formats::export_frr_bgp(r, sink),
-        Format::FrrStatic => formats::export_frr_static(r, sink),
-        Format::Sonic => formats::export_sonic(r, sink),
+        Format::FrrStatic => formats::export_frr_static(r, wt, sink),
+        Format::Sonic => formats::export_sonic(r, wt, sink),
         Format::Opensm => export_opensm(r, sink),
         Format::Dot | Format::Slurm => export_topology(r.fabric, format, sink),
     }
@@ -238,4 +275,30 @@ pub fn export_opensm<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Export
         })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An I/O cause is said once, whether the error is printed alone or as a chain.
+    #[test]
+    fn io_cause_is_printed_once() {
+        let e = ExportError::from(std::io::Error::other("disk full"));
+        assert_eq!(e.to_string(), "writing export: disk full");
+        assert!(std::error::Error::source(&e).is_none());
+        let chain = anyhow_like(&e);
+        assert_eq!(chain.matches("disk full").count(), 1, "{chain}");
+    }
+
+    /// What a chain printer writes: the error, then each source after `: `.
+    fn anyhow_like(e: &dyn std::error::Error) -> String {
+        let mut s = e.to_string();
+        let mut cur = e.source();
+        while let Some(c) = cur {
+            s += &format!(": {c}");
+            cur = c.source();
+        }
+        s
+    }
 }

@@ -166,11 +166,35 @@ impl Format {
     }
 }
 
+/// A field path as a user reads it: serde_path_to_error's `?` segments (a place it
+/// could not name, inside an enum or a map key) left out.
+fn clean_path(path: &str) -> String {
+    let mut out = String::new();
+    for seg in path.split('.') {
+        let seg = seg.trim_start_matches('?');
+        if seg.is_empty() {
+            continue;
+        }
+        if !out.is_empty() && !seg.starts_with('[') {
+            out.push('.');
+        }
+        out.push_str(seg);
+    }
+    out
+}
+
 fn parse_err(origin: &str, path: String, msg: String) -> Error {
-    let msg = msg
-        .strip_prefix(&format!("{path}: "))
-        .map(str::to_string)
-        .unwrap_or(msg);
+    let path = clean_path(&path);
+    // A deserializer may prefix its own (possibly shorter) path: say the place once.
+    let msg = match msg.split_once(": ") {
+        Some((p, rest))
+            if !p.contains(' ')
+                && (p == "." || path.starts_with(&clean_path(p)) || p.contains('?')) =>
+        {
+            rest.to_string()
+        }
+        _ => msg,
+    };
     let path = if path.is_empty() || path == "." {
         "(top level)".to_string()
     } else {
@@ -249,6 +273,23 @@ leaf = {{ radix = {leaf_radix}, down = 32, up = 32 }}
 spine = {{ radix = 64 }}
 "#
         )
+    }
+
+    #[test]
+    fn error_paths_have_no_question_marks_and_say_the_place_once() {
+        assert_eq!(clean_path("planes[0].?.radix"), "planes[0].radix");
+        assert_eq!(clean_path("?"), "");
+        assert_eq!(clean_path("?.planes[1]"), "planes[1]");
+        let yaml = "name: x\nplanes:\n  - leaf: {radix: 64, down: 32, up: 32}\n    spine: {radix: 64}\n    hosts: 3\n";
+        let e = Spec::parse(yaml, Format::Yaml, "a.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("a.yaml: planes[0].hosts: unknown field `hosts`"),
+            "{e}"
+        );
+        assert_eq!(e.matches("planes[0]").count(), 1, "{e}");
+        assert!(!e.contains('?'), "{e}");
     }
 
     #[test]
