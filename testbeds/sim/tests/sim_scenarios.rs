@@ -2,25 +2,12 @@
 //! (Run optimised in CI: `cargo test -p testbeds --profile ci --test sim_scenarios`.)
 
 use cc_algos::{Bytes, Duration, Instant, Rate, RedEcn};
-use scenario::{CompileCtx, Scenario, Workplan};
-use sim::net::{Net, NetBuilder, Router, StaticRoutes};
+use sim::net::{NetBuilder, Router, StaticRoutes};
 use sim::queue::CalendarQueue;
 use sim::{LbScheme, Sim, SimConfig, SimResults};
 
-fn plan(toml: &str, hosts: u32) -> Workplan {
-    Scenario::from_toml_str(toml, "test.toml")
-        .unwrap()
-        .compile(&CompileCtx::new(hosts, Rate::gbps(100), 1))
-        .unwrap()
-}
-
-fn run(net: Net, cfg: SimConfig, p: &Workplan) -> SimResults {
-    Sim::from_net(net, cfg, p).unwrap().run()
-}
-
-fn star(n: u32) -> Net {
-    NetBuilder::star(n, Rate::gbps(100), Duration::nanos(500))
-}
+mod common;
+use common::{plan, run, star};
 
 #[test]
 fn single_flow_idle_path() {
