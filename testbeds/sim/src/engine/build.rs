@@ -81,6 +81,9 @@ pub(super) fn host_states(net: &Net, cfg: &SimConfig) -> Result<Vec<HostState>, 
     let mut hosts: Vec<HostState> = (0..net.hosts)
         .map(|_| HostState {
             rx_timer: u64::MAX,
+            // No wake-up pending (0 would read as "one is pending" and a paced
+            // sender's first wake-up would never be scheduled).
+            wake_at: u64::MAX,
             ..HostState::default()
         })
         .collect();
