@@ -103,7 +103,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
 
     let t = Instant::now();
-    let c = input(Computed::new(&f, args.engine, failures));
+    let c = input(Computed::for_formats(
+        &f,
+        args.engine,
+        failures,
+        formats.iter(),
+    ));
     let w = c.routes.width_stats();
     println!(
         "  routing   {}: {} entries, ECMP width min {} / mean {:.2} / max {}, {} next-hop groups{}  [{}]",

@@ -212,11 +212,28 @@ pub(crate) struct Computed {
 
 impl Computed {
     /// Routes `f` after `failures` (already resolved: an input error is the caller's).
+    #[cfg(test)]
     pub fn new(f: &Fabric, engine: Engine, failures: Failures) -> anyhow::Result<Self> {
+        Self::for_formats(f, engine, failures, Format::ALL.iter())
+    }
+
+    /// [`Self::new`] with the address plan `formats` need: without IPv4 when none of
+    /// them writes IP addresses, so an InfiniBand-only export of a fabric too large for
+    /// the IPv4 blocks (a k=256 fat-tree) does not fail on them.
+    pub fn for_formats<'a>(
+        f: &Fabric,
+        engine: Engine,
+        failures: Failures,
+        mut formats: impl Iterator<Item = &'a Format>,
+    ) -> anyhow::Result<Self> {
         let mut routes = Routes::compute(f);
         let reroute = (!failures.is_empty()).then(|| routes.fail_links(f, &failures.links));
         let lft = (engine == Engine::SinglePath).then(|| Lft::compute(f, &routes));
-        let addr = AddressPlan::new(f)?;
+        let addr = if formats.any(|f| f.needs_ip()) {
+            AddressPlan::new(f)?
+        } else {
+            AddressPlan::without_ipv4(f)?
+        };
         Ok(Self {
             routes,
             lft,
@@ -278,7 +295,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let fabric = input(args.fabric.load());
     let mut sink = input(sink_for(&args.out, &formats));
     let failures = input(args.fail.resolve(&fabric));
-    let computed = input(Computed::new(&fabric, args.engine, failures));
+    let computed = input(Computed::for_formats(
+        &fabric,
+        args.engine,
+        failures,
+        formats.iter(),
+    ));
     if let Some(rep) = &computed.reroute {
         println!("failures: {}", computed.failures.summary(&fabric));
         println!(

@@ -116,6 +116,11 @@ pub struct RunArgs {
     /// Hosts in the star (default: as many as the scenario uses).
     #[arg(long)]
     pub hosts: Option<usize>,
+    /// The testbed's shape: `star` (one userspace switch), `leaf-spine:LxSxH` (e.g.
+    /// `leaf-spine:2x2x4`) or `fat-tree:K` (e.g. `fat-tree:4`): every switch a userspace
+    /// switch with `topo`'s ECMP tables, PFC and ECN per hop, all served by one loop.
+    #[arg(long, default_value = "star")]
+    pub topology: veth::congestion::fabric::Topology,
     /// Real link rate the engine paces at, in Mb/s.
     #[arg(long, default_value_t = 1000)]
     pub link_mbps: u64,
@@ -540,28 +545,36 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     let used = |hosts: u32| -> anyhow::Result<_> {
         Ok(scenario.compile(&CompileCtx::new(hosts, virtual_rate, 1))?)
     };
-    let hosts = match a.hosts {
-        Some(h) if h > MAX_STAR_HOSTS => bail!(
-            "--hosts {h}: the congestion testbed builds one namespace per host and runs them all from one core; at most {MAX_STAR_HOSTS} hosts"
+    let hosts = match (a.topology.hosts(), a.hosts) {
+        (Some(n), Some(h)) if h != n => bail!(
+            "--hosts {h} --topology {}: the topology has {n} hosts; leave --hosts out",
+            a.topology
         ),
-        Some(h) => h,
-        None if scenario.uses_every_host() => bail!(
-            "{}: a workload uses `all` hosts, so the scenario does not say how many namespaces to build: give --hosts N (2..={MAX_STAR_HOSTS})",
-            a.scenario.display()
-        ),
-        None => {
-            // The scenario names its hosts: learn how many it uses.
-            let p = used(MAX_STAR_HOSTS as u32)?;
-            p.flows
-                .iter()
-                .map(|f| f.src.max(f.dst) as usize + 1)
-                .max()
-                .unwrap_or(2)
-                .max(2)
-        }
+        (Some(n), _) => n,
+        (None, h) => match h {
+            Some(h) if h > MAX_STAR_HOSTS => bail!(
+                "--hosts {h}: the congestion testbed builds one namespace per host and runs them all from one core; at most {MAX_STAR_HOSTS} hosts"
+            ),
+            Some(h) => h,
+            None if scenario.uses_every_host() => bail!(
+                "{}: a workload uses `all` hosts, so the scenario does not say how many namespaces to build: give --hosts N (2..={MAX_STAR_HOSTS})",
+                a.scenario.display()
+            ),
+            None => {
+                // The scenario names its hosts: learn how many it uses.
+                let p = used(MAX_STAR_HOSTS as u32)?;
+                p.flows
+                    .iter()
+                    .map(|f| f.src.max(f.dst) as usize + 1)
+                    .max()
+                    .unwrap_or(2)
+                    .max(2)
+            }
+        },
     };
     let plan = used(hosts as u32)?;
     let mut cfg = CongestionConfig::new(hosts);
+    cfg.topology = a.topology;
     cfg.link_rate = Rate::mbps(a.link_mbps);
     cfg.virtual_rate = virtual_rate;
     cfg.pfc = cfg.pfc.map(|p| cc_algos::PfcConfig {
@@ -577,8 +590,8 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     cfg.wall_limit = std::time::Duration::from_secs(a.wall_limit);
     let scale = cfg.scale()?;
     println!(
-        "scenario {} on {hosts} hosts: links {} standing for {} (time scale {}), cc {}",
-        plan.name, cfg.link_rate, cfg.virtual_rate, scale.0, cfg.cc
+        "scenario {} on a {} of {hosts} hosts: links {} standing for {} (time scale {}), cc {}",
+        plan.name, cfg.topology, cfg.link_rate, cfg.virtual_rate, scale.0, cfg.cc
     );
     // SIGINT/SIGTERM stop the run; it then tears down through its guard and reports.
     // The handler goes in before the run's threads exist, so they all leave the signals
@@ -644,8 +657,11 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     println!("Jain fairness of mean rates: {:.3}", jain(&means));
     for (p, c) in r.ports.iter().enumerate() {
         if c.tx_packets + c.rx_packets > 0 {
+            let name = r.port_names.get(p).map_or(String::new(), |n| {
+                format!(" ({}:p{} → {})", n.switch, n.port, n.peer)
+            });
             println!(
-                "port {p}: tx {} pkts, rx {} pkts, marks {}, drops {}, pauses sent {}, PFC received {}, paused {}, max queue {} B, headroom used {} B",
+                "port {p}{name}: tx {} pkts, rx {} pkts, marks {}, drops {}, pauses sent {}, PFC received {}, paused {}, max queue {} B, headroom used {} B",
                 c.tx_packets,
                 c.rx_packets,
                 c.ecn_marks,
@@ -658,6 +674,12 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
             );
         }
     }
+    if r.ports.iter().any(|c| c.link_down_drops > 0) {
+        println!(
+            "frames lost on failed links: {}",
+            r.ports.iter().map(|c| c.link_down_drops).sum::<u64>()
+        );
+    }
     json.write(&r)?;
     if let Some(p) = &a.pcap {
         println!("capture of switch port {} in {}", a.pcap_port, p.display());
@@ -668,7 +690,7 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         }
     }
     if a.compare_sim {
-        compare_with_sim(&cfg, &plan, hosts, &r)?;
+        compare_with_sim(&cfg, &plan, &r)?;
     }
     Ok(())
 }
@@ -740,36 +762,18 @@ fn write_plots(
     Ok(out)
 }
 
-/// Run `plan` in the simulator (crate `sim`) on a star of `hosts` at the virtual rate with the
-/// veth run's buffer, ECN, PFC, MTU and congestion control, and print both.
+/// Run `plan` in the simulator (crate `sim`) on the twin of the veth run (the same star or
+/// fabric at the virtual rate, with the veth run's buffer, ECN, PFC, MTU and congestion
+/// control: `veth::congestion::twin`), and print both.
 fn compare_with_sim(
     cfg: &CongestionConfig,
     plan: &scenario::Workplan,
-    hosts: usize,
     veth: &veth::congestion::CongestionReport,
 ) -> anyhow::Result<()> {
-    use sim::{config::CcChoice, config::SimConfig, engine::Sim, net::NetBuilder};
-    let mut sc = SimConfig {
-        mtu: cc_algos::Bytes(cfg.payload as u64 + 58),
-        header: cc_algos::Bytes(58),
-        cc: CcChoice::Algo(cfg.cc),
-        pfc: cfg.pfc.is_some(),
-        buffer: cfg.buffer,
-        ecn: cfg.ecn,
-        trim: cfg.trim,
-        rto: cfg.rto,
-        ..SimConfig::default()
-    };
-    if let Some(p) = cfg.pfc {
-        sc.pfc_xoff = p.xoff;
-        sc.pfc_xon = p.xon;
-    }
-    let net = NetBuilder::star(hosts as u32, cfg.virtual_rate, sc.link_delay);
-    let mut sim = Sim::from_net(net, sc, plan)?;
-    let s = sim.run();
+    let s = veth::congestion::twin::run_sim(cfg, plan, None)?;
     println!(
-        "simulator: a star of {hosts} at {} with the same buffer, ECN, PFC, MTU and cc",
-        cfg.virtual_rate
+        "simulator: the same {} ({} hosts) at {} with the same buffer, ECN, PFC, MTU and cc",
+        cfg.topology, cfg.hosts, cfg.virtual_rate
     );
     let c = report::compare::compare(&s.outcome(), &veth.outcome())?;
     print!("{}", comparison_table(&c));

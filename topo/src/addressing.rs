@@ -104,6 +104,8 @@ pub struct AddressPlan {
     /// Per plane: (first switch, number of host ports).
     plane_lid: Vec<(u32, u32)>,
     np: usize,
+    /// Whether IPv4 is planned (see [`AddressPlan::without_ipv4`]).
+    v4: bool,
 }
 
 const NONE_U32: u32 = u32::MAX;
@@ -114,8 +116,25 @@ impl AddressPlan {
         AddressPlan::with_config(f, PlanConfig::default())
     }
 
+    /// Builds the plan without IPv4 (IPv6, ASNs, LIDs and GUIDs only): for exports that
+    /// need no IPv4 address (OpenSM, DOT, Slurm), so a fabric too large for the IPv4
+    /// blocks (a k=256 fat-tree needs 8.4M ToR addresses, a /10 holds 4.2M) still
+    /// exports. Every IPv4 accessor then returns `None`.
+    pub fn without_ipv4(f: &Fabric) -> Result<AddressPlan> {
+        AddressPlan::plan(f, PlanConfig::default(), false)
+    }
+
     /// Builds the plan; fails if a block is too small for the fabric.
     pub fn with_config(f: &Fabric, cfg: PlanConfig) -> Result<AddressPlan> {
+        AddressPlan::plan(f, cfg, true)
+    }
+
+    /// True if the plan has IPv4 addresses.
+    pub fn has_ipv4(&self) -> bool {
+        self.v4
+    }
+
+    fn plan(f: &Fabric, cfg: PlanConfig, v4: bool) -> Result<AddressPlan> {
         let nh = f.num_hosts() as u32;
         let np = f.num_planes();
         let mut leaf_index = vec![NONE_U32; f.num_switches()];
@@ -145,7 +164,7 @@ impl AddressPlan {
             }
         }
         let cap = 1u64 << (32 - cfg.host_v4.len);
-        if next > cap {
+        if v4 && next > cap {
             return Err(Error::Addressing(format!(
                 "ToR prefixes need {next} IPv4 addresses but {} holds {cap}",
                 cfg.host_v4
@@ -160,7 +179,7 @@ impl AddressPlan {
             }
         }
         let cap = 1u64 << (32 - cfg.p2p_v4.len);
-        if 2 * j as u64 > cap {
+        if v4 && 2 * j as u64 > cap {
             return Err(Error::Addressing(format!(
                 "{j} point-to-point links need {} addresses but {} holds {cap}",
                 2 * j,
@@ -168,7 +187,7 @@ impl AddressPlan {
             )));
         }
         let cap = 1u64 << (32 - cfg.loopback_v4.len);
-        if f.num_switches() as u64 > cap {
+        if v4 && f.num_switches() as u64 > cap {
             return Err(Error::Addressing(format!(
                 "{} switches need loopbacks but {} holds {cap}",
                 f.num_switches(),
@@ -200,6 +219,7 @@ impl AddressPlan {
             lid_col,
             plane_lid,
             np,
+            v4,
         })
     }
 
@@ -210,6 +230,9 @@ impl AddressPlan {
 
     /// IPv4 prefix of a ToR (leaf).
     pub fn tor_prefix_v4(&self, leaf: NodeId) -> Option<V4Net> {
+        if !self.v4 {
+            return None;
+        }
         let (off, len) = self.leaf_block[self.leaf_idx(leaf)? as usize];
         Some(V4Net {
             addr: Ipv4Addr::from(u32::from(self.cfg.host_v4.addr) + off),
@@ -232,6 +255,12 @@ impl AddressPlan {
             .map(|n| Ipv4Addr::from(u32::from(n.addr) + 1))
     }
 
+    /// Gateway (leaf) address in its IPv6 ToR prefix (`::1`).
+    pub fn gateway_v6(&self, leaf: NodeId) -> Option<Ipv6Addr> {
+        self.tor_prefix_v6(leaf)
+            .map(|n| Ipv6Addr::from(u128::from(n.addr) + 1))
+    }
+
     /// IPv4 address of a host's port in `plane` (in its leaf's prefix).
     pub fn host_v4(&self, f: &Fabric, host: NodeId, plane: u16) -> Option<Ipv4Addr> {
         let a = f.attachment(host, plane)?;
@@ -248,6 +277,9 @@ impl AddressPlan {
 
     /// Loopback (/32) of a switch.
     pub fn loopback_v4(&self, sw: NodeId) -> Option<Ipv4Addr> {
+        if !self.v4 {
+            return None;
+        }
         let i = sw.0.checked_sub(self.nh)?;
         Some(Ipv4Addr::from(u32::from(self.cfg.loopback_v4.addr) + i))
     }
@@ -261,7 +293,7 @@ impl AddressPlan {
     /// /31 of a switch–switch link and the addresses of its `a` (lower) and `b` ends.
     pub fn link_v4(&self, l: LinkId) -> Option<(V4Net, Ipv4Addr, Ipv4Addr)> {
         let j = *self.p2p_index.get(l.idx())?;
-        if j == NONE_U32 {
+        if j == NONE_U32 || !self.v4 {
             return None;
         }
         let a = u32::from(self.cfg.p2p_v4.addr) + 2 * j;
@@ -398,6 +430,36 @@ mod tests {
         assert_eq!(a.host_lid(NodeId(0), 0), Some(1));
         assert_eq!(a.switch_lid(&f, leaf0), Some(129));
         assert_eq!(a.port_guid(&f, NodeId(1), 0), a.node_guid(NodeId(1)) + 1);
+    }
+
+    #[test]
+    fn a_plan_without_ipv4_ignores_the_ipv4_blocks() {
+        // k=24: 288 leaves x 16 addresses = 4,608 > a /20's 4,096.
+        let f = fat_tree(24, Rate::gbps(100)).unwrap();
+        let small = V4Net {
+            addr: Ipv4Addr::new(10, 0, 0, 0),
+            len: 20,
+        };
+        let cfg = PlanConfig {
+            host_v4: small,
+            ..Default::default()
+        };
+        assert!(AddressPlan::with_config(&f, cfg).is_err());
+        let a = AddressPlan::without_ipv4(&f).unwrap();
+        assert!(!a.has_ipv4());
+        let leaf = f.switches().next().unwrap();
+        let h = NodeId(0);
+        assert_eq!(
+            (
+                a.tor_prefix_v4(leaf),
+                a.host_v4(&f, h, 0),
+                a.loopback_v4(leaf)
+            ),
+            (None, None, None)
+        );
+        assert!(a.link_v4(LinkId(f.num_hosts() as u32)).is_none());
+        assert_eq!(a.host_v6(&f, h, 0).unwrap().to_string(), "fd00::2");
+        assert_eq!(a.host_lid(h, 0), Some(1));
     }
 
     #[test]

@@ -83,6 +83,7 @@ pub mod routing;
 pub mod spec;
 pub mod units;
 pub mod verify;
+pub mod wcmp;
 
 pub use model::*;
 pub use routing::Routes;

@@ -153,6 +153,7 @@ struct Switch {
     pod: Option<u32>,
     asn: Option<u32>,
     loopback: Option<std::net::Ipv4Addr>,
+    loopback6: Option<std::net::Ipv6Addr>,
     lid: Option<u16>,
     routes: Vec<JRoute>,
 }
@@ -161,6 +162,7 @@ struct Switch {
 #[serde(deny_unknown_fields)]
 struct JRoute {
     prefix: String,
+    prefix6: String,
     dst: String,
     local: bool,
     nexthops: Vec<JHop>,
@@ -173,6 +175,7 @@ struct JHop {
     ifname: String,
     neighbor: String,
     via: std::net::Ipv4Addr,
+    via6: std::net::Ipv6Addr,
     weight: u32,
 }
 
@@ -199,6 +202,7 @@ fn json_round_trips_and_matches_the_tables() {
         );
         assert_eq!(s.asn, a.asn(&f, id));
         assert_eq!(s.loopback, a.loopback_v4(id));
+        assert_eq!(s.loopback6, a.loopback_v6(id));
         assert_eq!(s.lid, a.switch_lid(&f, id));
         for route in &s.routes {
             let dst = names[route.dst.as_str()];
@@ -219,9 +223,16 @@ fn json_round_trips_and_matches_the_tables() {
                 assert_eq!(h.ifname, format!("swp{}", h.port + 1));
                 assert_eq!(h.weight, 1);
                 assert_ne!(h.via, std::net::Ipv4Addr::UNSPECIFIED);
+                assert_ne!(h.via6, std::net::Ipv6Addr::UNSPECIFIED);
             }
-            if !route.local {
+            if route.local {
+                let plane = f.plane(id).unwrap();
+                let v6 = a.host_v6(&f, dst, plane).unwrap();
+                assert_eq!(route.prefix6, format!("{v6}/128"));
+                assert_eq!(route.nexthops[0].via6, v6);
+            } else {
                 assert_eq!(route.prefix, a.tor_prefix_v4(dst).unwrap().to_string());
+                assert_eq!(route.prefix6, a.tor_prefix_v6(dst).unwrap().to_string());
             }
         }
         // Every leaf of the plane is reachable from every switch: leaves route to 7
@@ -240,27 +251,22 @@ fn ip_batch_lines_parse_and_count() {
     ] {
         for s in f.switches() {
             let text = sink.text(&format!("ip/{}.batch", f.node_name(s))).unwrap();
-            let header: usize = text
-                .lines()
-                .next()
-                .unwrap()
-                .split_whitespace()
-                .nth(2)
-                .unwrap()
-                .parse()
-                .unwrap();
-            let mut routes = 0;
+            // `# NAME: N IPv4 + M IPv6 routes, …`
+            let words: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
+            let (v4, v6): (usize, usize) = (words[2].parse().unwrap(), words[5].parse().unwrap());
+            assert_eq!(v4, v6);
+            let mut routes = [0, 0];
             let mut prefixes = BTreeSet::new();
             for (i, line) in text.lines().enumerate() {
                 if let Some(p) = ipbatch::parse_line(i + 1, line)
                     .unwrap_or_else(|e| panic!("{}: {e}", f.node_name(s)))
                 {
                     assert!(p.nexthops.is_empty() != p.onlink.is_none(), "{line}");
+                    routes[usize::from(p.prefix.contains(':'))] += 1;
                     assert!(prefixes.insert(p.prefix));
-                    routes += 1;
                 }
             }
-            assert_eq!(routes, header, "{}", f.node_name(s));
+            assert_eq!(routes, [v4, v6], "{}", f.node_name(s));
         }
     }
 }
@@ -396,4 +402,73 @@ fn failures_show_in_every_table() {
         assert!(node("pod0-leaf0").contains("\"pod0-agg1\""));
         assert!(node("pod0-agg0").contains("\"pod0-leaf1\""));
     }
+}
+
+/// After an aggregation switch loses one of its core links, the leaves of its pod
+/// weight it 1 against 2 toward the other pods in every format that carries weights
+/// (both families), and FRR static says it cannot.
+#[test]
+fn weighted_ecmp_after_a_core_link_failure() {
+    let (f, mut r, a) = k4();
+    let names = f.name_index();
+    let agg = names["pod0-agg0"];
+    let core_link = f
+        .ports(agg)
+        .find(|&(p, _)| f.tier(p) == 3)
+        .map(|(_, l)| l)
+        .unwrap();
+    r.fail_links(&f, &[core_link]);
+    let sink = export_all(&f, Tables::Ecmp(&r), &a);
+    let remote = a.tor_prefix_v4(names["pod1-leaf0"]).unwrap().to_string();
+    let remote6 = a.tor_prefix_v6(names["pod1-leaf0"]).unwrap().to_string();
+    // ip: kernel weights, agg0 (swp3) 1, agg1 (swp4) 2, in both families.
+    let ip = sink.text("ip/pod0-leaf0.batch").unwrap();
+    for (pfx, fam) in [(&remote, 4), (&remote6, 6)] {
+        let line = ip
+            .lines()
+            .find(|l| l.starts_with(&format!("route replace {pfx} ")))
+            .unwrap_or_else(|| panic!("no IPv{fam} route to {pfx}:\n{ip}"));
+        let p = ipbatch::parse_line(1, line).unwrap().unwrap();
+        let w: Vec<(&str, u32)> = p.nexthops.iter().map(|h| (h.1.as_str(), h.2)).collect();
+        assert_eq!(w, [("swp3", 1), ("swp4", 2)], "{line}");
+    }
+    // Inside the pod the split stays equal.
+    let local = a.tor_prefix_v4(names["pod0-leaf1"]).unwrap().to_string();
+    assert!(ip.contains(&format!(
+        "route replace {local} proto static nexthop via 10.64.0.1 dev swp3 weight 1 nexthop via 10.64.0.3 dev swp4 weight 1\n"
+    )));
+    // ip-nhg: weighted groups `id,weight`.
+    let nhg = sink.text("ip-nhg/pod0-leaf0.batch").unwrap();
+    assert!(nhg.contains(" group 3/4,2\n"), "{nhg}");
+    assert!(nhg.contains(" group 50003/50004,2\n"), "{nhg}");
+    // SONiC: a weight list on the weighted entries only.
+    let sonic: serde_json::Value =
+        serde_json::from_str(sink.text("sonic/pod0-leaf0.json").unwrap()).unwrap();
+    let entry = |pfx: &str| {
+        sonic
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|e| e.get(format!("ROUTE_TABLE:{pfx}")))
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(entry(&remote)["weight"], "1,2");
+    assert_eq!(entry(&remote6)["weight"], "1,2");
+    assert!(entry(&local).get("weight").is_none());
+    // JSON carries the weights.
+    let doc: Doc = serde_json::from_str(sink.text("routes.json").unwrap()).unwrap();
+    let leaf = doc
+        .switches
+        .iter()
+        .find(|s| s.name == "pod0-leaf0")
+        .unwrap();
+    let route = leaf.routes.iter().find(|r| r.prefix == remote).unwrap();
+    let w: Vec<u32> = route.nexthops.iter().map(|h| h.weight).collect();
+    assert_eq!(w, [1, 2]);
+    // FRR static cannot carry weights and says so; BGP sets link bandwidth.
+    let st = sink.text("frr/static/pod0-leaf0.conf").unwrap();
+    assert!(st.contains("have unequal next-hop weights"), "{st}");
+    let bgp = sink.text("frr/bgp/pod0-leaf0.conf").unwrap();
+    assert!(bgp.contains("set extcommunity bandwidth num-multipaths"));
 }

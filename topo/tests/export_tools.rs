@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use topo::export::routes::{LinuxIf, own_addr};
+use topo::export::routes::{LinuxIf, own_addr, own_addr6};
 use topo::export::{self, Format, MemSink, Routed, Tables};
 
 const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
@@ -290,9 +290,24 @@ fn dot_renders_the_topology() {
     let _ = fs::remove_dir_all(&dir);
 }
 
-fn k4_ecmp(formats: &[Format]) -> (topo::Fabric, topo::addressing::AddressPlan, MemSink) {
+/// A k=4 fat-tree's exports after failing the named links (`A--B`).
+fn k4_ecmp_failed(
+    formats: &[Format],
+    failed: &[(&str, &str)],
+) -> (topo::Fabric, topo::addressing::AddressPlan, MemSink) {
     let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
-    let routes = topo::Routes::compute(&f);
+    let mut routes = topo::Routes::compute(&f);
+    let names = f.name_index();
+    let links: Vec<topo::LinkId> = failed
+        .iter()
+        .map(|(a, b)| {
+            f.ports(names[a])
+                .find(|&(p, _)| p == names[b])
+                .map(|(_, l)| l)
+                .unwrap()
+        })
+        .collect();
+    routes.fail_links(&f, &links);
     let addr = topo::addressing::AddressPlan::new(&f).unwrap();
     let mut sink = MemSink::new();
     {
@@ -313,7 +328,11 @@ fn frr_accepts_every_config() {
     if !require(&["vtysh"], &[]) {
         return;
     }
-    let (f, _, sink) = k4_ecmp(&[Format::FrrBgp, Format::FrrStatic]);
+    // With a failed core link, so that the weighted tables' files are checked too.
+    let (f, _, sink) = k4_ecmp_failed(
+        &[Format::FrrBgp, Format::FrrStatic],
+        &[("pod0-agg0", "core0-0")],
+    );
     let dir = scratch("frr");
     write_all(&sink, &dir);
     let mut checked = 0;
@@ -372,60 +391,91 @@ fn ip_batch_applies_in_a_namespace() {
     if !require(&["ip"], &[]) {
         return;
     }
-    let (f, addr, sink) = k4_ecmp(&[Format::IpBatch, Format::IpNhg]);
+    // A failed core link makes pod 0's leaves weight their uplinks 1:2 toward the other
+    // pods: the kernel must hold exactly the exported weights, in both families.
+    let (f, addr, sink) = k4_ecmp_failed(
+        &[Format::IpBatch, Format::IpNhg],
+        &[("pod0-agg0", "core0-0")],
+    );
     let dir = scratch("ipbatch");
     write_all(&sink, &dir);
+    let mut weighted = 0;
     for (i, s) in f.switches().enumerate() {
         let ns = Netns(format!("fxe{}-{i}", std::process::id()));
         ip(&["netns", "add", &ns.0]);
         // Interfaces named and addressed as the export expects: veth pairs whose far
-        // ends stay in the namespace, up, so the routes' gateways are on-link.
+        // ends stay in the namespace, up, so the routes' gateways are on-link (IPv6
+        // without duplicate address detection, so the addresses are usable at once).
         let mut setup = String::new();
         for p in 0..f.degree(s) as u16 {
             let dev = LinuxIf(p);
-            let a = match own_addr(&f, &addr, s, p) {
-                Some((net, a)) => format!("{a}/{}", net.len),
-                None => format!("{}/32", addr.gateway_v4(s).unwrap()),
+            let (a, a6) = match (own_addr(&f, &addr, s, p), own_addr6(&f, &addr, s, p)) {
+                (Some((net, a)), Some((net6, a6))) => {
+                    (format!("{a}/{}", net.len), format!("{a6}/{}", net6.len))
+                }
+                _ => (
+                    format!("{}/32", addr.gateway_v4(s).unwrap()),
+                    format!("{}/128", addr.gateway_v6(s).unwrap()),
+                ),
             };
             setup += &format!(
-                "link add {dev} type veth peer name x{dev}\nlink set x{dev} up\nlink set {dev} up\naddr add {a} dev {dev}\n"
+                "link add {dev} type veth peer name x{dev}\nlink set x{dev} up\nlink set {dev} up\naddr add {a} dev {dev}\naddr add {a6} dev {dev} nodad\n"
             );
         }
         let setup_file = dir.join(format!("setup-{i}.batch"));
         fs::write(&setup_file, setup).unwrap();
         ip(&["-n", &ns.0, "-batch", setup_file.to_str().unwrap()]);
-        let mut want: BTreeMap<String, usize> = BTreeMap::new();
-        for line in sink
+        // prefix -> next-hop weights (one 1 for a single next hop or an on-link route).
+        let mut want: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for (n, line) in sink
             .text(&format!("ip/{}.batch", f.node_name(s)))
             .unwrap()
             .lines()
-            .skip(1)
+            .enumerate()
         {
-            let prefix = line.split_whitespace().nth(2).unwrap().to_owned();
-            let hops = line.matches(" nexthop ").count().max(1);
-            want.insert(prefix, hops);
+            let Some(p) = topo::export::ipbatch::parse_line(n + 1, line).unwrap() else {
+                continue;
+            };
+            let w: Vec<u32> = if p.nexthops.len() > 1 {
+                p.nexthops.iter().map(|h| h.2).collect()
+            } else {
+                vec![1]
+            };
+            weighted += usize::from(w.iter().any(|&x| x != w[0]));
+            want.insert(p.prefix, w);
         }
         for flavour in ["ip", "ip-nhg"] {
             ip(&["-n", &ns.0, "route", "flush", "proto", "static"]);
+            ip(&["-n", &ns.0, "-6", "route", "flush", "proto", "static"]);
+            ip(&["-n", &ns.0, "nexthop", "flush"]);
             let batch = dir.join(format!("{flavour}/{}.batch", f.node_name(s)));
             ip(&["-n", &ns.0, "-batch", batch.to_str().unwrap()]);
-            // What the kernel holds equals the legacy file: same prefixes, same next-hop counts.
-            let table = ip(&["-n", &ns.0, "route", "show", "proto", "static"]);
-            let mut got: BTreeMap<String, usize> = BTreeMap::new();
-            let mut last = String::new();
-            for line in table.lines() {
-                if line.starts_with(char::is_whitespace) {
-                    *got.get_mut(&last).unwrap() +=
-                        usize::from(line.trim_start().starts_with("nexthop"));
-                } else {
+            // What the kernel holds equals the legacy file: same prefixes, same weights.
+            let mut got: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+            for (fam, host_len) in [("-4", 32), ("-6", 128)] {
+                let table = ip(&["-n", &ns.0, fam, "route", "show", "proto", "static"]);
+                let mut last = String::new();
+                for line in table.lines() {
+                    let t = line.trim_start();
+                    if line.starts_with(char::is_whitespace) {
+                        if t.starts_with("nexthop") {
+                            let w = t
+                                .split_whitespace()
+                                .skip_while(|x| *x != "weight")
+                                .nth(1)
+                                .map_or(1, |x| x.parse().unwrap());
+                            got.get_mut(&last).unwrap().push(w);
+                        }
+                        continue;
+                    }
                     let prefix = line.split_whitespace().next().unwrap();
                     let prefix = if prefix.contains('/') {
                         prefix.to_owned()
                     } else {
-                        format!("{prefix}/32")
+                        format!("{prefix}/{host_len}")
                     };
-                    let single = usize::from(line.contains(" via ") || line.contains(" dev "));
-                    got.insert(prefix.clone(), single);
+                    let single = line.contains(" via ") || line.contains(" dev ");
+                    got.insert(prefix.clone(), if single { vec![1] } else { vec![] });
                     last = prefix;
                 }
             }
@@ -437,5 +487,8 @@ fn ip_batch_applies_in_a_namespace() {
             );
         }
     }
+    // pod0's two leaves, 3 remote pods x 2 leaves each, both families; and the cores'
+    // routes into pod 0 do not change (each core has one link per pod).
+    assert!(weighted >= 2 * 6 * 2, "only {weighted} weighted routes");
     let _ = fs::remove_dir_all(&dir);
 }

@@ -204,6 +204,98 @@ fn aggregate() {
             f.num_links(),
             v[v.len() / 2]
         );
+        rows_jobs(&view, agg.snapshot(g.next(&info), &view).unwrap());
+        lookups_vs_columns(&info, &mut g);
+    }
+}
+
+/// fabric_api's two ways to get every port's rates: a lookup per port and column
+/// (`Interval::port`) against one pass per column (`Interval::deltas`), on snapshots as
+/// built in memory (dense columns) and as read back from JSON; median of 10.
+fn lookups_vs_columns(info: &FabricInfo, g: &mut Gen) {
+    let (a, b) = (g.next(info), g.next(info));
+    let json = |s: &Snapshot| match Frame::from_json_line(
+        Frame::Snapshot(s.clone()).to_json_line().as_bytes(),
+    ) {
+        Ok(Frame::Snapshot(s)) => s,
+        other => panic!("{other:?}"),
+    };
+    let (ja, jb) = (json(&a), json(&b));
+    for (what, a, b) in [("in memory", &a, &b), ("from JSON", &ja, &jb)] {
+        let iv = fabric_api::Interval::new(info, a, b).unwrap();
+        let n = info.ports.len();
+        let median = |f: &dyn Fn() -> f64| {
+            let mut v: Vec<Duration> = (0..10)
+                .map(|_| {
+                    let t = Instant::now();
+                    std::hint::black_box(f());
+                    t.elapsed()
+                })
+                .collect();
+            v.sort();
+            v[5]
+        };
+        let per_port = median(&|| (0..n).map(|i| iv.port(i).utilisation.unwrap_or(0.0)).sum());
+        let columns = median(&|| {
+            let d = iv.deltas();
+            (0..n).map(|i| d.port(i).utilisation.unwrap_or(0.0)).sum()
+        });
+        println!(
+            "|   every port's rates, {what}: per-port lookups {per_port:.2?}, one pass per column {columns:.2?} |"
+        );
+    }
+}
+
+/// The rows worker's cost for one sample (off the UI thread): a filter, a sort by
+/// another column, both; median of 20.
+fn rows_jobs(view: &FabricView, sample: fabric_tui::Sample) {
+    use fabric_tui::rows::{Job, Key, Query};
+    use fabric_tui::table::SortKey;
+    let fabric = std::sync::Arc::new(view.clone());
+    let sample = std::sync::Arc::new(sample);
+    let filter = Some("util>90 and pfc>0".parse().unwrap());
+    for (what, query) in [
+        (
+            "filter util>90 and pfc>0",
+            Query {
+                filter: filter.clone(),
+                ..Query::default()
+            },
+        ),
+        (
+            "sort by rate",
+            Query {
+                sort: SortKey::Gbps,
+                ..Query::default()
+            },
+        ),
+        (
+            "faults only, sort by PFC/s",
+            Query {
+                faults_only: true,
+                sort: SortKey::Pfc,
+                ..Query::default()
+            },
+        ),
+    ] {
+        let job = Job {
+            key: Key {
+                sample: 0,
+                query: 0,
+            },
+            fabric: fabric.clone(),
+            sample: sample.clone(),
+            query,
+        };
+        let mut v: Vec<Duration> = (0..20)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(job.run());
+                t.elapsed()
+            })
+            .collect();
+        v.sort();
+        println!("|   rows worker: {what} | {:.2?} |", v[v.len() / 2]);
     }
 }
 

@@ -2,18 +2,21 @@
 //!
 //! Keys become [`Action`]s through the [`KeyMap`]; data arrives already aggregated
 //! ([`Sample`]s from a source thread). While frozen, new samples are kept aside and the
-//! app asks for no redraw; unfreezing shows the latest.
+//! app asks for no redraw; unfreezing shows the latest. The links table's order and the
+//! filter's matches come from a worker thread ([`crate::rows`]).
 
 use crate::fabric::{FabricView, Grid};
 use crate::filter::Expr;
 use crate::heatmap::{self, Level, Window};
 use crate::keys::KeyMap;
 use crate::metrics::{EventRow, History, LinkRates, Sample};
-use crate::table::{self, SortKey};
+use crate::rows::{Job, Key, Query, Rows, Worker};
+use crate::table::SortKey;
 use crate::theme::Theme;
 use crate::units::Units;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 pub use crate::keys::Action;
 
@@ -105,6 +108,8 @@ pub enum Msg {
     Status(SourceStatus),
     /// The terminal was resized.
     Resize(u16, u16),
+    /// The links table's rows for a sample and query (from the rows worker).
+    Rows(Arc<Rows>),
 }
 
 /// Start-up options.
@@ -134,8 +139,8 @@ pub struct FilterState {
 /// The whole UI state.
 #[derive(Debug)]
 pub struct App {
-    /// The fabric's shape.
-    pub fabric: FabricView,
+    /// The fabric's shape (shared with the rows worker).
+    pub fabric: Arc<FabricView>,
     /// Colours.
     pub theme: Theme,
     /// Bits or bytes.
@@ -182,29 +187,33 @@ pub struct App {
     pub requests: Vec<Request>,
     /// History of the link being looked at (drill-down to one link).
     pub link_history: VecDeque<LinkRates>,
-    shown: Option<Sample>,
-    prev: Option<Sample>,
+    shown: Option<Arc<Sample>>,
+    prev: Option<Arc<Sample>>,
+    /// The latest sample received while frozen.
     pending: Option<Sample>,
     dirty: bool,
-    table_cache: std::cell::RefCell<Option<(TableKey, std::sync::Arc<Vec<u32>>)>>,
-}
-
-/// What the links table's order depends on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct TableKey {
-    at_ns: u64,
-    links: usize,
-    sort: SortKey,
-    ascending: bool,
-    faults_only: bool,
-    filter: Option<String>,
+    /// Serial number of the shown sample, and of the last one received.
+    serial: u64,
+    last_serial: u64,
+    /// The query in force and its generation (+1 per change).
+    query: Query,
+    query_gen: u64,
+    /// A sample received, waiting for its rows before it is shown.
+    awaiting: Option<(u64, Arc<Sample>)>,
+    /// The newest sample received meanwhile (shown after `awaiting`).
+    queued: Option<(u64, Arc<Sample>)>,
+    /// Rows asked for and not yet received.
+    requested: Option<Key>,
+    /// The latest rows received.
+    rows: Option<Arc<Rows>>,
+    worker: Option<Worker>,
 }
 
 impl App {
     /// A new app for `fabric`.
     pub fn new(fabric: FabricView, o: Options) -> App {
         App {
-            fabric,
+            fabric: Arc::new(fabric),
             theme: o.theme,
             units: o.units,
             keys: o.keys,
@@ -232,18 +241,32 @@ impl App {
             prev: None,
             pending: None,
             dirty: true,
-            table_cache: Default::default(),
+            serial: 0,
+            last_serial: 0,
+            query: Query::default(),
+            query_gen: 0,
+            awaiting: None,
+            queued: None,
+            requested: None,
+            rows: None,
+            worker: None,
         }
+    }
+
+    /// Compute the links table's rows on `worker`'s thread from now on (without one they
+    /// are computed in line, as tests and benchmarks want).
+    pub fn set_worker(&mut self, worker: Worker) {
+        self.worker = Some(worker);
     }
 
     /// The sample on screen.
     pub fn current(&self) -> Option<&Sample> {
-        self.shown.as_ref()
+        self.shown.as_deref()
     }
 
     /// The sample before it (for change markers).
     pub fn previous(&self) -> Option<&Sample> {
-        self.prev.as_ref()
+        self.prev.as_deref()
     }
 
     /// Rates on screen (empty before the first sample).
@@ -258,19 +281,30 @@ impl App {
 
     /// Apply one message.
     pub fn update(&mut self, msg: Msg) {
+        self.apply(msg);
+        self.want_rows();
+    }
+
+    fn apply(&mut self, msg: Msg) {
         match msg {
             Msg::Key(k) => self.key(k),
             Msg::Action(a) => self.act(a),
             Msg::Fabric(f) => {
-                self.fabric = *f;
+                self.fabric = Arc::new(*f);
                 self.path.clear();
                 self.plane = 0;
                 self.cursor = (0, 0);
                 self.shown = None;
                 self.prev = None;
                 self.pending = None;
+                self.awaiting = None;
+                self.queued = None;
+                self.requested = None;
+                self.rows = None;
+                self.query_gen += 1;
                 self.dirty = true;
             }
+            Msg::Rows(r) => self.take_rows(r),
             Msg::Sample(s) => self.sample(s),
             Msg::Event(e) => {
                 if self.events.len() == MAX_EVENTS {
@@ -298,10 +332,100 @@ impl App {
             self.pending = Some(s);
             return;
         }
-        self.show(s);
+        self.receive(s);
     }
 
-    fn show(&mut self, s: Sample) {
+    /// A sample to show: at once when it needs no rows, else once they arrive.
+    fn receive(&mut self, s: Sample) {
+        self.last_serial += 1;
+        let s = (self.last_serial, Arc::new(s));
+        if self.awaiting.is_some() {
+            self.queued = Some(s); // after the one waiting: each answer shows a sample
+        } else {
+            self.awaiting = Some(s);
+        }
+    }
+
+    /// Does this sample need a job for the query in force?
+    fn needs_rows(&self, s: &Sample) -> bool {
+        !self.query.is_default() || s.by_util.len() != s.links.len()
+    }
+
+    /// After every message: note a query change, show a sample that needs no rows, and
+    /// ask for the rows the screen needs if they are neither here nor asked for.
+    fn want_rows(&mut self) {
+        let q = Query {
+            filter: self.filter.expr.clone(),
+            faults_only: self.faults_only,
+            sort: self.sort,
+            ascending: self.ascending,
+        };
+        if q != self.query {
+            self.query = q;
+            self.query_gen += 1;
+            self.dirty = true;
+        }
+        while let Some((serial, s)) = self.awaiting.take() {
+            if self.needs_rows(&s) {
+                self.awaiting = Some((serial, s));
+                break;
+            }
+            self.show(serial, s);
+            self.awaiting = self.queued.take();
+        }
+        let target = match (&self.awaiting, &self.shown) {
+            (Some((serial, s)), _) => (*serial, s.clone()),
+            (None, Some(s)) if self.needs_rows(s) => (self.serial, s.clone()),
+            _ => return,
+        };
+        let key = Key {
+            sample: target.0,
+            query: self.query_gen,
+        };
+        if self.rows.as_ref().is_some_and(|r| r.key == key) || self.requested == Some(key) {
+            return;
+        }
+        self.requested = Some(key);
+        let job = Job {
+            key,
+            fabric: self.fabric.clone(),
+            sample: target.1,
+            query: self.query.clone(),
+        };
+        match &self.worker {
+            Some(w) => w.send(job),
+            None => {
+                let rows = Arc::new(job.run());
+                self.take_rows(rows);
+                self.want_rows(); // a queued sample may be next
+            }
+        }
+    }
+
+    /// Rows arrived: show the sample they were computed for, or keep them for the one on
+    /// screen; stale rows (another sample, an older query) are dropped.
+    fn take_rows(&mut self, r: Arc<Rows>) {
+        if r.key.query != self.query_gen {
+            return;
+        }
+        if self.requested == Some(r.key) {
+            self.requested = None;
+        }
+        match &self.awaiting {
+            Some((serial, _)) if *serial == r.key.sample => {
+                let (serial, s) = self.awaiting.take().expect("matched above");
+                self.show(serial, s);
+                self.awaiting = self.queued.take();
+            }
+            _ if self.shown.is_some() && r.key.sample == self.serial => {}
+            _ => return,
+        }
+        self.rows = Some(r);
+        self.dirty = true;
+    }
+
+    fn show(&mut self, serial: u64, s: Arc<Sample>) {
+        self.serial = serial;
         self.history.push(&s);
         if let Some(Level::Link(l)) = self.path.last() {
             if self.link_history.len() == 300 {
@@ -400,10 +524,14 @@ impl App {
             Action::SortReverse => self.ascending = !self.ascending,
             Action::Freeze => {
                 self.frozen = !self.frozen;
-                if !self.frozen
-                    && let Some(s) = self.pending.take()
-                {
-                    self.show(s);
+                if self.frozen {
+                    // what waits for its rows is not shown until unfrozen
+                    let newest = self.queued.take().or(self.awaiting.take());
+                    if let Some((_, s)) = newest {
+                        self.pending = Some(Arc::unwrap_or_clone(s));
+                    }
+                } else if let Some(s) = self.pending.take() {
+                    self.receive(s);
                 }
             }
             Action::FaultsOnly => {
@@ -509,7 +637,10 @@ impl App {
             Tab::Heatmap => self.drill(),
             Tab::Links => {
                 let ids = self.table_ids();
-                if let Some(&id) = ids.get(self.selected.min(ids.len().saturating_sub(1))) {
+                let id = ids
+                    .get(self.selected.min(ids.len().saturating_sub(1)))
+                    .copied();
+                if let Some(id) = id {
                     self.open_link(id);
                     self.tab = Tab::Heatmap;
                 }
@@ -609,38 +740,39 @@ impl App {
         self.table_ids().to_vec()
     }
 
-    /// Every link the table lists, in order; computed once per sample, sort and filter
-    /// (later frames only slice it).
-    pub fn table_ids(&self) -> std::sync::Arc<Vec<u32>> {
-        let key = TableKey {
-            at_ns: self.shown.as_ref().map_or(u64::MAX, |s| s.at_ns),
-            links: self.fabric.links.len(),
-            sort: self.sort,
-            ascending: self.ascending,
-            faults_only: self.faults_only,
-            filter: self.filter.expr.as_ref().map(|e| e.to_string()),
-        };
-        if let Some((k, ids)) = &*self.table_cache.borrow()
-            && *k == key
-        {
-            return ids.clone();
+    /// Every link the table lists, in order: for the default query the sample's own
+    /// order by utilisation, else the rows from the worker (nothing is filtered or
+    /// sorted here, on the UI thread).
+    pub fn table_ids(&self) -> &[u32] {
+        match &self.shown {
+            Some(s) if !self.needs_rows(s) => &s.by_util,
+            _ => self.rows.as_ref().map_or(&[], |r| &r.order),
         }
-        let q = table::Query {
-            filter: self.filter.expr.as_ref(),
-            faults_only: self.faults_only,
-            sort: self.sort,
-            ascending: self.ascending,
-        };
-        let by_util = self.shown.as_ref().map_or(&[][..], |s| &s.by_util[..]);
-        let ids = std::sync::Arc::new(table::rows(
-            &self.fabric,
-            self.rates(),
-            &q,
-            usize::MAX,
-            by_util,
-        ));
-        *self.table_cache.borrow_mut() = Some((key, ids.clone()));
-        ids
+    }
+
+    /// Rows for the query in force are being computed (the screen shows the last ones).
+    pub fn rows_pending(&self) -> bool {
+        self.requested.is_some()
+    }
+
+    /// The heat map's mask (one entry per link), `None` when every link is kept: no
+    /// filter, or its first rows have not arrived yet.
+    pub fn keep_mask(&self) -> Option<&[bool]> {
+        if self.query.keeps_all() {
+            return None;
+        }
+        self.rows.as_ref().map(|r| &r.keep[..])
+    }
+
+    /// Does the filter (and the faults-only switch) keep link `id`? The heat map's mask,
+    /// from the rows; every link until the first rows arrive.
+    pub fn keeps(&self, id: u32) -> bool {
+        if self.query.keeps_all() {
+            return true;
+        }
+        self.rows
+            .as_ref()
+            .is_none_or(|r| r.keep.get(id as usize).copied().unwrap_or(false))
     }
 }
 

@@ -38,7 +38,7 @@ pub fn get(addr: &str, path: &str, timeout: Duration) -> io::Result<Body> {
         s,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: fabric-tui\r\nAccept: */*\r\nConnection: close\r\n\r\n"
     )?;
-    let mut r = BufReader::new(s);
+    let mut r = BufReader::with_capacity(1 << 16, s);
     let mut line = String::new();
     let mut total = 0;
     let mut read_line = |r: &mut BufReader<TcpStream>, line: &mut String| -> io::Result<()> {

@@ -7,7 +7,7 @@ use crate::app::Msg;
 use crate::fabric::{FabricView, LinkLabel, NodeLabel};
 use crate::metrics::{EventRow, FlowRow, LinkRates, Sample, Severity};
 use crate::units::duration;
-use fabric_api::{Column, Event, EventKind, FabricInfo, Frame, Interval, Snapshot, counter_delta};
+use fabric_api::{Event, EventKind, FabricInfo, Frame, Interval, Snapshot};
 
 /// Which link and which end each port is.
 #[derive(Debug, Clone)]
@@ -148,11 +148,18 @@ impl Aggregator {
 
     fn sample(&self, prev: &Snapshot, cur: &Snapshot, view: &FabricView) -> Option<Sample> {
         let iv = Interval::new(&self.info, prev, cur).ok()?;
+        // one pass per column (a lookup per port and column costs a binary search in
+        // every sparse column)
+        let d = iv.deltas();
         let dt_s = iv.dt_ns() as f64 * 1e-9;
+        let mut queue = vec![0u64; self.map.link_of.len()];
+        for c in cur.gauges.queue_bytes.values() {
+            c.add_to(&mut queue);
+        }
         let mut links = vec![LinkRates::default(); view.links.len()];
-        let marks = |c: Option<&Column>, i: usize| c.map_or(0, |c| c.get(i));
         for (i, &l) in self.map.link_of.iter().enumerate() {
-            let r = iv.port(i);
+            let pd = d.port_delta(i);
+            let r = pd.rate(d.dt_ns, d.speed_bps[i]);
             let x = &mut links[l as usize];
             x.util = x.util.max(r.utilisation.unwrap_or(0.0) as f32);
             x.bps = x.bps.max((r.tx_gbps.unwrap_or(0.0) * 1e9) as f32);
@@ -160,13 +167,8 @@ impl Aggregator {
             x.pfc_per_s += r.pfc_tx_per_s.or(r.pfc_rx_per_s).unwrap_or(0.0) as f32;
             x.paused = x.paused.max(r.paused_share.unwrap_or(0.0) as f32);
             x.ecn = x.ecn.max(r.ecn_mark_share.unwrap_or(0.0) as f32);
-            let m = counter_delta(
-                marks(prev.counters.ecn_marks.as_ref(), i),
-                marks(cur.counters.ecn_marks.as_ref(), i),
-            );
-            x.ecn_per_s += (m as f64 / dt_s) as f32;
-            let q: u64 = cur.gauges.queue_bytes.values().map(|c| c.get(i)).sum();
-            x.queue_bytes = x.queue_bytes.max(q.min(u32::MAX as u64) as u32);
+            x.ecn_per_s += (pd.ecn_marks.unwrap_or(0) as f64 / dt_s) as f32;
+            x.queue_bytes = x.queue_bytes.max(queue[i].min(u32::MAX as u64) as u32);
         }
         for &p in &cur.gauges.oper_down {
             if let Some(&l) = self.map.link_of.get(p as usize) {
@@ -364,7 +366,7 @@ fn other_event(what: &EventKind, v: &FabricView, info: &FabricInfo) -> Described
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fabric_api::{Source, SourceKind, Timestamp};
+    use fabric_api::{Column, Source, SourceKind, Timestamp};
 
     #[test]
     fn two_snapshots_make_link_rates() {

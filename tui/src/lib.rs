@@ -4,8 +4,9 @@
 //! State is kept apart from drawing (STYLE.md point 16): an [`App`] is updated by
 //! messages ([`app::Msg`]: keys, data, ticks, resizes); keys map to an [`Action`] through a
 //! [`KeyMap`]; each panel has one `render` function in its own file under [`ui`].
-//! Data sources run on their own threads and send already-aggregated [`Sample`]s, so
-//! nothing heavy happens on the UI thread.
+//! Data sources run on their own threads and send already-aggregated [`Sample`]s, and
+//! filtering and sorting the links table runs on a worker thread ([`rows`]), so nothing
+//! heavy happens on the UI thread.
 //!
 //! # Layout
 //! * [`metrics`] — per-link rates ([`LinkRates`]), a [`Sample`] of a whole fabric, totals.
@@ -13,6 +14,7 @@
 //! * [`heatmap`] — grid geometry: downsampling by maximum, half-block cells, drill-down.
 //! * [`filter`] — the `/` filter language (`util>90 and pfc>0`, `leaf-3`, `plane=2`).
 //! * [`table`] — the links table: sort, filter, only the visible rows built.
+//! * [`rows`] — the table's order and the filter's matches, computed on a worker thread.
 //! * [`app`] — [`App`], [`Action`], the update logic.
 //! * [`keys`] — [`KeyMap`]: key → action, every binding with its help text.
 //! * [`config`] — optional TOML config (theme, units, key bindings).
@@ -56,6 +58,7 @@ pub mod ingest;
 pub mod keys;
 pub mod metrics;
 pub mod prometheus;
+pub mod rows;
 pub mod source;
 pub mod table;
 pub mod theme;

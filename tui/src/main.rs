@@ -47,8 +47,8 @@ struct Args {
     /// Play a recording (from `fabric sim --record` or `fabric-tui --record`).
     #[arg(long, value_name = "FILE", conflicts_with = "connect")]
     replay: Option<PathBuf>,
-    /// Replay speed (× the recording's clock). Default: 1 for wall-clock recordings, 0.0002
-    /// (1 s shows 200 µs, as the demo) for simulated ones.
+    /// Replay speed (× the recording's clock). Default: 1 for wall-clock recordings; for
+    /// simulated ones, one snapshot per 100 ms frame (the demo's 20 µs steps: 0.0002).
     #[arg(long, requires = "replay")]
     speed: Option<f64>,
     /// Follow a daemon's telemetry stream (`fabric serve`), HOST:PORT.
@@ -121,7 +121,7 @@ fn main() -> Result<()> {
     let opts = options(&a)?;
     if let Some(x) = a
         .speed
-        .filter(|x| !(x.is_finite() && *x >= 1e-6 && *x <= 1024.0))
+        .filter(|x| !(x.is_finite() && *x >= source::MIN_SPEED && *x <= source::MAX_SPEED))
     {
         bail!("--speed {x}: expected a number from 0.000001 to 1024");
     }
@@ -129,11 +129,7 @@ fn main() -> Result<()> {
     let (ctl_tx, ctl_rx) = mpsc::channel::<Control>();
     let (view, worker): (FabricView, Box<dyn FnOnce() + Send>) = if let Some(path) = &a.replay {
         let r = Replay::open(path)?;
-        let speed = a.speed.unwrap_or(if r.simulated() {
-            demo::DemoConfig::default().ratio
-        } else {
-            1.0
-        });
+        let speed = a.speed.unwrap_or_else(|| r.default_speed());
         let tx = tx.clone();
         (r.view().clone(), Box::new(move || r.run(speed, tx, ctl_rx)))
     } else if let Some(addr) = a.connect.clone() {
@@ -185,7 +181,8 @@ fn main() -> Result<()> {
         worker();
         let _ = done_tx.send(());
     });
-    let app = App::new(view, opts);
+    let mut app = App::new(view, opts);
+    app.set_worker(fabric_tui::rows::Worker::spawn(tx.clone()));
     let res = run_terminal(app, tx, rx, &ctl_tx);
     let _ = ctl_tx.send(Control::Stop);
     // let a recorder write its index (bounded wait: a blocked read may not notice at once)
@@ -193,7 +190,11 @@ fn main() -> Result<()> {
     res
 }
 
-fn setup() -> Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
+/// The terminal's output: one buffer per frame (ratatui flushes after each draw), not a
+/// write per 1 KiB as `Stdout`'s own line buffer does.
+type Out = std::io::BufWriter<std::io::Stdout>;
+
+fn setup() -> Result<Terminal<CrosstermBackend<Out>>> {
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore();
@@ -205,7 +206,8 @@ fn setup() -> Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
         terminal::EnterAlternateScreen,
         crossterm::cursor::Hide
     )?;
-    Ok(Terminal::new(CrosstermBackend::new(std::io::stdout()))?)
+    let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
+    Ok(Terminal::new(CrosstermBackend::new(out))?)
 }
 
 /// Put the terminal back as it was (also from the panic hook).
@@ -245,7 +247,7 @@ fn run_terminal(
 }
 
 fn event_loop(
-    ui: &mut Ui<CrosstermBackend<std::io::Stdout>>,
+    ui: &mut Ui<CrosstermBackend<Out>>,
     rx: &mpsc::Receiver<Msg>,
     ctl: &mpsc::Sender<Control>,
 ) -> Result<()> {

@@ -9,10 +9,15 @@ use crate::ingest::Aggregator;
 use fabric_api::recording::{Reader, Writer};
 use fabric_api::{FabricInfo, Frame};
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant, SystemTime};
+
+/// Slowest replay speed.
+pub const MIN_SPEED: f64 = 1e-6;
+/// Fastest replay speed.
+pub const MAX_SPEED: f64 = 1024.0;
 
 /// A request to a source thread.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,7 +89,7 @@ pub fn time_of_day() -> String {
 /// An opened recording, ready to play.
 #[derive(Debug)]
 pub struct Replay {
-    reader: Reader<BufReader<File>>,
+    reader: Reader<File>,
     name: String,
     agg: Aggregator,
     view: FabricView,
@@ -94,7 +99,7 @@ pub struct Replay {
 }
 
 /// The clock of the first snapshot.
-fn first_clock(r: &mut Reader<BufReader<File>>) -> Option<fabric_api::Clock> {
+fn first_clock(r: &mut Reader<File>) -> Option<fabric_api::Clock> {
     while let Ok(Some(f)) = r.next_frame() {
         if let Frame::Snapshot(s) = f {
             return Some(s.time.clock);
@@ -111,7 +116,7 @@ impl Replay {
             path: p.clone(),
             error,
         })?;
-        let mut reader = Reader::open(BufReader::new(file)).map_err(|error| Error::Recording {
+        let mut reader = Reader::open(file).map_err(|error| Error::Recording {
             path: p.clone(),
             error,
         })?;
@@ -139,6 +144,32 @@ impl Replay {
     /// Does the recording run on a simulator's virtual clock?
     pub fn simulated(&self) -> bool {
         self.simulated
+    }
+
+    /// The speed a replay starts at without `--speed`: real time for a wall-clock
+    /// recording; for a simulated one, the snapshot cadence in real time — one snapshot
+    /// per frame ([`crate::driver::MIN_FRAME`], 100 ms), whatever the simulated step
+    /// (the demo's 20 µs steps give 0.0002×, a recording at 100 ms steps 1×). The step
+    /// is the median gap between snapshots, so a pause or a burst does not skew it.
+    pub fn default_speed(&self) -> f64 {
+        if !self.simulated {
+            return 1.0;
+        }
+        let mut gaps: Vec<u64> = self
+            .reader
+            .index()
+            .windows(2)
+            .take(10_000)
+            .map(|w| w[1].t_ns.saturating_sub(w[0].t_ns))
+            .filter(|&g| g > 0)
+            .collect();
+        if gaps.is_empty() {
+            return 1.0;
+        }
+        let mid = gaps.len() / 2;
+        let step = *gaps.select_nth_unstable(mid).1;
+        let frame = crate::driver::MIN_FRAME.as_nanos() as f64;
+        (step as f64 / frame).clamp(MIN_SPEED, MAX_SPEED)
     }
 
     /// The fabric it shows.
@@ -189,7 +220,7 @@ impl Replay {
                             continue;
                         }
                         Ok(Control::Ui(Request::Speed(f))) => {
-                            speed = (speed * f).clamp(1e-6, 1024.0);
+                            speed = (speed * f).clamp(MIN_SPEED, MAX_SPEED);
                             continue;
                         }
                         _ => return,
@@ -219,7 +250,7 @@ impl Replay {
                         Err(RecvTimeoutError::Timeout) => break,
                         Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => return,
                         Ok(Control::Ui(Request::Speed(f))) => {
-                            speed = (speed * f).clamp(1e-6, 1024.0);
+                            speed = (speed * f).clamp(MIN_SPEED, MAX_SPEED);
                             (base_wall, base_t) = (Instant::now(), cur);
                             let _ = tx.send(self.status(cur, speed, false));
                         }

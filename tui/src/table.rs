@@ -93,8 +93,6 @@ pub fn rows(
     need: usize,
     by_util: &[u32],
 ) -> Vec<u32> {
-    let idle = LinkRates::default();
-    let rate = |id: u32| rates.get(id as usize).unwrap_or(&idle);
     let keep = |id: u32| keeps(fabric, rates, q, id);
     let unfiltered = q.filter.is_none() && !q.faults_only;
     if unfiltered && q.sort == SortKey::Util && !q.ascending && by_util.len() == fabric.links.len()
@@ -106,6 +104,15 @@ pub fn rows(
     let mut ids: Vec<u32> = (0..fabric.links.len() as u32)
         .filter(|&id| keep(id))
         .collect();
+    sort(&mut ids, rates, q, need);
+    ids
+}
+
+/// Sorts `ids` by the query's column (ties by link id); only the first `need` are
+/// ordered, the rest follow unordered.
+pub fn sort(ids: &mut [u32], rates: &[LinkRates], q: &Query<'_>, need: usize) {
+    let idle = LinkRates::default();
+    let rate = |id: u32| rates.get(id as usize).unwrap_or(&idle);
     let cmp = |a: &u32, b: &u32| {
         let (x, y) = (q.sort.value(*a, rate(*a)), q.sort.value(*b, rate(*b)));
         let o = y.total_cmp(&x);
@@ -117,13 +124,25 @@ pub fn rows(
         ids.select_nth_unstable_by(need - 1, cmp);
         ids[..need].sort_unstable_by(cmp);
     } else {
-        ids.sort_unstable_by(cmp);
+        // a whole sort: on keys that carry the order and the id in one u64 (no lookup of
+        // the rates per comparison), the same order as `cmp`
+        let key = |id: u32| {
+            let b = q.sort.value(id, rate(id)).to_bits();
+            // f32::total_cmp's order as an unsigned integer
+            let ord = if b >> 31 == 1 { !b } else { b | 1 << 31 };
+            let ord = if q.ascending { ord } else { !ord };
+            (u64::from(ord) << 32) | u64::from(id)
+        };
+        let mut keys: Vec<u64> = ids.iter().map(|&id| key(id)).collect();
+        keys.sort_unstable();
+        for (id, k) in ids.iter_mut().zip(keys) {
+            *id = k as u32;
+        }
     }
-    ids
 }
 
 /// Does link `id` pass the query's filter and faults-only switch?
-fn keeps(fabric: &FabricView, rates: &[LinkRates], q: &Query<'_>, id: u32) -> bool {
+pub fn keeps(fabric: &FabricView, rates: &[LinkRates], q: &Query<'_>, id: u32) -> bool {
     let idle = LinkRates::default();
     let r = rates.get(id as usize).unwrap_or(&idle);
     (!q.faults_only || r.faulty()) && q.filter.is_none_or(|e| e.matches(fabric, id, r))
@@ -193,6 +212,30 @@ mod tests {
             full.windows(2)
                 .all(|w| r[w[0] as usize].util >= r[w[1] as usize].util)
         );
+    }
+
+    #[test]
+    fn whole_sorts_equal_the_comparison_order() {
+        let (v, mut r) = setup();
+        r[3].bps = -0.0;
+        r[4].bps = 0.0;
+        r[5].ecn = f32::NAN;
+        for sort in SortKey::ALL {
+            for ascending in [false, true] {
+                let q = Query {
+                    sort,
+                    ascending,
+                    ..Default::default()
+                };
+                let whole = rows(&v, &r, &q, usize::MAX, &[]);
+                let part = rows(&v, &r, &q, whole.len() - 1, &[]);
+                assert_eq!(
+                    whole[..whole.len() - 1],
+                    part[..whole.len() - 1],
+                    "{sort:?} {ascending}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -114,6 +114,25 @@ impl Column {
         self.iter().collect()
     }
 
+    /// Adds each value into `out` at its index (saturating), in one pass; indices past the
+    /// end of `out` are ignored.
+    pub fn add_to(&self, out: &mut [u64]) {
+        match self {
+            Column::Dense(v) => {
+                for (o, &x) in out.iter_mut().zip(v) {
+                    *o = o.saturating_add(x);
+                }
+            }
+            Column::Sparse { idx, val, .. } => {
+                for (&i, &x) in idx.iter().zip(val) {
+                    if let Some(o) = out.get_mut(i as usize) {
+                        *o = o.saturating_add(x);
+                    }
+                }
+            }
+        }
+    }
+
     /// True when every value is zero.
     pub fn all_zero(&self) -> bool {
         self.nonzero().next().is_none()
@@ -196,7 +215,7 @@ impl<'de> Visitor<'de> for ColumnVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Column, A::Error> {
         let (mut n, mut idx, mut val) = (None, None::<Vec<u32>>, None::<Vec<u64>>);
-        let mut packed = None::<String>;
+        let mut packed = None::<PackedBytes>;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "n" => n = Some(map.next_value::<u32>()?),
@@ -215,11 +234,33 @@ impl<'de> Visitor<'de> for ColumnVisitor {
                     "a column is either packed (p) or sparse (i, v)",
                 ));
             }
-            return packed::decode(n, &p).map_err(de::Error::custom);
+            return packed::decode_bytes(n, &p.0).map_err(de::Error::custom);
         }
         let idx = idx.unwrap_or_default();
         let val = val.unwrap_or_default();
         sparse_checked(n, idx, val).map_err(de::Error::custom)
+    }
+}
+
+/// The bytes of a packed column's `p`, base64 undone straight from the JSON text (no
+/// `String` in between).
+struct PackedBytes(Vec<u8>);
+
+impl<'de> Deserialize<'de> for PackedBytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = PackedBytes;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a base64 string")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<PackedBytes, E> {
+                let mut out = Vec::new();
+                packed::from_base64_into(s.as_bytes(), &mut out).map_err(E::custom)?;
+                Ok(PackedBytes(out))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 

@@ -17,7 +17,8 @@
 //!   [`LineDecoder`] / [`read_frame`] with a line cap.
 //! * [`packed`] — the packed column payload (varints in base64) for long busy columns.
 //! * [`rates`] — [`Interval`]: per-port Gb/s, utilisation, drops/s, PAUSE frames/s,
-//!   paused share and ECN-mark share between two snapshots, with counter resets handled.
+//!   paused share and ECN-mark share between two snapshots, with counter resets handled;
+//!   [`Interval::deltas`] computes every port's at once, one pass per column.
 //! * [`recording`] — [`recording::Writer`] / [`recording::Reader`]: a JSON-lines file
 //!   with an index at its end, seekable by time.
 //!
@@ -73,7 +74,7 @@ pub use column::Column;
 pub use event::{Detector, Event, EventKind};
 pub use fabric::{FabricInfo, NodeInfo, PortInfo};
 pub use frame::{DEFAULT_MAX_LINE, Frame, LineDecoder, read_frame};
-pub use rates::{Interval, PortRate, counter_delta};
+pub use rates::{Deltas, Interval, PortDelta, PortRate, counter_delta};
 pub use snapshot::{
     Clock, FlowSample, PortCounters, PortGauges, Snapshot, Source, SourceKind, Timestamp, Totals,
 };

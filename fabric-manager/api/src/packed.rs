@@ -81,19 +81,52 @@ pub fn to_base64(bytes: &[u8]) -> String {
     s
 }
 
+/// Value of each base64 character, 0xff for the others.
+const B64_VALUE: [u8; 256] = {
+    let mut t = [0xff; 256];
+    let mut i = 0;
+    while i < 64 {
+        t[B64[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Decodes base64 (RFC 4648 §4 alphabet, padding not allowed).
 pub fn from_base64(s: &str) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(s.len() / 4 * 3 + 2);
+    let mut out = Vec::new();
+    from_base64_into(s.as_bytes(), &mut out)?;
+    Ok(out)
+}
+
+/// Decodes base64 (RFC 4648 §4 alphabet, padding not allowed) onto the end of `out`,
+/// four characters (three bytes) at a time through a table.
+pub fn from_base64_into(s: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    let bad = |pos: usize| format!("packed column: byte {pos} is not base64");
+    out.reserve(s.len() / 4 * 3 + 2);
+    let quads = s.chunks_exact(4);
+    let tail = quads.remainder();
+    for (k, q) in quads.enumerate() {
+        let v = [
+            B64_VALUE[q[0] as usize],
+            B64_VALUE[q[1] as usize],
+            B64_VALUE[q[2] as usize],
+            B64_VALUE[q[3] as usize],
+        ];
+        if (v[0] | v[1] | v[2] | v[3]) & 0xc0 != 0 {
+            let j = v.iter().position(|&x| x == 0xff).unwrap_or(0);
+            return Err(bad(4 * k + j));
+        }
+        let w =
+            u32::from(v[0]) << 18 | u32::from(v[1]) << 12 | u32::from(v[2]) << 6 | u32::from(v[3]);
+        out.extend_from_slice(&[(w >> 16) as u8, (w >> 8) as u8, w as u8]);
+    }
     let (mut acc, mut bits) = (0u32, 0);
-    for (pos, ch) in s.bytes().enumerate() {
-        let v = match ch {
-            b'A'..=b'Z' => ch - b'A',
-            b'a'..=b'z' => ch - b'a' + 26,
-            b'0'..=b'9' => ch - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return Err(format!("packed column: byte {pos} is not base64")),
-        };
+    for (j, &ch) in tail.iter().enumerate() {
+        let v = B64_VALUE[ch as usize];
+        if v == 0xff {
+            return Err(bad(s.len() - tail.len() + j));
+        }
         acc = (acc << 6) | u32::from(v);
         bits += 6;
         if bits >= 8 {
@@ -101,7 +134,7 @@ pub fn from_base64(s: &str) -> Result<Vec<u8>, String> {
             out.push((acc >> bits) as u8);
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn get_varint(b: &[u8], pos: &mut usize) -> Result<u64, String> {
@@ -119,43 +152,77 @@ fn get_varint(b: &[u8], pos: &mut usize) -> Result<u64, String> {
     Err("packed column: a varint is longer than 10 bytes".into())
 }
 
-/// Decodes `n` values; memory stays proportional to the input (a sparse result when
-/// most values are zero).
+/// Decodes `n` values from base64; memory stays proportional to the input (a sparse
+/// result when most values are zero).
 pub fn decode(n: u32, s: &str) -> Result<Column, String> {
-    let b = from_base64(s)?;
-    // `idx` is filled only once a zero run shows the column is not dense.
-    let (mut idx, mut val) = (Vec::<u32>::new(), Vec::new());
-    let (mut i, mut pos, mut dense) = (0u64, 0, true);
+    decode_bytes(n, &from_base64(s)?)
+}
+
+/// Decodes `n` values from the varint bytes (base64 already undone). The result is dense
+/// when `n` is at most twice the input's length (a busy column: every value takes a
+/// byte or more, so the 8 bytes per value stay within 16× the input), sparse otherwise.
+pub fn decode_bytes(n: u32, b: &[u8]) -> Result<Column, String> {
+    if n as usize <= 2 * b.len() {
+        decode_dense(n, b).map(Column::Dense)
+    } else {
+        decode_sparse(n, b)
+    }
+}
+
+fn too_many(n: u32) -> String {
+    format!("packed column: more than n = {n} values")
+}
+
+fn decode_dense(n: u32, b: &[u8]) -> Result<Vec<u64>, String> {
+    let n = n as usize;
+    let mut val = Vec::with_capacity(n);
+    let mut pos = 0;
     while pos < b.len() {
-        let x = get_varint(&b, &mut pos)?;
+        let x = get_varint(b, &mut pos)?;
         if x == 0 {
-            if dense {
-                idx.extend(0..val.len() as u32);
-                dense = false;
+            let run = get_varint(b, &mut pos)?;
+            let end = usize::try_from(run)
+                .ok()
+                .and_then(|r| val.len().checked_add(r)?.checked_add(1))
+                .filter(|&e| e <= n)
+                .ok_or_else(|| too_many(n as u32))?;
+            val.resize(end, 0);
+        } else {
+            if val.len() >= n {
+                return Err(too_many(n as u32));
             }
-            i += get_varint(&b, &mut pos)?.saturating_add(1);
+            val.push(x);
+        }
+    }
+    if val.len() != n {
+        return Err(format!("packed column: {} values but n = {n}", val.len()));
+    }
+    Ok(val)
+}
+
+fn decode_sparse(n: u32, b: &[u8]) -> Result<Column, String> {
+    let (mut idx, mut val) = (Vec::<u32>::new(), Vec::new());
+    let (mut i, mut pos) = (0u64, 0);
+    while pos < b.len() {
+        let x = get_varint(b, &mut pos)?;
+        if x == 0 {
+            i = i.saturating_add(get_varint(b, &mut pos)?.saturating_add(1));
         } else {
             if i >= u64::from(n) {
-                return Err(format!("packed column: more than n = {n} values"));
+                return Err(too_many(n));
             }
-            if !dense {
-                idx.push(i as u32);
-            }
+            idx.push(i as u32);
             val.push(x);
             i += 1;
         }
         if i > u64::from(n) {
-            return Err(format!("packed column: more than n = {n} values"));
+            return Err(too_many(n));
         }
     }
     if i != u64::from(n) {
         return Err(format!("packed column: {i} values but n = {n}"));
     }
-    Ok(if dense {
-        Column::Dense(val)
-    } else {
-        Column::Sparse { n, idx, val }
-    })
+    Ok(Column::Sparse { n, idx, val })
 }
 
 #[cfg(test)]
@@ -200,5 +267,38 @@ mod tests {
                 .unwrap_err()
                 .contains("longer than 10")
         );
+        // a zero run of 2^64 - 1 in either form: an error, no overflow
+        let mut huge = vec![5, 0];
+        huge.extend([0xff; 9]);
+        huge.push(0x01);
+        for n in [3, 100] {
+            assert!(decode_bytes(n, &huge).unwrap_err().contains("more than n"));
+        }
+    }
+
+    #[test]
+    fn busy_columns_decode_dense_and_idle_ones_sparse() {
+        let busy = Column::Dense((0..300u64).map(|i| (i % 7) * 1_000_003).collect());
+        let idle = Column::Dense((0..300u64).map(|i| u64::from(i == 150) * 9).collect());
+        for (c, dense) in [(busy, true), (idle, false)] {
+            let back = decode(300, &to_base64(&encode(&c))).unwrap();
+            assert_eq!(matches!(back, Column::Dense(_)), dense);
+            assert_eq!(back, c);
+        }
+    }
+
+    #[test]
+    fn table_base64_matches_the_bitwise_one() {
+        for len in 0..40usize {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let s = to_base64(&bytes);
+            assert_eq!(from_base64(&s).unwrap(), bytes, "{s}");
+            for bad in 0..s.len() {
+                let mut t = s.clone().into_bytes();
+                t[bad] = b'=';
+                let e = from_base64(std::str::from_utf8(&t).unwrap()).unwrap_err();
+                assert!(e.contains(&format!("byte {bad} ")), "{e}");
+            }
+        }
     }
 }

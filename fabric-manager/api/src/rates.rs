@@ -94,11 +94,9 @@ impl<'a> Interval<'a> {
             return None;
         }
         let before = |prio: &u8| p.get(prio).map_or(0, |col| col.get(i));
-        Some(
-            c.iter()
-                .map(|(prio, col)| counter_delta(before(prio), col.get(i)))
-                .sum(),
-        )
+        Some(c.iter().fold(0u64, |a, (prio, col)| {
+            a.saturating_add(counter_delta(before(prio), col.get(i)))
+        }))
     }
 
     /// Port `i`'s speed (the snapshot's gauge if it has one, else the map's), bits/s.
@@ -109,44 +107,218 @@ impl<'a> Interval<'a> {
         }
     }
 
-    /// Rates of port `i`.
-    pub fn port(&self, i: usize) -> PortRate {
-        let dt_s = self.dt_ns as f64 * 1e-9;
-        let per_s = |d: Option<u64>| d.map(|d| d as f64 / dt_s);
-        let gbps = |d: Option<u64>| d.map(|d| d as f64 * 8.0 / dt_s / 1e9);
-        let tx = self.delta(|c| c.tx_bytes.as_ref(), i);
-        let speed = self.speed_bps(i);
-        let drops = [
-            self.delta(|c| c.drops_buffer.as_ref(), i),
-            self.delta(|c| c.drops_failure.as_ref(), i),
-            self.delta(|c| c.drops_no_route.as_ref(), i),
-            self.delta(|c| c.drops_kernel.as_ref(), i),
-        ];
-        let any_drops = drops.iter().any(Option::is_some);
-        let tx_pkts = self.delta(|c| c.tx_pkts.as_ref(), i);
-        let marks = self.delta(|c| c.ecn_marks.as_ref(), i);
-        PortRate {
-            tx_gbps: gbps(tx),
-            rx_gbps: gbps(self.delta(|c| c.rx_bytes.as_ref(), i)),
-            utilisation: tx
-                .filter(|_| speed > 0)
-                .map(|b| b as f64 * 8.0 / (speed as f64 * dt_s)),
-            drops_per_s: any_drops.then(|| drops.iter().flatten().sum::<u64>() as f64 / dt_s),
-            pfc_tx_per_s: per_s(self.delta_prio(|c| &c.pfc_tx, i)),
-            pfc_rx_per_s: per_s(self.delta_prio(|c| &c.pfc_rx, i)),
-            paused_share: self
-                .delta(|c| c.paused_ns.as_ref(), i)
-                .map(|d| d as f64 / self.dt_ns as f64),
-            ecn_mark_share: match (marks, tx_pkts) {
-                (Some(m), Some(p)) if p > 0 => Some(m as f64 / p as f64),
-                _ => None,
-            },
+    /// Counter increases of port `i`.
+    pub fn port_delta(&self, i: usize) -> PortDelta {
+        let drops = DROPS.map(|pick| self.delta(pick, i));
+        PortDelta {
+            tx_bytes: self.delta(|c| c.tx_bytes.as_ref(), i),
+            rx_bytes: self.delta(|c| c.rx_bytes.as_ref(), i),
+            tx_pkts: self.delta(|c| c.tx_pkts.as_ref(), i),
+            drops: drops.into_iter().flatten().reduce(u64::saturating_add),
+            pfc_tx: self.delta_prio(|c| &c.pfc_tx, i),
+            pfc_rx: self.delta_prio(|c| &c.pfc_rx, i),
+            paused_ns: self.delta(|c| c.paused_ns.as_ref(), i),
+            ecn_marks: self.delta(|c| c.ecn_marks.as_ref(), i),
         }
+    }
+
+    /// Rates of port `i` (a lookup in every column: for a whole fabric, [`Self::deltas`]
+    /// is one pass per column instead).
+    pub fn port(&self, i: usize) -> PortRate {
+        self.port_delta(i).rate(self.dt_ns, self.speed_bps(i))
     }
 
     /// Rates of every port, in port order.
     pub fn ports(&self) -> Vec<PortRate> {
         (0..self.info.ports.len()).map(|i| self.port(i)).collect()
+    }
+
+    /// Every port's counter increases, computed one column at a time (one pass over each
+    /// column, dense or sparse), for a reader that shows the whole fabric. Same values
+    /// as [`Self::port_delta`] and [`Self::port`].
+    pub fn deltas(&self) -> Deltas {
+        let n = self.info.ports.len();
+        let (p, c) = (&self.prev.counters, &self.cur.counters);
+        let plain = |pick: Pick| {
+            let (a, b) = (pick(p)?, pick(c)?);
+            let mut out = vec![0; n];
+            add_deltas(Some(a), b, &mut out);
+            Some(out)
+        };
+        let mut drops = None::<Vec<u64>>;
+        for pick in DROPS {
+            if let (Some(a), Some(b)) = (pick(p), pick(c)) {
+                add_deltas(Some(a), b, drops.get_or_insert_with(|| vec![0; n]));
+            }
+        }
+        let prio = |pm: &BTreeMap<u8, Column>, cm: &BTreeMap<u8, Column>| {
+            (!cm.is_empty()).then(|| {
+                let mut out = vec![0; n];
+                for (prio, col) in cm {
+                    add_deltas(pm.get(prio), col, &mut out);
+                }
+                out
+            })
+        };
+        let speed_bps = match &self.cur.gauges.speed_bps {
+            Some(col) => {
+                let mut v = vec![0; n];
+                col.add_to(&mut v);
+                v
+            }
+            None => self.info.ports.iter().map(|p| p.speed_bps).collect(),
+        };
+        Deltas {
+            dt_ns: self.dt_ns,
+            speed_bps,
+            tx_bytes: plain(|c| c.tx_bytes.as_ref()),
+            rx_bytes: plain(|c| c.rx_bytes.as_ref()),
+            tx_pkts: plain(|c| c.tx_pkts.as_ref()),
+            drops,
+            pfc_tx: prio(&p.pfc_tx, &c.pfc_tx),
+            pfc_rx: prio(&p.pfc_rx, &c.pfc_rx),
+            paused_ns: plain(|c| c.paused_ns.as_ref()),
+            ecn_marks: plain(|c| c.ecn_marks.as_ref()),
+        }
+    }
+}
+
+type Pick = fn(&PortCounters) -> Option<&Column>;
+
+/// The drop counters, every cause.
+const DROPS: [Pick; 4] = [
+    |c| c.drops_buffer.as_ref(),
+    |c| c.drops_failure.as_ref(),
+    |c| c.drops_no_route.as_ref(),
+    |c| c.drops_kernel.as_ref(),
+];
+
+/// Adds `counter_delta(prev[i], cur[i])` into `out[i]` for every port, in one pass. A
+/// delta is 0 wherever `cur` is 0 (no increase, or a reset to 0), so only `cur`'s
+/// non-zero values are visited when it is sparse; `prev` absent reads as zeros.
+fn add_deltas(prev: Option<&Column>, cur: &Column, out: &mut [u64]) {
+    if let (Some(Column::Dense(p)), Column::Dense(c)) = (prev, cur) {
+        for ((o, &p), &c) in out.iter_mut().zip(p).zip(c) {
+            *o = o.saturating_add(counter_delta(p, c));
+        }
+        return;
+    }
+    // prev's value at ascending indices: dense by index, sparse by a cursor
+    let mut k = 0;
+    let mut prev_at = |i: usize| match prev {
+        None => 0,
+        Some(Column::Dense(p)) => p.get(i).copied().unwrap_or(0),
+        Some(Column::Sparse { idx, val, .. }) => {
+            while k < idx.len() && (idx[k] as usize) < i {
+                k += 1;
+            }
+            if idx.get(k) == Some(&(i as u32)) {
+                val[k]
+            } else {
+                0
+            }
+        }
+    };
+    for (i, c) in cur.nonzero() {
+        let d = counter_delta(prev_at(i), c);
+        if let Some(o) = out.get_mut(i) {
+            *o = o.saturating_add(d);
+        }
+    }
+}
+
+/// Increases of one port's counters over an interval (`None`: not measured).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortDelta {
+    /// Bytes sent.
+    pub tx_bytes: Option<u64>,
+    /// Bytes received.
+    pub rx_bytes: Option<u64>,
+    /// Frames sent.
+    pub tx_pkts: Option<u64>,
+    /// Drops of every cause (present when any cause is measured).
+    pub drops: Option<u64>,
+    /// PFC PAUSE frames sent, all priorities.
+    pub pfc_tx: Option<u64>,
+    /// PFC PAUSE frames received, all priorities.
+    pub pfc_rx: Option<u64>,
+    /// Time paused, ns.
+    pub paused_ns: Option<u64>,
+    /// ECN marks.
+    pub ecn_marks: Option<u64>,
+}
+
+impl PortDelta {
+    /// Rates over `dt_ns` for a port of `speed_bps` bits/s.
+    pub fn rate(&self, dt_ns: u64, speed_bps: u64) -> PortRate {
+        let dt_s = dt_ns as f64 * 1e-9;
+        let per_s = |d: Option<u64>| d.map(|d| d as f64 / dt_s);
+        let gbps = |d: Option<u64>| d.map(|d| d as f64 * 8.0 / dt_s / 1e9);
+        PortRate {
+            tx_gbps: gbps(self.tx_bytes),
+            rx_gbps: gbps(self.rx_bytes),
+            utilisation: self
+                .tx_bytes
+                .filter(|_| speed_bps > 0)
+                .map(|b| b as f64 * 8.0 / (speed_bps as f64 * dt_s)),
+            drops_per_s: per_s(self.drops),
+            pfc_tx_per_s: per_s(self.pfc_tx),
+            pfc_rx_per_s: per_s(self.pfc_rx),
+            paused_share: self.paused_ns.map(|d| d as f64 / dt_ns as f64),
+            ecn_mark_share: match (self.ecn_marks, self.tx_pkts) {
+                (Some(m), Some(p)) if p > 0 => Some(m as f64 / p as f64),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Every port's counter increases over an [`Interval`], one vector per counter (absent
+/// where the source does not measure it), from [`Interval::deltas`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Deltas {
+    /// Length of the interval, ns.
+    pub dt_ns: u64,
+    /// Each port's speed, bits/s.
+    pub speed_bps: Vec<u64>,
+    /// Bytes sent.
+    pub tx_bytes: Option<Vec<u64>>,
+    /// Bytes received.
+    pub rx_bytes: Option<Vec<u64>>,
+    /// Frames sent.
+    pub tx_pkts: Option<Vec<u64>>,
+    /// Drops of every cause.
+    pub drops: Option<Vec<u64>>,
+    /// PFC PAUSE frames sent, all priorities.
+    pub pfc_tx: Option<Vec<u64>>,
+    /// PFC PAUSE frames received, all priorities.
+    pub pfc_rx: Option<Vec<u64>>,
+    /// Time paused, ns.
+    pub paused_ns: Option<Vec<u64>>,
+    /// ECN marks.
+    pub ecn_marks: Option<Vec<u64>>,
+}
+
+impl Deltas {
+    /// Counter increases of port `i` (every field `None` past the last port).
+    pub fn port_delta(&self, i: usize) -> PortDelta {
+        let at = |v: &Option<Vec<u64>>| v.as_ref().and_then(|v| v.get(i).copied());
+        PortDelta {
+            tx_bytes: at(&self.tx_bytes),
+            rx_bytes: at(&self.rx_bytes),
+            tx_pkts: at(&self.tx_pkts),
+            drops: at(&self.drops),
+            pfc_tx: at(&self.pfc_tx),
+            pfc_rx: at(&self.pfc_rx),
+            paused_ns: at(&self.paused_ns),
+            ecn_marks: at(&self.ecn_marks),
+        }
+    }
+
+    /// Rates of port `i`, as [`Interval::port`].
+    pub fn port(&self, i: usize) -> PortRate {
+        let speed = self.speed_bps.get(i).copied().unwrap_or(0);
+        self.port_delta(i).rate(self.dt_ns, speed)
     }
 }
 
@@ -192,6 +364,10 @@ mod tests {
         assert!((r.drops_per_s.unwrap() - 7000.0).abs() < 1e-6);
         assert!((r.pfc_tx_per_s.unwrap() - 4000.0).abs() < 1e-6);
         assert_eq!(iv.ports()[1].tx_gbps, Some(0.0));
+        let d = iv.deltas();
+        for i in 0..n {
+            assert_eq!(d.port(i), iv.port(i), "port {i}");
+        }
         assert!(Interval::new(&info, &b, &a).is_err());
         b.counters.trims = Some(Column::zeros(n + 1));
         let e = Interval::new(&info, &a, &b).unwrap_err().to_string();

@@ -24,6 +24,8 @@ use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 pub const MAGIC: &str = "fabric-telemetry-recording";
 /// Length of the trailer line (`{"index_at":` + 20 right-aligned digits + `}\n`).
 pub const TRAILER_LEN: u64 = 34;
+/// Read buffer, bytes (a busy 10k-link snapshot is ~280 KB: a few reads, not dozens).
+const READ_BUF: usize = 1 << 16;
 /// Cap on the header line, bytes.
 const MAX_HEADER: usize = 4096;
 
@@ -179,7 +181,7 @@ impl<R: Read + Seek> Reader<R> {
     /// from the trailer, or rebuilds it by scanning every frame when there is none.
     pub fn open_with_cap(r: R, max_line: usize) -> Result<Self> {
         let mut rd = Reader {
-            r: BufReader::new(r),
+            r: BufReader::with_capacity(READ_BUF, r),
             fabric: FabricInfo::default(),
             index: Vec::new(),
             data_start: 0,

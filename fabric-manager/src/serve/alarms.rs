@@ -57,6 +57,8 @@ pub enum AlarmKind {
     PauseShare,
     /// Host pairs have no route (object: 0).
     Unreachable,
+    /// The data plane's routes differ from the tables (object: 0).
+    RouteDrift,
 }
 
 /// An active alarm.

@@ -16,11 +16,11 @@ use fabric_api::{Event, EventKind, Frame, recording};
 use tokio::sync::oneshot;
 use topo::LinkId;
 
-use super::health::DaemonHealth;
+use super::health::{DaemonHealth, RouteDrift};
 use super::hub::Hub;
 use super::log;
 use super::routes::{RouteView, Update};
-use super::source::Source;
+use super::source::{Sample, Source};
 
 /// A command to the collector.
 #[derive(Debug)]
@@ -31,6 +31,8 @@ pub enum Control {
     RestoreLink(LinkId),
     /// Recompute every table.
     Reroute,
+    /// Compare the data plane's routes with the tables now (answer: the report as JSON).
+    Drift,
     /// Start recording to a new file.
     RecordStart(PathBuf),
     /// Stop recording.
@@ -76,6 +78,9 @@ struct Worker {
     health: Arc<DaemonHealth>,
     interval: Duration,
     flow_events: bool,
+    /// Time between two periodic route-drift checks, and the last one.
+    drift_every: Duration,
+    last_drift: Instant,
     recorder: Option<Recorder>,
     seq: u64,
     /// Events produced by commands, published with the next snapshot.
@@ -91,6 +96,7 @@ impl Collector {
         health: Arc<DaemonHealth>,
         interval: Duration,
         flow_events: bool,
+        drift_every: Duration,
     ) -> Collector {
         let (tx, rx) = mpsc::channel();
         let mut w = Worker {
@@ -100,6 +106,8 @@ impl Collector {
             health,
             interval,
             flow_events,
+            drift_every,
+            last_drift: Instant::now(),
             recorder: None,
             seq: 0,
             pending: Vec::new(),
@@ -144,6 +152,10 @@ impl Worker {
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     self.tick(start.elapsed());
+                    if self.last_drift.elapsed() >= self.drift_every {
+                        // The report stays in the health summary; errors are counted.
+                        let _ = self.check_drift();
+                    }
                     next += self.interval;
                     let now = Instant::now();
                     if next < now {
@@ -161,8 +173,16 @@ impl Worker {
         let t0 = Instant::now();
         let sampled = self.source.sample(elapsed, self.seq);
         let sample_ns = t0.elapsed().as_nanos() as u64;
+        let survived = self.source.take_errors();
+        if survived > 0 {
+            self.hub.counters.source_errors.inc_by(survived);
+        }
         let t = Instant::now();
-        let (snapshot, mut events) = match sampled {
+        let Sample {
+            snapshot,
+            mut events,
+            read_ns,
+        } = match sampled {
             Ok(x) => x,
             Err(e) => {
                 self.hub.counters.source_errors.inc();
@@ -187,7 +207,6 @@ impl Worker {
         all.extend(derived);
         let frame = Frame::Snapshot(snapshot);
         self.record(&all, &frame);
-        let read_ns = self.source.read_ns();
         self.hub.publish(frame, all, (sample_ns, read_ns), t);
         self.seq += 1;
     }
@@ -266,10 +285,53 @@ impl Worker {
                     u.switches_changed.len()
                 ))
             }
+            Control::Drift => {
+                let d = self.check_drift()?;
+                serde_json::to_string(&d).map_err(|e| e.to_string())
+            }
             Control::RecordStart(path) => self.start_recording(path),
             Control::RecordStop => self.stop_recording(),
             Control::Stop => unreachable!("handled by run"),
         }
+    }
+
+    /// Compares the data plane's routes with the tables; records the counts in the
+    /// health summary (and its alarm), logs drift.
+    fn check_drift(&mut self) -> Result<veth::routed::Drift, String> {
+        self.last_drift = Instant::now();
+        let d = match self.source.drift() {
+            None => return Err("this source has no kernel routes to compare".into()),
+            Some(Err(e)) => {
+                self.hub.counters.source_errors.inc();
+                log::warn(&format!("route drift check: {e}"));
+                return Err(e);
+            }
+            Some(Ok(d)) => d,
+        };
+        use veth::routed::DriftKind;
+        let summary = RouteDrift {
+            checked: d.checked as u64,
+            missing: d.count(DriftKind::Missing) as u64,
+            extra: d.count(DriftKind::Extra) as u64,
+            different: d.count(DriftKind::Different) as u64,
+            at_seq: self.seq,
+            took_s: d.took_s,
+        };
+        if summary.total() > 0 {
+            log::warn(&format!(
+                "route drift: {} of {} routes differ ({} missing, {} extra, {} different); first: {} {} {}",
+                summary.total(),
+                summary.checked,
+                summary.missing,
+                summary.extra,
+                summary.different,
+                d.entries[0].switch,
+                d.entries[0].prefix,
+                d.entries[0].kind.as_str()
+            ));
+        }
+        self.health.set_drift(summary);
+        Ok(d)
     }
 
     fn start_recording(&mut self, path: PathBuf) -> Result<String, String> {

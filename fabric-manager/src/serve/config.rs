@@ -17,6 +17,19 @@ pub enum SourceSpec {
         /// Seed of the simulation.
         seed: u64,
     },
+    /// A routed veth testbed the daemon builds, watches, repairs and deletes (root).
+    Testbed {
+        /// Fabric spec file or preset name.
+        fabric: String,
+    },
+    /// Existing namespaces `prefix` + `h<i>`/`s<i>` of a routed testbed of `fabric`,
+    /// programmed and watched but not owned (root).
+    Netns {
+        /// Fabric spec file or preset name (the one the namespaces were built from).
+        fabric: String,
+        /// Namespace name prefix.
+        prefix: String,
+    },
 }
 
 /// The daemon's settings. [`Config::validate`] enforces the rules that keep it safe.
@@ -52,6 +65,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Largest request head (request line and headers).
     pub max_header_bytes: usize,
+    /// Time between two periodic route-drift checks (sources with kernel routes).
+    pub drift_interval: Duration,
 }
 
 /// Limits on the settings (what a user may ask for).
@@ -88,6 +103,7 @@ impl Config {
             request_timeout: Duration::from_secs(10),
             max_body_bytes: 64 * 1024,
             max_header_bytes: 16 * 1024,
+            drift_interval: Duration::from_secs(10),
         }
     }
 
@@ -122,6 +138,7 @@ impl Config {
         for (name, d) in [
             ("--header-timeout", self.header_timeout),
             ("--request-timeout", self.request_timeout),
+            ("--drift-interval", self.drift_interval),
         ] {
             if !(Duration::from_millis(100)..=Duration::from_secs(3600)).contains(&d) {
                 return Err(format!("{name} {d:?}: expected 100ms to 3600s"));

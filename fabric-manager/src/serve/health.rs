@@ -122,6 +122,31 @@ struct State {
     watches: HashMap<(u32, u8), QueueWatch>,
     dampers: BTreeMap<u32, LinkDamper>,
     alarms: Alarms,
+    drift: Option<RouteDrift>,
+}
+
+/// The latest route-drift check (sources with a kernel data plane).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RouteDrift {
+    /// Entries (switch, destination, family) compared.
+    pub checked: u64,
+    /// Routes the tables want and the kernel lacks.
+    pub missing: u64,
+    /// Routes the kernel has and the tables do not want.
+    pub extra: u64,
+    /// Routes with other next hops than the tables'.
+    pub different: u64,
+    /// Snapshot sequence number of the check.
+    pub at_seq: u64,
+    /// Time the check took, s.
+    pub took_s: f64,
+}
+
+impl RouteDrift {
+    /// Drifted entries.
+    pub fn total(&self) -> u64 {
+        self.missing + self.extra + self.different
+    }
 }
 
 /// Health state derived from snapshots and events.
@@ -173,6 +198,9 @@ pub struct HealthSummary {
     pub pfc_storms: Vec<Storm>,
     /// Active alarms, most severe first.
     pub alarms: Vec<Alarm>,
+    /// The latest route-drift check (absent: the source has no kernel routes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route_drift: Option<RouteDrift>,
 }
 
 fn dense(c: &Option<Column>, n: usize) -> Vec<u64> {
@@ -506,7 +534,25 @@ impl DaemonHealth {
                 })
                 .collect(),
             alarms: s.alarms.list(),
+            route_drift: s.drift.clone(),
         }
+    }
+
+    /// Records a route-drift check; a minor alarm while routes differ.
+    pub fn set_drift(&self, d: RouteDrift) {
+        let mut st = self.state.lock().expect("health lock");
+        let n = d.total();
+        st.alarms.set(n > 0, AlarmKind::RouteDrift, 0, || Alarm {
+            kind: AlarmKind::RouteDrift,
+            severity: Severity::Minor,
+            object: "routes".into(),
+            message: format!(
+                "{n} of {} routes differ from the tables: {} missing, {} extra, {} different",
+                d.checked, d.missing, d.extra, d.different
+            ),
+            since_seq: d.at_seq,
+        });
+        st.drift = Some(d);
     }
 
     /// `fabric_port_carrier_changes_total`.
@@ -597,6 +643,21 @@ impl DaemonHealth {
                 ] {
                     ConstCounter::new(v).encode(m.encode_family(&[a, b, ("stage", stage)])?)?;
                 }
+            }
+        }
+        if let Some(d) = &s.drift {
+            let mut m = enc.encode_descriptor(
+                "fabric_route_drift_entries",
+                "Routes that differ from the tables at the latest check, by kind",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (kind, v) in [
+                ("missing", d.missing),
+                ("extra", d.extra),
+                ("different", d.different),
+            ] {
+                ConstGauge::new(v as i64).encode(m.encode_family(&[("kind", kind)])?)?;
             }
         }
         let mut m = enc.encode_descriptor(

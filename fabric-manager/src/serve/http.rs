@@ -8,6 +8,7 @@
 //! | GET | `/api/v1/telemetry/stream` | NDJSON / SSE of `Frame`s, `?from=SEQ` resumes |
 //! | GET | `/api/v1/events` | kept events, `?since=SEQ&limit=N` |
 //! | GET | `/api/v1/health` | daemon and fabric health |
+//! | GET | `/api/v1/drift` | the kernel's routes compared with the tables (`--testbed`) |
 //! | GET | `/metrics` | Prometheus exposition |
 //! | POST | `/api/v1/links/{link}/fail`, `/restore` | token: fail or restore a link |
 //! | POST | `/api/v1/reroute` | token: recompute every table from scratch |
@@ -77,6 +78,7 @@ pub fn router(st: AppState, max_body: usize) -> Router {
         .route("/api/v1/telemetry", get(telemetry))
         .route("/api/v1/events", get(events))
         .route("/api/v1/health", get(health))
+        .route("/api/v1/drift", get(drift))
         .route("/metrics", get(metrics))
         .route("/api/v1/links/{link}/{action}", post(link_action))
         .route("/api/v1/reroute", post(reroute))
@@ -252,8 +254,10 @@ async fn health(State(st): State<AppState>) -> Response {
     let latest = st.hub.latest();
     let fabric = st.health.summary();
     let k = &st.hub.counters;
-    let degraded =
-        !fabric.links_down.is_empty() || fabric.unreachable_pairs > 0 || latest.is_none();
+    let degraded = !fabric.links_down.is_empty()
+        || fabric.unreachable_pairs > 0
+        || fabric.route_drift.as_ref().is_some_and(|d| d.total() > 0)
+        || latest.is_none();
     Json(HealthReport {
         status: if degraded { "degraded" } else { "ok" },
         uptime_s: st.started.elapsed().as_secs_f64(),
@@ -308,6 +312,15 @@ async fn control(st: &AppState, headers: &HeaderMap, what: &str, c: Control) -> 
             Json(serde_json::json!({ "ok": outcome })).into_response()
         }
         Err(e) => error(StatusCode::CONFLICT, &e),
+    }
+}
+
+/// `GET /api/v1/drift`: a fresh comparison of the kernel's routes with the tables
+/// (read-only, no token); 404 for a source without kernel routes.
+async fn drift(State(st): State<AppState>) -> Response {
+    match st.control.send(Control::Drift).await {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(e) => error(StatusCode::NOT_FOUND, &e),
     }
 }
 

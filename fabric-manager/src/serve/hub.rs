@@ -27,7 +27,11 @@ pub struct Counter(AtomicU64);
 impl Counter {
     /// Adds one.
     pub fn inc(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
+        self.inc_by(1);
+    }
+    /// Adds `n`.
+    pub fn inc_by(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
     }
     /// Current value.
     pub fn get(&self) -> u64 {

@@ -6,7 +6,8 @@
 //!
 //! # Layout
 //! * [`config`] — [`Config`] and its checks (a non-loopback address needs a token).
-//! * [`source`] — the [`source::Source`] trait; [`sim_source`] — the embedded simulator.
+//! * [`source`] — the [`source::Source`] trait; [`sim_source`] — the embedded simulator;
+//!   [`testbed_source`] — a routed veth testbed the daemon builds, watches and repairs.
 //! * [`collector`] — the thread that owns the source, samples it every interval and
 //!   takes commands; [`hub`] — what it publishes (latest snapshot, bounded history,
 //!   broadcast ring, events, counters).
@@ -36,6 +37,7 @@ pub mod server;
 pub mod sim_source;
 pub mod source;
 pub mod stream;
+pub mod testbed_source;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -60,8 +62,7 @@ pub async fn run(
     let source = tokio::task::spawn_blocking(move || sim_source::open(&spec))
         .await
         .context("opening the source")??;
-    let info = source.info();
-    let fabric = source.fabric();
+    let source::SourceMap { info, fabric } = source.map();
     let hub = Arc::new(hub::Hub::new(
         info.clone(),
         config.history,
@@ -82,6 +83,7 @@ pub async fn run(
         health.clone(),
         config.interval,
         config.flow_events,
+        config.drift_interval,
     );
     let exposition = metrics::Exposition::new(hub.clone(), health.clone());
     let state = http::AppState {
@@ -122,8 +124,21 @@ pub struct Args {
     /// the built-in looping demo.
     #[arg(long, value_name = "SCENARIO", num_args = 0..=1, default_missing_value = "")]
     pub sim: Option<String>,
-    /// Fabric of the simulation: a spec file or preset name.
-    #[arg(long, default_value = "fat-tree-k4", value_name = "SPEC|PRESET")]
+    /// Own a routed veth testbed of --fabric (root): built at start, watched, repaired
+    /// on link events, deleted on exit.
+    #[arg(long, conflicts_with = "sim")]
+    pub testbed: bool,
+    /// Program and watch the existing namespaces PREFIX + h<i>/s<i> of a routed testbed
+    /// of --fabric (root; e.g. `fab-RUNID-` from `fabric testbed up`); not deleted on exit.
+    #[arg(long, value_name = "PREFIX", conflicts_with_all = ["sim", "testbed"])]
+    pub netns_prefix: Option<String>,
+    /// Fabric of the simulation or testbed: a spec file or preset name.
+    #[arg(
+        long,
+        visible_alias = "preset",
+        default_value = "fat-tree-k4",
+        value_name = "SPEC|PRESET"
+    )]
     pub fabric: String,
     /// Simulated time per wall-clock second (0.001: one simulated ms per second).
     #[arg(long, default_value_t = 0.001)]
@@ -165,6 +180,9 @@ pub struct Args {
     /// slow client can hold before it is dropped).
     #[arg(long, default_value_t = 128 * 1024)]
     pub stream_sndbuf: usize,
+    /// Time between two checks of the kernel's routes against the tables (--testbed).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub drift_interval: Duration,
     /// Time a client has to send its request head.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub header_timeout: Duration,
@@ -209,11 +227,22 @@ impl Args {
     /// The configuration these options describe.
     pub fn config(&self) -> anyhow::Result<Config> {
         let scenario = self.sim.clone().filter(|s| !s.is_empty());
-        let mut c = Config::new(SourceSpec::Sim {
-            fabric: self.fabric.clone(),
-            scenario,
-            ratio: self.ratio,
-            seed: self.seed,
+        let mut c = Config::new(if let Some(prefix) = &self.netns_prefix {
+            SourceSpec::Netns {
+                fabric: self.fabric.clone(),
+                prefix: prefix.clone(),
+            }
+        } else if self.testbed {
+            SourceSpec::Testbed {
+                fabric: self.fabric.clone(),
+            }
+        } else {
+            SourceSpec::Sim {
+                fabric: self.fabric.clone(),
+                scenario,
+                ratio: self.ratio,
+                seed: self.seed,
+            }
         });
         c.listen = self.listen;
         c.token = read_token(self)?;
@@ -233,6 +262,7 @@ impl Args {
         )
         .map_err(|e| anyhow::anyhow!("--pfcwd-*: {e}"))?;
         c.request_timeout = self.request_timeout;
+        c.drift_interval = self.drift_interval;
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)
     }

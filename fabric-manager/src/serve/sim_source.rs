@@ -17,13 +17,13 @@ use std::time::{Duration, Instant as WallInstant};
 
 use anyhow::Context;
 use cc_algos::{Instant, Rate};
-use fabric_api::{Column, Event, FabricInfo, PortCounters, Snapshot};
+use fabric_api::{Column, FabricInfo, PortCounters, Snapshot};
 use scenario::{CompileCtx, Scenario, Workplan};
 use sim::{CcChoice, RunState, Sim, SimConfig};
 use topo::{Fabric, LinkId};
 
 use super::config::SourceSpec;
-use super::source::Source;
+use super::source::{Sample, Source, SourceMap};
 
 /// The built-in demo: a ring all-reduce over every host, 256 KB per rank.
 pub const DEMO_SCENARIO: &str = "name = \"demo: looping ring all-reduce\"\n\n[[workload]]\nkind = \"ring_allreduce\"\nsize = \"256KB\"\n";
@@ -54,8 +54,6 @@ pub struct SimSource {
     base_flows: (u64, u64, u64),
     /// Links failed through the API, with their failure index in the running simulator.
     failed: BTreeMap<LinkId, usize>,
-    /// Time the last snapshot took to read, ns.
-    read_ns: u64,
 }
 
 /// Opens the source a spec names.
@@ -72,6 +70,16 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
             *ratio,
             *seed,
         )?)),
+        SourceSpec::Testbed { fabric } => {
+            let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
+            Ok(Box::new(super::testbed_source::TestbedSource::open(f)?))
+        }
+        SourceSpec::Netns { fabric, prefix } => {
+            let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
+            Ok(Box::new(super::testbed_source::TestbedSource::adopt(
+                f, prefix,
+            )?))
+        }
     }
 }
 
@@ -179,7 +187,6 @@ impl SimSource {
             base: PortCounters::default(),
             base_flows: (0, 0, 0),
             failed: BTreeMap::new(),
-            read_ns: 0,
         })
     }
 
@@ -232,23 +239,14 @@ impl SimSource {
 }
 
 impl Source for SimSource {
-    fn info(&self) -> FabricInfo {
-        self.info.clone()
+    fn map(&self) -> SourceMap {
+        SourceMap {
+            info: self.info.clone(),
+            fabric: Some(self.fabric.clone()),
+        }
     }
 
-    fn fabric(&self) -> Option<Arc<Fabric>> {
-        Some(self.fabric.clone())
-    }
-
-    fn reports_reroutes(&self) -> bool {
-        true
-    }
-
-    fn read_ns(&self) -> Option<u64> {
-        Some(self.read_ns)
-    }
-
-    fn sample(&mut self, elapsed: Duration, seq: u64) -> Result<(Snapshot, Vec<Event>), String> {
+    fn sample(&mut self, elapsed: Duration, seq: u64) -> Result<Sample, String> {
         let target = (elapsed.as_secs_f64() * self.ratio * 1e9) as u64;
         let wall = WallInstant::now();
         let mut events = Vec::new();
@@ -272,9 +270,12 @@ impl Source for SimSource {
             }
         }
         let t = WallInstant::now();
-        let snap = self.snapshot(seq);
-        self.read_ns = t.elapsed().as_nanos() as u64;
-        Ok((snap, events))
+        let snapshot = self.snapshot(seq);
+        Ok(Sample {
+            snapshot,
+            events,
+            read_ns: Some(t.elapsed().as_nanos() as u64),
+        })
     }
 
     fn fail_link(&mut self, link: LinkId) -> Result<String, String> {
@@ -314,7 +315,7 @@ mod tests {
         // its target (the wall-clock budget, on a slow build); later samples catch up.
         let target = Duration::from_secs(10);
         while last_t + 200_000 < 10_000_000 {
-            let (snap, _) = s.sample(target, seq).unwrap();
+            let snap = s.sample(target, seq).unwrap().snapshot;
             snap.validate(&s.info).unwrap();
             assert!(snap.totals.tx_bytes >= last, "counters never decrease");
             assert!(snap.time.ns >= last_t, "time never goes back");
@@ -337,7 +338,11 @@ mod tests {
         s.sample(Duration::from_millis(100), 0).unwrap();
         s.fail_link(up).unwrap();
         assert!(s.fail_link(up).unwrap_err().contains("already down"));
-        let (snap, ev) = s.sample(Duration::from_secs(2), 1).unwrap();
+        let Sample {
+            snapshot: snap,
+            events: ev,
+            ..
+        } = s.sample(Duration::from_secs(2), 1).unwrap();
         let kinds: Vec<String> = ev.iter().map(|e| format!("{:?}", e.what)).collect();
         assert!(kinds[0].starts_with("LinkDown"), "{kinds:?}");
         assert!(kinds.iter().any(|k| k.starts_with("Reroute")), "{kinds:?}");
@@ -346,7 +351,7 @@ mod tests {
         assert_eq!(snap.gauges.oper_down, vec![2 * up.0, 2 * up.0 + 1]);
         let tx = snap.counters.tx_bytes.as_ref().unwrap();
         let before = tx.get(2 * up.0 as usize);
-        let (snap, _) = s.sample(Duration::from_secs(4), 2).unwrap();
+        let snap = s.sample(Duration::from_secs(4), 2).unwrap().snapshot;
         let tx2 = snap.counters.tx_bytes.as_ref().unwrap();
         assert_eq!(
             tx2.get(2 * up.0 as usize),
@@ -354,7 +359,11 @@ mod tests {
             "nothing crosses a failed link"
         );
         s.restore_link(up).unwrap();
-        let (snap, ev) = s.sample(Duration::from_secs(6), 3).unwrap();
+        let Sample {
+            snapshot: snap,
+            events: ev,
+            ..
+        } = s.sample(Duration::from_secs(6), 3).unwrap();
         assert!(snap.gauges.oper_down.is_empty());
         assert!(
             ev.iter()

@@ -1,5 +1,5 @@
-//! [`Source`]: what the collector owns and samples — the simulator today; the routed
-//! veth testbed and a Linux host's own links share the same interface.
+//! [`Source`]: what the collector owns and samples — the simulator
+//! ([`super::sim_source`]) or the routed veth testbed ([`super::testbed_source`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,23 +7,49 @@ use std::time::Duration;
 use fabric_api::{Event, FabricInfo, Snapshot};
 use topo::LinkId;
 
+/// What a source describes once, at start.
+#[derive(Debug, Clone)]
+pub struct SourceMap {
+    /// The fabric map (sent once, first frame of every stream).
+    pub info: FabricInfo,
+    /// The `topo` fabric behind the source, when it has one (for routes).
+    pub fabric: Option<Arc<topo::Fabric>>,
+}
+
+/// One sample of a source.
+#[derive(Debug)]
+pub struct Sample {
+    /// The snapshot.
+    pub snapshot: Snapshot,
+    /// Events since the previous sample.
+    pub events: Vec<Event>,
+    /// Time spent reading the state into the snapshot (as opposed to advancing the
+    /// source), ns, when the source measures it.
+    pub read_ns: Option<u64>,
+}
+
 /// A telemetry source. The collector calls it from one thread, one call at a time.
 pub trait Source: Send {
-    /// The fabric map (sent once, first frame of every stream).
-    fn info(&self) -> FabricInfo;
-    /// The `topo` fabric behind the source, when it has one (for routes).
-    fn fabric(&self) -> Option<Arc<topo::Fabric>>;
+    /// The port map and the fabric.
+    fn map(&self) -> SourceMap;
     /// Brings the source up to `elapsed` wall-clock time since start and returns snapshot
     /// number `seq` with the events since the previous one.
-    fn sample(&mut self, elapsed: Duration, seq: u64) -> Result<(Snapshot, Vec<Event>), String>;
-    /// True when the source reports its own `Reroute` events (otherwise the collector
-    /// reports the daemon's table updates as reroutes).
+    fn sample(&mut self, elapsed: Duration, seq: u64) -> Result<Sample, String>;
+    /// True when the source reports its own `Reroute` events (the simulator and the
+    /// testbed do); false makes the collector report the daemon's table updates as
+    /// reroutes.
     fn reports_reroutes(&self) -> bool {
-        false
+        true
     }
-    /// Time the last [`Self::sample`] spent reading the state into the snapshot (as
-    /// opposed to advancing the source), ns, when the source measures it.
-    fn read_ns(&self) -> Option<u64> {
+    /// Errors the source met and survived since the previous call (background work such
+    /// as a link watcher); the collector adds them to `fabric_daemon_source_errors_total`.
+    fn take_errors(&mut self) -> u64 {
+        0
+    }
+    /// Reads back the routes the source's data plane holds and compares them with its
+    /// tables; `None` when there is nothing to compare (the simulator forwards from the
+    /// tables themselves).
+    fn drift(&mut self) -> Option<Result<veth::routed::Drift, String>> {
         None
     }
     /// Fails a link (as a real failure would: the source detects and reacts on its own).

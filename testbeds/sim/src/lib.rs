@@ -4,6 +4,7 @@
 //! Layout: [`net`] (the flattened fabric and routing sources), [`queue`] (event
 //! queues), [`config`] (settings), [`engine`] (the event loop: links, switches,
 //! PFC, ECN, trimming, load balancing, hosts), [`results`] (what a run produces),
+//! [`digest`] (a run's results as one 64-bit number, to prove an engine change kept them),
 //! [`summary`] and [`plots`] (a run as text and SVG; the seeded RNG is `scenario::rng`),
 //! [`pacing`] (virtual time tied to wall-clock time for live demos). Live telemetry in
 //! the `fabric-api` schema: [`Sim::run_until`], [`Sim::snapshot`], [`Sim::fabric_info`],
@@ -24,6 +25,7 @@
 //! ```
 
 pub mod config;
+pub mod digest;
 pub mod engine;
 pub mod net;
 pub mod outcome;

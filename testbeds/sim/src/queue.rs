@@ -10,8 +10,8 @@
 //!   Packet simulations schedule almost everything within a few link delays, so
 //!   most pushes land in a near bucket.
 //!
-//! `sim-bench --queue heap|calendar` measures which is faster on a workload; the
-//! simulator uses the calendar queue by default (see docs/sim.md for the figures).
+//! `sim-bench --queue heap|calendar|fixed` measures which is faster on a workload; the
+//! simulator uses the adaptive calendar queue by default (see docs/sim.md for the figures).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -68,6 +68,15 @@ pub trait EventQueue {
     /// Put back the event [`Self::pop`] just returned, in the same place (its time and
     /// sequence number are kept, so the order of events does not change).
     fn unpop(&mut self, ev: Ev);
+    /// Probably the next event [`Self::pop`] returns, if that is cheap to tell (a hint
+    /// for prefetching its state: an event pushed meanwhile may come first).
+    fn peek_hint(&self) -> Option<Ev> {
+        None
+    }
+    /// Probably the event after [`Self::peek_hint`]'s (a hint, as that one).
+    fn peek_hint2(&self) -> Option<Ev> {
+        None
+    }
     /// Number of pending events.
     fn len(&self) -> usize;
     /// No pending events.
@@ -110,6 +119,16 @@ impl EventQueue for HeapQueue {
 /// the current year wait in an overflow heap and are pulled in as time advances.
 /// Each bucket is a small vector kept unsorted; a bucket is sorted once when the
 /// clock enters it (events pushed into the current bucket are inserted in order).
+///
+/// The bucket width that suits a run depends on how many events are pending: ~1,500
+/// for 128 hosts, ~100,000 for 8,192 (every frame in flight and every busy port has
+/// one), all within a microsecond or so. A fixed width leaves 100+ events per bucket
+/// at 8,192 hosts, and sorting them was a third of the simulator's instructions. An
+/// [`CalendarQueue::adaptive`] queue watches the buckets it sorts and halves the width
+/// (doubling the buckets, so a year keeps its span) while they hold more than
+/// [`Self::NARROW_ABOVE`] events on average, and widens it again when nearly every
+/// bucket it crosses is empty (Brown's resize, driven by occupancy rather than size).
+/// The order of events never depends on the width: pops are by (time, sequence).
 #[derive(Debug)]
 pub struct CalendarQueue {
     width_shift: u32,
@@ -123,10 +142,34 @@ pub struct CalendarQueue {
     far: BinaryHeap<Ev>,
     len: usize,
     seq: u32,
+    /// Adaptive width: buckets sorted per decision (0: fixed width).
+    window: u32,
+    /// Since the last decision: buckets sorted, events in them, buckets crossed.
+    sorted: u32,
+    sorted_events: u64,
+    crossed: u64,
+    /// Width changes so far.
+    resizes: u32,
+    /// After narrowing: the width before and the mean events per sorted bucket then
+    /// (×16), to undo a narrowing that did not thin the buckets.
+    probe: Option<(u32, u64)>,
+    /// Narrowest width worth trying (raised when a narrowing did not help).
+    floor_shift: u32,
 }
 
 impl CalendarQueue {
-    /// `2^width_shift` ps per bucket, `buckets` buckets (rounded to a power of two).
+    /// Adaptive queues narrow their buckets while the buckets they sort hold more than
+    /// this many events on average.
+    pub const NARROW_ABOVE: u64 = 6;
+    /// Narrowest bucket of an adaptive queue: 2^6 ps.
+    const MIN_SHIFT: u32 = 6;
+    /// Widest bucket of an adaptive queue: 2^20 ps.
+    const MAX_SHIFT: u32 = 20;
+    /// Most buckets an adaptive queue uses (a year is kept down to 2^16 buckets).
+    const MAX_BUCKETS: usize = 1 << 16;
+
+    /// Fixed width: `2^width_shift` ps per bucket, `buckets` buckets (rounded to a
+    /// power of two).
     pub fn new(width_shift: u32, buckets: usize) -> Self {
         let nb = buckets.next_power_of_two().max(2);
         CalendarQueue {
@@ -138,7 +181,44 @@ impl CalendarQueue {
             far: BinaryHeap::new(),
             len: 0,
             seq: 0,
+            window: 0,
+            sorted: 0,
+            sorted_events: 0,
+            crossed: 0,
+            resizes: 0,
+            probe: None,
+            floor_shift: Self::MIN_SHIFT,
         }
+    }
+
+    /// Adaptive width, starting from `2^width_shift` ps per bucket and `buckets`
+    /// buckets: the year (`buckets << width_shift` ps) keeps its span as the width
+    /// changes, up to [`Self::MAX_BUCKETS`] buckets.
+    pub fn adaptive(width_shift: u32, buckets: usize) -> Self {
+        Self::adaptive_every(width_shift, buckets, 1024)
+    }
+
+    /// [`Self::adaptive`], deciding every `window` sorted buckets (tests use small ones).
+    pub fn adaptive_every(width_shift: u32, buckets: usize, window: u32) -> Self {
+        CalendarQueue {
+            window: window.max(1),
+            ..Self::new(width_shift, buckets)
+        }
+    }
+
+    /// The simulator's default: adaptive, starting at 1,024 ps × 4,096 buckets (a 4.2 µs year).
+    pub fn for_sim() -> Self {
+        Self::adaptive(10, 4096)
+    }
+
+    /// Current bucket width, ps.
+    pub fn width(&self) -> u64 {
+        1 << self.width_shift
+    }
+
+    /// How many times the width changed.
+    pub fn resizes(&self) -> u32 {
+        self.resizes
     }
 
     #[inline]
@@ -169,6 +249,7 @@ impl CalendarQueue {
         self.cur = (self.cur + 1) & (self.buckets.len() - 1);
         self.cur_start += 1 << self.width_shift;
         self.cur_sorted = false;
+        self.crossed += 1;
         // Pull far events that now fall inside the year.
         let end = self.year_end();
         while let Some(e) = self.far.peek() {
@@ -178,6 +259,67 @@ impl CalendarQueue {
             let e = self.far.pop().expect("peeked");
             self.place(e);
         }
+    }
+
+    /// An adaptive queue's decision, when the current bucket (about to be sorted) holds
+    /// `n` events: whether it changed the width (then the buckets were rebuilt).
+    fn adapt(&mut self, n: usize) -> bool {
+        self.sorted += 1;
+        self.sorted_events += n as u64;
+        if self.sorted < self.window {
+            return false;
+        }
+        let (w, ev, crossed) = (self.sorted as u64, self.sorted_events, self.crossed);
+        self.sorted = 0;
+        self.sorted_events = 0;
+        self.crossed = 0;
+        let mean16 = ev * 16 / w;
+        if let Some((before, was16)) = self.probe.take()
+            && mean16 * 4 > was16 * 3
+        {
+            // Halving the width did not take a quarter off the events per bucket: they
+            // come in bursts at (nearly) equal times, which narrower buckets do not
+            // split; go back and stay at least this wide.
+            self.floor_shift = before;
+            self.rebuild(before);
+            return true;
+        }
+        let shift = if ev > Self::NARROW_ABOVE * w && self.width_shift > self.floor_shift {
+            self.probe = Some((self.width_shift, mean16));
+            self.width_shift - 1
+        } else if ev < 2 * w && crossed > 64 * w && self.width_shift < Self::MAX_SHIFT {
+            // Under 2 events per bucket and 63 empty buckets crossed for each: wider.
+            self.width_shift + 1
+        } else {
+            return false;
+        };
+        self.rebuild(shift);
+        true
+    }
+
+    /// Re-place every pending event into buckets of `2^shift` ps, keeping the year's span.
+    fn rebuild(&mut self, shift: u32) {
+        let span = (self.buckets.len() as u64) << self.width_shift;
+        let nb = ((span >> shift) as usize)
+            .next_power_of_two()
+            .clamp(2, Self::MAX_BUCKETS.max(self.buckets.len()));
+        let mut pending: Vec<Ev> = std::mem::take(&mut self.far).into_vec();
+        for b in &mut self.buckets {
+            pending.append(b);
+        }
+        if nb != self.buckets.len() {
+            self.buckets = (0..nb).map(|_| Vec::new()).collect();
+        }
+        self.width_shift = shift;
+        // Events pending are all at or after the current bucket's start; aligning it
+        // down to the new width keeps them ahead of it.
+        self.cur_start &= !((1u64 << shift) - 1);
+        self.cur = 0;
+        self.cur_sorted = false;
+        for e in pending {
+            self.place(e);
+        }
+        self.resizes += 1;
     }
 }
 
@@ -202,6 +344,9 @@ impl EventQueue for CalendarQueue {
         loop {
             if !self.buckets[self.cur].is_empty() {
                 if !self.cur_sorted {
+                    if self.window > 0 && self.adapt(self.buckets[self.cur].len()) {
+                        continue;
+                    }
                     self.buckets[self.cur].sort_unstable_by_key(|e| std::cmp::Reverse(e.key()));
                     self.cur_sorted = true;
                 }
@@ -231,6 +376,25 @@ impl EventQueue for CalendarQueue {
     fn unpop(&mut self, ev: Ev) {
         self.len += 1;
         self.place(ev);
+    }
+
+    #[inline]
+    fn peek_hint(&self) -> Option<Ev> {
+        if self.cur_sorted {
+            self.buckets[self.cur].last().copied()
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn peek_hint2(&self) -> Option<Ev> {
+        let b = &self.buckets[self.cur];
+        if self.cur_sorted && b.len() >= 2 {
+            Some(b[b.len() - 2])
+        } else {
+            None
+        }
     }
 
     fn len(&self) -> usize {
@@ -266,39 +430,65 @@ mod tests {
         assert_eq!(drain(&mut h), (0..5).map(|i| (100, i)).collect::<Vec<_>>());
     }
 
+    /// A queue whose buckets are far too wide narrows them (and the pops stay in order).
+    #[test]
+    fn adaptive_narrows_crowded_buckets() {
+        let mut q = CalendarQueue::adaptive_every(10, 64, 8);
+        let mut h = HeapQueue::default();
+        let mut r = Rng::new(3);
+        // 2,000 events within 100 ns: ~20 per 1,024 ps bucket.
+        for i in 0..2000 {
+            let t = r.below(100_000);
+            q.push(t, 1, i);
+            h.push(t, 1, i);
+        }
+        assert_eq!(drain(&mut q), drain(&mut h));
+        assert!(q.width() < 1024, "width {}", q.width());
+        assert!(q.resizes() > 0);
+    }
+
     proptest! {
         /// Both queues pop the same sequence for any interleaving of pushes and pops
-        /// (pushes never go into the past, as in the simulator).
+        /// (pushes never go into the past, as in the simulator); so does an adaptive
+        /// calendar queue deciding every 2 buckets (it resizes often).
         #[test]
         fn calendar_matches_heap(seed in any::<u64>(), ops in 1usize..3000, shift in 4u32..16) {
             let mut r = Rng::new(seed);
             let mut h = HeapQueue::default();
             let mut c = CalendarQueue::new(shift, 32);
+            let mut a = CalendarQueue::adaptive_every(shift, 32, 2);
             let mut now = 0u64;
             for i in 0..ops {
                 if r.below(3) < 2 {
                     let dt = match r.below(4) { 0 => 0, 1 => r.below(1 << shift), 2 => r.below(1 << (shift + 6)), _ => r.below(1 << 30) };
                     h.push(now + dt, 1, i as u32);
                     c.push(now + dt, 1, i as u32);
+                    a.push(now + dt, 1, i as u32);
                 } else {
-                    let a = h.pop();
-                    let b = c.pop();
-                    prop_assert_eq!(a, b);
-                    if let Some(e) = a {
+                    let e = h.pop();
+                    prop_assert_eq!(e, c.pop());
+                    prop_assert_eq!(e, a.pop());
+                    if let Some(e) = e {
                         now = e.t;
                         // Sometimes put it back (a stepped run stopping before it):
                         // the next pop must return it again.
                         if r.below(4) == 0 {
                             h.unpop(e);
                             c.unpop(e);
+                            a.unpop(e);
                             prop_assert_eq!(c.pop(), Some(e));
+                            prop_assert_eq!(a.pop(), Some(e));
                             c.unpop(e);
+                            a.unpop(e);
                         }
                     }
                 }
                 prop_assert_eq!(h.len(), c.len());
+                prop_assert_eq!(h.len(), a.len());
             }
-            prop_assert_eq!(drain(&mut h), drain(&mut c));
+            let rest = drain(&mut h);
+            prop_assert_eq!(&rest, &drain(&mut c));
+            prop_assert_eq!(&rest, &drain(&mut a));
         }
     }
 }

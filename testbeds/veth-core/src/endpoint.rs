@@ -185,6 +185,8 @@ pub struct HostCounters {
     pub malformed: u64,
     /// Frames for unknown flows.
     pub unknown_flow: u64,
+    /// PAUSE frames this NIC sent as a storm ([`Host::storm`]).
+    pub storm_pauses: u64,
 }
 
 /// Host parameters.
@@ -224,7 +226,19 @@ pub struct Host {
     control: Vec<Vec<u8>>,
     rr: usize,
     zeros: Vec<u8>,
+    /// A PFC storm this NIC sends (see [`Host::storm`]).
+    storm: Option<Storm>,
     pub c: HostCounters,
+}
+
+/// A NIC that never stops pausing its switch port: a PAUSE with the longest quanta
+/// for one priority, sent again every `every` from `next` on (the classic PFC storm
+/// of a NIC whose receive pipeline is stuck).
+#[derive(Debug, Clone, Copy)]
+struct Storm {
+    next: Instant,
+    every: Duration,
+    priority: u8,
 }
 
 /// Completion state shared by all hosts of an engine (for `after` dependencies).
@@ -245,6 +259,7 @@ impl Host {
             control: Vec::new(),
             rr: 0,
             zeros,
+            storm: None,
             c: HostCounters::default(),
         }
     }
@@ -646,6 +661,21 @@ impl Host {
         }
     }
 
+    /// Make this NIC storm: from `from` (real time) on it sends its switch port a PAUSE
+    /// of priority `priority` with the longest quanta every `every`, and never stops.
+    pub fn storm(&mut self, from: Instant, every: Duration, priority: u8) {
+        self.storm = Some(Storm {
+            next: from,
+            every,
+            priority,
+        });
+    }
+
+    /// PAUSE frames of a storm sent so far.
+    pub fn storm_pauses(&self) -> u64 {
+        self.c.storm_pauses
+    }
+
     /// Frames to send at `now` (control first, then paced data), at most `max`.
     pub fn poll_transmit(
         &mut self,
@@ -654,6 +684,14 @@ impl Host {
         out: &mut Vec<Vec<u8>>,
         max: usize,
     ) {
+        if let Some(st) = &mut self.storm
+            && now >= st.next
+        {
+            let f = pfc::Repr::single(st.priority, 0xffff).to_frame(self.cfg.mac);
+            self.control.push(f.to_vec());
+            self.c.storm_pauses += 1;
+            st.next = now + st.every;
+        }
         out.append(&mut self.control);
         let n = self.flows.len();
         if n == 0 {
@@ -804,6 +842,9 @@ impl Host {
         let mut upd = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
         if !self.control.is_empty() {
             upd(now);
+        }
+        if let Some(st) = &self.storm {
+            upd(st.next);
         }
         if let Some(v) = self.np.next_timeout() {
             upd(self.cfg.scale.to_real(v));

@@ -7,6 +7,8 @@
 //!   each a zero-copy `Packet<T>` view plus a `Repr` (STYLE.md point 9).
 //! - [`switch`]: the userspace switch: egress queues paced at link rate, shared buffer,
 //!   ECN marking, PFC, trimming, counters.
+//! - [`fabric`]: many switches behind one flat port numbering, served by one loop,
+//!   with scheduled link failures and re-routes.
 //! - [`endpoint`]: RoCEv2 senders/receivers driving `cc-algos` controllers.
 //! - [`pcap`]: a pcap writer (what a port sees) over any `io::Write`, decodable by tshark
 //!   as RoCE and PFC.
@@ -19,6 +21,7 @@
 //! ```
 
 pub mod endpoint;
+pub mod fabric;
 pub mod pcap;
 pub mod switch;
 pub mod wire;

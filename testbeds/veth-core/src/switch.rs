@@ -3,7 +3,11 @@
 //! feeds it from AF_PACKET sockets; unit tests feed it directly.
 //!
 //! Model (one output-queued shared-buffer switch, as in the DCQCN paper's testbed):
-//! - forwarding by destination IPv4 address (a host table: address → port);
+//! - forwarding by destination IPv4 address (a host table: address → one port or an
+//!   ECMP group); in a group the switch hashes (source, destination, UDP source port)
+//!   with its own salt: a sender that keeps its UDP source port (RoCEv2's entropy
+//!   value) per flow gets per-flow ECMP, one that changes it per packet is sprayed;
+//!   ports that are down ([`Switch::set_port_up`]) are left out of every group;
 //! - per egress port, 8 priority queues served in strict priority (7 highest); the
 //!   priority is the DSCP class selector (`dscp >> 3`: data DSCP 26 → 3, CNP/ACK DSCP 48 → 6);
 //! - each egress port is paced at its link rate: a frame occupies the port for
@@ -26,6 +30,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
+use cc_algos::pfcwd::{QueueSample, QueueWatch, Verdict, WatchdogConfig};
 use cc_algos::{
     Bytes, Duration, Instant, PfcConfig, PfcEgress, PfcIngress, Rate, RedEcn, TrimDecision,
     TrimPolicy,
@@ -59,14 +64,49 @@ pub struct SwitchConfig {
     pub pfc_priorities: u8,
     /// Trimming of data frames (None: off).
     pub trim: Option<TrimPolicy>,
-    /// Destination address → egress port.
-    pub routes: HashMap<Ipv4Addr, usize>,
+    /// Destination address → egress ports (one port, or an ECMP group).
+    pub routes: HashMap<Ipv4Addr, Vec<usize>>,
+    /// Salt of the ECMP hash; give every switch of a fabric its own, or all switches
+    /// would make the same choice for a flow (hash polarisation).
+    pub ecmp_salt: u64,
     /// Destination MAC to write on frames leaving each port (the attached host), if any.
     pub next_hop_macs: Vec<Option<Mac>>,
     /// Seed of the RNG for ECN decisions.
     pub seed: u64,
     /// Depth of each port's pacing token bucket (see [`Switch::poll_transmit`]).
     pub pacing_burst: Duration,
+    /// PFC watchdog on every egress queue of the PFC priorities (None: off): the
+    /// `cc_algos::pfcwd` logic the daemon runs, polled every `detection / 4` of the
+    /// switch's (real) time.
+    pub pfcwd: Option<WatchdogConfig>,
+}
+
+impl SwitchConfig {
+    /// A switch with these ports, rate, buffer and routes; no ECN, PFC or trimming, PFC
+    /// priority 3 when PFC is set, no MAC rewrite, no pacing burst, seed 1, salt 0.
+    pub fn new(
+        port_macs: Vec<Mac>,
+        link_rate: Rate,
+        buffer: Bytes,
+        routes: HashMap<Ipv4Addr, Vec<usize>>,
+    ) -> SwitchConfig {
+        let n = port_macs.len();
+        SwitchConfig {
+            port_macs,
+            link_rate,
+            buffer,
+            ecn: None,
+            pfc: None,
+            pfc_priorities: 1 << 3,
+            trim: None,
+            routes,
+            ecmp_salt: 0,
+            next_hop_macs: vec![None; n],
+            seed: 1,
+            pacing_burst: Duration::ZERO,
+            pfcwd: None,
+        }
+    }
 }
 
 /// Counters of one port. `rx_*` count frames arriving on the port, `tx_*` frames
@@ -108,6 +148,15 @@ pub struct PortCounters {
     pub malformed: u64,
     /// Frames with no route (counted and dropped).
     pub unroutable: u64,
+    /// Frames lost because this port went down while they were queued on it (a link
+    /// failure loses what was on its way out).
+    pub link_down_drops: u64,
+    /// PFC storms the watchdog detected on this port's egress queues.
+    pub pfcwd_storms: u64,
+    /// Storms it restored.
+    pub pfcwd_restored: u64,
+    /// Frames the watchdog discarded (queued, or arriving, for a stormed queue).
+    pub pfcwd_drops: u64,
 }
 
 #[derive(Debug)]
@@ -126,6 +175,10 @@ struct Port {
     pfc_in: Option<PfcIngress>,
     pfc_out: PfcEgress,
     paused_since: Option<Instant>,
+    up: bool,
+    /// Data frames sent per priority (the watchdog's transmit counter).
+    tx_by_prio: [u64; PRIORITIES],
+    watch: [QueueWatch; PRIORITIES],
     c: PortCounters,
 }
 
@@ -136,13 +189,40 @@ pub struct Switch {
     ports: Vec<Port>,
     used: u64,
     rng: ChaCha8Rng,
+    /// Next watchdog poll.
+    wd_next: Instant,
     /// Peak shared-buffer occupancy.
     pub max_buffer_used: u64,
 }
 
-/// Parse what the switch needs from an IPv4 frame: destination, DSCP, whether it is a
-/// RoCE data packet (trimmable). `None` if malformed.
-fn classify(frame: &[u8]) -> Option<(Ipv4Addr, u8, bool)> {
+/// What the switch reads from an IPv4 frame.
+struct Class {
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    dscp: u8,
+    /// UDP source port (RoCEv2's entropy value); 0 for other protocols.
+    entropy: u16,
+    /// A RoCE data packet (trimmable).
+    data: bool,
+}
+
+/// The ECMP hash of a frame (splitmix64 of source, destination, entropy and the switch's
+/// salt): the same inputs always choose the same member of a group.
+pub fn ecmp_hash(src: Ipv4Addr, dst: Ipv4Addr, entropy: u16, salt: u64) -> u64 {
+    let mut z = (u64::from(u32::from(src)) << 32 | u64::from(u32::from(dst)))
+        ^ (u64::from(entropy)).rotate_left(17)
+        ^ salt;
+    for _ in 0..2 {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+    }
+    z
+}
+
+/// Parse what the switch needs from an IPv4 frame; `None` if malformed.
+fn classify(frame: &[u8]) -> Option<Class> {
     let e = ethernet::checked(frame).ok()?;
     if ethernet::ethertype(&e) != ETHERTYPE_IPV4 {
         return None;
@@ -151,12 +231,19 @@ fn classify(frame: &[u8]) -> Option<(Ipv4Addr, u8, bool)> {
     if !ip.verify_checksum() {
         return None;
     }
-    let data = u8::from(ip.next_header()) == ipv4::PROTO_UDP
-        && udp::checked(ip.payload()).ok().is_some_and(|u| {
-            u.dst_port() == udp::ROCEV2_PORT
-                && u.payload().first() == Some(&ib::opcode::RC_SEND_ONLY)
-        });
-    Some((ip.dst_addr(), ip.dscp(), data))
+    let u = (u8::from(ip.next_header()) == ipv4::PROTO_UDP)
+        .then(|| udp::checked(ip.payload()).ok())
+        .flatten();
+    let data = u.as_ref().is_some_and(|u| {
+        u.dst_port() == udp::ROCEV2_PORT && u.payload().first() == Some(&ib::opcode::RC_SEND_ONLY)
+    });
+    Some(Class {
+        src: ip.src_addr(),
+        dst: ip.dst_addr(),
+        dscp: ip.dscp(),
+        entropy: u.map_or(0, |u| u.src_port()),
+        data,
+    })
 }
 
 impl Switch {
@@ -170,6 +257,9 @@ impl Switch {
                 pfc_in: cfg.pfc.map(PfcIngress::new),
                 pfc_out: PfcEgress::new(cfg.link_rate),
                 paused_since: None,
+                up: true,
+                tx_by_prio: [0; PRIORITIES],
+                watch: Default::default(),
                 c: PortCounters::default(),
             })
             .collect();
@@ -179,6 +269,7 @@ impl Switch {
             ports,
             used: 0,
             rng,
+            wd_next: Instant::ZERO,
             max_buffer_used: 0,
         }
     }
@@ -211,6 +302,141 @@ impl Switch {
         p.control.push_back(frame.to_vec());
     }
 
+    /// The egress port of a frame: its route's only port, or the ECMP hash's pick among
+    /// the group's ports that are up. `None`: no route, or every port of it down.
+    fn route(&self, cl: &Class) -> Option<usize> {
+        let group = self.cfg.routes.get(&cl.dst)?;
+        let n = self.ports.len();
+        let live = |&&p: &&usize| p < n && self.ports[p].up;
+        let k = group.iter().filter(live).count();
+        if k == 0 {
+            return None;
+        }
+        let h = ecmp_hash(cl.src, cl.dst, cl.entropy, self.cfg.ecmp_salt);
+        group
+            .iter()
+            .filter(live)
+            .nth((h % k as u64) as usize)
+            .copied()
+    }
+
+    /// Replace the routing table (a re-route after a failure; frames already queued
+    /// stay where they are).
+    pub fn set_routes(&mut self, routes: HashMap<Ipv4Addr, Vec<usize>>) {
+        self.cfg.routes = routes;
+    }
+
+    /// The routing table.
+    pub fn routes(&self) -> &HashMap<Ipv4Addr, Vec<usize>> {
+        &self.cfg.routes
+    }
+
+    /// Whether `port` is up.
+    pub fn port_up(&self, port: usize) -> bool {
+        self.ports[port].up
+    }
+
+    /// Take `port` down (its link failed) or bring it back. Down, it leaves every ECMP
+    /// group at once (the local repair a switch does on loss of signal), the frames
+    /// queued on it are lost (counted in [`PortCounters::link_down_drops`], their buffer
+    /// and PFC ingress bytes released) and frames routed only through it are unroutable.
+    pub fn set_port_up(&mut self, now: Instant, port: usize, up: bool) {
+        self.ports[port].up = up;
+        if up {
+            return;
+        }
+        let lost = self.discard(now, port, None);
+        let p = &mut self.ports[port];
+        p.control.clear();
+        p.paused_since = None;
+        p.c.link_down_drops += lost;
+    }
+
+    /// Empty `port`'s queue of priority `prio` (all of them with `None`), releasing the
+    /// frames' buffer and PFC ingress bytes; how many were discarded.
+    fn discard(&mut self, now: Instant, port: usize, prio: Option<usize>) -> u64 {
+        let lost: Vec<Queued> = self.ports[port]
+            .queues
+            .iter_mut()
+            .enumerate()
+            .filter(|(q, _)| prio.is_none_or(|p| p == *q))
+            .flat_map(|(_, q)| q.drain(..))
+            .collect();
+        let n = lost.len() as u64;
+        for q in lost {
+            let len = q.frame.len() as u64;
+            self.used -= len;
+            let p = &mut self.ports[port];
+            p.queue_bytes[q.prio as usize] -= len;
+            p.c.queue_bytes -= len;
+            let resume = self.ports[q.in_port]
+                .pfc_in
+                .as_mut()
+                .and_then(|pi| pi.on_dequeue(now, q.prio, Bytes(len)));
+            if let Some(f) = resume {
+                self.pfc_frame(q.in_port, f);
+            }
+        }
+        n
+    }
+
+    /// The PFC watchdog's poll, when due: feed every PFC queue's sample to its
+    /// [`QueueWatch`]; a storm detected under `drop` discards the queue and (under
+    /// `drop` or `forward`) lifts the pause the peer keeps sending.
+    fn watchdog(&mut self, now: Instant) {
+        let Some(cfg) = self.cfg.pfcwd else {
+            return;
+        };
+        if now < self.wd_next {
+            return;
+        }
+        self.wd_next = now + Duration::picos(cfg.detection.as_picos() / 4);
+        for port in 0..self.ports.len() {
+            for prio in 0..PRIORITIES {
+                if self.cfg.pfc_priorities & (1 << prio) == 0 {
+                    continue;
+                }
+                let p = &mut self.ports[port];
+                let sample = QueueSample {
+                    paused: p.pfc_out.is_paused(now, prio as u8),
+                    queued_packets: p.queues[prio].len() as u64,
+                    tx_packets: p.tx_by_prio[prio],
+                    pfc_rx: p.c.pfc_received_by_priority[prio],
+                };
+                match p.watch[prio].on_sample(&cfg, now, sample) {
+                    Verdict::StormDetected => {
+                        p.c.pfcwd_storms += 1;
+                        if p.watch[prio].ignore_pause(&cfg) {
+                            let resume = cc_algos::PfcFrame {
+                                priority: prio as u8,
+                                quanta: 0,
+                            };
+                            p.pfc_out.on_frame(now, resume);
+                        }
+                        if p.watch[prio].drop_packets(&cfg) {
+                            let n = self.discard(now, port, Some(prio));
+                            self.ports[port].c.pfcwd_drops += n;
+                        }
+                    }
+                    Verdict::StormRestored { .. } => p.c.pfcwd_restored += 1,
+                    Verdict::None => {}
+                }
+            }
+        }
+    }
+
+    /// Whether the watchdog holds `port`'s priority `prio` stormed with `what` applying.
+    fn stormed(
+        &self,
+        port: usize,
+        prio: usize,
+        what: fn(&QueueWatch, &WatchdogConfig) -> bool,
+    ) -> bool {
+        self.cfg
+            .pfcwd
+            .is_some_and(|c| what(&self.ports[port].watch[prio], &c))
+    }
+
     /// A frame arrived on `in_port` at `now`.
     pub fn on_frame(&mut self, now: Instant, in_port: usize, mut frame: Vec<u8>) {
         let len = frame.len() as u64;
@@ -226,13 +452,17 @@ impl Switch {
         {
             match pfc::Repr::from_frame(&frame) {
                 Ok(Some(r)) => {
+                    // Priorities whose PAUSE frames the watchdog ignores (bit mask).
+                    let ignored: u8 = (0..PRIORITIES)
+                        .filter(|&prio| self.stormed(in_port, prio, QueueWatch::ignore_pause))
+                        .fold(0, |m, prio| m | 1 << prio);
                     let port = &mut self.ports[in_port];
                     port.c.pfc_received += 1;
                     for prio in 0..PRIORITIES {
                         if r.class_enable & (1 << prio) != 0 && r.quanta[prio] > 0 {
                             port.c.pfc_received_by_priority[prio] += 1;
                         }
-                        if r.class_enable & (1 << prio) != 0 {
+                        if r.class_enable & (1 << prio) != 0 && ignored & (1 << prio) == 0 {
                             port.pfc_out.on_frame(
                                 now,
                                 cc_algos::PfcFrame {
@@ -247,18 +477,15 @@ impl Switch {
             }
             return;
         }
-        let Some((dst, dscp, is_data)) = classify(&frame) else {
+        let Some(cl) = classify(&frame) else {
             self.ports[in_port].c.malformed += 1;
             return;
         };
-        let Some(&out) = self.cfg.routes.get(&dst) else {
+        let (dscp, is_data) = (cl.dscp, cl.data);
+        let Some(out) = self.route(&cl) else {
             self.ports[in_port].c.unroutable += 1;
             return;
         };
-        if out >= self.ports.len() {
-            self.ports[in_port].c.unroutable += 1;
-            return;
-        }
         let mut prio = (dscp >> 3) & 7;
         // Trimming: cut the payload, keep the headers, send at the control priority.
         if is_data && let Some(t) = self.cfg.trim {
@@ -270,6 +497,10 @@ impl Switch {
             }
         }
         let len = frame.len() as u64;
+        if self.stormed(out, prio as usize, QueueWatch::drop_packets) {
+            self.ports[out].c.pfcwd_drops += 1;
+            return;
+        }
         if self.used + len > self.cfg.buffer.0 {
             self.ports[out].c.drops += 1;
             return;
@@ -322,6 +553,9 @@ impl Switch {
     /// The next frame `port` may send at `now`: PFC frames first, then the highest
     /// non-paused priority, if the port's pacer allows.
     pub fn poll_transmit(&mut self, now: Instant, port: usize) -> Option<Vec<u8>> {
+        if !self.ports[port].up {
+            return None;
+        }
         if let Some(f) = self.ports[port].control.pop_front() {
             let p = &mut self.ports[port];
             p.c.tx_packets += 1;
@@ -362,6 +596,7 @@ impl Switch {
         p.c.queue_bytes -= len;
         p.c.tx_packets += 1;
         p.c.tx_bytes += len;
+        p.tx_by_prio[prio] += 1;
         // Pace: the port is busy for the frame's serialisation time. A loop that wakes
         // late may catch up by at most `pacing_burst` (a token bucket of that depth),
         // so OS wake-up latency does not lower the link rate.
@@ -381,6 +616,7 @@ impl Switch {
 
     /// PFC refresh timers; call at [`Switch::next_wakeup`].
     pub fn on_timeout(&mut self, now: Instant) {
+        self.watchdog(now);
         for port in 0..self.ports.len() {
             loop {
                 let f = match self.ports[port].pfc_in.as_mut() {
@@ -405,7 +641,10 @@ impl Switch {
     pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
         let mut t: Option<Instant> = None;
         let mut upd = |x: Instant| t = Some(t.map_or(x, |y: Instant| y.min(x)));
-        for p in &self.ports {
+        if self.cfg.pfcwd.is_some() {
+            upd(self.wd_next);
+        }
+        for p in self.ports.iter().filter(|p| p.up) {
             if !p.control.is_empty() {
                 upd(now);
             }
@@ -449,55 +688,24 @@ fn trim_frame(frame: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::ib::{BthRepr, DEFAULT_PKEY, opcode};
     use crate::wire::roce;
 
     fn data_frame(dst: Ipv4Addr, payload: usize, ecn: Ecn) -> Vec<u8> {
-        let r = roce::Repr {
-            eth_dst: [2, 0, 0, 0, 0, 1],
-            eth_src: [2, 0, 0, 0, 0, 2],
-            ip_src: Ipv4Addr::new(10, 0, 0, 9),
-            ip_dst: dst,
-            dscp: 26,
-            ecn,
-            ttl: 64,
-            ident: 0,
-            udp_src: 1000,
-            bth: BthRepr {
-                opcode: opcode::RC_SEND_ONLY,
-                solicited: false,
-                pad_count: 0,
-                pkey: DEFAULT_PKEY,
-                dest_qp: 1,
-                ack_req: false,
-                psn: 0,
-            },
-            aeth: None,
-            payload_len: payload,
-        };
-        let mut b = vec![0u8; r.buffer_len()];
-        r.emit(&mut b, &vec![0u8; payload]);
-        b
+        let mut r = roce::Repr::send_only(Ipv4Addr::new(10, 0, 0, 9), dst, 1000, payload);
+        r.ecn = ecn;
+        r.to_frame()
     }
 
     fn cfg(ports: usize) -> SwitchConfig {
-        let mut routes = HashMap::new();
-        for i in 0..ports {
-            routes.insert(Ipv4Addr::new(10, 0, 0, i as u8 + 1), i);
-        }
-        SwitchConfig {
-            port_macs: (0..ports).map(|i| [2, 0xaa, 0, 0, 0, i as u8]).collect(),
-            link_rate: Rate::gbps(1),
-            buffer: Bytes(100_000),
-            ecn: None,
-            pfc: None,
-            pfc_priorities: 1 << 3,
-            trim: None,
+        let routes = (0..ports)
+            .map(|i| (Ipv4Addr::new(10, 0, 0, i as u8 + 1), vec![i]))
+            .collect();
+        SwitchConfig::new(
+            (0..ports).map(|i| [2, 0xaa, 0, 0, 0, i as u8]).collect(),
+            Rate::gbps(1),
+            Bytes(100_000),
             routes,
-            next_hop_macs: vec![None; ports],
-            seed: 1,
-            pacing_burst: Duration::ZERO,
-        }
+        )
     }
 
     fn t(us: u64) -> Instant {
@@ -652,6 +860,46 @@ mod tests {
         let (r, payload) = roce::Repr::parse(&f).expect("a valid RoCE frame (ICRC recomputed)");
         assert!(payload.is_empty());
         assert_eq!(r.dscp >> 3, 3, "DSCP unchanged, only the queue differs");
+    }
+
+    #[test]
+    fn the_watchdog_breaks_a_storm_after_its_detection_time() {
+        let mut c = cfg(2);
+        c.pfc = Some(PfcConfig::new(Bytes(50_000), Bytes(20_000), 0xffff, Rate::gbps(1)).unwrap());
+        c.pfcwd = Some(
+            WatchdogConfig::new(
+                Duration::millis(100),
+                Duration::millis(200),
+                cc_algos::pfcwd::Action::Drop,
+            )
+            .unwrap(),
+        );
+        let mut s = Switch::new(c);
+        let dst = Ipv4Addr::new(10, 0, 0, 2);
+        let pause = pfc::Repr::single(3, 0xffff).to_frame([2, 0, 0, 0, 0, 7]);
+        let ms = |m: u64| t(m * 1000);
+        // The peer of port 1 pauses priority 3 every 10 ms and never stops.
+        for m in (0..=150).step_by(10) {
+            s.on_frame(ms(m), 1, pause.to_vec());
+            s.on_frame(ms(m), 0, data_frame(dst, 1000, Ecn::Ect0));
+            s.on_timeout(ms(m));
+            assert!(s.poll_transmit(ms(m), 1).is_none(), "paused at {m} ms");
+            if s.counters(1).pfcwd_storms > 0 {
+                break;
+            }
+        }
+        let c1 = s.counters(1).clone();
+        assert_eq!(c1.pfcwd_storms, 1, "detected: {c1:?}");
+        assert!(
+            c1.pfcwd_drops > 0 && c1.queue_bytes == 0,
+            "the stormed queue is dropped"
+        );
+        assert_eq!(s.buffer_used(), 0);
+        // Stormed: arrivals are dropped and further PAUSE frames are ignored.
+        s.on_frame(ms(160), 1, pause.to_vec());
+        s.on_frame(ms(160), 0, data_frame(dst, 1000, Ecn::Ect0));
+        assert_eq!(s.counters(1).pfcwd_drops, c1.pfcwd_drops + 1);
+        assert!(!s.has_pending(1));
     }
 
     proptest::proptest! {

@@ -5,22 +5,8 @@
 use cc_algos::Rate;
 use scenario::{CompileCtx, Scenario, Workplan};
 use veth::congestion::{CongestionConfig, CongestionReport, jain};
-use veth::root_tests_enabled;
-
-/// The engine's two threads per test must not compete with another test's on a small
-/// machine: the tests of this file run one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn enabled() -> bool {
-    match root_tests_enabled() {
-        Ok(b) => b,
-        Err(why) => panic!("{why}"),
-    }
-}
+mod common;
+use common::{enabled, serial};
 
 fn plan(toml: &str, hosts: u32) -> Workplan {
     Scenario::from_toml_str(toml, "test.toml")

@@ -3,9 +3,10 @@
 //! `core::fmt` (several times faster on the millions of lines a 100k-GPU export
 //! writes).
 
-use std::net::Ipv4Addr;
+use std::io::Write;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
-use crate::addressing::V4Net;
+use crate::addressing::{V4Net, V6Net};
 
 /// Appends `v` in decimal.
 pub fn dec(buf: &mut Vec<u8>, mut v: u64) {
@@ -58,6 +59,19 @@ pub fn ipv4(buf: &mut Vec<u8>, a: Ipv4Addr) {
 /// Appends `addr/len`.
 pub fn v4net(buf: &mut Vec<u8>, n: V4Net) {
     ipv4(buf, n.addr);
+    buf.push(b'/');
+    dec(buf, u64::from(n.len));
+}
+
+/// Appends an IPv6 address (RFC 5952 text, through `core::fmt`: IPv6 lines are
+/// the minority and the zero-compression rules are not worth duplicating).
+pub fn ipv6(buf: &mut Vec<u8>, a: Ipv6Addr) {
+    let _ = write!(buf, "{a}");
+}
+
+/// Appends `addr/len` of an IPv6 prefix.
+pub fn v6net(buf: &mut Vec<u8>, n: V6Net) {
+    ipv6(buf, n.addr);
     buf.push(b'/');
     dec(buf, u64::from(n.len));
 }

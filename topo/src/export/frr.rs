@@ -6,10 +6,18 @@
 //!   §5.2.1/§5.2.2 supplied by the caller; ECMP across equal AS-path-length
 //!   paths via `maximum-paths` and `bgp bestpath as-path multipath-relax`
 //!   (§6.1, needed because paths through different neighbours carry different
-//!   ASNs); each leaf originates its host prefixes with `network`.
+//!   ASNs); each leaf originates its host prefixes with `network`. Dual stack: IPv4
+//!   sessions on the /31s carry IPv4 (peer-group `FABRIC`), IPv6 sessions on the /127s
+//!   carry IPv6 (peer-group `FABRIC6`). Weighted ECMP: every switch advertises its
+//!   routes with the BGP link-bandwidth extended community set to its number of
+//!   multipaths (`set extcommunity bandwidth num-multipaths`, FRR "Weighted ECMP using
+//!   BGP link bandwidth"), so a neighbour that lost paths onward gets a smaller share
+//!   (FRR does weighted ECMP when every multipath carries the community).
 //! - **static**: the computed table as `ip route PREFIX GATEWAY IFNAME`, one
 //!   line per ECMP member (FRR installs equal static routes as ECMP); written
-//!   by the adapter after [`write_preamble`].
+//!   by the adapter after [`write_preamble`] (`ipv6 route` for IPv6). FRR's static
+//!   routes have no weight: weighted tables are exported by `ip`, `ip-nhg`, SONiC and
+//!   JSON, and by BGP through link bandwidth.
 //!
 //! Both are accepted by `vtysh --dryrun -f FILE` (FRR 8.4).
 
@@ -22,6 +30,8 @@ pub struct Interface {
     pub name: String,
     /// Address with length (`10.1.0.0/31`).
     pub address: String,
+    /// IPv6 address with length (`fd00:fffe::/127`), if any.
+    pub address6: Option<String>,
     /// Free text (`to spine-0 port 3`).
     pub description: String,
 }
@@ -44,6 +54,8 @@ pub struct Router {
     pub hostname: String,
     /// Loopback address with length (`10.255.0.1/32`), also the router id.
     pub loopback: Option<String>,
+    /// IPv6 loopback with length (`fd00:ffff::1/128`).
+    pub loopback6: Option<String>,
     /// Routed fabric interfaces.
     pub interfaces: Vec<Interface>,
 }
@@ -56,40 +68,71 @@ pub fn write_preamble<W: Write>(w: &mut W, r: &Router, what: &str) -> io::Result
         "frr defaults datacenter\nhostname {}\nservice integrated-vtysh-config\n!",
         r.hostname
     )?;
-    if let Some(lo) = &r.loopback {
-        writeln!(w, "interface lo\n ip address {lo}\nexit\n!")?;
+    if r.loopback.is_some() || r.loopback6.is_some() {
+        w.write_all(b"interface lo\n")?;
+        if let Some(lo) = &r.loopback {
+            writeln!(w, " ip address {lo}")?;
+        }
+        if let Some(lo) = &r.loopback6 {
+            writeln!(w, " ipv6 address {lo}")?;
+        }
+        w.write_all(b"exit\n!\n")?;
     }
     for i in &r.interfaces {
         writeln!(
             w,
-            "interface {}\n description {}\n ip address {}\nexit\n!",
+            "interface {}\n description {}\n ip address {}",
             i.name, i.description, i.address
         )?;
+        if let Some(a6) = &i.address6 {
+            writeln!(w, " ipv6 address {a6}")?;
+        }
+        w.write_all(b"exit\n!\n")?;
     }
     Ok(())
 }
 
-/// Writes an RFC 7938 eBGP configuration. `networks` are the prefixes this
-/// switch originates (a leaf's ToR prefix; empty above the leaves), and
-/// `host_routes` the (host /32, interface) of directly attached hosts: the
-/// leaf reaches its hosts through them and originates the ToR prefix
-/// regardless of what is in the RIB (`no bgp network import-check`).
-pub fn write_bgp<W: Write>(
-    w: &mut W,
-    r: &Router,
-    asn: u32,
-    neighbors: &[Neighbor],
-    networks: &[String],
-    host_routes: &[(String, String)],
-    maximum_paths: usize,
-) -> io::Result<()> {
+/// What one switch's eBGP configuration holds besides its [`Router`] stanzas.
+#[derive(Debug, Clone, Default)]
+pub struct Bgp {
+    /// The switch's ASN.
+    pub asn: u32,
+    /// IPv4 sessions (on the /31s).
+    pub neighbors: Vec<Neighbor>,
+    /// IPv6 sessions (on the /127s).
+    pub neighbors6: Vec<Neighbor>,
+    /// IPv4 prefixes this switch originates (a leaf's ToR prefix; empty above).
+    pub networks: Vec<String>,
+    /// IPv6 prefixes this switch originates.
+    pub networks6: Vec<String>,
+    /// (host /32, interface) of directly attached hosts.
+    pub host_routes: Vec<(String, String)>,
+    /// (host /128, interface) of directly attached hosts.
+    pub host_routes6: Vec<(String, String)>,
+    /// `maximum-paths` (the widest ECMP group the switch can have).
+    pub maximum_paths: usize,
+}
+
+/// Writes an RFC 7938 eBGP configuration. The leaf reaches its hosts through
+/// static host routes and originates the ToR prefixes regardless of what is in
+/// the RIB (`no bgp network import-check`). Every switch sets the link-bandwidth
+/// community to its number of multipaths on what it advertises (weighted ECMP
+/// after failures; see the module header).
+pub fn write_bgp<W: Write>(w: &mut W, r: &Router, b: &Bgp) -> io::Result<()> {
+    let asn = b.asn;
     write_preamble(w, r, &format!("eBGP (RFC 7938), AS {asn}"))?;
-    for (prefix, ifname) in host_routes {
+    for (prefix, ifname) in &b.host_routes {
         writeln!(w, "ip route {prefix} {ifname}")?;
     }
-    if !host_routes.is_empty() {
+    for (prefix, ifname) in &b.host_routes6 {
+        writeln!(w, "ipv6 route {prefix} {ifname}")?;
+    }
+    if !b.host_routes.is_empty() || !b.host_routes6.is_empty() {
         writeln!(w, "!")?;
     }
+    w.write_all(
+        b"route-map FABRIC-OUT permit 10\n set extcommunity bandwidth num-multipaths\nexit\n!\n",
+    )?;
     writeln!(w, "router bgp {asn}")?;
     if let Some(lo) = &r.loopback {
         let id = lo.split('/').next().unwrap_or(lo);
@@ -99,27 +142,47 @@ pub fn write_bgp<W: Write>(
     w.write_all(
         b" bgp bestpath as-path multipath-relax\n no bgp ebgp-requires-policy\n \
           no bgp network import-check\n \
-          no bgp default ipv4-unicast\n neighbor FABRIC peer-group\n \
-          neighbor FABRIC advertisement-interval 0\n neighbor FABRIC timers 3 9\n",
+          no bgp default ipv4-unicast\n",
     )?;
-    for n in neighbors {
-        writeln!(w, " neighbor {} remote-as {}", n.address, n.remote_as)?;
-        writeln!(w, " neighbor {} peer-group FABRIC", n.address)?;
-        writeln!(w, " neighbor {} description {}", n.address, n.description)?;
+    for (group, ns) in [("FABRIC", &b.neighbors), ("FABRIC6", &b.neighbors6)] {
+        if ns.is_empty() {
+            continue;
+        }
+        writeln!(
+            w,
+            " neighbor {group} peer-group\n neighbor {group} advertisement-interval 0\n \
+             neighbor {group} timers 3 9"
+        )?;
+        for n in ns {
+            writeln!(w, " neighbor {} remote-as {}", n.address, n.remote_as)?;
+            writeln!(w, " neighbor {} peer-group {group}", n.address)?;
+            writeln!(w, " neighbor {} description {}", n.address, n.description)?;
+        }
     }
-    writeln!(
-        w,
-        " !\n address-family ipv4 unicast\n  neighbor FABRIC activate"
-    )?;
-    if let Some(lo) = &r.loopback {
-        writeln!(w, "  network {lo}")?;
+    let paths = b.maximum_paths.max(1);
+    for (af, group, lo, nets) in [
+        ("ipv4", "FABRIC", &r.loopback, &b.networks),
+        ("ipv6", "FABRIC6", &r.loopback6, &b.networks6),
+    ] {
+        writeln!(w, " !\n address-family {af} unicast")?;
+        let peers = if af == "ipv4" {
+            &b.neighbors
+        } else {
+            &b.neighbors6
+        };
+        if !peers.is_empty() {
+            writeln!(
+                w,
+                "  neighbor {group} activate\n  neighbor {group} route-map FABRIC-OUT out"
+            )?;
+        }
+        if let Some(lo) = lo {
+            writeln!(w, "  network {lo}")?;
+        }
+        for p in nets {
+            writeln!(w, "  network {p}")?;
+        }
+        writeln!(w, "  maximum-paths {paths}\n exit-address-family")?;
     }
-    for p in networks {
-        writeln!(w, "  network {p}")?;
-    }
-    writeln!(
-        w,
-        "  maximum-paths {}\n exit-address-family\nexit\n!\nend",
-        maximum_paths.max(1)
-    )
+    writeln!(w, "exit\n!\nend")
 }

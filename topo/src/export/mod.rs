@@ -116,6 +116,12 @@ impl Format {
         !matches!(self, Format::Dot | Format::Slurm)
     }
 
+    /// True if the format writes IP addresses (IPv4 and IPv6): the address plan must
+    /// hold IPv4 (else [`crate::addressing::AddressPlan::without_ipv4`] will do).
+    pub fn needs_ip(self) -> bool {
+        !matches!(self, Format::Opensm | Format::Dot | Format::Slurm)
+    }
+
     /// The single file this format writes, if it writes exactly one.
     pub fn single_file(self) -> Option<&'static str> {
         match self {

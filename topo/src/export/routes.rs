@@ -12,17 +12,23 @@
 //!   host port, out of the host-facing interface with no gateway
 //!   ([`Route::local`]; `ip` writes these `scope link`).
 //!
+//! - Every route is dual stack: [`Route::prefix`] / [`Hop::via`] in IPv4 and
+//!   [`Route::prefix6`] / [`Hop::via6`] in IPv6 (ToR /64, host /128, link /127 ends).
+//! - With [`Weights`] (ECMP tables after failures) each [`Hop::weight`] is its
+//!   capacity-derived weight ([`crate::wcmp`]); otherwise 1.
+//!
 //! Interface names: Linux `swp<port+1>` (as Cumulus/SONiC-VS name front-panel
 //! ports, 1-based), SONiC `Ethernet<4·port>` (4 lanes per port, the usual
 //! SONiC numbering). Routes to switch loopbacks are not part of the tables;
 //! the BGP configuration advertises them.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::{ExportError, Tables};
-use crate::addressing::{AddressPlan, V4Net};
-use crate::model::{Fabric, NodeId, Port};
+use crate::addressing::{AddressPlan, V4Net, V6Net};
+use crate::model::{Fabric, LinkId, NodeId, Port};
 use crate::routing::{LOCAL, NO_ROUTE};
+use crate::wcmp::Weights;
 
 /// Linux interface name of a switch port: `swp1` for port 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +60,10 @@ pub struct Hop {
     /// Gateway: the neighbour's address on the link (the host's own address
     /// for a directly attached host).
     pub via: Ipv4Addr,
+    /// The same in IPv6 (the far end of the link's /127, or the host's address).
+    pub via6: Ipv6Addr,
+    /// Relative weight (1 unless the tables' [`Weights`] say otherwise).
+    pub weight: u32,
 }
 
 /// One route of a switch.
@@ -61,10 +71,42 @@ pub struct Hop {
 pub struct Route {
     /// Destination prefix.
     pub prefix: V4Net,
+    /// Destination prefix in IPv6.
+    pub prefix6: V6Net,
     /// Destination node: the leaf owning the prefix, or the host of a /32.
     pub dst: NodeId,
     /// True for a directly attached host (no gateway).
     pub local: bool,
+}
+
+/// The far end of `node`'s link on `port` in one family: the host's address toward a
+/// host, else the other end of the link's subnet (`link` gives the `a` and `b` ends).
+fn far_end<A>(
+    f: &Fabric,
+    node: NodeId,
+    port: Port,
+    host: impl FnOnce(NodeId, u16) -> Option<A>,
+    link: impl FnOnce(LinkId) -> Option<(A, A)>,
+) -> Option<(NodeId, A)> {
+    let peer = f.peer(node, port);
+    if f.is_host(peer) {
+        return Some((peer, host(peer, f.plane(node)?)?));
+    }
+    let l = f.port_link(node, port);
+    let (a, b) = link(l)?;
+    Some((peer, if f.link(l).a == node { b } else { a }))
+}
+
+/// `node`'s own end of its link on `port` (`link` gives the subnet and both ends).
+fn near_end<N, A>(
+    f: &Fabric,
+    node: NodeId,
+    port: Port,
+    link: impl FnOnce(LinkId) -> Option<(N, A, A)>,
+) -> Option<(N, A)> {
+    let l = f.port_link(node, port);
+    let (net, a, b) = link(l)?;
+    Some((net, if f.link(l).a == node { a } else { b }))
 }
 
 /// Address of `node`'s neighbour on `node`'s `port` (the far end of the link).
@@ -74,14 +116,29 @@ pub fn peer_addr(
     node: NodeId,
     port: Port,
 ) -> Option<(NodeId, Ipv4Addr)> {
-    let peer = f.peer(node, port);
-    if f.is_host(peer) {
-        let plane = f.plane(node)?;
-        return Some((peer, addr.host_v4(f, peer, plane)?));
-    }
-    let l = f.port_link(node, port);
-    let (_, a, b) = addr.link_v4(l)?;
-    Some((peer, if f.link(l).a == node { b } else { a }))
+    far_end(
+        f,
+        node,
+        port,
+        |h, pl| addr.host_v4(f, h, pl),
+        |l| addr.link_v4(l).map(|(_, a, b)| (a, b)),
+    )
+}
+
+/// [`peer_addr`] in IPv6: the far end of the link's /127, or the host's address.
+pub fn peer_addr6(
+    f: &Fabric,
+    addr: &AddressPlan,
+    node: NodeId,
+    port: Port,
+) -> Option<(NodeId, Ipv6Addr)> {
+    far_end(
+        f,
+        node,
+        port,
+        |h, pl| addr.host_v6(f, h, pl),
+        |l| addr.link_v6(l).map(|(_, a, b)| (a, b)),
+    )
 }
 
 /// Address of `node`'s own end of the link on `port` (`None` toward hosts:
@@ -92,20 +149,42 @@ pub fn own_addr(
     node: NodeId,
     port: Port,
 ) -> Option<(V4Net, Ipv4Addr)> {
-    let l = f.port_link(node, port);
-    let (net, a, b) = addr.link_v4(l)?;
-    Some((net, if f.link(l).a == node { a } else { b }))
+    near_end(f, node, port, |l| addr.link_v4(l))
+}
+
+/// [`own_addr`] in IPv6: `node`'s end of the link's /127.
+pub fn own_addr6(
+    f: &Fabric,
+    addr: &AddressPlan,
+    node: NodeId,
+    port: Port,
+) -> Option<(V6Net, Ipv6Addr)> {
+    near_end(f, node, port, |l| addr.link_v6(l))
 }
 
 fn missing(f: &Fabric, s: NodeId, what: &str) -> ExportError {
     ExportError::Addressing(format!("{}: no {what} in the address plan", f.node_name(s)))
 }
 
-fn host_route(f: &Fabric, addr: &AddressPlan, plane: u16, h: NodeId) -> Result<V4Net, ExportError> {
+fn host_route(
+    f: &Fabric,
+    addr: &AddressPlan,
+    plane: u16,
+    h: NodeId,
+) -> Result<(V4Net, V6Net), ExportError> {
     let ip = addr
         .host_v4(f, h, plane)
         .ok_or_else(|| missing(f, h, "host address"))?;
-    Ok(V4Net { addr: ip, len: 32 })
+    let ip6 = addr
+        .host_v6(f, h, plane)
+        .ok_or_else(|| missing(f, h, "host IPv6 address"))?;
+    Ok((
+        V4Net { addr: ip, len: 32 },
+        V6Net {
+            addr: ip6,
+            len: 128,
+        },
+    ))
 }
 
 /// The callback of [`for_each_route`] as a trait object.
@@ -113,11 +192,25 @@ type EmitFn<'e> = dyn FnMut(&Route, &[Hop]) -> Result<(), ExportError> + 'e;
 
 /// Calls `emit(route, hops)` for every route of switch `s`, in destination
 /// order (leaf order for ECMP, host LID-column order for single path). Entries
-/// without a route are skipped and counted in the return value.
+/// without a route are skipped and counted in the return value. Every hop has
+/// weight 1 ([`for_each_weighted_route`] gives the capacity weights).
 pub fn for_each_route(
     f: &Fabric,
     addr: &AddressPlan,
     tables: &Tables<'_>,
+    s: NodeId,
+    emit: impl FnMut(&Route, &[Hop]) -> Result<(), ExportError>,
+) -> Result<u64, ExportError> {
+    for_each_weighted_route(f, addr, tables, None, s, emit)
+}
+
+/// [`for_each_route`] with `weights` (of ECMP tables, [`Weights::compute`])
+/// setting [`Hop::weight`].
+pub fn for_each_weighted_route(
+    f: &Fabric,
+    addr: &AddressPlan,
+    tables: &Tables<'_>,
+    weights: Option<&Weights>,
     s: NodeId,
     mut emit: impl FnMut(&Route, &[Hop]) -> Result<(), ExportError>,
 ) -> Result<u64, ExportError> {
@@ -128,7 +221,15 @@ pub fn for_each_route(
     let mut skipped = 0u64;
     let resolve = |p: Port, hops: &mut Vec<Hop>| -> Result<(), ExportError> {
         let (peer, via) = peer_addr(f, addr, s, p).ok_or_else(|| missing(f, s, "link address"))?;
-        hops.push(Hop { port: p, peer, via });
+        let (_, via6) =
+            peer_addr6(f, addr, s, p).ok_or_else(|| missing(f, s, "IPv6 link address"))?;
+        hops.push(Hop {
+            port: p,
+            peer,
+            via,
+            via6,
+            weight: 1,
+        });
         Ok(())
     };
     // Directly attached hosts of a leaf (both engines).
@@ -140,10 +241,11 @@ pub fn for_each_route(
             }
             hops.clear();
             resolve(p, hops)?;
-            let prefix = host_route(f, addr, plane, h)?;
+            let (prefix, prefix6) = host_route(f, addr, plane, h)?;
             emit(
                 &Route {
                     prefix,
+                    prefix6,
                     dst: h,
                     local: true,
                 },
@@ -163,12 +265,21 @@ pub fn for_each_route(
                         for &p in r.groups().get(g) {
                             resolve(p, &mut hops)?;
                         }
+                        if let Some(ws) = weights.and_then(|w| w.get(s, leaf)) {
+                            for (h, &w) in hops.iter_mut().zip(ws) {
+                                h.weight = w;
+                            }
+                        }
                         let prefix = addr
                             .tor_prefix_v4(leaf)
                             .ok_or_else(|| missing(f, leaf, "ToR prefix"))?;
+                        let prefix6 = addr
+                            .tor_prefix_v6(leaf)
+                            .ok_or_else(|| missing(f, leaf, "IPv6 ToR prefix"))?;
                         emit(
                             &Route {
                                 prefix,
+                                prefix6,
                                 dst: leaf,
                                 local: false,
                             },
@@ -195,10 +306,11 @@ pub fn for_each_route(
                     Some(p) => {
                         hops.clear();
                         resolve(p, &mut hops)?;
-                        let prefix = host_route(f, addr, plane, h)?;
+                        let (prefix, prefix6) = host_route(f, addr, plane, h)?;
                         emit(
                             &Route {
                                 prefix,
+                                prefix6,
                                 dst: h,
                                 local: false,
                             },

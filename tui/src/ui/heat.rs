@@ -97,14 +97,9 @@ fn draw_grid(
     if cells.width == 0 || cells.height == 0 {
         return;
     }
-    let keep = |id: u32, l: &crate::LinkRates| {
-        (!app.faults_only || l.faulty())
-            && app
-                .filter
-                .expr
-                .as_ref()
-                .is_none_or(|e| e.matches(&app.fabric, id, l))
-    };
+    let mask = app.keep_mask();
+    let keep =
+        |id: u32, _: &crate::LinkRates| mask.is_none_or(|m| m.get(id as usize) == Some(&true));
     let bins = heatmap::bin(g, b, app.rates(), keep);
     let per_char: u32 = if t.colours() { 2 } else { 1 };
     let sc = Scale::new(cells, per_char, b);

@@ -41,13 +41,18 @@ pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
             }
         });
     let title = format!(
-        " links {}–{} of {total}{} ",
+        " links {}–{} of {total}{}{} ",
         if total == 0 { 0 } else { offset + 1 },
         (offset + height).min(total),
         if total < app.fabric.links.len() {
             format!(" (of {})", app.fabric.links.len())
         } else {
             String::new()
+        },
+        if app.rows_pending() {
+            " (filtering…)"
+        } else {
+            ""
         }
     );
     let header = header(app, r.width);
@@ -58,6 +63,8 @@ pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
     if total == 0 {
         let msg = if app.current().is_none() {
             "no data yet"
+        } else if app.rows_pending() {
+            "filtering…"
         } else {
             "no link matches"
         };
@@ -207,7 +214,17 @@ pub fn render_hottest(f: &mut Frame<'_>, r: Rect, app: &App) {
         ..Default::default()
     };
     let by_util = app.current().map_or(&[][..], |s| &s.by_util[..]);
-    let ids = crate::table::top(&app.fabric, app.rates(), &q, n, by_util);
+    let ids: Vec<u32> = if by_util.len() == app.fabric.links.len() {
+        // the filter's matches come from the rows worker: a walk down the sample's order
+        by_util
+            .iter()
+            .copied()
+            .filter(|&id| app.keeps(id))
+            .take(n)
+            .collect()
+    } else {
+        crate::table::top(&app.fabric, app.rates(), &q, n, by_util)
+    };
     let rows = ids.iter().take(n).map(|&id| {
         let x = app.rates().get(id as usize).copied().unwrap_or_default();
         let g = if x.down {

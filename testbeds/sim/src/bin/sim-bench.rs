@@ -7,9 +7,12 @@
 //! ```text
 //! sim-bench                      # the anchor workload (k=16 fat-tree, 1024 hosts)
 //! sim-bench --k 8 --k 16 --k 32  # scaling table
-//! sim-bench --queue heap         # compare event queues
+//! sim-bench --queue heap         # compare event queues (calendar: adaptive width,
+//!                                # the default; fixed: 1,024 ps buckets; heap)
 //! ```
-//! Prints simulated/wall time, events/s, peak memory (VmHWM) and FCT figures.
+//! Prints simulated/wall time, the CPU time of setup and of the event loop apart,
+//! events per CPU second and CPU per event, peak memory (VmHWM), FCT figures and the
+//! results' digest (`sim::digest`: equal digests, equal results).
 
 use cc_algos::{Duration, Instant, Rate};
 use scenario::{CompileCtx, Scenario};
@@ -30,8 +33,16 @@ fn peak_rss_mb() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// CPU time of this (single-threaded) process, seconds: the scheduler's on-CPU
+/// nanoseconds from `/proc/self/schedstat`, else `utime + stime` from
+/// `/proc/self/stat` (10 ms ticks).
 fn cpu_seconds() -> f64 {
-    // utime + stime of this process from /proc/self/stat (clock ticks, 100 Hz).
+    if let Some(ns) = std::fs::read_to_string("/proc/self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+    {
+        return ns as f64 / 1e9;
+    }
     std::fs::read_to_string("/proc/self/stat")
         .ok()
         .and_then(|s| {
@@ -52,6 +63,16 @@ struct Opts {
     size: String,
     stop_us: Option<u64>,
     seed: u64,
+}
+
+/// One run's measurements.
+struct Measured {
+    r: SimResults,
+    wall: f64,
+    /// CPU building the net, the routes and the simulator.
+    setup_cpu: f64,
+    /// CPU running the event loop (and collecting the results).
+    run_cpu: f64,
 }
 
 fn parse_args() -> Result<Opts, String> {
@@ -77,7 +98,7 @@ fn parse_args() -> Result<Opts, String> {
             "--seed" => o.seed = val()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "-h" | "--help" => {
                 println!(
-                    "sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue calendar|heap] [--size 2MB] [--stop-us N] [--seed N]"
+                    "sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue calendar|fixed|heap] [--size 2MB] [--stop-us N] [--seed N]"
                 );
                 std::process::exit(0);
             }
@@ -90,7 +111,7 @@ fn parse_args() -> Result<Opts, String> {
     Ok(o)
 }
 
-fn run_one<Q: EventQueue>(k: u32, o: &Opts, q: Q) -> Result<(SimResults, f64, f64), String> {
+fn run_one<Q: EventQueue>(k: u32, o: &Opts, q: Q) -> Result<Measured, String> {
     let fabric = topo::generators::fat_tree(k, topo::Rate::gbps(100)).map_err(|e| e.to_string())?;
     let hosts = fabric.num_hosts() as u32;
     let scen = Scenario::from_toml_str(
@@ -132,8 +153,14 @@ fn run_one<Q: EventQueue>(k: u32, o: &Opts, q: Q) -> Result<(SimResults, f64, f6
         q,
     )
     .map_err(|e| e.to_string())?;
+    let c1 = cpu_seconds();
     let r = sim.run();
-    Ok((r, w0.elapsed().as_secs_f64(), cpu_seconds() - c0))
+    Ok(Measured {
+        r,
+        wall: w0.elapsed().as_secs_f64(),
+        setup_cpu: c1 - c0,
+        run_cpu: cpu_seconds() - c1,
+    })
 }
 
 fn main() {
@@ -154,33 +181,38 @@ fn main() {
         o.ks, o.seed, o.size, o.cc, o.lb
     );
     println!(
-        "| hosts | cc | lb | queue | sim time | wall s | cpu s | events | Mevents/s | data pkts | acks | p50 FCT µs | p99 FCT µs | max FCT µs | drops | trims | peak MB |"
+        "| hosts | cc | lb | queue | sim time | wall s | setup cpu s | run cpu s | events | M events / run cpu s | µs cpu / event | data pkts | acks | p50 FCT µs | p99 FCT µs | max FCT µs | drops | trims | peak MB | digest |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &k in &o.ks {
         let res = match o.queue.as_str() {
             "heap" => run_one(k, &o, HeapQueue::default()),
-            "calendar" => run_one(k, &o, CalendarQueue::new(10, 4096)),
-            q => Err(format!("unknown queue {q} (calendar or heap)")),
+            "calendar" => run_one(k, &o, CalendarQueue::for_sim()),
+            "fixed" => run_one(k, &o, CalendarQueue::new(10, 4096)),
+            q => Err(format!("unknown queue {q} (calendar, fixed or heap)")),
         };
-        let (r, wall, cpu) = match res {
+        let m = match res {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("sim-bench: k={k}: {e}");
                 std::process::exit(1);
             }
         };
+        let r = &m.r;
+        let ev = r.run.events as f64;
         println!(
-            "| {} | {} | {} | {} | {:.0} µs | {:.2} | {:.2} | {} | {:.2} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {:.0} |",
+            "| {} | {} | {} | {} | {:.0} µs | {:.2} | {:.2} | {:.2} | {} | {:.2} | {:.3} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {:.0} | {:016x} |",
             r.run.hosts,
             r.run.cc,
             r.run.lb,
             o.queue,
             r.run.end_us,
-            wall,
-            cpu,
+            m.wall,
+            m.setup_cpu,
+            m.run_cpu,
             r.run.events,
-            r.run.events as f64 / wall / 1e6,
+            ev / m.run_cpu / 1e6,
+            m.run_cpu / ev * 1e6,
             r.totals.data_pkts,
             r.totals.acks,
             r.fct.p50_us,
@@ -188,8 +220,12 @@ fn main() {
             r.fct.max_us,
             r.totals.drops,
             r.totals.trims,
-            peak_rss_mb()
+            peak_rss_mb(),
+            sim::digest::digest(r),
         );
-        eprintln!("events by kind: {:?}", r.run.events_by_kind);
+        eprintln!(
+            "events by kind: {:?}; peak packets in flight: {}",
+            r.run.events_by_kind, r.run.peak_packets
+        );
     }
 }

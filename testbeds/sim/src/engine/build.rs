@@ -1,5 +1,5 @@
 //! Construction steps of [`Sim::with_queue`]: limits and configuration checks, priority
-//! classes, PFC state per port, ECMP salts, host receivers, and one [`FlowState`] per
+//! classes, per-port state, PFC state per port, ECMP salts, host receivers, and one [`FlowState`] per
 //! flow of the workplan.
 
 use super::*;
@@ -26,6 +26,31 @@ pub(super) fn check_config(np: usize, cfg: &SimConfig, plan: &Workplan) -> Resul
         )));
     }
     Ok(())
+}
+
+/// Every port's per-frame state, idle, with its constants (node, peer, arrival delay).
+pub(super) fn port_states(net: &Net, cfg: &SimConfig) -> Vec<PortState> {
+    (0..net.ports() as usize)
+        .map(|p| {
+            let peer = net.port_peer[p];
+            let mut arrive_ps = net.port_delay[p].as_picos();
+            // A port left unconnected (`u32::MAX`) never transmits (it is never routed to).
+            if peer != u32::MAX && !net.is_host(net.port_node[peer as usize]) {
+                arrive_ps += cfg.switch_latency.as_picos();
+            }
+            PortState {
+                busy_until: 0,
+                txdone_at: u64::MAX,
+                qtotal: 0,
+                wake_at: u64::MAX,
+                pause_q: Fifo::EMPTY,
+                ctrl_q: Fifo::EMPTY,
+                arrive_ps,
+                node: net.port_node[p],
+                peer,
+            }
+        })
+        .collect()
 }
 
 /// Classes: the distinct priorities the flows use, highest first (at least one).

@@ -53,20 +53,20 @@ impl<Q: EventQueue> Sim<Q> {
             let node = self.net.port_node[pu];
             let is_switch = !self.net.is_host(node);
             let mut lost = Vec::new();
-            while let Some(i) = self.ctrl_q[pu].pop(&mut self.pkts) {
+            while let Some(i) = self.port[pu].ctrl_q.pop(&mut self.pkts) {
                 lost.push(i);
             }
             for c in 0..self.nclass {
                 let k = pu * self.nclass + c;
-                while let Some(i) = self.data_q[k].pop(&mut self.pkts) {
+                while let Some(i) = self.cq[k].q.pop(&mut self.pkts) {
                     lost.push(i);
                 }
-                self.qbytes[pu * self.nclass + c] = 0;
+                self.cq[pu * self.nclass + c].bytes = 0;
             }
-            while let Some(i) = self.pause_q[pu].pop(&mut self.pkts) {
+            while let Some(i) = self.port[pu].pause_q.pop(&mut self.pkts) {
                 self.free.push(i);
             }
-            self.qtotal[pu] = 0;
+            self.port[pu].qtotal = 0;
             if self.kx.per_port {
                 self.kx.ctrl_bytes[pu] = 0;
             }

@@ -46,7 +46,7 @@ impl<Q: EventQueue> Sim<Q> {
             let pu = p as usize;
             let c = &self.pc[pu];
             let paused_ps = self.paused_ps_now(pu, end);
-            let q_area = c.q_area + self.qtotal[pu] as u128 * (end - c.q_last) as u128;
+            let q_area = c.q_area + self.port[pu].qtotal as u128 * (end - c.q_last) as u128;
             let node = self.net.port_node[pu];
             let peer = self.net.peer_node(p);
             t.pauses_rcvd += c.pauses_rcvd;

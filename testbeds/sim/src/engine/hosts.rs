@@ -197,7 +197,7 @@ impl<Q: EventQueue> Sim<Q> {
         let rate = fl.cc.as_ref().map(|c| c.rate()).unwrap_or(Rate::ZERO);
         let line = self.net.port_rate[p as usize];
         if rate != Rate::ZERO && rate < line {
-            fl.next_tx = fl.next_tx.max(self.now) + rate.tx_time(Bytes(wire)).as_picos();
+            fl.next_tx = fl.next_tx.max(self.now) + links::tx_ps(rate, wire);
         } else {
             fl.next_tx = self.now;
         }
@@ -336,7 +336,7 @@ impl<Q: EventQueue> Sim<Q> {
         }
         let p = port?;
         let pid = self.alloc(pk);
-        self.ctrl_q[p as usize].push(&mut self.pkts, pid);
+        self.port[p as usize].ctrl_q.push(&mut self.pkts, pid);
         self.try_tx(p);
         Some(pid)
     }

@@ -25,7 +25,7 @@ impl<Q: EventQueue> Sim<Q> {
     pub(super) fn int_stamp(&mut self, p: u32, id: u32) {
         let pu = p as usize;
         let hop = IntHop {
-            qlen: Bytes(self.qtotal[pu]),
+            qlen: Bytes(self.port[pu].qtotal),
             tx_bytes: self.pc[pu].tx_bytes,
             ts: Instant::from_picos(self.now),
             link_rate: self.net.port_rate[pu],

@@ -308,7 +308,7 @@ impl<Q: EventQueue> Sim<Q> {
         }
         let w = pk.wire as u64;
         let limit = self.kx.pp_queue;
-        let fits = |s: &Self| s.scaled_depth(eu, s.qtotal[eu] + w) <= limit;
+        let fits = |s: &Self| s.scaled_depth(eu, s.port[eu].qtotal + w) <= limit;
         if fits(self) {
             self.push_data(node, e, pid, in_port);
             return;
@@ -321,7 +321,7 @@ impl<Q: EventQueue> Sim<Q> {
         };
         let k = eu * self.nclass + pk.class as usize;
         let victim = match self.kx.victim {
-            _ if self.data_q[k].is_empty() => TrimVictim::Arriving,
+            _ if self.cq[k].q.is_empty() => TrimVictim::Arriving,
             TrimVictim::Htsim if self.rng.next_f64() < 0.5 => TrimVictim::Arriving,
             v => v,
         };
@@ -365,13 +365,13 @@ impl<Q: EventQueue> Sim<Q> {
         }
         self.kx.ctrl_bytes[eu] += w;
         self.node_buf[node as usize] += w;
-        self.ctrl_q[eu].push(&mut self.pkts, pid);
+        self.port[eu].ctrl_q.push(&mut self.pkts, pid);
         self.try_tx(e);
     }
 
     /// Take the packet at the head of data queue `k` of port `e` out (to be trimmed).
     fn unqueue_head(&mut self, e: u32, k: usize) -> u32 {
-        let id = self.data_q[k].pop(&mut self.pkts).expect("non-empty");
+        let id = self.cq[k].q.pop(&mut self.pkts).expect("non-empty");
         self.unaccount(e, k, id);
         id
     }
@@ -380,7 +380,7 @@ impl<Q: EventQueue> Sim<Q> {
     /// packet `pid` takes its place. The packet slots swap contents so the FIFO link
     /// stays intact; the returned slot holds the booted packet.
     fn unqueue_tail(&mut self, e: u32, k: usize, pid: u32, in_port: u32) -> u32 {
-        let tail = self.data_q[k].tail;
+        let tail = self.cq[k].q.tail;
         self.unaccount(e, k, tail);
         let node = self.net.port_node[e as usize];
         let booted = self.pkts[tail as usize];
@@ -401,10 +401,11 @@ impl<Q: EventQueue> Sim<Q> {
         let eu = e as usize;
         let pk = self.pkts[id as usize];
         let w = pk.wire as u64;
-        self.pc[eu].q_area += self.qtotal[eu] as u128 * (self.now - self.pc[eu].q_last) as u128;
+        self.pc[eu].q_area +=
+            self.port[eu].qtotal as u128 * (self.now - self.pc[eu].q_last) as u128;
         self.pc[eu].q_last = self.now;
-        self.qbytes[k] -= w;
-        self.qtotal[eu] -= w;
+        self.cq[k].bytes -= w;
+        self.port[eu].qtotal -= w;
         let node = self.net.port_node[eu];
         self.node_buf[node as usize] -= w;
         if self.cfg.pfc {
@@ -421,13 +422,14 @@ impl<Q: EventQueue> Sim<Q> {
         let eu = e as usize;
         let pk = self.pkts[id as usize];
         let w = pk.wire as u64;
-        self.pc[eu].q_area += self.qtotal[eu] as u128 * (self.now - self.pc[eu].q_last) as u128;
+        self.pc[eu].q_area +=
+            self.port[eu].qtotal as u128 * (self.now - self.pc[eu].q_last) as u128;
         self.pc[eu].q_last = self.now;
-        self.qbytes[k] += w;
-        self.qtotal[eu] += w;
+        self.cq[k].bytes += w;
+        self.port[eu].qtotal += w;
         self.node_buf[node as usize] += w;
-        if self.qtotal[eu] > self.pc[eu].max_q {
-            self.pc[eu].max_q = self.qtotal[eu];
+        if self.port[eu].qtotal > self.pc[eu].max_q {
+            self.pc[eu].max_q = self.port[eu].qtotal;
         }
         if self.cfg.pfc {
             let prio = self.prio_of[pk.class as usize];
@@ -443,7 +445,7 @@ impl<Q: EventQueue> Sim<Q> {
         let k = e as usize * self.nclass + self.pkts[pid as usize].class as usize;
         self.pkts[pid as usize].port = in_port;
         self.account(node, e, k, pid);
-        self.data_q[k].push(&mut self.pkts, pid);
+        self.cq[k].q.push(&mut self.pkts, pid);
         self.try_tx(e);
     }
 }

@@ -158,6 +158,21 @@ impl Fifo {
 
 const NIL: u32 = u32::MAX;
 
+/// Ask the CPU to bring `x`'s cache line in (a hint: no effect on results).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 only hints the cache hierarchy; it never faults and reads no
+    // value, and SSE is part of the x86_64 baseline. `x` is a valid reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (x as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
     /// Next packet in the same queue.
@@ -178,6 +193,49 @@ struct Pkt {
     flags: u8,
     /// Generation of the flow that sent it (see `repeat`).
     round: u8,
+}
+
+/// What the event loop reads and writes for a port on every frame it sends, packed
+/// into one 64-byte cache line: at 8,192 hosts the ports' state is far larger than
+/// the caches, and the same fields kept in separate arrays cost one cache miss each
+/// (docs/sim.md, "Speed at scale").
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct PortState {
+    /// The port is transmitting until this time.
+    busy_until: u64,
+    /// Time of the port's valid `TxDone` event (u64::MAX: none); scheduled only
+    /// when something waits for the port. Events at other times are stale.
+    txdone_at: u64,
+    /// Data bytes queued over all classes.
+    qtotal: u64,
+    /// Time of the port's valid `PortWake` event (u64::MAX: none).
+    wake_at: u64,
+    pause_q: Fifo,
+    ctrl_q: Fifo,
+    /// A frame sent now arrives at the peer this long after its last bit leaves:
+    /// the link's propagation delay, plus the switching latency if the peer is a
+    /// switch, ps (constant, from `Net` and the config).
+    arrive_ps: u64,
+    /// Owning node and peer port (constant, copies of `Net`'s).
+    node: u32,
+    peer: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<PortState>() == 64);
+
+/// One (port, class) data queue and the bytes in it.
+#[derive(Clone, Copy, Debug)]
+struct ClassQueue {
+    q: Fifo,
+    bytes: u64,
+}
+
+impl ClassQueue {
+    const EMPTY: ClassQueue = ClassQueue {
+        q: Fifo::EMPTY,
+        bytes: 0,
+    };
 }
 
 #[derive(Debug)]
@@ -243,23 +301,25 @@ struct HostState {
     rx_timer: u64,
 }
 
+/// Per-port counters. The ones a transmitting port updates on every frame come first,
+/// together (the first 64 of 144 bytes); those of the receiving side follow.
 #[derive(Clone, Debug, Default)]
 struct PortCounters {
+    q_area: u128,
+    q_last: u64,
+    max_q: u64,
     tx_bytes: u64,
     tx_pkts: u64,
     data_bytes: u64,
-    drops: u64,
     marks: u64,
+    rx_bytes: u64,
+    rx_pkts: u64,
+    drops: u64,
     trims: u64,
     pauses_rcvd: u64,
     paused_ps: u64,
-    rx_bytes: u64,
-    rx_pkts: u64,
     drops_failure: u64,
     drops_noroute: u64,
-    max_q: u64,
-    q_area: u128,
-    q_last: u64,
     last_sample_bytes: u64,
 }
 
@@ -355,21 +415,14 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     prio_of: Vec<u8>,
     // Ports.
     up: Vec<bool>,
-    /// The port is transmitting until this time.
-    busy_until: Vec<u64>,
-    /// Time of the port's valid `TxDone` event (u64::MAX: none); scheduled only
-    /// when something waits for the port. Events at other times are stale.
-    txdone_at: Vec<u64>,
-    pause_q: Vec<Fifo>,
-    ctrl_q: Vec<Fifo>,
-    data_q: Vec<Fifo>,
-    qbytes: Vec<u64>,
-    qtotal: Vec<u64>,
+    /// Per port: the state every frame touches, one cache line each.
+    port: Vec<PortState>,
+    /// Per (port, class): the data queue and its bytes.
+    cq: Vec<ClassQueue>,
     pfc_in: Vec<PfcIngress>,
     pfc_out: Vec<PfcEgress>,
     /// Per (port, class): paused-time bookkeeping (last mark, paused until).
     pause_mark: Vec<(u64, u64)>,
-    wake_at: Vec<u64>,
     refresh_at: Vec<u64>,
     pc: Vec<PortCounters>,
     salt: Vec<u64>,
@@ -378,6 +431,9 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     // Hosts and flows.
     hosts: Vec<HostState>,
     flows: Vec<FlowState>,
+    /// Every flow's ECMP/spraying hash (a copy of `FlowState::hash`, read at every
+    /// switch hop: 8 bytes a flow stay in cache where the flow states do not).
+    flow_hash: Vec<u64>,
     dependents: Vec<Vec<u32>>,
     flows_done: u64,
     stop: Stop,
@@ -440,7 +496,7 @@ impl Sim<CalendarQueue> {
             Some(fabric.clone()),
             cfg,
             plan,
-            CalendarQueue::new(10, 4096),
+            CalendarQueue::for_sim(),
         )
     }
 
@@ -454,7 +510,7 @@ impl Sim<CalendarQueue> {
             None,
             cfg,
             plan,
-            CalendarQueue::new(10, 4096),
+            CalendarQueue::for_sim(),
         )
     }
 }
@@ -481,6 +537,8 @@ impl<Q: EventQueue> Sim<Q> {
         let mut rng = Rng::new(cfg.seed);
         let (flows, dependents) = build::flow_states(&net, &cfg, plan, &prios, &mut rng)?;
         let (port_link, api_port) = telemetry::port_maps(&net, fabric.as_ref());
+        let port = build::port_states(&net, &cfg);
+        let flow_hash = flows.iter().map(|f| f.hash).collect();
         let mut s = Sim {
             net,
             router,
@@ -495,17 +553,11 @@ impl<Q: EventQueue> Sim<Q> {
             nclass,
             prio_of: prios,
             up: vec![true; np],
-            busy_until: vec![0; np],
-            txdone_at: vec![u64::MAX; np],
-            pause_q: vec![Fifo::EMPTY; np],
-            ctrl_q: vec![Fifo::EMPTY; np],
-            data_q: vec![Fifo::EMPTY; np * nclass],
-            qbytes: vec![0; np * nclass],
-            qtotal: vec![0; np],
+            port,
+            cq: vec![ClassQueue::EMPTY; np * nclass],
             pfc_in,
             pfc_out,
             pause_mark: vec![(0, 0); np * nclass],
-            wake_at: vec![u64::MAX; np],
             refresh_at: vec![u64::MAX; np],
             pc: vec![PortCounters::default(); np],
             salt,
@@ -517,6 +569,7 @@ impl<Q: EventQueue> Sim<Q> {
             node_buf: vec![0; nodes],
             hosts,
             flows,
+            flow_hash,
             dependents,
             flows_done: 0,
             stop: Stop::Running,
@@ -655,6 +708,18 @@ impl<Q: EventQueue> Sim<Q> {
                 return RunState::Running;
             }
             debug_assert!(ev.t >= self.now);
+            // Two events ahead, the packet an arrival reads; one ahead (its packet
+            // asked for one event earlier), the receiving port's counters.
+            if let Some(next) = self.q.peek_hint2() {
+                self.prefetch_for(next);
+            }
+            if let Some(next) = self.q.peek_hint()
+                && next.kind() == EV_ARRIVE
+                && let Some(p) = self.pkts.get(next.id() as usize)
+                && let Some(c) = self.pc.get(p.port as usize)
+            {
+                prefetch(&c.rx_bytes);
+            }
             self.now = ev.t;
             self.events += 1;
             self.by_kind[ev.kind() as usize] += 1;
@@ -675,12 +740,32 @@ impl<Q: EventQueue> Sim<Q> {
         self.finish_run()
     }
 
+    /// Start loading the state the next event will need while this one is handled: at
+    /// 8,192 hosts the packet an arrival reads is out of every cache most of the time.
+    #[inline]
+    fn prefetch_for(&self, next: super::queue::Ev) {
+        let id = next.id() as usize;
+        match next.kind() {
+            EV_ARRIVE => {
+                if let Some(p) = self.pkts.get(id) {
+                    prefetch(p);
+                }
+            }
+            EV_TXDONE => {
+                if let Some(p) = self.port.get(id) {
+                    prefetch(p);
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn dispatch(&mut self, ev: super::queue::Ev) {
         let id = ev.id();
         match ev.kind() {
             EV_TXDONE => {
-                if self.txdone_at[id as usize] == self.now {
-                    self.txdone_at[id as usize] = u64::MAX;
+                if self.port[id as usize].txdone_at == self.now {
+                    self.port[id as usize].txdone_at = u64::MAX;
                     self.try_tx(id);
                 }
             }
@@ -695,8 +780,8 @@ impl<Q: EventQueue> Sim<Q> {
             EV_CCTIMER => self.cc_timer(id),
             EV_RTO => self.rto(id),
             EV_PORTWAKE => {
-                if self.wake_at[id as usize] == self.now {
-                    self.wake_at[id as usize] = u64::MAX;
+                if self.port[id as usize].wake_at == self.now {
+                    self.port[id as usize].wake_at = u64::MAX;
                     self.try_tx(id);
                 }
             }

@@ -33,7 +33,7 @@ impl<Q: EventQueue> Sim<Q> {
             wire: 64,
             ..Pkt::default()
         });
-        self.pause_q[port as usize].push(&mut self.pkts, pid);
+        self.port[port as usize].pause_q.push(&mut self.pkts, pid);
         if fr.is_resume() {
             self.t.resumes_sent += 1;
         } else {
@@ -96,11 +96,11 @@ impl<Q: EventQueue> Sim<Q> {
         let now = Instant::from_picos(self.now);
         let np = self.net.ports() as usize;
         let blocked = |p: usize| -> bool {
-            if self.qtotal[p] == 0 || self.net.is_host(self.net.port_node[p]) {
+            if self.port[p].qtotal == 0 || self.net.is_host(self.net.port_node[p]) {
                 return false;
             }
             (0..self.nclass).any(|c| {
-                !self.data_q[p * self.nclass + c].is_empty()
+                !self.cq[p * self.nclass + c].q.is_empty()
                     && self.pfc_out[p].is_paused(now, self.prio_of[c])
             })
         };
@@ -157,7 +157,7 @@ impl<Q: EventQueue> Sim<Q> {
     }
 
     pub(super) fn report_deadlock(&mut self, cycle: Vec<u32>) {
-        let stuck: u64 = self.qtotal.iter().sum();
+        let stuck: u64 = self.port.iter().map(|p| p.qtotal).sum();
         self.deadlock = Some(DeadlockReport {
             at_us: self.now as f64 / 1e6,
             cycle: cycle

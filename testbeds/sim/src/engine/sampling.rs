@@ -32,7 +32,7 @@ impl<Q: EventQueue> Sim<Q> {
             c.last_sample_bytes = c.tx_bytes;
             let cap = self.net.port_rate[pu].bytes_in(period).0.max(1);
             util.push((b as f64 / cap as f64) as f32);
-            queue.push(self.qtotal[pu] as f32);
+            queue.push(self.port[pu].qtotal as f32);
         }
         let s = self.series.as_mut().expect("sampling implies a series");
         s.t_us.push(self.now as f64 / 1e6);

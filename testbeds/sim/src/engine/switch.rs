@@ -40,8 +40,8 @@ impl<Q: EventQueue> Sim<Q> {
                 self.try_tx(r);
             } else if let Some(t) = self.pfc_out[ru].resume_at(now, pk.class) {
                 let t = t.picos();
-                if t < self.wake_at[ru] || self.wake_at[ru] <= self.now {
-                    self.wake_at[ru] = t;
+                if t < self.port[ru].wake_at || self.port[ru].wake_at <= self.now {
+                    self.port[ru].wake_at = t;
                     self.q.push(t, EV_PORTWAKE, r);
                 }
             }
@@ -82,7 +82,7 @@ impl<Q: EventQueue> Sim<Q> {
             return hops[0];
         }
         let salt = self.salt[node as usize];
-        let fh = self.flows[pk.flow as usize].hash;
+        let fh = self.flow_hash[pk.flow as usize];
         let pick = |h: u64| hops[((h as u128 * n as u128) >> 64) as usize];
         match self.cfg.lb {
             LbScheme::Ecmp => pick(mix64(fh ^ salt)),
@@ -117,7 +117,7 @@ impl<Q: EventQueue> Sim<Q> {
                 for k in 0..n {
                     let h = hops[(start + k) % n];
                     let e = (base + h as u32) as usize;
-                    let q = self.qtotal[e] + u64::from(self.busy_until[e] > self.now);
+                    let q = self.port[e].qtotal + u64::from(self.port[e].busy_until > self.now);
                     if q < best_q {
                         best_q = q;
                         best = h;
@@ -144,14 +144,14 @@ impl<Q: EventQueue> Sim<Q> {
                 return;
             }
             self.node_buf[node as usize] += pk.wire as u64;
-            self.ctrl_q[eu].push(&mut self.pkts, pid);
+            self.port[eu].ctrl_q.push(&mut self.pkts, pid);
             self.try_tx(e);
             return;
         }
         let c = pk.class as usize;
         let k = eu * self.nclass + c;
         // Degraded ports see their depth scaled up (thresholds scaled down).
-        let depth = self.scaled_depth(eu, self.qbytes[k]);
+        let depth = self.scaled_depth(eu, self.cq[k].bytes);
         if let Some(tp) = self.cfg.trim
             && let TrimDecision::Trim { size } = tp.decide(Bytes(depth), Bytes(pk.wire as u64))
         {
@@ -168,7 +168,7 @@ impl<Q: EventQueue> Sim<Q> {
                 return;
             }
             self.node_buf[node as usize] += w;
-            self.ctrl_q[eu].push(&mut self.pkts, pid);
+            self.port[eu].ctrl_q.push(&mut self.pkts, pid);
             self.try_tx(e);
             return;
         }
@@ -178,7 +178,7 @@ impl<Q: EventQueue> Sim<Q> {
             && self
                 .cfg
                 .queue_limit
-                .is_some_and(|l| self.scaled_depth(eu, self.qbytes[k] + w) > l.0);
+                .is_some_and(|l| self.scaled_depth(eu, self.cq[k].bytes + w) > l.0);
         if over_buffer || over_queue {
             self.t.drops_buffer += 1;
             self.pc[eu].drops += 1;

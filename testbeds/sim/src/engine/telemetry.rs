@@ -155,7 +155,7 @@ impl<Q: EventQueue> Sim<Q> {
             .prio_of
             .iter()
             .enumerate()
-            .map(|(k, &prio)| (prio, column(api, n, |p| self.qbytes[p * self.nclass + k])))
+            .map(|(k, &prio)| (prio, column(api, n, |p| self.cq[p * self.nclass + k].bytes)))
             .collect::<BTreeMap<_, _>>();
         let mut down: Vec<u32> = (0..self.up.len())
             .filter(|&p| !self.up[p])

@@ -4,7 +4,7 @@
 use std::net::Ipv4Addr;
 
 use super::ethernet::{self, ETHERTYPE_IPV4, Mac};
-use super::ib::{self, AethRepr, BthPacket, BthRepr, icrc_ipv4, opcode};
+use super::ib::{self, AethRepr, BthPacket, BthRepr, DEFAULT_PKEY, icrc_ipv4, opcode};
 use super::ipv4::{self, Ecn, PROTO_UDP};
 use super::udp::{self, ROCEV2_PORT};
 use super::{WireError, WireResult};
@@ -37,6 +37,41 @@ pub struct Repr {
 }
 
 impl Repr {
+    /// An RC SEND Only data packet (DSCP 26, PSN 0, QP 1) from `ip_src` to `ip_dst` with
+    /// entropy value `udp_src` and `payload_len` bytes of payload: what tests and
+    /// benchmarks feed a switch.
+    pub fn send_only(ip_src: Ipv4Addr, ip_dst: Ipv4Addr, udp_src: u16, payload_len: usize) -> Repr {
+        Repr {
+            eth_dst: [2, 0, 0, 0, 0, 1],
+            eth_src: [2, 0, 0, 0, 0, 2],
+            ip_src,
+            ip_dst,
+            dscp: 26,
+            ecn: Ecn::Ect0,
+            ttl: 64,
+            ident: 0,
+            udp_src,
+            bth: BthRepr {
+                opcode: opcode::RC_SEND_ONLY,
+                solicited: false,
+                pad_count: 0,
+                pkey: DEFAULT_PKEY,
+                dest_qp: 1,
+                ack_req: false,
+                psn: 0,
+            },
+            aeth: None,
+            payload_len,
+        }
+    }
+
+    /// The frame, with a zero payload of `payload_len` bytes.
+    pub fn to_frame(&self) -> Vec<u8> {
+        let mut b = vec![0u8; self.buffer_len()];
+        self.emit(&mut b, &vec![0u8; self.payload_len]);
+        b
+    }
+
     fn transport_len(&self) -> usize {
         ib::BTH_LEN + self.aeth.map_or(0, |a| a.buffer_len()) + self.payload_len + ib::ICRC_LEN
     }
@@ -151,7 +186,7 @@ impl Repr {
 
 #[cfg(test)]
 mod tests {
-    use super::super::ib::{DEFAULT_PKEY, Syndrome};
+    use super::super::ib::Syndrome;
     use super::*;
 
     pub(crate) fn cnp() -> Repr {

@@ -153,20 +153,16 @@ fn run_path(
                 PacketSocket::open(&ns, "s1")?,
             ];
             let mut routes = HashMap::new();
-            routes.insert(dst, 1usize);
-            let mut switch = Switch::new(SwitchConfig {
-                port_macs: vec![mac_in, mac_out],
-                link_rate: Rate::gbps(400),
-                buffer: Bytes(4_000_000),
-                ecn: None,
-                pfc: None,
-                pfc_priorities: 0,
-                trim: None,
+            routes.insert(dst, vec![1usize]);
+            let mut c = SwitchConfig::new(
+                vec![mac_in, mac_out],
+                Rate::gbps(400),
+                Bytes(4_000_000),
                 routes,
-                next_hop_macs: vec![None, None],
-                seed: 1,
-                pacing_burst: Duration::micros(100),
-            });
+            );
+            c.pfc_priorities = 0;
+            c.pacing_burst = Duration::micros(100);
+            let mut switch = Switch::new(c);
             let stop = stop.clone();
             let counting = counting.clone();
             Some(

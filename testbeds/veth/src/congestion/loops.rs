@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use cc_algos::{Duration, Instant};
 use veth_core::endpoint::{Completed, Host, TimeScale};
+use veth_core::fabric::SwitchSet;
 use veth_core::pcap::PcapWriter;
-use veth_core::switch::{PortCounters, Switch};
+use veth_core::switch::PortCounters;
 
 use super::CongestionConfig;
 use super::star::Sockets;
@@ -108,7 +109,7 @@ fn sleep_until(
 
 /// What the switch loop hands back.
 pub(super) struct SwitchRan {
-    pub switch: Switch,
+    pub switch: SwitchSet,
     pub sockets: Vec<PacketSocket>,
     /// Queue bytes per port per sample.
     pub queue_series: Vec<Vec<u64>>,
@@ -150,7 +151,7 @@ pub(super) fn run(
     scale: TimeScale,
     stop: &Arc<AtomicBool>,
     sockets: Sockets,
-    switch: Switch,
+    switch: SwitchSet,
     hosts: Vec<Host>,
     live: Live,
 ) -> Result<Ran> {
@@ -209,7 +210,7 @@ pub(super) fn run(
 
 /// The switch thread: its sockets, the switch, the pcap of one port.
 struct SwitchLoop {
-    switch: Switch,
+    switch: SwitchSet,
     sockets: Vec<PacketSocket>,
     pcap: Option<(std::path::PathBuf, usize)>,
     sample_real: Duration,
@@ -333,7 +334,7 @@ impl SwitchLoop {
 }
 
 /// Copy the switch's port counters where the hosts' loop reads them.
-fn publish(shared: &SharedCounters, switch: &Switch) {
+fn publish(shared: &SharedCounters, switch: &SwitchSet) {
     let c: Vec<PortCounters> = (0..switch.num_ports())
         .map(|p| switch.counters(p).clone())
         .collect();

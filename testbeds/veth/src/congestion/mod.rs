@@ -13,21 +13,27 @@
 //! the simulator ([`CongestionReport::outcome`]). [`run_workplan`] is spawn-and-join. See
 //! `veth_core::endpoint` for the time scaling.
 //!
-//! Layout: [`star`] builds the namespaces, sockets, switch and hosts; `loops` holds the
+//! The testbed is a star by default; [`CongestionConfig::topology`] builds a multi-switch
+//! `topo` fabric instead (2-leaf × 2-spine leaf–spine, k=4 fat-tree), every switch a
+//! userspace switch served by the same one switch loop ([`fabric`]).
+//!
+//! Layout: [`star`] and [`fabric`] build the namespaces, sockets, switches and hosts; `loops` holds the
 //! two real-time event loops; [`telemetry`] turns their counters into snapshots;
 //! `results` assembles the report.
 
+pub mod fabric;
 mod loops;
 mod results;
 pub mod star;
 pub mod telemetry;
+pub mod twin;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
-use cc_algos::{Bytes, CcKind, Duration, PfcConfig, Rate, RedEcn, TrimPolicy};
+use cc_algos::{Bytes, CcKind, Duration, Instant, PfcConfig, Rate, RedEcn, TrimPolicy};
 use fabric_api::{FabricInfo, Snapshot};
 use report::outcome::{FabricCounts, FlowOutcome, RunOutcome};
 
@@ -41,8 +47,14 @@ pub use report::jain;
 /// Configuration of a congestion-testbed run.
 #[derive(Debug, Clone)]
 pub struct CongestionConfig {
-    /// Hosts (one switch port each).
+    /// Hosts (one switch port each on the star; on a fabric, the fabric's hosts).
     pub hosts: usize,
+    /// Star or multi-switch fabric.
+    pub topology: fabric::Topology,
+    /// A host whose NIC never stops pausing its switch port (a PFC storm), if any.
+    pub storm: Option<StormConfig>,
+    /// The PFC watchdog on every switch (`cc_algos::pfcwd`, real time; None: off).
+    pub pfcwd: Option<cc_algos::pfcwd::WatchdogConfig>,
     /// Real rate of every link (what the engine paces at).
     pub link_rate: Rate,
     /// The rate the congestion control believes the links have; `virtual / link_rate`
@@ -97,6 +109,9 @@ impl CongestionConfig {
         let link_rate = Rate::gbps(1);
         CongestionConfig {
             hosts,
+            topology: fabric::Topology::Star,
+            storm: None,
+            pfcwd: None,
             link_rate,
             virtual_rate: Rate::gbps(100),
             payload: 4096,
@@ -117,6 +132,13 @@ impl CongestionConfig {
             pacing_burst: Duration::micros(300),
             switch_pacing_burst: Duration::micros(2000),
         }
+    }
+
+    /// [`CongestionConfig::new`] on a multi-switch `topology` (its hosts).
+    pub fn on(topology: fabric::Topology) -> CongestionConfig {
+        let mut c = CongestionConfig::new(topology.hosts().unwrap_or(2));
+        c.topology = topology;
+        c
     }
 
     /// The time scale `virtual_rate / link_rate`.
@@ -181,6 +203,29 @@ impl CongestionConfig {
     }
 }
 
+/// A PFC storm: host `host`'s NIC sends its switch port a PAUSE of `priority` with the
+/// longest quanta every `every` (real time) from `at` (virtual time) on, forever.
+#[derive(Debug, Clone, Copy)]
+pub struct StormConfig {
+    pub host: usize,
+    pub at: Duration,
+    pub priority: u8,
+    pub every: Duration,
+}
+
+impl StormConfig {
+    /// Host `host` storms priority 0 (the scenarios' default class) from `at`, a PAUSE
+    /// every 5 ms of real time (its quanta last 33 ms at 1 Gb/s).
+    pub fn new(host: usize, at: Duration) -> StormConfig {
+        StormConfig {
+            host,
+            at,
+            priority: 0,
+            every: Duration::millis(5),
+        }
+    }
+}
+
 /// Per-flow results (virtual time).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FlowResult {
@@ -219,8 +264,12 @@ pub struct CongestionReport {
     /// Sample period (µs, virtual).
     pub sample_us: f64,
     pub flows: Vec<FlowResult>,
-    /// Switch counters per port.
+    /// Switch counters per port (global ports; see [`fabric`]).
     pub ports: Vec<PortCounters>,
+    /// What each port of `ports` is (switch, port, peer).
+    pub port_names: Vec<fabric::PortName>,
+    /// Topology the run was on.
+    pub topology: String,
     /// Queue bytes per switch port per sample.
     pub queue_bytes: Vec<Vec<u64>>,
     pub max_buffer_used: u64,
@@ -239,6 +288,16 @@ pub struct CongestionReport {
     pub kernel_drops: u64,
     /// Frames dropped inside the veths (stats64 rx/tx_dropped), all links.
     pub veth_drops: u64,
+    /// Frames lost on links that failed during the run (queued on a port that went down).
+    pub link_down_drops: u64,
+    /// Frames a switch had no (live) route for: after a link failure, until the re-route.
+    pub unroutable: u64,
+    /// Frames the PFC watchdog discarded (for a stormed queue).
+    pub pfcwd_drops: u64,
+    /// Storms the watchdog detected, all ports.
+    pub pfcwd_storms: u64,
+    /// PAUSE frames the storming host sent.
+    pub storm_pauses: u64,
     pub ecn_marks: u64,
     pub pauses_sent: u64,
     pub pfc_frames_received_by_hosts: u64,
@@ -251,7 +310,6 @@ pub struct CongestionReport {
 }
 
 impl CongestionReport {
-    /// All drops: switch buffer, kernel sockets, veths.
     /// Whether both event loops kept up: neither fell more than [`MAX_FAITHFUL_LATE_US`]
     /// (real time) behind. When they did not, frames waited in socket
     /// rings unseen by PFC and ECN, or the emulated NICs fell below their rate, and the
@@ -261,8 +319,14 @@ impl CongestionReport {
             && self.hosts_max_late_us <= MAX_FAITHFUL_LATE_US
     }
 
+    /// All drops: switch buffer, kernel sockets, veths, failed links, no route, watchdog.
     pub fn total_drops(&self) -> u64 {
-        self.switch_drops + self.kernel_drops + self.veth_drops
+        self.switch_drops
+            + self.kernel_drops
+            + self.veth_drops
+            + self.link_down_drops
+            + self.unroutable
+            + self.pfcwd_drops
     }
 
     /// Per-flow mean throughput (Gb/s virtual) over samples `[from_us, to_us)`.
@@ -345,6 +409,14 @@ pub fn check(cfg: &CongestionConfig, plan: &Workplan) -> Result<()> {
                 f.id, f.priority
             )));
         }
+    }
+    if let Some(s) = cfg.storm
+        && s.host >= cfg.hosts
+    {
+        return Err(Error::Invalid(format!(
+            "storm host {} does not exist: the testbed has {} hosts",
+            s.host, cfg.hosts
+        )));
     }
     if !cfg.payload.is_multiple_of(4) || cfg.payload < 16 || cfg.payload > 8192 {
         return Err(Error::Invalid(format!(
@@ -466,12 +538,23 @@ fn run(
     snapshots: mpsc::Sender<Snapshot>,
     info: FabricInfo,
 ) -> Result<CongestionReport> {
-    let star = star::Star::build(cfg)?;
-    let switch = star::switch(cfg, &star.links);
-    let hosts = star::hosts(cfg, plan, &star.links, scale)?;
+    let built = fabric::build(cfg, plan, scale)?;
+    let mut hosts = star::hosts(cfg, plan, &built.host_links, scale)?;
+    if let Some(s) = cfg.storm {
+        hosts[s.host].storm(scale.to_real(Instant::ZERO + s.at), s.every, s.priority);
+    }
     let live = telemetry::Live::new(info, scale, snapshots);
-    let (star_tb, sockets) = (star.tb, star.sockets);
-    let mut ran = loops::run(cfg, plan, scale, &stop, sockets, switch, hosts, live)?;
+    let (star_tb, sockets, port_names) = (built.tb, built.sockets, built.port_names);
+    let mut ran = loops::run(
+        cfg,
+        plan,
+        scale,
+        &stop,
+        sockets,
+        built.switches,
+        hosts,
+        live,
+    )?;
     let drops = results::OutsideDrops {
         kernel: ran
             .switch
@@ -494,7 +577,8 @@ fn run(
     let end = ran.hosts.end;
     let h = &mut ran.hosts;
     h.live.send(end, &ports, &h.hosts);
-    let report = results::assemble(cfg, plan, scale, &ran, drops);
+    let mut report = results::assemble(cfg, plan, scale, &ran, drops);
+    report.port_names = port_names;
     drop(ran);
     let mut tb = star_tb;
     tb.teardown()?;

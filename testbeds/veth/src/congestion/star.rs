@@ -9,6 +9,7 @@ use std::net::Ipv4Addr;
 use cc_algos::{Bytes, PathParams};
 use veth_core::endpoint::{Host, HostConfig, TimeScale};
 use veth_core::switch::{Switch, SwitchConfig};
+use veth_core::wire::ethernet::Mac;
 
 use super::CongestionConfig;
 use crate::afpacket::PacketSocket;
@@ -83,22 +84,33 @@ pub fn veth_drops(tb: &Testbed) -> Result<u64> {
     Ok(drops)
 }
 
-/// The switch: one port per host, a /32 route per host, PFC on priorities 0..=5.
+/// The switch: one port per host, a /32 route per host.
 pub fn switch(cfg: &CongestionConfig, links: &[VethLink]) -> Switch {
-    let routes: HashMap<Ipv4Addr, usize> = (0..cfg.hosts).map(|i| (host_ip(i), i)).collect();
-    Switch::new(SwitchConfig {
-        port_macs: links.iter().map(|l| l.a_mac).collect(),
-        link_rate: cfg.link_rate,
-        buffer: cfg.buffer,
-        ecn: cfg.ecn,
-        pfc: cfg.pfc,
-        pfc_priorities: 0x3f,
-        trim: cfg.trim,
-        routes,
-        next_hop_macs: links.iter().map(|l| Some(l.b_mac)).collect(),
-        seed: cfg.seed,
-        pacing_burst: cfg.switch_pacing_burst,
-    })
+    let routes: HashMap<Ipv4Addr, Vec<usize>> =
+        (0..cfg.hosts).map(|i| (host_ip(i), vec![i])).collect();
+    let peers = links.iter().map(|l| Some(l.b_mac)).collect();
+    let c = switch_config(cfg, links.iter().map(|l| l.a_mac).collect(), peers, routes);
+    Switch::new(c)
+}
+
+/// A switch of the run: `cfg`'s rate, buffer, ECN, PFC on priorities 0..=5, trimming and
+/// pacing, with these port MACs, next-hop MACs and routes (salt 0, seed `cfg.seed`).
+pub fn switch_config(
+    cfg: &CongestionConfig,
+    port_macs: Vec<Mac>,
+    next_hop_macs: Vec<Option<Mac>>,
+    routes: HashMap<Ipv4Addr, Vec<usize>>,
+) -> SwitchConfig {
+    let mut c = SwitchConfig::new(port_macs, cfg.link_rate, cfg.buffer, routes);
+    c.ecn = cfg.ecn;
+    c.pfc = cfg.pfc;
+    c.pfc_priorities = 0x3f;
+    c.trim = cfg.trim;
+    c.next_hop_macs = next_hop_macs;
+    c.seed = cfg.seed;
+    c.pacing_burst = cfg.switch_pacing_burst;
+    c.pfcwd = cfg.pfcwd;
+    c
 }
 
 /// The hosts, each with its receiver and the send/receive halves of its flows.

@@ -66,7 +66,12 @@ pub fn star_info(cfg: &CongestionConfig) -> FabricInfo {
         .collect();
     FabricInfo {
         schema_version: SCHEMA_VERSION,
-        name: format!("veth star of {n}"),
+        name: match cfg.topology {
+            super::fabric::Topology::Star => format!("veth star of {n}"),
+            // The snapshots of a fabric carry its host links (global ports 0..n are the
+            // leaf ports facing the hosts); the inner hops are in the run's report.
+            t => format!("veth {t} ({n} host links)"),
+        },
         priorities: PRIORITIES,
         nodes,
         ports,

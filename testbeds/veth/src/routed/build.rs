@@ -186,7 +186,6 @@ impl RoutedTestbed {
     pub fn build_with(f: Fabric, opts: &RoutedOptions) -> Result<RoutedTestbed> {
         let plan = AddressPlan::new(&f)
             .map_err(|e| Error::Invalid(format!("fabric {}: addressing: {e}", f.name())))?;
-        let routes = Routes::compute(&f);
         let mut tb = Testbed::new()?;
         let mut st = SetupStats::default();
         let t0 = Instant::now();
@@ -220,27 +219,86 @@ impl RoutedTestbed {
         let (addresses, host_routes) = address_links(&f, &plan, &nl, opts.ipv6)?;
         st.addresses = addresses;
         st.routes = host_routes;
+        let mut rt = Self::assemble(f, plan, ns, nl, opts, st, tb)?;
+        rt.setup.routes_s = secs(t2);
+        rt.open_probe_sockets()?;
+        rt.setup.total_s = secs(t0);
+        Ok(rt)
+    }
+
+    /// Adopt the namespaces of a routed testbed that already exists — one per node,
+    /// named `PREFIX` + `h<i>` / `s<i>` (as `fabric testbed up` leaves them, with
+    /// `PREFIX` = `fab-RUNID-`), built from the same fabric, addresses in place — and
+    /// (re)program every switch's routes from `f`'s tables ([`RoutedOptions::nexthop_objects`]
+    /// and [`RoutedOptions::ipv6`] as for [`Self::build_with`]; the rest of `opts` is
+    /// not used). The namespaces are not owned: dropping the value leaves them. No probe
+    /// sockets are opened (their owner may hold the ports).
+    pub fn adopt(f: Fabric, prefix: &str, opts: &RoutedOptions) -> Result<RoutedTestbed> {
+        let plan = AddressPlan::new(&f)
+            .map_err(|e| Error::Invalid(format!("fabric {}: addressing: {e}", f.name())))?;
+        let tb = Testbed::new()?;
+        let t0 = Instant::now();
+        let mut ns = Vec::with_capacity(f.num_nodes());
+        for i in 0..f.num_nodes() as u32 {
+            let n = NodeId(i);
+            let name = format!("{prefix}{}", node_role(&f, n));
+            let x = Netns::from_name(&name);
+            if !x.path().exists() {
+                return Err(Error::Invalid(format!(
+                    "--netns-prefix {prefix}: no namespace {name} for node {} (expected one namespace per node, named PREFIX + h<i> for host i and s<i> for switch i, as `fabric testbed up` makes)",
+                    f.node_name(n)
+                )));
+            }
+            ns.push(x);
+        }
+        let nl = ns.iter().map(Nl::open).collect::<Result<Vec<_>>>()?;
+        for sw in f.switches() {
+            for p in 0..f.degree(sw) as topo::Port {
+                nl[sw.idx()].index(&ifname(p)).map_err(|e| {
+                    Error::Invalid(format!(
+                        "--netns-prefix {prefix}: {} has no interface {}: {e}",
+                        ns[sw.idx()].name(),
+                        ifname(p)
+                    ))
+                })?;
+            }
+        }
+        let mut rt = Self::assemble(f, plan, ns, nl, opts, SetupStats::default(), tb)?;
+        rt.setup.namespaces = rt.ns.len();
+        rt.setup.total_s = secs(t0);
+        Ok(rt)
+    }
+
+    /// The testbed value over `ns` (one namespace per node) and their clients `nl`: the
+    /// tables of `f`, the next-hop state with [`RoutedOptions::nexthop_objects`], and
+    /// every switch's routes programmed.
+    fn assemble(
+        f: Fabric,
+        plan: AddressPlan,
+        ns: Vec<Netns>,
+        nl: Vec<Nl>,
+        opts: &RoutedOptions,
+        setup: SetupStats,
+        tb: Testbed,
+    ) -> Result<RoutedTestbed> {
         let mut rt = RoutedTestbed {
             hosts: Vec::new(),
             nl,
             ns,
+            routes: Routes::compute(&f),
             fabric: f,
             plan,
-            routes,
             ipv6: opts.ipv6,
             fail_at_b_end: opts.fail_at_b_end,
             nexthops: None,
             round: 0,
-            setup: st,
+            setup,
             tb,
         };
         if opts.nexthop_objects {
             rt.nexthops = Some(rt.nexthop_state()?);
         }
         rt.program_all()?;
-        rt.setup.routes_s = secs(t2);
-        rt.open_probe_sockets()?;
-        rt.setup.total_s = secs(t0);
         Ok(rt)
     }
 
@@ -303,17 +361,22 @@ impl RoutedTestbed {
     }
 }
 
+/// The role part of node `n`'s namespace name: `h<i>` for host `i`, `s<i>` for the
+/// `i`-th switch.
+pub fn node_role(f: &Fabric, n: NodeId) -> String {
+    if f.is_host(n) {
+        format!("h{}", n.0)
+    } else {
+        format!("s{}", n.0 - f.num_hosts() as u32)
+    }
+}
+
 /// One namespace per node, with the sysctls of its role (host or switch, v4/v6).
 fn make_namespaces(f: &Fabric, opts: &RoutedOptions, tb: &mut Testbed) -> Result<Vec<Netns>> {
     let mut ns = Vec::with_capacity(f.num_nodes());
     for i in 0..f.num_nodes() as u32 {
         let n = NodeId(i);
-        let role = if f.is_host(n) {
-            format!("h{i}")
-        } else {
-            format!("s{}", i - f.num_hosts() as u32)
-        };
-        let x = tb.add_netns(&role)?;
+        let x = tb.add_netns(&node_role(f, n))?;
         if opts.ipv6 {
             for (k, v) in IPV6_SYSCTLS {
                 x.sysctl(k, v)?;

@@ -32,6 +32,8 @@
 //!   reads the leaf's per-uplink `tx_packets` (IFLA_STATS64) before and after.
 //! - [`RoutedTestbed::fail_link`] sets a link down through netlink, re-routes with
 //!   [`topo::Routes::fail_links`] (incremental) and re-programs only the changed entries.
+//! - [`RoutedTestbed::drift`] reads every switch's routes back and reports the ones
+//!   missing, extra or different from the tables ([`Drift`]).
 //! - [`verify`] runs all of it and returns a [`VerifyReport`] with one [`FamilyReport`]
 //!   per family (`fabric testbed verify`).
 //!
@@ -55,6 +57,7 @@ use crate::netlink::{
 
 mod addr;
 mod build;
+mod drift;
 mod failover;
 mod probe;
 mod program;
@@ -70,7 +73,8 @@ use probe::*;
 use program::*;
 
 pub use addr::{entry_hops, entry_hops6};
-pub use build::{RoutedOptions, SetupStats};
+pub use build::{RoutedOptions, SetupStats, node_role};
+pub use drift::{Drift, DriftEntry, DriftKind};
 pub use failover::Failure;
 pub use probe::{Blast, Lane, ProbeRound, Spread};
 pub use verify::{FamilyReport, VerifyOptions, VerifyReport, verify};

@@ -52,6 +52,20 @@ impl RoutedTestbed {
         }
     }
 
+    /// Leaf `leaf`'s ToR prefix in family `fam`, as `(address, length)`.
+    pub(super) fn tor_prefix(&self, leaf: NodeId, fam: Family) -> Option<(IpAddr, u8)> {
+        match fam {
+            Family::V4 => self
+                .plan
+                .tor_prefix_v4(leaf)
+                .map(|p| (p.addr.into(), p.len)),
+            Family::V6 => self
+                .plan
+                .tor_prefix_v6(leaf)
+                .map(|p| (p.addr.into(), p.len)),
+        }
+    }
+
     /// Install (or replace, or delete) the routes (both families) of `s` toward leaf
     /// `leaf` from the current tables. Returns how many routes were written or deleted.
     pub(super) fn program(&self, s: NodeId, leaf: NodeId) -> Result<usize> {
@@ -106,17 +120,9 @@ impl RoutedTestbed {
         }
         let mut n = 0;
         for fam in self.families() {
-            let prefix: Option<(IpAddr, u8)> = match fam {
-                Family::V4 => self
-                    .plan
-                    .tor_prefix_v4(leaf)
-                    .map(|p| (p.addr.into(), p.len)),
-                Family::V6 => self
-                    .plan
-                    .tor_prefix_v6(leaf)
-                    .map(|p| (p.addr.into(), p.len)),
+            let Some((dst, len)) = self.tor_prefix(leaf, fam) else {
+                continue;
             };
-            let Some((dst, len)) = prefix else { continue };
             n += 1;
             if ports.is_empty() {
                 nl.del_route(dst, len)?;

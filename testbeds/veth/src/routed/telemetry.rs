@@ -37,6 +37,7 @@ impl RoutedTestbed {
                 cols.set(i, &st);
             }
         }
+        cols.unseen_are_down();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -59,6 +60,8 @@ struct PortColumns {
     rx_pkts: Vec<u64>,
     drops_kernel: Vec<u64>,
     down: Vec<u32>,
+    /// Ports found in a dump (an interface deleted behind the testbed's back is not).
+    seen: Vec<bool>,
 }
 
 impl PortColumns {
@@ -70,10 +73,20 @@ impl PortColumns {
             rx_pkts: vec![0; n],
             drops_kernel: vec![0; n],
             down: Vec::new(),
+            seen: vec![false; n],
+        }
+    }
+
+    /// A port whose interface no dump listed is down (its counters stay 0: a reader's
+    /// `fabric_api::Interval` takes the decrease as a reset).
+    fn unseen_are_down(&mut self) {
+        for (i, _) in self.seen.iter().enumerate().filter(|(_, s)| !**s) {
+            self.down.push(i as u32);
         }
     }
 
     fn set(&mut self, i: usize, st: &crate::netlink::LinkStats) {
+        self.seen[i] = true;
         self.tx_bytes[i] = st.tx_bytes;
         self.rx_bytes[i] = st.rx_bytes;
         self.tx_pkts[i] = st.tx_packets;

@@ -1,0 +1,322 @@
+//! The routed veth testbed as a telemetry source (`fabric serve --testbed`, root): the
+//! daemon builds the testbed itself from `--fabric` (namespaces, veths, addresses and
+//! routes programmed as next-hop objects and groups), owns it, and deletes it when the
+//! source is dropped (SIGINT/SIGTERM end the daemon gracefully, which drops it; a
+//! `SIGKILL` leaves namespaces that `fabric testbed clean` removes).
+//!
+//! - **Telemetry**: one RTM_GETLINK dump (stats64, carrier, operstate) per namespace per
+//!   sample ([`veth::routed::RoutedTestbed::snapshot`]).
+//! - **Link events**: a watcher thread subscribed to the multicast link group
+//!   (`RTNLGRP_LINK`) of every switch namespace ([`veth::routed::LinkWatcher`]) repairs
+//!   at once, without waiting for the next sample: a link that loses carrier is routed
+//!   around incrementally (only the changed entries are re-programmed); one whose
+//!   carrier returns is brought back, its next-hop objects re-added (the kernel deletes
+//!   an admin-downed link's objects and never brings them back). The `link-down`/`link-up`
+//!   and `reroute` events (time from the event to the last route re-programmed, host
+//!   pairs left unreachable) are published with the next snapshot and feed
+//!   `fabric_reroute_duration_seconds`.
+//! - **Commands**: failing a link sets its `a` end down through netlink (as an outside
+//!   failure would; the watcher detects and repairs it, and the reroute time then runs
+//!   from the command); restoring sets it up again.
+//! - **Errors**: a failed dump or repair is returned (the collector counts and logs it)
+//!   and the source keeps going.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fabric_api::{Event, FabricInfo};
+use topo::{Fabric, LinkId};
+use veth::routed::{LinkChange, LinkWatcher, RoutedOptions, RoutedTestbed, ifname};
+
+use super::log;
+use super::source::{Sample, Source, SourceMap};
+
+/// How long the watcher waits for link events before looking at its stop flag.
+const WATCH_POLL: Duration = Duration::from_millis(50);
+
+/// What the watcher and the collector share.
+#[derive(Debug)]
+struct State {
+    /// `None` once torn down.
+    rt: Option<RoutedTestbed>,
+    /// Events since the last sample (link changes and their repairs).
+    pending: Vec<Event>,
+    /// Links a command set down or up, with the time of the command: the reroute time
+    /// of the change the watcher then sees runs from there.
+    commanded: HashMap<LinkId, Instant>,
+}
+
+/// The routed veth testbed source.
+#[derive(Debug)]
+pub struct TestbedSource {
+    state: Arc<Mutex<State>>,
+    fabric: Arc<Fabric>,
+    info: FabricInfo,
+    stop: Arc<AtomicBool>,
+    watcher: Option<std::thread::JoinHandle<()>>,
+    /// Errors of the watcher thread (read or repair), counted and logged there.
+    watch_errors: Arc<AtomicU64>,
+    /// The daemon built the namespaces (and deletes them) rather than adopting them.
+    owned: bool,
+}
+
+/// How the daemon programs a testbed: next-hop objects and groups, dual stack.
+fn options() -> RoutedOptions {
+    RoutedOptions {
+        nexthop_objects: true,
+        ..RoutedOptions::default()
+    }
+}
+
+fn lock(s: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    // A panic while holding the lock leaves the testbed as it was: keep serving it.
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl TestbedSource {
+    /// Builds the routed testbed of `fabric` (next-hop objects, dual stack) and starts
+    /// watching its links; the namespaces are deleted when the source is dropped.
+    pub fn open(fabric: Fabric) -> anyhow::Result<Self> {
+        let name = fabric.name().to_string();
+        let t = Instant::now();
+        let rt = RoutedTestbed::build_with(fabric, &options()).map_err(|e| {
+            anyhow::anyhow!("--testbed: building the routed testbed of {name}: {e}")
+        })?;
+        let st = rt.setup();
+        log::info(&format!(
+            "testbed {}: {} namespaces, {} veths, {} routes in {:.2} s",
+            rt.testbed().run_id(),
+            st.namespaces,
+            st.veths,
+            st.routes,
+            t.elapsed().as_secs_f64()
+        ));
+        Self::start(rt, true)
+    }
+
+    /// Adopts the existing namespaces `PREFIX` + `h<i>`/`s<i>` of a routed testbed of
+    /// `fabric` (e.g. left by `fabric testbed up`), programs its switches' routes with
+    /// next-hop objects and watches its links; the namespaces are left in place when the
+    /// source is dropped.
+    pub fn adopt(fabric: Fabric, prefix: &str) -> anyhow::Result<Self> {
+        let rt = RoutedTestbed::adopt(fabric, prefix, &options())?;
+        log::info(&format!(
+            "adopted {} namespaces {prefix}*: {} routes programmed in {:.2} s",
+            rt.setup().namespaces,
+            rt.setup().routes,
+            rt.setup().total_s
+        ));
+        Self::start(rt, false)
+    }
+
+    /// Starts watching `rt`; `owned`: delete its namespaces on drop.
+    fn start(rt: RoutedTestbed, owned: bool) -> anyhow::Result<Self> {
+        let watcher = rt
+            .watch()
+            .map_err(|e| anyhow::anyhow!("--testbed: subscribing to link events: {e}"))?;
+        let fabric = Arc::new(rt.fabric().clone());
+        let info = rt.fabric_info();
+        let state = Arc::new(Mutex::new(State {
+            rt: Some(rt),
+            pending: Vec::new(),
+            commanded: HashMap::new(),
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let watch_errors = Arc::new(AtomicU64::new(0));
+        let thread = {
+            let (state, stop, errors, f) = (
+                state.clone(),
+                stop.clone(),
+                watch_errors.clone(),
+                fabric.clone(),
+            );
+            std::thread::Builder::new()
+                .name("link-watcher".into())
+                .spawn(move || watch(watcher, &f, &state, &stop, &errors))?
+        };
+        Ok(TestbedSource {
+            state,
+            fabric,
+            info,
+            stop,
+            watcher: Some(thread),
+            watch_errors,
+            owned,
+        })
+    }
+
+    /// Sets the `a` end of link `l` up or down through netlink and remembers when.
+    fn set_link(&mut self, l: LinkId, up: bool) -> Result<String, String> {
+        if l.idx() >= self.fabric.num_links() {
+            return Err(format!("no link {}", l.0));
+        }
+        let mut st = lock(&self.state);
+        let State { rt, commanded, .. } = &mut *st;
+        let rt = rt.as_ref().ok_or("the testbed is torn down")?;
+        let failed = rt.routes().failed_links().any(|x| x == l);
+        if failed != up {
+            return Err(format!(
+                "link {} is {}",
+                l.0,
+                if up { "not down" } else { "already down" }
+            ));
+        }
+        let link = *self.fabric.link(l);
+        let nl = rt.nl(link.a);
+        let name = ifname(link.a_port);
+        commanded.insert(l, Instant::now());
+        let r = if up {
+            nl.set_up(&name)
+        } else {
+            nl.set_down(&name)
+        };
+        r.map_err(|e| {
+            commanded.remove(&l);
+            e.to_string()
+        })?;
+        Ok(format!(
+            "{}:{name} set {}; the link watcher re-routes when the kernel reports it",
+            self.fabric.node_name(link.a),
+            if up { "up" } else { "down" }
+        ))
+    }
+}
+
+/// The watcher thread: waits for link events, repairs each at once under the lock.
+fn watch(
+    mut w: LinkWatcher,
+    f: &Fabric,
+    state: &Mutex<State>,
+    stop: &AtomicBool,
+    errors: &AtomicU64,
+) {
+    let mut malformed = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let changes = match w.poll(f, WATCH_POLL) {
+            Ok(c) => c,
+            Err(e) => {
+                errors.fetch_add(1, Ordering::Relaxed);
+                log::warn(&format!("link watcher: {e}"));
+                std::thread::sleep(WATCH_POLL);
+                continue;
+            }
+        };
+        if w.malformed != malformed {
+            log::warn(&format!(
+                "link watcher: {} malformed netlink messages dropped",
+                w.malformed - malformed
+            ));
+            malformed = w.malformed;
+        }
+        for c in changes {
+            let mut st = lock(state);
+            if let Err(e) = repair(&mut st, &c) {
+                errors.fetch_add(1, Ordering::Relaxed);
+                log::warn(&format!("repairing link {}: {e}", c.link.0));
+            }
+        }
+    }
+}
+
+/// Routes around (or back over) the link of `c`; queues its events.
+fn repair(st: &mut State, c: &LinkChange) -> Result<(), String> {
+    let State {
+        rt,
+        pending,
+        commanded,
+    } = st;
+    let Some(rt) = rt.as_mut() else {
+        return Ok(());
+    };
+    let t0 = commanded
+        .remove(&c.link)
+        .unwrap_or(c.detected)
+        .min(c.detected);
+    let rep = if c.up {
+        rt.repair_up(c.link, t0)
+    } else {
+        rt.repair_down(c.link, t0)
+    }
+    .map_err(|e| e.to_string())?;
+    let unreachable = rt.unreachable_pairs();
+    log::info(&format!(
+        "link {} ({}) {}: {} entries, {} routes re-programmed in {:.2} ms; {} host pairs unreachable",
+        c.link.0,
+        rep.link,
+        if c.up { "up" } else { "down" },
+        rep.entries_changed,
+        rep.routes_reprogrammed,
+        rep.reprogram_s * 1e3,
+        unreachable.len()
+    ));
+    pending.extend(rt.repair_events(c, &rep, 0));
+    Ok(())
+}
+
+impl Drop for TestbedSource {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.watcher.take() {
+            let _ = t.join();
+        }
+        let Some(rt) = lock(&self.state).rt.take() else {
+            return;
+        };
+        if !self.owned {
+            drop(rt);
+            log::info("adopted namespaces left in place");
+            return;
+        }
+        let id = rt.testbed().run_id().to_string();
+        match rt.teardown() {
+            Ok(()) => log::info(&format!("testbed {id}: namespaces deleted")),
+            Err(e) => log::warn(&format!("testbed {id}: teardown: {e}")),
+        }
+    }
+}
+
+impl Source for TestbedSource {
+    fn map(&self) -> SourceMap {
+        SourceMap {
+            info: self.info.clone(),
+            fabric: Some(self.fabric.clone()),
+        }
+    }
+
+    fn sample(&mut self, _elapsed: Duration, seq: u64) -> Result<Sample, String> {
+        let t = Instant::now();
+        let mut st = lock(&self.state);
+        let rt = st.rt.as_ref().ok_or("the testbed is torn down")?;
+        let snapshot = rt.snapshot(seq).map_err(|e| e.to_string())?;
+        let mut events = std::mem::take(&mut st.pending);
+        for e in &mut events {
+            e.seq = seq;
+        }
+        drop(st);
+        Ok(Sample {
+            snapshot,
+            events,
+            read_ns: Some(t.elapsed().as_nanos() as u64),
+        })
+    }
+
+    fn take_errors(&mut self) -> u64 {
+        self.watch_errors.swap(0, Ordering::Relaxed)
+    }
+
+    fn drift(&mut self) -> Option<Result<veth::routed::Drift, String>> {
+        let st = lock(&self.state);
+        let rt = st.rt.as_ref()?;
+        Some(rt.drift().map_err(|e| e.to_string()))
+    }
+
+    fn fail_link(&mut self, link: LinkId) -> Result<String, String> {
+        self.set_link(link, false)
+    }
+
+    fn restore_link(&mut self, link: LinkId) -> Result<String, String> {
+        self.set_link(link, true)
+    }
+}

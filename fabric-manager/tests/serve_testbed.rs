@@ -1,0 +1,419 @@
+//! `fabric serve --testbed` against real namespaces (root): the daemon builds a routed
+//! veth testbed (fat-tree k=4, next-hop objects), sees links go down and up — set by
+//! another netlink client or through its API — in its multicast link subscription,
+//! repairs and restores the kernel's routes, records the reroute times, lists
+//! unreachable pairs, and deletes every namespace on SIGTERM.
+
+mod common;
+
+use std::time::Duration;
+
+use common::Daemon;
+use serde_json::Value;
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+fn enabled() -> bool {
+    match veth::root_tests_enabled() {
+        Ok(on) => on,
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// A file holding [`TOKEN`].
+fn token_file(name: &str) -> std::path::PathBuf {
+    let dir = common::temp_dir(&format!("{name}-token"));
+    let file = dir.join("token");
+    std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
+    file
+}
+
+/// `fabric serve SOURCE… --fabric fat-tree-k4` with a 100 ms interval, drift checks
+/// every 300 ms and a token.
+fn start(name: &str, source: &[&str]) -> Daemon {
+    let file = token_file(name);
+    let mut args = source.to_vec();
+    args.extend_from_slice(&[
+        "--fabric",
+        "fat-tree-k4",
+        "--interval",
+        "100ms",
+        "--drift-interval",
+        "300ms",
+        "--token-file",
+        file.to_str().unwrap(),
+    ]);
+    Daemon::start(name, &args)
+}
+
+/// The daemon's namespaces (their names carry its pid).
+fn namespaces_of(d: &Daemon) -> Vec<String> {
+    veth::netns::list_ours()
+        .into_iter()
+        .filter(|n| veth::netns::owner_pid(n) == Some(d.child.id()))
+        .collect()
+}
+
+fn post(d: &Daemon, path: &str) -> common::Response {
+    let auth = format!("Bearer {TOKEN}");
+    d.request("POST", path, &[("Authorization", auth.as_str())], b"")
+}
+
+/// Events after `since` (exclusive).
+fn events_after(d: &Daemon, since: usize) -> Vec<Value> {
+    let all = d.json("/api/v1/events?limit=1000");
+    all.as_array().unwrap()[since.min(all.as_array().unwrap().len())..].to_vec()
+}
+
+/// Waits for a `reroute` event of `link` after event index `since`; its repaired time
+/// (ns) and the events seen (including it).
+fn wait_reroute(d: &Daemon, since: usize, link: u64) -> (u64, Vec<Value>) {
+    let t = std::time::Instant::now();
+    loop {
+        let ev = events_after(d, since);
+        if let Some(e) = ev.iter().find(|e| {
+            e["what"]["kind"] == "reroute" && e["what"]["links"].as_array().unwrap()[0] == link
+        }) {
+            return (e["what"]["repaired_ns"].as_u64().unwrap(), ev);
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "no reroute of link {link} within 5 s; events {ev:?}; stderr:\n{}",
+            d.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn event_count(d: &Daemon) -> usize {
+    d.json("/api/v1/events?limit=1000")
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+fn percentile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
+
+#[test]
+fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm() {
+    if !enabled() {
+        return;
+    }
+    let mut d = start("testbed", &["--testbed"]);
+    let ns = namespaces_of(&d);
+    assert_eq!(ns.len(), 36, "16 hosts + 20 switches: {ns:?}");
+    let topo = d.json("/api/v1/topology");
+    assert_eq!(topo["name"], "fat-tree-k4", "{topo}");
+    // Telemetry from the kernel: every port up, the source says what it is.
+    let snap = d.json("/api/v1/telemetry");
+    assert_eq!(
+        snap["source"]["kind"], "routed-testbed",
+        "{}",
+        snap["source"]
+    );
+    let m = d.get("/metrics").text();
+    let up: Vec<&str> = m
+        .lines()
+        .filter(|l| l.starts_with("fabric_port_up{"))
+        .collect();
+    assert_eq!(up.len(), 96, "every port");
+    assert!(up.iter().all(|l| l.ends_with(" 1")), "a port down at start");
+
+    // 1. An outside failure: another netlink client sets core1-1's port 0 down.
+    let core = topo_node(&topo, "core1-1");
+    let ns_core = ns
+        .iter()
+        .find(|n| n.ends_with(&format!("-s{}", core - 16)))
+        .unwrap();
+    let outside = veth::netlink::Nl::open(&veth::netns::Netns::from_name(ns_core)).unwrap();
+    let n0 = event_count(&d);
+    outside.set_down("p0").unwrap();
+    let link = link_at(&d, "core1-1", 0);
+    let (repaired_ns, ev) = wait_reroute(&d, n0, link);
+    assert!(
+        ev.iter().any(|e| e["what"]["kind"] == "link-down"),
+        "{ev:?}"
+    );
+    assert!(
+        repaired_ns > 0 && repaired_ns < 1_000_000_000,
+        "{repaired_ns}"
+    );
+    d.wait_for(
+        |d| d.health()["links_down"].as_array().unwrap().len() == 1,
+        Duration::from_secs(3),
+    );
+    let m = d.get("/metrics").text();
+    assert!(
+        m.contains("fabric_port_up{switch=\"core1-1\",port=\"0\"} 0"),
+        "{m}"
+    );
+    assert_eq!(
+        metric(&m, "fabric_reroute_duration_seconds_count"),
+        Some(1.0)
+    );
+    // The kernel's tables follow: the aggregation switch no longer names the link.
+    let health = d.health();
+    assert_eq!(health["unreachable_pairs"], 0, "{health}");
+    let n1 = event_count(&d);
+    outside.set_up("p0").unwrap();
+    let (_, ev) = wait_reroute(&d, n1, link);
+    assert!(ev.iter().any(|e| e["what"]["kind"] == "link-up"), "{ev:?}");
+    d.wait_for(
+        |d| d.health()["links_down"].as_array().unwrap().is_empty(),
+        Duration::from_secs(3),
+    );
+
+    // 2. A host link failed through the API: its host is cut off, the pairs are counted.
+    let n2 = event_count(&d);
+    let r = post(&d, "/api/v1/links/pod0-leaf0:0/fail");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let host_link = link_at(&d, "pod0-leaf0", 0);
+    wait_reroute(&d, n2, host_link);
+    d.wait_for(
+        |d| d.health()["unreachable_pairs"].as_u64() == Some(30),
+        Duration::from_secs(3),
+    );
+    let r = post(&d, "/api/v1/links/pod0-leaf0:0/fail");
+    assert_eq!(r.status, 409, "{}", r.text());
+    let n3 = event_count(&d);
+    let r = post(&d, "/api/v1/links/pod0-leaf0:0/restore");
+    assert_eq!(r.status, 200, "{}", r.text());
+    wait_reroute(&d, n3, host_link);
+    d.wait_for(
+        |d| d.health()["unreachable_pairs"].as_u64() == Some(0),
+        Duration::from_secs(3),
+    );
+
+    // 3. Twenty aggregation→core failures through the API, each restored before the
+    //    next: the daemon's event-to-repaired time per failure.
+    let mut down_ms = Vec::new();
+    let uplinks: Vec<(String, u16)> = (0..4)
+        .flat_map(|p| (0..2).map(move |a| format!("pod{p}-agg{a}")))
+        .flat_map(|s| [(s.clone(), 2), (s, 3)])
+        .collect();
+    for i in 0..20 {
+        let (sw, port) = &uplinks[i % uplinks.len()];
+        let l = link_at(&d, sw, *port);
+        let n = event_count(&d);
+        let r = post(&d, &format!("/api/v1/links/{sw}:{port}/fail"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        let (ns, _) = wait_reroute(&d, n, l);
+        down_ms.push(ns as f64 * 1e-6);
+        let n = event_count(&d);
+        let r = post(&d, &format!("/api/v1/links/{sw}:{port}/restore"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        wait_reroute(&d, n, l);
+    }
+    let (p50, p99) = (
+        percentile(&mut down_ms, 0.5),
+        percentile(&mut down_ms, 0.99),
+    );
+    eprintln!(
+        "fat-tree-k4 testbed through the daemon, 20 aggregation→core failures: link down → routes repaired p50 {p50:.2} ms, p99 {p99:.2} ms"
+    );
+    assert!(p99 < 500.0, "p99 {p99} ms: {down_ms:?}");
+    let m = d.get("/metrics").text();
+    // 1 + 1 + 1 + 1 (outside down/up, host link fail/restore) + 40.
+    assert_eq!(
+        metric(&m, "fabric_reroute_duration_seconds_count"),
+        Some(44.0)
+    );
+    assert_eq!(metric(&m, "fabric_daemon_source_errors_total"), Some(0.0));
+
+    // 4. Drift: none after all that; then routes changed behind the daemon's back.
+    let drift = d.json("/api/v1/drift");
+    // 20 switches × 8 destination leaves × 2 families.
+    assert_eq!(drift["checked"], 20 * 8 * 2, "{drift}");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    let routes = d.json("/api/v1/routes/pod0-agg0");
+    let to_pod1 = routes["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["dst"] == "pod1-leaf0")
+        .unwrap_or_else(|| panic!("{routes}"));
+    let prefix = to_pod1["prefix"].as_str().unwrap().to_string();
+    let agg = topo_node(&topo, "pod0-agg0");
+    let ns_agg = ns
+        .iter()
+        .find(|n| n.ends_with(&format!("-s{}", agg - 16)))
+        .unwrap();
+    ip(&["-n", ns_agg, "route", "del", &prefix]);
+    // The periodic check (every 300 ms) sees it: health, alarm, metric.
+    d.wait_for(
+        |d| d.health()["route_drift"]["missing"] == 1,
+        Duration::from_secs(5),
+    );
+    let h = d.health();
+    assert!(
+        h["alarms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["kind"] == "route-drift"),
+        "{h}"
+    );
+    assert_eq!(h["status"], "degraded");
+    let m = d.get("/metrics").text();
+    assert!(
+        m.contains("fabric_route_drift_entries{kind=\"missing\"} 1"),
+        "{m}"
+    );
+    // A route replaced by a legacy one through a single gateway: different.
+    let core = topo_node(&topo, "core0-0");
+    let ns_core = ns
+        .iter()
+        .find(|n| n.ends_with(&format!("-s{}", core - 16)))
+        .unwrap();
+    let r = d.json("/api/v1/routes/core0-0");
+    let e = &r["routes"][0];
+    let via = e["next_hops"][0]["via"].as_str().unwrap();
+    let dst = e["prefix"].as_str().unwrap();
+    ip(&["-n", ns_core, "route", "replace", dst, "via", via]);
+    let drift = d.json("/api/v1/drift");
+    let entries = drift["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{drift}");
+    let missing = entries.iter().find(|e| e["kind"] == "missing").unwrap();
+    assert_eq!(
+        (&missing["switch"], &missing["prefix"], &missing["family"]),
+        (
+            &serde_json::json!("pod0-agg0"),
+            &serde_json::json!(prefix),
+            &serde_json::json!("V4")
+        ),
+        "{drift}"
+    );
+    let different = entries.iter().find(|e| e["kind"] == "different").unwrap();
+    assert_eq!(different["switch"], "core0-0", "{drift}");
+    assert_eq!(different["kernel_nhid"], Value::Null, "{drift}");
+
+    // 5. SIGTERM: exit 0, every namespace deleted.
+    let status = d.terminate();
+    assert!(status.success(), "{status:?}: {}", d.stderr());
+    assert!(d.stderr().contains("namespaces deleted"), "{}", d.stderr());
+    assert!(namespaces_of(&d).is_empty(), "{:?}", namespaces_of(&d));
+}
+
+/// `ip ARGS` (iproute2), as another program on the host would.
+fn ip(args: &[&str]) {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Node id of `name` in the topology JSON.
+fn topo_node(topo: &Value, name: &str) -> u32 {
+    topo["nodes"]["name"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|n| n == name)
+        .unwrap_or_else(|| panic!("no node {name}")) as u32
+}
+
+/// Link id at `switch:port`, from the `fabric_link_info` series.
+fn link_at(d: &Daemon, switch: &str, port: u16) -> u64 {
+    let m = d.get("/metrics").text();
+    let prefix = format!("fabric_link_info{{switch=\"{switch}\",port=\"{port}\",");
+    let line = m
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no fabric_link_info for {switch}:{port}"));
+    let at = line.find("link=\"").unwrap() + 6;
+    line[at..].split('"').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_daemon_adopts_existing_namespaces_survives_a_deleted_veth_and_leaves_them() {
+    if !enabled() {
+        return;
+    }
+    // Namespaces that exist before the daemon (as `fabric testbed up` leaves them),
+    // built by this test with legacy multipath routes.
+    let f = topo::presets::build("fat-tree-k4").unwrap();
+    let rt = veth::routed::RoutedTestbed::build_with(f, &Default::default()).unwrap();
+    let prefix = format!("{}{}-", veth::netns::PREFIX, rt.testbed().run_id());
+    let mut d = start("adopt", &["--netns-prefix", &prefix]);
+    assert!(namespaces_of(&d).is_empty(), "the daemon made none");
+    // It re-programmed every switch with next-hop groups: no drift.
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    let agg = rt.fabric().name_index()["pod1-agg1"];
+    let nh = std::process::Command::new("ip")
+        .args(["-n", rt.netns(agg).name(), "route"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&nh.stdout).contains("nhid"));
+
+    // A veth deleted behind its back: both ends vanish; the link is routed around and
+    // its ports reported down; restoring it fails with a clear error, and it survives.
+    let l = rt.fabric().port_link(agg, 2);
+    let n = event_count(&d);
+    ip(&["-n", rt.netns(agg).name(), "link", "del", "p2"]);
+    wait_reroute(&d, n, l.0 as u64);
+    d.wait_for(
+        |d| {
+            d.get("/metrics")
+                .text()
+                .contains("fabric_port_up{switch=\"pod1-agg1\",port=\"2\"} 0")
+        },
+        Duration::from_secs(3),
+    );
+    let r = post(&d, "/api/v1/links/pod1-agg1:2/restore");
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(r.text().contains("p2"), "{}", r.text());
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    assert_eq!(d.health()["unreachable_pairs"], 0);
+    assert_eq!(
+        d.json("/api/v1/telemetry")["source"]["kind"],
+        "routed-testbed"
+    );
+
+    // SIGTERM: exit 0, the adopted namespaces stay.
+    let status = d.terminate();
+    assert!(status.success(), "{status:?}: {}", d.stderr());
+    assert!(d.stderr().contains("left in place"), "{}", d.stderr());
+    assert!(rt.netns(agg).path().exists());
+    rt.teardown().unwrap();
+}
+
+#[test]
+fn a_missing_namespace_prefix_is_refused_with_the_name_it_looked_for() {
+    if !enabled() {
+        return;
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--netns-prefix",
+            "nothing-here-",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no namespace nothing-here-h0 for node host0-nic0"),
+        "{err}"
+    );
+}

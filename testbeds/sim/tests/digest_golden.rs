@@ -1,0 +1,210 @@
+//! Seeded runs whose results must not change when the engine is made faster: each
+//! case's `sim::digest` (events per kind, every flow's times, every port's counters,
+//! series) was recorded with the engine of main at commit 0411009, before the
+//! "speed at scale" work (docs/sim.md). A change that alters any of them changes the
+//! simulation, not only its speed.
+//!
+//! If a change is *meant* to alter results (a model fix), rerun with
+//! `cargo test -p sim --profile ci --test digest_golden -- --nocapture`, check the
+//! printed figures, and update the table in the same commit, saying why.
+
+use cc_algos::{Bytes, Duration, Rate, RedEcn, TrimPolicy};
+use scenario::{CompileCtx, Scenario, Workplan};
+use sim::{LbScheme, Sim, SimConfig};
+
+fn plan(toml: &str, hosts: u32, seed: u64) -> Workplan {
+    Scenario::from_toml_str(toml, "golden.toml")
+        .unwrap()
+        .compile(&CompileCtx::new(hosts, Rate::gbps(100), seed))
+        .unwrap()
+}
+
+fn fat_tree(k: u32) -> topo::Fabric {
+    topo::generators::fat_tree(k, topo::Rate::gbps(100)).unwrap()
+}
+
+/// The sim-bench workload (NSCC, trimming, RED 20–80 KB, 128 EVs), smaller.
+fn bench_cfg(seed: u64, lb: LbScheme) -> SimConfig {
+    SimConfig {
+        seed,
+        cc: "nscc".parse().unwrap(),
+        lb,
+        evs: 128,
+        ecn: Some(RedEcn::new(Bytes(20_000), Bytes(80_000), 1.0).unwrap()),
+        trim: Some(TrimPolicy::new(Bytes(200_000), Bytes(64)).unwrap()),
+        ..SimConfig::default()
+    }
+}
+
+struct Case {
+    name: &'static str,
+    k: u32,
+    toml: String,
+    cfg: SimConfig,
+    seed: u64,
+}
+
+fn cases() -> Vec<Case> {
+    let perm = |size: &str| format!("[[workload]]\nkind = \"permutation\"\nsize = \"{size}\"\n");
+    let mut v = Vec::new();
+    for seed in [1, 2, 3] {
+        v.push(Case {
+            name: "perm-k4-nscc-spray",
+            k: 4,
+            toml: perm("400KB"),
+            cfg: bench_cfg(seed, LbScheme::Spray),
+            seed,
+        });
+    }
+    v.push(Case {
+        name: "perm-k8-nscc-spray",
+        k: 8,
+        toml: perm("1MB"),
+        cfg: bench_cfg(4, LbScheme::Spray),
+        seed: 4,
+    });
+    for (name, lb) in [
+        ("perm-k6-nscc-reps", LbScheme::Reps),
+        ("perm-k6-nscc-bitmap", LbScheme::Bitmap),
+        ("perm-k6-nscc-ecmp", LbScheme::Ecmp),
+        ("perm-k6-nscc-adaptive", LbScheme::Adaptive),
+    ] {
+        v.push(Case {
+            name,
+            k: 6,
+            toml: perm("200KB"),
+            cfg: bench_cfg(5, lb),
+            seed: 5,
+        });
+    }
+    v.push(Case {
+        name: "a2a-k4-dcqcn-pfc-spray-sampled",
+        k: 4,
+        toml: "[[workload]]\nkind = \"all_to_all\"\nsize = \"100KB\"\n".into(),
+        cfg: SimConfig {
+            seed: 7,
+            cc: "dcqcn".parse().unwrap(),
+            lb: LbScheme::Spray,
+            pfc: true,
+            ecn: Some(RedEcn::dcqcn_paper()),
+            sample: Some(Duration::micros(10)),
+            ..SimConfig::default()
+        },
+        seed: 7,
+    });
+    v.push(Case {
+        name: "a2a-k4-none-pfc-ecmp",
+        k: 4,
+        toml: "[[workload]]\nkind = \"all_to_all\"\nsize = \"100KB\"\n".into(),
+        cfg: SimConfig {
+            seed: 8,
+            pfc: true,
+            lb: LbScheme::Ecmp,
+            pfc_xoff: Bytes(20_000),
+            pfc_xon: Bytes(10_000),
+            ..SimConfig::default()
+        },
+        seed: 8,
+    });
+    v.push(Case {
+        name: "incast-k4-dctcp-flowlet",
+        k: 4,
+        toml:
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..12\"\nreceiver = 0\nsize = \"300KB\"\n"
+                .into(),
+        cfg: SimConfig {
+            seed: 9,
+            cc: "dctcp".parse().unwrap(),
+            lb: LbScheme::Flowlet,
+            ecn: Some(RedEcn::new(Bytes(30_000), Bytes(30_001), 1.0).unwrap()),
+            queue_limit: Some(Bytes(200_000)),
+            ..SimConfig::default()
+        },
+        seed: 9,
+    });
+    v.push(Case {
+        name: "incast-k4-rccc-spray",
+        k: 4,
+        toml:
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..9\"\nreceiver = 0\nsize = \"200KB\"\n"
+                .into(),
+        cfg: SimConfig {
+            seed: 10,
+            cc: "rccc".parse().unwrap(),
+            lb: LbScheme::Spray,
+            trim: Some(TrimPolicy::new(Bytes(100_000), Bytes(64)).unwrap()),
+            ..SimConfig::default()
+        },
+        seed: 10,
+    });
+    // Host 0's leaf is node 16; its first uplink fails at 20 µs and comes back at 150 µs.
+    let f = fat_tree(4);
+    let up = f
+        .ports(topo::NodeId(16))
+        .map(|(peer, _)| peer.0)
+        .find(|&p| p > 16)
+        .unwrap();
+    v.push(Case {
+        name: "perm-k4-failure-spray",
+        k: 4,
+        toml: format!(
+            "{}[[failure]]\nat = \"20us\"\nlink = [16, {up}]\ndetect = \"10us\"\nrestore = \"150us\"\n",
+            perm("1MB")
+        ),
+        cfg: SimConfig {
+            seed: 11,
+            lb: LbScheme::Spray,
+            rto: Duration::micros(100),
+            ..bench_cfg(11, LbScheme::Spray)
+        },
+        seed: 11,
+    });
+    v
+}
+
+/// `(case, seed, digest)` recorded at main 0411009 (see the module header).
+const GOLDEN: &[(&str, u64, u64)] = &[
+    ("perm-k4-nscc-spray", 1, 0x552e6e243b5e6422), // 28367 events, 1568 data pkts, 0 drops, 0 pauses, max FCT 46.2 µs
+    ("perm-k4-nscc-spray", 2, 0x59d0932243ccbd6c), // 31843 events, 1568 data pkts, 0 drops, 0 pauses, max FCT 46.7 µs
+    ("perm-k4-nscc-spray", 3, 0x8851149a85e62dd5), // 29893 events, 1568 data pkts, 0 drops, 0 pauses, max FCT 47.7 µs
+    ("perm-k8-nscc-spray", 4, 0x4e013bf67d45722d), // 659023 events, 31360 data pkts, 0 drops, 0 pauses, max FCT 113.3 µs
+    ("perm-k6-nscc-reps", 5, 0x7ea3798b51191bba), // 50808 events, 2646 data pkts, 0 drops, 0 pauses, max FCT 31.1 µs
+    ("perm-k6-nscc-bitmap", 5, 0xe54a0211ac5d7efa), // 50823 events, 2646 data pkts, 0 drops, 0 pauses, max FCT 29.9 µs
+    ("perm-k6-nscc-ecmp", 5, 0xfccba9547ada951b), // 45048 events, 2731 data pkts, 0 drops, 0 pauses, max FCT 72.9 µs
+    ("perm-k6-nscc-adaptive", 5, 0xb515c864c549393d), // 49345 events, 2646 data pkts, 0 drops, 0 pauses, max FCT 29.8 µs
+    ("a2a-k4-dcqcn-pfc-spray-sampled", 7, 0xd6ac8c7337ba32a1), // 122540 events, 6000 data pkts, 0 drops, 0 pauses, max FCT 137.7 µs
+    ("a2a-k4-none-pfc-ecmp", 8, 0x5deffe68d2345f42), // 117467 events, 6000 data pkts, 0 drops, 250 pauses, max FCT 175.6 µs
+    ("incast-k4-dctcp-flowlet", 9, 0xb0a205de7941de37), // 11270 events, 886 data pkts, 72 drops, 0 pauses, max FCT 1409.6 µs
+    ("incast-k4-rccc-spray", 10, 0x3a70c16b57b5b960), // 8759 events, 604 data pkts, 0 drops, 0 pauses, max FCT 135.5 µs
+    ("perm-k4-failure-spray", 11, 0xe1c99e5ce1ca769c), // 73793 events, 4025 data pkts, 105 drops, 0 pauses, max FCT 544.6 µs
+];
+
+#[test]
+fn results_unchanged_for_the_same_seed() {
+    let mut got = Vec::new();
+    for c in cases() {
+        let f = fat_tree(c.k);
+        let p = plan(&c.toml, f.num_hosts() as u32, c.seed);
+        let r = Sim::from_fabric(&f, c.cfg, &p).unwrap().run();
+        let d = sim::digest::digest(&r);
+        println!(
+            "    (\"{}\", {}, 0x{d:016x}), // {} events, {} data pkts, {} drops, {} pauses, max FCT {:.1} µs",
+            c.name,
+            c.seed,
+            r.run.events,
+            r.totals.data_pkts,
+            r.totals.drops,
+            r.totals.pauses_sent,
+            r.fct.max_us
+        );
+        got.push((c.name, c.seed, d));
+    }
+    assert_eq!(got.len(), GOLDEN.len(), "one golden digest per case");
+    for (g, e) in got.iter().zip(GOLDEN) {
+        assert_eq!(
+            g, e,
+            "{} (seed {}): results changed (digest {:016x}, recorded {:016x})",
+            g.0, g.1, g.2, e.2
+        );
+    }
+}

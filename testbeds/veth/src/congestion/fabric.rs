@@ -1,0 +1,484 @@
+//! The congestion testbed on a multi-switch `topo` fabric instead of a star: a namespace
+//! per host and per switch, a veth pair per cable (MTU 9000), one AF_PACKET socket per
+//! switch port and per host, and one userspace switch (`veth_core::switch`) per fabric
+//! switch, all served by the one switch loop through a `veth_core::fabric::SwitchSet`.
+//! Routing tables are `topo`'s up*/down* ECMP next hops toward every host; the switches
+//! hash (source, destination, UDP source port) over the group, each with its own salt.
+//! ECN and PFC run per hop: a leaf that fills pauses its spine, the spine pauses the
+//! leaves and hosts upstream.
+//!
+//! Global port numbering (what the report's `ports` and the live snapshots follow): ports
+//! `0..hosts` are the leaf ports facing hosts `0..hosts` (as switch port `i` faces host
+//! `i` on the star), then every other switch port, switch by switch, port by port.
+//! [`Topology::Star`] builds the star of [`super::star`].
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use cc_algos::Instant;
+use topo::{Fabric, LinkId, NodeId, Routes};
+use veth_core::endpoint::TimeScale;
+use veth_core::fabric::{FabricEvent, SwitchSet};
+use veth_core::switch::Switch;
+
+use super::CongestionConfig;
+use super::star::{Sockets, host_ip};
+use crate::afpacket::PacketSocket;
+use crate::{Error, Result, Testbed, VethLink, netlink};
+use scenario::{FailureTarget, Workplan};
+
+/// The shape of the congestion testbed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Topology {
+    /// One switch, one port per host.
+    #[default]
+    Star,
+    /// A 2-tier leaf–spine (`topo::generators::leaf_spine`).
+    LeafSpine {
+        leaves: u32,
+        spines: u32,
+        hosts_per_leaf: u32,
+    },
+    /// A 3-tier k-ary fat-tree (`topo::generators::fat_tree`): k³/4 hosts.
+    FatTree { k: u32 },
+}
+
+/// Largest fabric the one switch loop serves: switch ports (sockets) in all.
+pub const MAX_SWITCH_PORTS: usize = 96;
+
+impl Topology {
+    /// The `topo` fabric (`None` for the star), links at `rate`.
+    pub fn fabric(&self, rate: cc_algos::Rate) -> Result<Option<Fabric>> {
+        let r = topo::Rate(rate.as_bps());
+        let f = match *self {
+            Topology::Star => return Ok(None),
+            Topology::LeafSpine {
+                leaves,
+                spines,
+                hosts_per_leaf,
+            } => topo::generators::leaf_spine(leaves, spines, hosts_per_leaf, r),
+            Topology::FatTree { k } => topo::generators::fat_tree(k, r),
+        }
+        .map_err(|e| Error::Invalid(format!("topology {self}: {e}")))?;
+        let ports: usize = f.switches().map(|s| f.degree(s)).sum();
+        if ports > MAX_SWITCH_PORTS {
+            return Err(Error::Invalid(format!(
+                "topology {self}: {ports} switch ports; the one switch loop serves at most {MAX_SWITCH_PORTS} (a k=4 fat-tree has 64)"
+            )));
+        }
+        Ok(Some(f))
+    }
+
+    /// Hosts of the topology (`None` for the star: its size is the config's).
+    pub fn hosts(&self) -> Option<usize> {
+        match *self {
+            Topology::Star => None,
+            Topology::LeafSpine {
+                leaves,
+                hosts_per_leaf,
+                ..
+            } => Some((leaves * hosts_per_leaf) as usize),
+            Topology::FatTree { k } => Some((k * k * k / 4) as usize),
+        }
+    }
+}
+
+impl std::fmt::Display for Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Topology::Star => write!(f, "star"),
+            Topology::LeafSpine {
+                leaves,
+                spines,
+                hosts_per_leaf,
+            } => write!(f, "leaf-spine:{leaves}x{spines}x{hosts_per_leaf}"),
+            Topology::FatTree { k } => write!(f, "fat-tree:{k}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Topology {
+    type Err = Error;
+    /// `star`, `leaf-spine:LxSxH` (leaves × spines × hosts per leaf) or `fat-tree:K`.
+    fn from_str(s: &str) -> Result<Topology> {
+        let bad = |why: &str| {
+            Error::Invalid(format!(
+                "topology {s:?}: {why}; expected star, leaf-spine:LEAVESxSPINESxHOSTS_PER_LEAF (e.g. leaf-spine:2x2x4) or fat-tree:K (e.g. fat-tree:4)"
+            ))
+        };
+        let num = |x: &str| {
+            x.parse::<u32>()
+                .map_err(|_| bad(&format!("{x:?} is not a number")))
+        };
+        match s.split_once(':') {
+            None if s == "star" => Ok(Topology::Star),
+            Some(("leaf-spine", dims)) => {
+                let v: Vec<&str> = dims.split('x').collect();
+                let [l, sp, h] = v[..] else {
+                    return Err(bad("a leaf-spine has three dimensions"));
+                };
+                let (leaves, spines, hosts_per_leaf) = (num(l)?, num(sp)?, num(h)?);
+                if leaves < 2 || spines < 1 || hosts_per_leaf < 1 {
+                    return Err(bad("at least 2 leaves, 1 spine and 1 host per leaf"));
+                }
+                Ok(Topology::LeafSpine {
+                    leaves,
+                    spines,
+                    hosts_per_leaf,
+                })
+            }
+            Some(("fat-tree", k)) => {
+                let k = num(k)?;
+                if k < 2 || k % 2 != 0 {
+                    return Err(bad("k must be even and at least 2"));
+                }
+                Ok(Topology::FatTree { k })
+            }
+            _ => Err(bad("unknown shape")),
+        }
+    }
+}
+
+/// What one global port is: its switch, its port there, and where the cable goes.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PortName {
+    /// Switch name (`topo` node name, `sw` on the star).
+    pub switch: String,
+    /// Port on that switch.
+    pub port: u16,
+    /// Node at the other end.
+    pub peer: String,
+    /// `topo` tier of the switch (1 leaf, 2 spine/aggregation, 3 core).
+    pub tier: u8,
+    /// Tier of the peer (0: a host).
+    pub peer_tier: u8,
+}
+
+/// A built testbed, star or fabric.
+#[derive(Debug)]
+pub struct Built {
+    /// The guard owning every namespace.
+    pub tb: Testbed,
+    /// Host `i`'s link: end a on its leaf, end b in the host.
+    pub host_links: Vec<VethLink>,
+    /// The AF_PACKET sockets: switch sockets by global port, host sockets by host.
+    pub sockets: Sockets,
+    /// Every switch.
+    pub switches: SwitchSet,
+    /// What each global port is.
+    pub port_names: Vec<PortName>,
+}
+
+/// Build `cfg.topology` for `plan`: namespaces, veths, sockets, switches with their
+/// routes, and the failures of `plan` as scheduled events (real time at `scale`).
+pub fn build(cfg: &CongestionConfig, plan: &Workplan, scale: TimeScale) -> Result<Built> {
+    let Some(f) = cfg.topology.fabric(cfg.link_rate)? else {
+        if !plan.failures.is_empty() {
+            return Err(Error::Invalid(
+                "scenario failures need a multi-switch topology (the star has no link to fail but a host's own)".into(),
+            ));
+        }
+        let star = super::star::Star::build(cfg)?;
+        let switch = super::star::switch(cfg, &star.links);
+        let port_names = (0..cfg.hosts)
+            .map(|i| PortName {
+                switch: "sw".into(),
+                port: i as u16,
+                peer: format!("h{i}"),
+                tier: 1,
+                peer_tier: 0,
+            })
+            .collect();
+        return Ok(Built {
+            tb: star.tb,
+            host_links: star.links,
+            sockets: star.sockets,
+            switches: SwitchSet::single(switch),
+            port_names,
+        });
+    };
+    if f.num_hosts() != cfg.hosts {
+        return Err(Error::Invalid(format!(
+            "topology {} has {} hosts but the run is configured for {}",
+            cfg.topology,
+            f.num_hosts(),
+            cfg.hosts
+        )));
+    }
+    let mut tb = Testbed::new()?;
+    let ns = (0..f.num_nodes() as u32)
+        .map(|n| {
+            let role = if f.is_host(NodeId(n)) {
+                format!("h{n}")
+            } else {
+                format!("s{}", n - f.num_hosts() as u32)
+            };
+            tb.add_netns(&role)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // veths: a = the upper end (a switch), b = the lower end (host or lower switch).
+    let mut ends: HashMap<(u32, u16), ([u8; 6], [u8; 6])> = HashMap::new();
+    let mut host_links = vec![None; f.num_hosts()];
+    for l in f.links() {
+        let (up_if, low_if) = (
+            format!("p{}", l.b_port),
+            if f.is_host(l.a) {
+                "eth0".to_string()
+            } else {
+                format!("p{}", l.a_port)
+            },
+        );
+        let v = tb.connect(&ns[l.b.idx()], &up_if, &ns[l.a.idx()], &low_if)?;
+        netlink::Nl::open(&ns[l.b.idx()])?.set_mtu(&up_if, 9000)?;
+        netlink::Nl::open(&ns[l.a.idx()])?.set_mtu(&low_if, 9000)?;
+        // (own MAC, peer MAC) of each switch end.
+        ends.insert((l.b.0, l.b_port), (v.a_mac, v.b_mac));
+        if f.is_host(l.a) {
+            host_links[l.a.idx()] = Some(v);
+        } else {
+            ends.insert((l.a.0, l.a_port), (v.b_mac, v.a_mac));
+        }
+    }
+    let host_links = host_links
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| l.ok_or_else(|| Error::Invalid(format!("host {i} has no link"))))
+        .collect::<Result<Vec<_>>>()?;
+    let order = global_order(&f);
+    let sw0 = f.num_hosts() as u32;
+    let switch_sockets = order
+        .iter()
+        .map(|&(s, p)| PacketSocket::open(&ns[s as usize], &format!("p{p}")))
+        .collect::<Result<Vec<_>>>()?;
+    let host_sockets = (0..f.num_hosts())
+        .map(|h| PacketSocket::open(&ns[h], "eth0"))
+        .collect::<Result<Vec<_>>>()?;
+    let routes = Routes::compute(&f);
+    let switches: Vec<Switch> = f
+        .switches()
+        .map(|s| {
+            let deg = f.degree(s) as u16;
+            let mac = |p: u16| ends.get(&(s.0, p)).copied().unwrap_or_default();
+            let mut c = super::star::switch_config(
+                cfg,
+                (0..deg).map(|p| mac(p).0).collect(),
+                (0..deg).map(|p| Some(mac(p).1)).collect(),
+                table(&f, &routes, s),
+            );
+            c.ecmp_salt = scenario::rng::mix64(cfg.seed ^ u64::from(s.0));
+            c.seed = cfg.seed ^ u64::from(s.0);
+            Switch::new(c)
+        })
+        .collect();
+    let map = order
+        .iter()
+        .map(|&(s, p)| ((s - sw0) as usize, p as usize))
+        .collect();
+    let mut set = SwitchSet::new(switches, map).map_err(Error::Invalid)?;
+    set.schedule(failure_events(&f, &routes, plan, scale, &set)?);
+    let port_names = order
+        .iter()
+        .map(|&(s, p)| {
+            let peer = f.peer(NodeId(s), p);
+            PortName {
+                switch: f.node_name(NodeId(s)).to_string(),
+                port: p,
+                peer: f.node_name(peer).to_string(),
+                tier: f.tier(NodeId(s)),
+                peer_tier: f.tier(peer),
+            }
+        })
+        .collect();
+    Ok(Built {
+        tb,
+        host_links,
+        sockets: Sockets {
+            switch: switch_sockets,
+            hosts: host_sockets,
+        },
+        switches: set,
+        port_names,
+    })
+}
+
+/// Global port order: (switch node, port) of the leaf port of every host, in host
+/// order, then the other switch ports.
+pub fn global_order(f: &Fabric) -> Vec<(u32, u16)> {
+    let mut order: Vec<(u32, u16)> = f
+        .hosts()
+        .map(|h| {
+            let a = f.attachment(h, 0).expect("a single-plane host has a leaf");
+            (a.leaf.0, a.leaf_port)
+        })
+        .collect();
+    for s in f.switches() {
+        for p in 0..f.degree(s) as u16 {
+            if !f.is_host(f.peer(s, p)) {
+                order.push((s.0, p));
+            }
+        }
+    }
+    order
+}
+
+/// Switch `s`'s table: every host's address → the ECMP group `topo` computed.
+fn table(f: &Fabric, routes: &Routes, s: NodeId) -> HashMap<Ipv4Addr, Vec<usize>> {
+    f.hosts()
+        .map(|h| {
+            let ports = routes.next_hops(s, h).iter().map(|&p| p as usize).collect();
+            (host_ip(h.idx()), ports)
+        })
+        .collect()
+}
+
+/// Every switch's table after `routes` changed.
+fn tables(f: &Fabric, routes: &Routes) -> Vec<HashMap<Ipv4Addr, Vec<usize>>> {
+    f.switches().map(|s| table(f, routes, s)).collect()
+}
+
+/// The link between two fabric nodes.
+fn link_between(f: &Fabric, a: u32, b: u32) -> Option<LinkId> {
+    (0..f.num_links() as u32).map(LinkId).find(|&l| {
+        let k = f.link(l);
+        (k.a.0, k.b.0) == (a, b) || (k.a.0, k.b.0) == (b, a)
+    })
+}
+
+/// The scenario's failures as fabric events: at `at` both switch ends of the link go
+/// down (each switch drops the port from its groups at once); at `at + detect` every
+/// table is replaced by `topo`'s re-route without the link; at `restore` the ports come
+/// back and the original tables return.
+fn failure_events(
+    f: &Fabric,
+    routes: &Routes,
+    plan: &Workplan,
+    scale: TimeScale,
+    set: &SwitchSet,
+) -> Result<Vec<FabricEvent>> {
+    let mut out = Vec::new();
+    let sw0 = f.num_hosts() as u32;
+    for (i, fs) in plan.failures.iter().enumerate() {
+        let FailureTarget::Link(a, b) = fs.target else {
+            return Err(Error::Invalid(format!(
+                "failure {i}: the veth fabric fails links only (a switch failure is not emulated)"
+            )));
+        };
+        let l = link_between(f, a, b).ok_or_else(|| {
+            Error::Invalid(format!(
+                "failure {i}: nodes {a} and {b} are not joined by a link of {}",
+                f.name()
+            ))
+        })?;
+        let k = *f.link(l);
+        if f.is_host(k.a) {
+            return Err(Error::Invalid(format!(
+                "failure {i}: link {a}–{b} is a host's only link; fail a link between switches"
+            )));
+        }
+        let ports: Vec<usize> = [(k.a.0, k.a_port), (k.b.0, k.b_port)]
+            .iter()
+            .filter_map(|&(n, p)| set.global((n - sw0) as usize, p as usize))
+            .collect();
+        let mut after = routes.clone();
+        after.fail_links(f, &[l]);
+        let real = |t: Instant| scale.to_real(t);
+        out.push(FabricEvent {
+            at: real(fs.at),
+            down: ports.clone(),
+            up: vec![],
+            routes: None,
+        });
+        out.push(FabricEvent {
+            at: real(fs.at + fs.detect),
+            down: vec![],
+            up: vec![],
+            routes: Some(tables(f, &after)),
+        });
+        if let Some(r) = fs.restore {
+            out.push(FabricEvent {
+                at: real(r),
+                down: vec![],
+                up: ports,
+                routes: Some(tables(f, routes)),
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topologies_parse_or_say_what_is_expected() {
+        assert_eq!("star".parse::<Topology>().unwrap(), Topology::Star);
+        assert_eq!(
+            "leaf-spine:2x2x4".parse::<Topology>().unwrap(),
+            Topology::LeafSpine {
+                leaves: 2,
+                spines: 2,
+                hosts_per_leaf: 4
+            }
+        );
+        assert_eq!(
+            "fat-tree:4".parse::<Topology>().unwrap(),
+            Topology::FatTree { k: 4 }
+        );
+        for bad in ["ring", "fat-tree:3", "leaf-spine:2x2", "leaf-spine:axbxc"] {
+            let e = bad.parse::<Topology>().unwrap_err().to_string();
+            assert!(e.contains("expected star"), "{bad}: {e}");
+        }
+        assert_eq!(Topology::FatTree { k: 4 }.to_string(), "fat-tree:4");
+    }
+
+    #[test]
+    fn fat_tree_k4_fits_and_k6_is_refused() {
+        let r = cc_algos::Rate::gbps(1);
+        let f = Topology::FatTree { k: 4 }.fabric(r).unwrap().unwrap();
+        assert_eq!(f.num_hosts(), 16);
+        assert!(
+            Topology::FatTree { k: 6 }
+                .fabric(r)
+                .unwrap_err()
+                .to_string()
+                .contains("at most")
+        );
+    }
+
+    #[test]
+    fn global_ports_start_with_the_host_ports_in_host_order() {
+        let f = Topology::LeafSpine {
+            leaves: 2,
+            spines: 2,
+            hosts_per_leaf: 4,
+        }
+        .fabric(cc_algos::Rate::gbps(1))
+        .unwrap()
+        .unwrap();
+        let o = global_order(&f);
+        assert_eq!(o.len(), 8 + 4 + 4);
+        for (h, &(s, p)) in o.iter().take(8).enumerate() {
+            assert_eq!(f.peer(NodeId(s), p), NodeId(h as u32));
+        }
+        // Every switch port once.
+        let mut sorted = o.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), o.len());
+    }
+
+    #[test]
+    fn every_table_reaches_every_host_in_a_k4_fat_tree() {
+        let f = topo::generators::fat_tree(4, topo::Rate(1_000_000_000)).unwrap();
+        let routes = Routes::compute(&f);
+        for s in f.switches() {
+            let t = table(&f, &routes, s);
+            assert_eq!(t.len(), 16);
+            assert!(t.values().all(|g| !g.is_empty()));
+        }
+        // An edge switch has two uplinks toward a host in another pod.
+        let edge = f.attachment(NodeId(0), 0).unwrap().leaf;
+        assert_eq!(table(&f, &routes, edge)[&host_ip(15)].len(), 2);
+    }
+}

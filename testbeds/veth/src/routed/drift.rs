@@ -1,0 +1,211 @@
+//! Route drift: what the kernel holds compared with what `topo`'s tables want, for every
+//! switch, destination leaf and family — one route dump per switch and family.
+//!
+//! The kernel expands a route that names a next-hop group (`nhid`) into its member
+//! gateways in dumps (`net.ipv4.nexthop_compat_mode`, on by default), so the comparison
+//! sees the groups' current members: a next-hop object deleted with its link shrinks the
+//! expansion. With next-hop objects, a route that no longer names a group (replaced by a
+//! legacy one behind the testbed's back) is drift too.
+
+use serde::Serialize;
+
+use super::*;
+
+/// How a route differs from the tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DriftKind {
+    /// The tables want a route the kernel does not have.
+    Missing,
+    /// The kernel has a route to a ToR prefix the tables do not want (no route there,
+    /// or the leaf's own prefix).
+    Extra,
+    /// Both have it with different next hops (gateways or weights), or it does not name
+    /// a next-hop group where it should.
+    Different,
+}
+
+impl DriftKind {
+    /// Every kind, in report order.
+    pub const ALL: [DriftKind; 3] = [DriftKind::Missing, DriftKind::Extra, DriftKind::Different];
+
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftKind::Missing => "missing",
+            DriftKind::Extra => "extra",
+            DriftKind::Different => "different",
+        }
+    }
+}
+
+/// One drifted route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DriftEntry {
+    /// Switch name.
+    pub switch: String,
+    /// Destination leaf name.
+    pub leaf: String,
+    /// Address family.
+    pub family: Family,
+    /// Destination prefix.
+    pub prefix: String,
+    /// What differs.
+    pub kind: DriftKind,
+    /// `(gateway, weight)` next hops the tables want (empty: no route).
+    pub wanted: Hops,
+    /// `(gateway, weight)` next hops in the kernel (empty: no route).
+    pub kernel: Hops,
+    /// The next-hop group (or object) the kernel's route names, if any.
+    pub kernel_nhid: Option<u32>,
+}
+
+/// What [`RoutedTestbed::drift`] found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Drift {
+    /// (switch, leaf, family) entries compared.
+    pub checked: usize,
+    /// The entries that differ.
+    pub entries: Vec<DriftEntry>,
+    /// Time the dumps and the comparison took, s.
+    pub took_s: f64,
+}
+
+impl Drift {
+    /// Entries of kind `k`.
+    pub fn count(&self, k: DriftKind) -> usize {
+        self.entries.iter().filter(|e| e.kind == k).count()
+    }
+}
+
+/// The next-hop group id a route names.
+fn route_nhid(m: &RouteMessage) -> Option<u32> {
+    use netlink_packet_route::route::RouteAttribute;
+    m.attributes.iter().find_map(|a| match a {
+        RouteAttribute::NhId(id) => Some(*id),
+        _ => None,
+    })
+}
+
+/// `(gateway, weight)` next hops.
+type Hops = Vec<(IpAddr, u16)>;
+
+/// A mismatch: its kind, the wanted and the kernel's next hops, the kernel's group id.
+pub(super) type Mismatch = (DriftKind, Hops, Hops, Option<u32>);
+
+/// Compares one entry; `None` when it matches.
+pub(super) fn compare(
+    wanted: Option<Hops>,
+    kernel: Option<&RouteMessage>,
+    want_nhid: bool,
+) -> Option<Mismatch> {
+    let nhid = kernel.and_then(route_nhid);
+    let got = kernel.map(route_hops);
+    let kind = match (&wanted, &got) {
+        (None, None) => return None,
+        (Some(_), None) => DriftKind::Missing,
+        (None, Some(_)) => DriftKind::Extra,
+        (Some(w), Some(k)) if w == k && (!want_nhid || nhid.is_some()) => return None,
+        (Some(_), Some(_)) => DriftKind::Different,
+    };
+    Some((
+        kind,
+        wanted.unwrap_or_default(),
+        got.unwrap_or_default(),
+        nhid,
+    ))
+}
+
+impl RoutedTestbed {
+    /// Reads every switch's routes back (one dump per switch and family) and compares
+    /// each ToR-prefix route with the tables.
+    pub fn drift(&self) -> Result<Drift> {
+        let t = Instant::now();
+        let mut d = Drift::default();
+        let want_nhid = self.nexthops.is_some();
+        for s in self.fabric.switches() {
+            for fam in self.families() {
+                let dump = match fam {
+                    Family::V4 => self.nl[s.idx()].routes()?,
+                    Family::V6 => self.nl[s.idx()].routes6()?,
+                };
+                for leaf in self.plane_leaves(s) {
+                    let Some(dst) = self.tor_prefix(leaf, fam) else {
+                        continue;
+                    };
+                    d.checked += 1;
+                    let wanted = if self.routes.entry(s, leaf) == LOCAL {
+                        None
+                    } else {
+                        self.wanted_hops(s, leaf, fam)
+                    };
+                    let kernel = dump.iter().find(|m| route_dst(m) == Some(dst));
+                    if let Some((kind, wanted, kernel, kernel_nhid)) =
+                        compare(wanted, kernel, want_nhid)
+                    {
+                        d.entries.push(DriftEntry {
+                            switch: self.fabric.node_name(s).to_string(),
+                            leaf: self.fabric.node_name(leaf).to_string(),
+                            family: fam,
+                            prefix: format!("{}/{}", dst.0, dst.1),
+                            kind,
+                            wanted,
+                            kernel,
+                            kernel_nhid,
+                        });
+                    }
+                }
+            }
+        }
+        d.took_s = secs(t);
+        Ok(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netlink_packet_route::route::RouteAttribute;
+
+    fn route(hops: &[(Ipv4Addr, u8)], nhid: Option<u32>) -> RouteMessage {
+        let mut m = multipath_route(Ipv4Addr::new(10, 0, 0, 0), 30, hops);
+        if let Some(id) = nhid {
+            m.attributes.push(RouteAttribute::NhId(id));
+        }
+        m
+    }
+
+    #[test]
+    fn entries_are_classified() {
+        let a = Ipv4Addr::new(10, 64, 0, 1);
+        let b = Ipv4Addr::new(10, 64, 0, 3);
+        let want = |v: &[(Ipv4Addr, u16)]| Some(v.iter().map(|&(g, w)| (g.into(), w)).collect());
+        let both = route(&[(a, 1), (b, 1)], Some(200_000));
+        assert_eq!(compare(want(&[(a, 1), (b, 1)]), Some(&both), true), None);
+        assert_eq!(compare(None, None, true), None);
+        let (k, w, got, id) = compare(want(&[(a, 1)]), None, true).unwrap();
+        assert_eq!(
+            (k, w.len(), got.len(), id),
+            (DriftKind::Missing, 1, 0, None)
+        );
+        let (k, _, got, id) = compare(None, Some(&both), true).unwrap();
+        assert_eq!((k, got.len(), id), (DriftKind::Extra, 2, Some(200_000)));
+        // One member gone, a weight changed, or no group where one should be.
+        let one = route(&[(a, 1)], Some(200_000));
+        let k = compare(want(&[(a, 1), (b, 1)]), Some(&one), true)
+            .unwrap()
+            .0;
+        assert_eq!(k, DriftKind::Different);
+        let heavy = route(&[(a, 2), (b, 1)], Some(200_000));
+        let k = compare(want(&[(a, 1), (b, 1)]), Some(&heavy), true)
+            .unwrap()
+            .0;
+        assert_eq!(k, DriftKind::Different);
+        let legacy = route(&[(a, 1), (b, 1)], None);
+        let k = compare(want(&[(a, 1), (b, 1)]), Some(&legacy), true)
+            .unwrap()
+            .0;
+        assert_eq!(k, DriftKind::Different);
+        assert_eq!(compare(want(&[(a, 1), (b, 1)]), Some(&legacy), false), None);
+    }
+}

@@ -1,0 +1,100 @@
+//! Replay speed: without `--speed`, a recording plays its snapshot cadence in real time
+//! (one snapshot per 100 ms frame for simulated clocks, 1× for wall-clock ones), so a
+//! recording at 100 ms virtual steps shows data at once instead of "no data yet".
+
+use fabric_api::recording::Writer;
+use fabric_api::{Column, FabricInfo, Frame, Snapshot, Source, SourceKind, Timestamp};
+use fabric_tui::app::Msg;
+use fabric_tui::source::{Control, Replay};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A recording of k=4 fat-tree snapshots at the given times, every port busy.
+fn recording(name: &str, times: &[u64], wall: bool) -> PathBuf {
+    let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+    let info = FabricInfo::from_topo(&f, 8);
+    let n = info.ports.len();
+    let dir = std::env::temp_dir().join(format!("fabric-tui-speed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.rec"));
+    let mut w = Writer::new(std::fs::File::create(&path).unwrap(), &info).unwrap();
+    let src = Source {
+        kind: SourceKind::Sim,
+        name: name.into(),
+    };
+    for (k, &t) in times.iter().enumerate() {
+        let time = if wall {
+            Timestamp::wall_ns(t)
+        } else {
+            Timestamp::virtual_ns(t)
+        };
+        let mut s = Snapshot::new(k as u64, time, src.clone());
+        // 10 % of 400 Gb/s since t = 0
+        s.counters.tx_bytes = Some(Column::from(vec![t * 5; n]));
+        w.write(&Frame::Snapshot(s)).unwrap();
+    }
+    w.finish().unwrap();
+    path
+}
+
+fn steps(step: u64, n: u64) -> Vec<u64> {
+    (1..=n).map(|k| k * step).collect()
+}
+
+#[test]
+fn default_speed_plays_the_snapshot_cadence_in_real_time() {
+    let speed = |name, times: &[u64], wall| {
+        let p = recording(name, times, wall);
+        let s = Replay::open(&p).unwrap().default_speed();
+        std::fs::remove_file(&p).unwrap();
+        s
+    };
+    // a simulated recording at 100 ms steps: real time (it used to be 0.0002×)
+    assert_eq!(speed("virtual-100ms", &steps(100_000_000, 20), false), 1.0);
+    // the demo's cadence: 20 µs simulated per 100 ms frame
+    let demo = speed("virtual-20us", &steps(20_000, 50), false);
+    assert!((demo - 2e-4).abs() < 1e-12, "{demo}");
+    // 1 s steps: 10×, so a snapshot still arrives every 100 ms
+    assert_eq!(speed("virtual-1s", &steps(1_000_000_000, 5), false), 10.0);
+    // the median step: one long pause does not slow the whole replay down
+    let mut t = steps(1_000_000, 9);
+    t.push(60_000_000_000);
+    assert_eq!(speed("virtual-pause", &t, false), 0.01);
+    // wall-clock recordings play in real time whatever their cadence
+    assert_eq!(speed("wall-1s", &steps(1_000_000_000, 5), true), 1.0);
+    // nothing to measure a cadence on: real time
+    assert_eq!(speed("virtual-one", &[5_000], false), 1.0);
+    // steps of an hour would need 36,000×: capped at the fastest speed
+    let hour = speed("virtual-hour", &steps(3_600_000_000_000, 3), false);
+    assert_eq!(hour, fabric_tui::source::MAX_SPEED);
+}
+
+#[test]
+fn a_recording_at_100ms_virtual_steps_shows_data_within_a_second() {
+    let p = recording("virtual-100ms-play", &steps(100_000_000, 50), false);
+    let r = Replay::open(&p).unwrap();
+    let speed = r.default_speed();
+    let (tx, rx) = mpsc::channel();
+    let (ctl_tx, ctl_rx) = mpsc::channel();
+    let t0 = Instant::now();
+    let player = std::thread::spawn(move || r.run(speed, tx, ctl_rx));
+    let mut samples = 0;
+    while t0.elapsed() < Duration::from_millis(1000) {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Msg::Sample(s)) => {
+                samples += 1;
+                assert!((s.links[0].util - 0.1).abs() < 1e-3, "{}", s.links[0].util);
+            }
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    ctl_tx.send(Control::Stop).unwrap();
+    drop(rx);
+    player.join().unwrap();
+    std::fs::remove_file(&p).unwrap();
+    // 100 ms apart in real time: about 9 in the first second (more than 3 under any load,
+    // and far fewer than the 49 an unpaced replay would send)
+    assert!((3..=12).contains(&samples), "{samples} samples in 1 s");
+}
