@@ -168,6 +168,23 @@ impl CcConfig {
         })
     }
 
+    /// The same configuration with the sender starting from `window` bytes in flight
+    /// (htsim `-cwnd`), clamped to the algorithm's own bounds: NSCC's and DCTCP's
+    /// initial window, RCCC's initial credit. DCQCN (rate-based, starts at line rate)
+    /// and HPCC (starts at line rate × T) keep theirs.
+    pub fn with_initial_window(mut self, window: Bytes) -> Self {
+        match &mut self {
+            CcConfig::Nscc(c) => c.initial_window = window.clamp(c.min_window, c.max_window),
+            CcConfig::Dctcp(c) => {
+                let w = window.max(c.min_window);
+                c.initial_window = c.max_window.map_or(w, |m| w.min(m));
+            }
+            CcConfig::Rccc(c) => c.initial_credit = window.min(c.max_credit),
+            CcConfig::Dcqcn(_) | CcConfig::Hpcc(_) => {}
+        }
+        self
+    }
+
     /// Validate and build the receiver-side half, if the algorithm has one.
     pub fn build_receiver(&self) -> Result<Option<AnyReceiver>> {
         Ok(match self {
@@ -346,6 +363,31 @@ mod tests {
         assert_eq!(cc.window(), Some(Bytes(187_500)));
         let cc = "rccc".parse::<CcKind>().unwrap().build(&path()).unwrap();
         assert_eq!(cc.credit(), Some(Bytes(187_500)));
+    }
+
+    #[test]
+    fn initial_window_is_set_and_clamped() {
+        let p = path();
+        let w = |name: &str, win: u64| {
+            let k: CcKind = name.parse().unwrap();
+            let cc = k
+                .config(&p)
+                .with_initial_window(Bytes(win))
+                .build()
+                .unwrap();
+            (cc.window(), cc.credit())
+        };
+        assert_eq!(w("nscc", 40_960).0, Some(Bytes(40_960)));
+        // Above NSCC's max window (1.5 BDP = 187,500 B): clamped.
+        assert_eq!(w("nscc", 10_000_000).0, Some(Bytes(187_500)));
+        // Below one MTU: clamped up to the minimum window.
+        assert!(w("nscc", 1).0.unwrap() >= Bytes(4096));
+        assert_eq!(w("dctcp", 20_000).0, Some(Bytes(20_000)));
+        assert_eq!(w("rccc", 8192).1, Some(Bytes(8192)));
+        // DCQCN keeps its line-rate start.
+        let k: CcKind = "dcqcn".parse().unwrap();
+        let cc = k.config(&p).with_initial_window(Bytes(1)).build().unwrap();
+        assert_eq!(cc.rate(), Rate::gbps(100));
     }
 
     #[test]

@@ -111,6 +111,9 @@ pub struct Scenario {
     /// Failures during the run.
     #[serde(default, rename = "failure")]
     pub failures: Vec<Failure>,
+    /// Links running below their rate (from the start or from a time on).
+    #[serde(default, rename = "degrade")]
+    pub degrades: Vec<Degrade>,
     /// Where the file was read from (for messages and relative paths).
     #[serde(skip)]
     pub origin: String,
@@ -154,6 +157,68 @@ pub struct NetworkOverrides {
     /// Propagation delay of every link (default 500 ns).
     #[serde(default, deserialize_with = "de_opt_time")]
     pub link_delay: Option<Duration>,
+    /// Entropy values a sprayed flow uses (htsim `-paths`; a power of two).
+    #[serde(default)]
+    pub evs: Option<u16>,
+    /// Sender initial window in bytes (htsim `-cwnd` is in packets: use `init_window_pkts`).
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub init_window: Option<Bytes>,
+    /// Sender initial window in packets (htsim `-cwnd`).
+    #[serde(default)]
+    pub init_window_pkts: Option<u32>,
+    /// One ACK per this many bytes received (htsim's UEC sink: 16 KB); 0 ACKs every packet.
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub ack_every: Option<Bytes>,
+    /// The base RTT senders assume: their own path's, or the network's largest (htsim).
+    #[serde(default)]
+    pub base_rtt: Option<BaseRttName>,
+    /// Switch buffer model: a shared buffer per switch, or htsim's per-port queues.
+    #[serde(default)]
+    pub buffer_model: Option<BufferModelName>,
+    /// Per-port model: data queue per egress port, in bytes.
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub queue: Option<Bytes>,
+    /// Per-port model: data queue per egress port, in BDPs of the longest path.
+    #[serde(default)]
+    pub queue_bdp: Option<f64>,
+    /// Per-port model: header/control queue per egress port (default 2 × `queue`).
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub header_queue: Option<Bytes>,
+    /// Per-port model: which packet a full queue trims.
+    #[serde(default)]
+    pub trim_victim: Option<TrimVictimName>,
+}
+
+/// `network.base_rtt` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BaseRttName {
+    /// Each sender's own path.
+    Path,
+    /// The network's largest unloaded RTT (htsim).
+    NetworkMax,
+}
+
+/// `network.buffer_model` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BufferModelName {
+    /// Shared buffer per switch.
+    Shared,
+    /// Per-port queues (htsim).
+    PerPort,
+}
+
+/// `network.trim_victim` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrimVictimName {
+    /// The arriving packet.
+    Arriving,
+    /// The head of the queue.
+    Head,
+    /// htsim: arriving or last queued, ½ each.
+    Htsim,
 }
 
 fn default_priority() -> u8 {
@@ -408,6 +473,44 @@ pub struct Failure {
     pub restore: Option<Duration>,
 }
 
+/// A link (or one direction of it) running at a fraction of its rate: its queue
+/// limit and ECN thresholds scale by the same fraction, as htsim scales a link it
+/// runs at `-down_ratio` (`alloc_queue(.., reduced_speed)`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Degrade {
+    /// The link, by the fabric node ids of its two ends.
+    pub link: [u32; 2],
+    /// Only the direction from `link[0]` to `link[1]` (default: both directions).
+    #[serde(default)]
+    pub one_way: bool,
+    /// Fraction of the rate left, in (0, 1].
+    pub fraction: f64,
+    /// When the link slows down (default: from the start).
+    #[serde(default, deserialize_with = "de_time")]
+    pub at: Duration,
+    /// When it is back at full rate (optional).
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub until: Option<Duration>,
+}
+
+/// A compiled degradation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DegradeSpec {
+    /// The port side the degradation starts from.
+    pub from: u32,
+    /// The other end.
+    pub to: u32,
+    /// Both directions.
+    pub both: bool,
+    /// Fraction of the rate left.
+    pub fraction: f64,
+    /// Start.
+    pub at: Instant,
+    /// End.
+    pub until: Option<Instant>,
+}
+
 /// Context a scenario is compiled against.
 #[derive(Clone, Debug)]
 pub struct CompileCtx {
@@ -517,6 +620,8 @@ pub struct Workplan {
     pub groups: Vec<Group>,
     /// Failures, in file order.
     pub failures: Vec<FailureSpec>,
+    /// Degraded links, in file order.
+    pub degrades: Vec<DegradeSpec>,
     /// Stop time, if set.
     pub stop: Option<Instant>,
     /// Network overrides from the file.
@@ -648,7 +753,84 @@ impl Scenario {
                 restore: f.restore.map(|d| Instant::ZERO + d),
             });
         }
+        for (di, d) in self.degrades.iter().enumerate() {
+            if !(d.fraction > 0.0 && d.fraction <= 1.0) {
+                return Err(self.invalid(
+                    format!("degrade[{di}].fraction"),
+                    format!("{} is outside (0, 1]", d.fraction),
+                ));
+            }
+            if d.link[0] == d.link[1] {
+                return Err(self.invalid(
+                    format!("degrade[{di}].link"),
+                    "the two ends must be different nodes",
+                ));
+            }
+            if let Some(u) = d.until
+                && u <= d.at
+            {
+                return Err(self.invalid(format!("degrade[{di}].until"), "must be later than `at`"));
+            }
+            plan.degrades.push(DegradeSpec {
+                from: d.link[0],
+                to: d.link[1],
+                both: !d.one_way,
+                fraction: d.fraction,
+                at: Instant::ZERO + d.at,
+                until: d.until.map(|u| Instant::ZERO + u),
+            });
+        }
+        self.check_network()?;
         Ok(plan)
+    }
+}
+
+impl Scenario {
+    /// The `[network]` knobs that need a range check.
+    fn check_network(&self) -> Result<()> {
+        let n = &self.network;
+        if let Some(e) = n.evs
+            && (e == 0 || !e.is_power_of_two())
+        {
+            return Err(self.invalid(
+                "network.evs".into(),
+                format!("{e} is not a power of two (htsim -paths: 1, 2, 4, … 32768)"),
+            ));
+        }
+        if n.init_window.is_some() && n.init_window_pkts.is_some() {
+            return Err(self.invalid(
+                "network.init_window".into(),
+                "give `init_window` (bytes) or `init_window_pkts`, not both",
+            ));
+        }
+        if n.init_window == Some(Bytes(0)) || n.init_window_pkts == Some(0) {
+            return Err(self.invalid("network.init_window".into(), "must be positive"));
+        }
+        if let Some(q) = n.queue_bdp
+            && !(q > 0.0 && q <= 1000.0)
+        {
+            return Err(self.invalid(
+                "network.queue_bdp".into(),
+                format!("{q} is outside (0, 1000]"),
+            ));
+        }
+        if n.queue.is_some() && n.queue_bdp.is_some() {
+            return Err(self.invalid(
+                "network.queue".into(),
+                "give `queue` (bytes) or `queue_bdp`, not both",
+            ));
+        }
+        let per_port_only = n.queue.is_some()
+            || n.queue_bdp.is_some()
+            || n.header_queue.is_some()
+            || n.trim_victim.is_some();
+        if per_port_only && n.buffer_model != Some(BufferModelName::PerPort) {
+            return Err(self.invalid(
+                "network.buffer_model".into(),
+                "`queue`, `queue_bdp`, `header_queue` and `trim_victim` need buffer_model = \"per-port\"",
+            ));
+        }
+        Ok(())
     }
 }
 

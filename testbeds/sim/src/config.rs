@@ -24,6 +24,9 @@ pub enum LbScheme {
     Reps,
     /// Per-packet spraying avoiding EVs recently seen with an ECN mark (bitmap).
     Bitmap,
+    /// UEC's mixed policy: REPS recycling, falling back to the bitmap when no good EV
+    /// is cached (htsim's default load balancer when a sender has many paths).
+    Mixed,
     /// Adaptive routing: each switch sends each packet to the least-loaded
     /// equal-cost egress (by queued bytes).
     Adaptive,
@@ -31,19 +34,23 @@ pub enum LbScheme {
 
 impl LbScheme {
     /// Every scheme, in table order.
-    pub const ALL: [LbScheme; 6] = [
+    pub const ALL: [LbScheme; 7] = [
         LbScheme::Ecmp,
         LbScheme::Flowlet,
         LbScheme::Spray,
         LbScheme::Reps,
         LbScheme::Bitmap,
+        LbScheme::Mixed,
         LbScheme::Adaptive,
     ];
     /// Accepted names.
-    pub const NAMES: &'static str = "ecmp, flowlet, spray, reps, bitmap, adaptive";
+    pub const NAMES: &'static str = "ecmp, flowlet, spray, reps, bitmap, mixed, adaptive";
     /// Whether the sender chooses an entropy value per packet.
     pub fn uses_ev(self) -> bool {
-        matches!(self, LbScheme::Spray | LbScheme::Reps | LbScheme::Bitmap)
+        matches!(
+            self,
+            LbScheme::Spray | LbScheme::Reps | LbScheme::Bitmap | LbScheme::Mixed
+        )
     }
     /// Whether a flow keeps one NIC port (plane).
     pub fn per_flow(self) -> bool {
@@ -59,6 +66,7 @@ impl fmt::Display for LbScheme {
             LbScheme::Spray => "spray",
             LbScheme::Reps => "reps",
             LbScheme::Bitmap => "bitmap",
+            LbScheme::Mixed => "mixed",
             LbScheme::Adaptive => "adaptive",
         })
     }
@@ -73,6 +81,7 @@ impl FromStr for LbScheme {
             "spray" | "oblivious" => LbScheme::Spray,
             "reps" => LbScheme::Reps,
             "bitmap" => LbScheme::Bitmap,
+            "mixed" | "reps-bitmap" => LbScheme::Mixed,
             "adaptive" | "ar" => LbScheme::Adaptive,
             _ => {
                 return Err(format!(
@@ -176,6 +185,95 @@ pub struct SimConfig {
     pub watchdog: Duration,
     /// Host link rate used for ideal FCTs when links differ (default: the host's port rate).
     pub ideal_rate: Option<Rate>,
+    /// The sender's initial window (htsim `-cwnd`, in packets there): `None` keeps the
+    /// algorithm's own default (one BDP for NSCC and DCTCP). Applies to window
+    /// algorithms (NSCC, DCTCP) and RCCC's initial credit.
+    pub init_window: Option<InitWindow>,
+    /// ACK coalescing: one ACK per this many payload bytes received (htsim's UEC sink
+    /// `_bytes_unacked_threshold`, 16 KB); `None` ACKs every packet.
+    pub ack_every: Option<Bytes>,
+    /// Which unloaded RTT each sender's algorithm is built with.
+    pub base_rtt: BaseRttMode,
+    /// Switch buffer model.
+    pub buffer_model: BufferModel,
+    /// Links running below their rate, from the start or from a time on (htsim
+    /// `-failed N` with `-down_ratio`); also from a scenario's `[[degrade]]` entries.
+    pub degraded: Vec<scenario::DegradeSpec>,
+}
+
+/// A per-port queue size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum QueueSize {
+    /// Bytes.
+    Bytes(Bytes),
+    /// Bandwidth-delay products: host rate × the network's largest unloaded RTT
+    /// (resolved when the run is built; htsim sizes `-q` the same way).
+    Bdp(f64),
+}
+
+/// An initial window given in bytes or in packets (of `mtu` payload).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitWindow {
+    /// Bytes.
+    Bytes(Bytes),
+    /// Packets (htsim `-cwnd`).
+    Packets(u32),
+}
+
+impl InitWindow {
+    /// The window in bytes for packets of `mtu` payload bytes.
+    pub fn bytes(self, mtu: Bytes) -> Bytes {
+        match self {
+            InitWindow::Bytes(b) => b,
+            InitWindow::Packets(n) => Bytes(n as u64 * mtu.0),
+        }
+    }
+}
+
+/// The base RTT an algorithm assumes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BaseRttMode {
+    /// The unloaded RTT of the sender's own path (default).
+    #[default]
+    Path,
+    /// The largest unloaded RTT in the network, for every sender, as htsim's UEC
+    /// runs do (`network_max_unloaded_rtt`, from the topology's diameter).
+    NetworkMax,
+}
+
+/// Which packet a full per-port queue trims (htsim `CompositeQueue`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TrimVictim {
+    /// The arriving packet (default).
+    #[default]
+    Arriving,
+    /// The packet at the head of the queue (the next to leave).
+    Head,
+    /// htsim's choice: with probability ½ the arriving packet, otherwise the packet
+    /// queued last (`CompositeQueue::receivePacket`, `_enqueued_low.pop_front()`).
+    Htsim,
+}
+
+/// Switch buffer model.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum BufferModel {
+    /// A shared buffer per switch (`buffer`), each egress queue limited only by it
+    /// (and by `queue_limit` without PFC). Trimming above the `trim` threshold.
+    #[default]
+    Shared,
+    /// htsim's switch: every egress port has its own data queue of `queue` bytes
+    /// (htsim `-q`, often set as a multiple of the BDP); a data packet that does not
+    /// fit is trimmed (when `trim` is set, else dropped), the victim chosen by
+    /// `victim`; headers and control packets go to a priority queue capped at
+    /// `header_queue` bytes (htsim: 2 × the data queue), beyond which they are dropped.
+    PerPort {
+        /// Data queue per egress port (default 1 BDP).
+        queue: QueueSize,
+        /// Header/control queue per egress port (default 2 × `queue`).
+        header_queue: Option<Bytes>,
+        /// Which packet a full queue trims.
+        victim: TrimVictim,
+    },
 }
 
 impl Default for SimConfig {
@@ -208,6 +306,11 @@ impl Default for SimConfig {
             stop: None,
             watchdog: Duration::micros(500),
             ideal_rate: None,
+            init_window: None,
+            ack_every: None,
+            base_rtt: BaseRttMode::Path,
+            buffer_model: BufferModel::Shared,
+            degraded: Vec::new(),
         }
     }
 }
@@ -247,11 +350,56 @@ impl SimConfig {
         if let Some(d) = o.link_delay {
             self.link_delay = d;
         }
+        self.apply_htsim_knobs(o);
         Ok(())
     }
 }
 
 impl SimConfig {
+    /// The `[network]` knobs that mirror htsim's flags (docs/sim.md has the table).
+    /// The scenario crate has range-checked them.
+    fn apply_htsim_knobs(&mut self, o: &scenario::NetworkOverrides) {
+        use scenario::{BaseRttName, BufferModelName, TrimVictimName};
+        if let Some(e) = o.evs {
+            self.evs = e;
+        }
+        if let Some(w) = o.init_window {
+            self.init_window = Some(InitWindow::Bytes(w));
+        }
+        if let Some(n) = o.init_window_pkts {
+            self.init_window = Some(InitWindow::Packets(n));
+        }
+        if let Some(a) = o.ack_every {
+            self.ack_every = (a.0 > 0).then_some(a);
+        }
+        if let Some(b) = o.base_rtt {
+            self.base_rtt = match b {
+                BaseRttName::Path => BaseRttMode::Path,
+                BaseRttName::NetworkMax => BaseRttMode::NetworkMax,
+            };
+        }
+        match o.buffer_model {
+            Some(BufferModelName::Shared) => self.buffer_model = BufferModel::Shared,
+            Some(BufferModelName::PerPort) => {
+                let queue = match (o.queue, o.queue_bdp) {
+                    (Some(q), _) => QueueSize::Bytes(q),
+                    (None, Some(f)) => QueueSize::Bdp(f),
+                    (None, None) => QueueSize::Bdp(1.0),
+                };
+                self.buffer_model = BufferModel::PerPort {
+                    queue,
+                    header_queue: o.header_queue,
+                    victim: match o.trim_victim {
+                        None | Some(TrimVictimName::Arriving) => TrimVictim::Arriving,
+                        Some(TrimVictimName::Head) => TrimVictim::Head,
+                        Some(TrimVictimName::Htsim) => TrimVictim::Htsim,
+                    },
+                };
+            }
+            None => {}
+        }
+    }
+
     /// Switch-side defaults that suit an algorithm (applied by `fabric sim` unless
     /// overridden):
     /// - DCQCN: RED ECN Kmin 5 KB, Kmax 200 KB, Pmax 1 % (Zhu et al. 2015, §5).
@@ -273,6 +421,8 @@ impl SimConfig {
                 Some(red(20_000, 80_000, 1.0)),
                 trimming.then(|| TrimPolicy::new(Bytes(200_000), self.ctrl_size).expect("valid")),
             ),
+            // HPCC reacts to INT only; ECN marks would be ignored.
+            CcChoice::Algo(CcKind::Hpcc) => (None, None),
             CcChoice::Algo(CcKind::Rccc) => (
                 Some(red(20_000, 80_000, 1.0)),
                 Some(TrimPolicy::new(Bytes(200_000), self.ctrl_size).expect("valid")),

@@ -171,6 +171,15 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // Exactly what runs (docs/sim.md compares it with htsim's flags).
+    println!(
+        "workload: k-ary fat-tree ({:?}) from topo, 100 Gb/s links with 500 ns propagation, \
+         permutation (one flow per host, a derangement drawn from seed {}) of {} per flow; \
+         cc {}, lb {}, 128 EVs, payload 4096 B + 64 B header, ACK/NACK 64 B, one ACK per \
+         packet, base RTT of each flow's own path, ECN RED 20–80 KB Pmax 1 at dequeue, \
+         trimming above 200 KB to 64 B, shared 32 MB buffer per switch, no PFC, RTO 1 ms",
+        o.ks, o.seed, o.size, o.cc, o.lb
+    );
     println!(
         "| hosts | cc | lb | queue | sim time | wall s | setup cpu s | run cpu s | events | M events / run cpu s | µs cpu / event | data pkts | acks | p50 FCT µs | p99 FCT µs | max FCT µs | drops | trims | peak MB | digest |"
     );

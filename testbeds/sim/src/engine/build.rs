@@ -13,11 +13,6 @@ pub(super) fn check_config(np: usize, cfg: &SimConfig, plan: &Workplan) -> Resul
             plan.flows.len()
         )));
     }
-    if matches!(cfg.cc, CcChoice::Algo(cc_algos::CcKind::Hpcc)) {
-        return Err(SimError::Config(
-            "hpcc needs per-hop INT telemetry, which the simulator does not model; use dcqcn, nscc, rccc or dctcp".into(),
-        ));
-    }
     if cfg.mtu.0 == 0 || cfg.mtu.0 > 1 << 20 {
         return Err(SimError::Config(format!(
             "mtu {} B out of range",
@@ -111,6 +106,9 @@ pub(super) fn host_states(net: &Net, cfg: &SimConfig) -> Result<Vec<HostState>, 
     let mut hosts: Vec<HostState> = (0..net.hosts)
         .map(|_| HostState {
             rx_timer: u64::MAX,
+            // No wake-up pending (0 would read as "one is pending" and a paced
+            // sender's first wake-up would never be scheduled).
+            wake_at: u64::MAX,
             ..HostState::default()
         })
         .collect();
@@ -218,5 +216,8 @@ pub(super) fn flow_state(
         nacks: 0,
         last_rtt: 0,
         round: 0,
+        rx_pending: Vec::new(),
+        rx_pending_bytes: 0,
+        rx_ce: false,
     }
 }

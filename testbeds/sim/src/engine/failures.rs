@@ -67,6 +67,9 @@ impl<Q: EventQueue> Sim<Q> {
                 self.free.push(i);
             }
             self.port[pu].qtotal = 0;
+            if self.kx.per_port {
+                self.kx.ctrl_bytes[pu] = 0;
+            }
             for pid in lost {
                 let pk = self.pkts[pid as usize];
                 if is_switch {

@@ -11,15 +11,10 @@ impl<Q: EventQueue> Sim<Q> {
         let end = self.now;
         let mut flows = Vec::with_capacity(self.flows.len());
         for (i, fl) in self.flows.iter().enumerate() {
-            let rate = self
-                .cfg
-                .ideal_rate
-                .unwrap_or_else(|| self.net.nic_rate(fl.src));
             let (ideal, fct) = if fl.size == u64::MAX {
                 (None, None)
             } else {
-                let wire = fl.npkts as u64 * self.cfg.header.0 + fl.size;
-                let ideal = rate.tx_time(Bytes(wire)).as_picos() + self.base_rtt(fl.src, fl.dst);
+                let ideal = self.ideal_fct(fl.src, fl.dst, fl.size, fl.npkts);
                 (
                     Some(ideal as f64 / 1e6),
                     fl.done.then(|| (fl.finish - fl.start_at) as f64 / 1e6),

@@ -25,11 +25,11 @@ impl<Q: EventQueue> Sim<Q> {
         if let CcChoice::Algo(k) = self.cfg.cc {
             let path = PathParams {
                 line_rate: line,
-                base_rtt: Duration::picos(self.base_rtt(src, self.flows[f as usize].dst)),
+                base_rtt: Duration::picos(self.base_rtt_for(src, self.flows[f as usize].dst)),
                 // cc-algos counts the MTU on the wire (payload + 64 B of headers).
                 mtu: self.cfg.mtu + self.cfg.header,
             };
-            match k.build(&path) {
+            match self.with_init_window(k.config(&path)).build() {
                 Ok(cc) => {
                     let fl = &mut self.flows[f as usize];
                     if let AnyCc::Rccc(r) = &cc {
@@ -37,13 +37,21 @@ impl<Q: EventQueue> Sim<Q> {
                     }
                     fl.cc = Some(cc);
                 }
-                Err(e) => panic!("cc-algos refused its own preset for {k}: {e}"),
+                // An initial window the algorithm cannot take: fall back to its preset
+                // (init_knobs has rejected a zero window).
+                Err(_) => {
+                    let cc = k
+                        .build(&path)
+                        .unwrap_or_else(|e| panic!("cc-algos refused its own preset for {k}: {e}"));
+                    self.flows[f as usize].cc = Some(cc);
+                }
             }
         }
         let kind = match self.cfg.lb {
             LbScheme::Spray => Some(EvPolicyKind::Oblivious),
             LbScheme::Reps => Some(EvPolicyKind::Reps),
             LbScheme::Bitmap => Some(EvPolicyKind::Bitmap),
+            LbScheme::Mixed => Some(EvPolicyKind::Mixed),
             _ => None,
         };
         if let Some(kind) = kind {
@@ -199,6 +207,12 @@ impl<Q: EventQueue> Sim<Q> {
         }
         let req = fl.to_request.min(u32::MAX as u64);
         fl.to_request -= req;
+        let ar = if self.wants_ack(&self.flows[fu]) {
+            F_AR
+        } else {
+            0
+        };
+        let fl = &mut self.flows[fu];
         let pk = Pkt {
             next: NIL,
             flow: f,
@@ -211,7 +225,7 @@ impl<Q: EventQueue> Sim<Q> {
             ev,
             kind: K_DATA,
             class: fl.class,
-            flags: 0,
+            flags: ar,
             round: fl.round,
         };
         if fl.rto_at == u64::MAX {
@@ -303,12 +317,12 @@ impl<Q: EventQueue> Sim<Q> {
         self.q.push(next, EV_RTO, f);
     }
 
-    /// Put a control packet on a host's NIC.
-    pub(super) fn send_ctrl(&mut self, h: u32, pk: Pkt, choose_by: u64) {
+    /// Put a control packet on a host's NIC; returns its slot.
+    pub(super) fn send_ctrl(&mut self, h: u32, pk: Pkt, choose_by: u64) -> Option<u32> {
         let ports = self.net.ports_of(h);
         let n = ports.len() as u64;
         if n == 0 {
-            return;
+            return None;
         }
         // First live port starting from a hash of the flow.
         let start = choose_by % n;
@@ -320,16 +334,18 @@ impl<Q: EventQueue> Sim<Q> {
                 break;
             }
         }
-        let Some(p) = port else {
-            return;
-        };
+        let p = port?;
         let pid = self.alloc(pk);
         self.port[p as usize].ctrl_q.push(&mut self.pkts, pid);
         self.try_tx(p);
+        Some(pid)
     }
 
     pub(super) fn deliver(&mut self, h: u32, pid: u32) {
         let pk = self.pkts[pid as usize];
+        if self.kx.int_on {
+            self.int_take(pid);
+        }
         self.release(pid);
         self.delivered += 1;
         let f = pk.flow;
@@ -353,7 +369,7 @@ impl<Q: EventQueue> Sim<Q> {
                         flags: 0,
                         ..pk
                     };
-                    self.send_ctrl(h, nack, hash);
+                    let _ = self.send_ctrl(h, nack, hash);
                     return;
                 }
                 let ce = pk.flags & F_CE != 0;
@@ -364,7 +380,8 @@ impl<Q: EventQueue> Sim<Q> {
                     fl.rcvd.resize(w + 1, 0);
                 }
                 let bit = 1u64 << (pk.seq % 64);
-                if fl.rcvd[w] & bit == 0 {
+                let dup = fl.rcvd[w] & bit != 0;
+                if !dup {
                     fl.rcvd[w] |= bit;
                     let pl = self.payload_of(&self.flows[fu], pk.seq);
                     let fl = &mut self.flows[fu];
@@ -374,16 +391,8 @@ impl<Q: EventQueue> Sim<Q> {
                         self.release_dependents(f);
                     }
                 }
-                // ACK every data packet.
-                self.t.acks += 1;
-                let ack = Pkt {
-                    kind: K_ACK,
-                    wire: ctrl,
-                    dst: src,
-                    flags: if ce { F_ECHO } else { 0 },
-                    ..pk
-                };
-                self.send_ctrl(h, ack, hash);
+                // ACK every data packet, or every `ack_every` bytes.
+                self.send_ack(h, &pk, ce, dup);
                 // Receiver-side algorithm (DCQCN NP, RCCC credit pacer).
                 self.receiver_data(h, &pk, false);
             }
@@ -494,7 +503,7 @@ impl<Q: EventQueue> Sim<Q> {
                 round: fl.round,
                 ..Pkt::default()
             };
-            self.send_ctrl(h, pk, hash);
+            let _ = self.send_ctrl(h, pk, hash);
         }
         if let Some(t) = self.hosts[hu].rx.as_ref().and_then(|r| r.next_timeout()) {
             let t = t.picos().max(self.now + 1);
@@ -508,22 +517,12 @@ impl<Q: EventQueue> Sim<Q> {
 
     pub(super) fn on_ack(&mut self, f: u32, pk: &Pkt) {
         let fu = f as usize;
-        let seq = pk.seq as usize;
-        let pl = self.payload_of(&self.flows[fu], pk.seq);
         let now = Instant::from_picos(self.now);
         let ecn = pk.flags & F_ECHO != 0;
+        let mut newly = 0u64;
+        self.acked_seqs(pk, |s, seq| newly += s.ack_one(fu, seq));
         let fl = &mut self.flows[fu];
-        let newly = match fl.pstate.get(seq) {
-            Some(&S_INFLIGHT) => {
-                fl.inflight -= pl;
-                true
-            }
-            Some(&S_RETXQ) => true,
-            _ => false,
-        };
-        if newly {
-            fl.pstate[seq] = S_ACKED;
-            fl.acked += pl;
+        if newly > 0 {
             fl.last_progress = self.now;
         }
         if let Some(p) = fl.ev.as_mut() {
@@ -538,14 +537,16 @@ impl<Q: EventQueue> Sim<Q> {
         }
         fl.last_rtt = self.now - pk.sent_at;
         if let Some(cc) = fl.cc.as_mut() {
-            cc.on_ack(
-                now,
-                Ack {
-                    acked: Bytes(if newly { pl } else { 0 }),
-                    ecn_echo: ecn,
-                    rtt: Some(Duration::picos(self.now - pk.sent_at)),
-                },
-            );
+            let ack = Ack {
+                acked: Bytes(newly),
+                ecn_echo: ecn,
+                rtt: Some(Duration::picos(self.now - pk.sent_at)),
+            };
+            if self.kx.int_on && !self.kx.int_scratch.is_empty() {
+                cc.on_ack_int(now, ack, &self.kx.int_scratch);
+            } else {
+                cc.on_ack(now, ack);
+            }
         }
         let complete = if fl.size == u64::MAX {
             self.now >= fl.stop && fl.inflight == 0 && fl.retx.is_empty()
@@ -572,6 +573,27 @@ impl<Q: EventQueue> Sim<Q> {
         self.arm_cc_timer(f);
         let src = self.flows[fu].src;
         self.kick_host(src);
+    }
+
+    /// Mark one sequence number acknowledged; returns its payload if it is news.
+    fn ack_one(&mut self, fu: usize, seq: u32) -> u64 {
+        let pl = self.payload_of(&self.flows[fu], seq);
+        let fl = &mut self.flows[fu];
+        let newly = match fl.pstate.get(seq as usize) {
+            Some(&S_INFLIGHT) => {
+                fl.inflight -= pl;
+                true
+            }
+            Some(&S_RETXQ) => true,
+            _ => false,
+        };
+        if newly {
+            fl.pstate[seq as usize] = S_ACKED;
+            fl.acked += pl;
+            pl
+        } else {
+            0
+        }
     }
 
     pub(super) fn release_dependents(&mut self, f: u32) {

@@ -35,7 +35,11 @@ impl<Q: EventQueue> Sim<Q> {
             i
         } else if let Some(i) = self.port[pu].ctrl_q.pop(&mut self.pkts) {
             if !self.net.is_host(node) {
-                self.node_buf[node as usize] -= self.pkts[i as usize].wire as u64;
+                let w = self.pkts[i as usize].wire as u64;
+                self.node_buf[node as usize] -= w;
+                if self.kx.per_port {
+                    self.kx.ctrl_bytes[pu] -= w;
+                }
             }
             i
         } else if let Some(i) = self.pop_data(p) {
@@ -84,7 +88,8 @@ impl<Q: EventQueue> Sim<Q> {
                 // ECN at dequeue, on the depth left behind.
                 if let Some(red) = self.cfg.ecn {
                     let u = self.rng.next_f64();
-                    if red.should_mark(Bytes(self.cq[k].bytes), u) {
+                    let depth = self.scaled_depth(pu, self.cq[k].bytes);
+                    if red.should_mark(Bytes(depth), u) {
                         let pk = &mut self.pkts[i as usize];
                         if pk.flags & F_CE == 0 {
                             pk.flags |= F_CE;
@@ -119,6 +124,9 @@ impl<Q: EventQueue> Sim<Q> {
         c.tx_pkts += 1;
         if self.pkts[pid as usize].kind == K_DATA {
             c.data_bytes += wire;
+            if self.kx.int_on && !self.net.is_host(self.net.port_node[pu]) {
+                self.int_stamp(p, pid);
+            }
         }
         let end = self.now + dur;
         // A TxDone is needed only if something waits for this port: queued frames,

@@ -45,6 +45,9 @@ mod build;
 mod failures;
 mod finish;
 mod hosts;
+mod ideal;
+mod int;
+mod knobs;
 mod links;
 mod pfc;
 mod repeat;
@@ -99,6 +102,13 @@ const K_CREDIT: u8 = 5;
 const F_CE: u8 = 1;
 const F_TRIM: u8 = 2;
 const F_ECHO: u8 = 4;
+/// The sender asks for an ACK at once (UEC's AR flag): set on a flow's last new packet
+/// and when its window is full, so ACK coalescing never leaves the sender waiting.
+const F_AR: u8 = 8;
+
+/// Failure/restore events with this id bit set act on `degraded[id & !DEGRADE_BIT]`
+/// (degradations share the failure event kinds; the 4-bit kind space is nearly full).
+const DEGRADE_BIT: u32 = 1 << 27;
 
 // Sender per-packet state.
 const S_INFLIGHT: u8 = 1;
@@ -275,6 +285,11 @@ struct FlowState {
     last_rtt: u64,
     /// Generation (bumped when a repeating workload restarts the flow).
     round: u8,
+    /// ACK coalescing (receiver side): sequence numbers received and not yet ACKed,
+    /// their payload bytes, and whether any carried CE.
+    rx_pending: Vec<u32>,
+    rx_pending_bytes: u64,
+    rx_ce: bool,
 }
 
 #[derive(Debug, Default)]
@@ -450,6 +465,9 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     finished: bool,
     /// Repeating workloads, when set.
     repeat: Option<Box<repeat::Repeat>>,
+    /// The htsim-style knobs' state (ACK coalescing, per-port buffers, degraded
+    /// links, network base RTT, HPCC's INT).
+    kx: knobs::KnobState,
 }
 
 impl Sim<CalendarQueue> {
@@ -574,9 +592,11 @@ impl<Q: EventQueue> Sim<Q> {
             events_out: Vec::new(),
             finished: false,
             repeat: None,
+            kx: knobs::KnobState::default(),
             cfg,
         };
         s.validate_failures()?;
+        s.init_knobs()?;
         s.schedule_initial();
         Ok(s)
     }
@@ -766,6 +786,8 @@ impl<Q: EventQueue> Sim<Q> {
                 }
             }
             EV_PFCREFRESH => self.pfc_refresh(id),
+            EV_FAIL if id & DEGRADE_BIT != 0 => self.degrade(id & !DEGRADE_BIT, true),
+            EV_RESTORE if id & DEGRADE_BIT != 0 => self.degrade(id & !DEGRADE_BIT, false),
             EV_FAIL => self.fail(id as usize),
             EV_REROUTE => self.reroute(id as usize),
             EV_RESTORE => self.restore(id as usize),
@@ -800,13 +822,17 @@ impl<Q: EventQueue> Sim<Q> {
     }
 
     fn alloc(&mut self, p: Pkt) -> u32 {
-        if let Some(i) = self.free.pop() {
+        let i = if let Some(i) = self.free.pop() {
             self.pkts[i as usize] = p;
             i
         } else {
             self.pkts.push(p);
             (self.pkts.len() - 1) as u32
+        };
+        if self.kx.int_on {
+            self.int_alloc(i);
         }
+        i
     }
 
     #[inline]

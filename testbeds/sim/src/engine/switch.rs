@@ -86,7 +86,7 @@ impl<Q: EventQueue> Sim<Q> {
         let pick = |h: u64| hops[((h as u128 * n as u128) >> 64) as usize];
         match self.cfg.lb {
             LbScheme::Ecmp => pick(mix64(fh ^ salt)),
-            LbScheme::Spray | LbScheme::Reps | LbScheme::Bitmap => {
+            LbScheme::Spray | LbScheme::Reps | LbScheme::Bitmap | LbScheme::Mixed => {
                 if pk.kind == K_DATA || pk.kind == K_ACK || pk.kind == K_NACK {
                     pick(mix64(
                         fh ^ salt ^ (pk.ev as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407),
@@ -129,6 +129,10 @@ impl<Q: EventQueue> Sim<Q> {
     }
 
     pub(super) fn enqueue(&mut self, node: u32, e: u32, pid: u32, in_port: u32) {
+        if self.kx.per_port {
+            self.enqueue_per_port(node, e, pid, in_port);
+            return;
+        }
         let eu = e as usize;
         let pk = self.pkts[pid as usize];
         let cap = self.cfg.buffer.0;
@@ -146,9 +150,10 @@ impl<Q: EventQueue> Sim<Q> {
         }
         let c = pk.class as usize;
         let k = eu * self.nclass + c;
+        // Degraded ports see their depth scaled up (thresholds scaled down).
+        let depth = self.scaled_depth(eu, self.cq[k].bytes);
         if let Some(tp) = self.cfg.trim
-            && let TrimDecision::Trim { size } =
-                tp.decide(Bytes(self.cq[k].bytes), Bytes(pk.wire as u64))
+            && let TrimDecision::Trim { size } = tp.decide(Bytes(depth), Bytes(pk.wire as u64))
         {
             let pkm = &mut self.pkts[pid as usize];
             pkm.wire = size.0 as u32;
@@ -173,31 +178,13 @@ impl<Q: EventQueue> Sim<Q> {
             && self
                 .cfg
                 .queue_limit
-                .is_some_and(|l| self.cq[k].bytes + w > l.0);
+                .is_some_and(|l| self.scaled_depth(eu, self.cq[k].bytes + w) > l.0);
         if over_buffer || over_queue {
             self.t.drops_buffer += 1;
             self.pc[eu].drops += 1;
             self.release(pid);
             return;
         }
-        self.node_buf[node as usize] += w;
-        self.pc[eu].q_area +=
-            self.port[eu].qtotal as u128 * (self.now - self.pc[eu].q_last) as u128;
-        self.pc[eu].q_last = self.now;
-        self.cq[k].bytes += w;
-        self.port[eu].qtotal += w;
-        if self.port[eu].qtotal > self.pc[eu].max_q {
-            self.pc[eu].max_q = self.port[eu].qtotal;
-        }
-        self.pkts[pid as usize].port = in_port;
-        self.cq[k].q.push(&mut self.pkts, pid);
-        if self.cfg.pfc {
-            let now = Instant::from_picos(self.now);
-            let prio = self.prio_of[c];
-            if let Some(fr) = self.pfc_in[in_port as usize].on_enqueue(now, prio, Bytes(w)) {
-                self.send_pfc(in_port, fr);
-            }
-        }
-        self.try_tx(e);
+        self.push_data(node, e, pid, in_port);
     }
 }
