@@ -176,6 +176,20 @@ pub struct SimConfig {
     pub watchdog: Duration,
     /// Host link rate used for ideal FCTs when links differ (default: the host's port rate).
     pub ideal_rate: Option<Rate>,
+    /// The PFC watchdog on every switch egress queue (`cc_algos::pfcwd`; none: off).
+    pub pfcwd: Option<cc_algos::pfcwd::WatchdogConfig>,
+    /// A host whose NIC never stops pausing its leaf port (a PFC storm); none: no storm.
+    pub storm: Option<Storm>,
+}
+
+/// A PFC storm: host `host` sends its leaf a PAUSE of `priority` with the longest quanta
+/// every `every` from `at` on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Storm {
+    pub host: u32,
+    pub at: Instant,
+    pub every: Duration,
+    pub priority: u8,
 }
 
 impl Default for SimConfig {
@@ -208,6 +222,8 @@ impl Default for SimConfig {
             stop: None,
             watchdog: Duration::micros(500),
             ideal_rate: None,
+            pfcwd: None,
+            storm: None,
         }
     }
 }

@@ -25,7 +25,7 @@ impl<Q: EventQueue> Sim<Q> {
                 self.node_buf[node as usize] -= self.pkts[i as usize].wire as u64;
             }
             i
-        } else if let Some(i) = self.pop_data(p) {
+        } else if let Some(i) = self.pop_data_kept(p) {
             i
         } else if self.net.is_host(node) {
             match self.host_pull(node, p) {
