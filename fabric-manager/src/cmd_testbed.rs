@@ -121,6 +121,17 @@ pub struct RunArgs {
     /// switch with `topo`'s ECMP tables, PFC and ECN per hop, all served by one loop.
     #[arg(long, default_value = "star")]
     pub topology: veth::congestion::fabric::Topology,
+    /// Make this host's NIC storm: from `--storm-at` on it pauses its switch port and
+    /// never stops (a PAUSE of priority 0 with the longest quanta every 5 ms, real time).
+    #[arg(long)]
+    pub storm_host: Option<usize>,
+    /// When the storm starts (virtual time, e.g. `100us`).
+    #[arg(long, default_value = "0us", value_parser = scenario::units::parse_time)]
+    pub storm_at: cc_algos::Duration,
+    /// Run the PFC watchdog (`cc_algos::pfcwd`, action drop, restoration 2× detection) on
+    /// every switch with this detection time (real time, 100 ms to 5 s, e.g. `100ms`).
+    #[arg(long, value_parser = scenario::units::parse_time)]
+    pub pfcwd: Option<cc_algos::Duration>,
     /// Real link rate the engine paces at, in Mb/s.
     #[arg(long, default_value_t = 1000)]
     pub link_mbps: u64,
@@ -575,6 +586,20 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     let plan = used(hosts as u32)?;
     let mut cfg = CongestionConfig::new(hosts);
     cfg.topology = a.topology;
+    cfg.storm = a
+        .storm_host
+        .map(|h| veth::congestion::StormConfig::new(h, a.storm_at));
+    cfg.pfcwd = a
+        .pfcwd
+        .map(|d| {
+            cc_algos::pfcwd::WatchdogConfig::new(
+                d,
+                cc_algos::Duration::picos(d.as_picos() * 2),
+                cc_algos::pfcwd::Action::Drop,
+            )
+        })
+        .transpose()
+        .context("--pfcwd")?;
     cfg.link_rate = Rate::mbps(a.link_mbps);
     cfg.virtual_rate = virtual_rate;
     cfg.pfc = cfg.pfc.map(|p| cc_algos::PfcConfig {
@@ -673,6 +698,12 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
                 c.max_headroom_bytes
             );
         }
+    }
+    if cfg.storm.is_some() || cfg.pfcwd.is_some() {
+        println!(
+            "PFC storm: {} PAUSE frames sent by the storming host; watchdog: {} storms detected, {} frames dropped",
+            r.storm_pauses, r.pfcwd_storms, r.pfcwd_drops
+        );
     }
     if r.ports.iter().any(|c| c.link_down_drops > 0) {
         println!(

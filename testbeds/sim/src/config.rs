@@ -199,6 +199,10 @@ pub struct SimConfig {
     /// Links running below their rate, from the start or from a time on (htsim
     /// `-failed N` with `-down_ratio`); also from a scenario's `[[degrade]]` entries.
     pub degraded: Vec<scenario::DegradeSpec>,
+    /// The PFC watchdog on every switch egress queue (`cc_algos::pfcwd`; none: off).
+    pub pfcwd: Option<cc_algos::pfcwd::WatchdogConfig>,
+    /// A host whose NIC never stops pausing its leaf port (a PFC storm); none: no storm.
+    pub storm: Option<Storm>,
 }
 
 /// A per-port queue size.
@@ -276,6 +280,16 @@ pub enum BufferModel {
     },
 }
 
+/// A PFC storm: host `host` sends its leaf a PAUSE of `priority` with the longest quanta
+/// every `every` from `at` on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Storm {
+    pub host: u32,
+    pub at: Instant,
+    pub every: Duration,
+    pub priority: u8,
+}
+
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
@@ -311,6 +325,8 @@ impl Default for SimConfig {
             base_rtt: BaseRttMode::Path,
             buffer_model: BufferModel::Shared,
             degraded: Vec::new(),
+            pfcwd: None,
+            storm: None,
         }
     }
 }

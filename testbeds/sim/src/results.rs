@@ -84,6 +84,10 @@ pub struct LinkResult {
     pub avg_queue: f64,
 }
 
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
 /// Whole-run counters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Totals {
@@ -99,6 +103,17 @@ pub struct Totals {
     pub credits: u64,
     /// All drops.
     pub drops: u64,
+    /// Packets the PFC watchdog discarded (queues it found stormed, action drop).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pfcwd_drops: u64,
+    /// Storms the PFC watchdog detected / restored.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pfcwd_storms: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pfcwd_restored: u64,
+    /// PAUSE frames a storming host sent.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub storm_pauses: u64,
     /// Drops for lack of buffer (tail drop).
     pub drops_buffer: u64,
     /// Packets lost on failed links.

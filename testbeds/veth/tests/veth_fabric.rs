@@ -429,4 +429,39 @@ fn a_pfc_storm_spreads_until_the_watchdog_breaks_it() {
         r.pfcwd_drops,
         "drops besides the watchdog's"
     );
+
+    // The simulator twin: the same storm, the same watchdog rule on virtual time.
+    let s = twin::run_sim(&cfg, &plan, None).unwrap();
+    let f = cfg.topology.fabric(cfg.virtual_rate).unwrap().unwrap();
+    let names = f.name_index();
+    let id = |n: &str| names[n].0;
+    let rcvd = |a: &str, b: &str| {
+        s.links
+            .iter()
+            .find(|l| l.node == id(a) && l.peer == id(b))
+            .map_or(0, |l| l.pauses_rcvd)
+    };
+    let sim_victims: Vec<Option<f64>> = s.flows[3..].iter().map(|x| x.fct_us).collect();
+    eprintln!(
+        "sim: storms {}, watchdog drops {}, all drops {}, storm PAUSEs {}; victims' FCT {:?} µs; PAUSEs received: leaf0 from host 0 {}, spines from leaf 0 {}/{}, leaf 1 from spines {}/{}",
+        s.totals.pfcwd_storms,
+        s.totals.pfcwd_drops,
+        s.totals.drops,
+        s.totals.storm_pauses,
+        sim_victims,
+        rcvd(l0, "host0-nic0"),
+        rcvd("spine0", l0),
+        rcvd("spine1", l0),
+        rcvd(l1, "spine0"),
+        rcvd(l1, "spine1"),
+    );
+    assert!(s.totals.storm_pauses > 10 && s.totals.pfcwd_storms >= 1);
+    assert_eq!(
+        s.totals.drops, s.totals.pfcwd_drops,
+        "sim: drops besides the watchdog's"
+    );
+    assert!(
+        sim_victims.iter().any(|v| v.is_some()),
+        "sim victims {sim_victims:?}"
+    );
 }

@@ -75,7 +75,7 @@ impl<Q: EventQueue> Sim<Q> {
                 avg_queue: (q_area / end.max(1) as u128) as f64,
             });
         }
-        t.drops = t.drops_buffer + t.drops_failure + t.drops_noroute;
+        t.drops = t.drops_buffer + t.drops_failure + t.drops_noroute + t.pfcwd_drops;
         t.max_queue = links.iter().map(|l| l.max_queue).max().unwrap_or(0);
         SimResults::assemble(
             &self.plan,

@@ -42,7 +42,7 @@ impl<Q: EventQueue> Sim<Q> {
                 }
             }
             i
-        } else if let Some(i) = self.pop_data(p) {
+        } else if let Some(i) = self.pop_data_kept(p) {
             i
         } else if self.net.is_host(node) {
             match self.host_pull(node, p) {

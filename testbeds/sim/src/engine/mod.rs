@@ -54,6 +54,7 @@ mod repeat;
 mod sampling;
 mod switch;
 mod telemetry;
+mod watchdog;
 
 // Event kinds.
 const EV_TXDONE: u32 = 0;
@@ -71,8 +72,10 @@ const EV_SAMPLE: u32 = 11;
 const EV_WATCHDOG: u32 = 12;
 const EV_RXTIMER: u32 = 13;
 const EV_REPEAT: u32 = 14;
+/// PFC watchdog poll (id 0) or a storming host's PAUSE (id host + 1).
+const EV_PFCWD: u32 = 15;
 
-const EV_NAMES: [&str; 15] = [
+const EV_NAMES: [&str; 16] = [
     "tx_done",
     "arrive",
     "flow_start",
@@ -88,6 +91,7 @@ const EV_NAMES: [&str; 15] = [
     "watchdog",
     "rx_timer",
     "repeat",
+    "pfcwd",
 ];
 
 // Packet kinds.
@@ -468,6 +472,8 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     /// The htsim-style knobs' state (ACK coalescing, per-port buffers, degraded
     /// links, network base RTT, HPCC's INT).
     kx: knobs::KnobState,
+    /// PFC watchdog state.
+    pfcwd: watchdog::Pfcwd,
 }
 
 impl Sim<CalendarQueue> {
@@ -593,6 +599,7 @@ impl<Q: EventQueue> Sim<Q> {
             finished: false,
             repeat: None,
             kx: knobs::KnobState::default(),
+            pfcwd: watchdog::Pfcwd::default(),
             cfg,
         };
         s.validate_failures()?;
@@ -619,6 +626,7 @@ impl<Q: EventQueue> Sim<Q> {
         if self.cfg.pfc {
             self.q.push(self.cfg.watchdog.as_picos(), EV_WATCHDOG, 0);
         }
+        self.schedule_pfcwd();
         if let Some(p) = self.cfg.sample {
             // Switch-owned ports (fabric links and host downlinks).
             self.sample_ports = (0..self.net.ports())
@@ -794,6 +802,7 @@ impl<Q: EventQueue> Sim<Q> {
             EV_SAMPLE => self.sample(),
             EV_WATCHDOG => self.watchdog(),
             EV_REPEAT => self.restart_group(id),
+            EV_PFCWD => self.on_pfcwd(id),
             EV_RXTIMER => {
                 if self.hosts[id as usize].rx_timer == self.now {
                     self.hosts[id as usize].rx_timer = u64::MAX;

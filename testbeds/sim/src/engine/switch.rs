@@ -23,6 +23,9 @@ impl<Q: EventQueue> Sim<Q> {
             if let Some(c) = self.prio_of.iter().position(|&x| x == pk.class) {
                 self.pfc_rx[ru * self.nclass + c] += 1;
             }
+            if self.pfcwd_ignores_pause(r, pk.class) {
+                return;
+            }
             let now = Instant::from_picos(self.now);
             let fr = PfcFrame {
                 priority: pk.class,

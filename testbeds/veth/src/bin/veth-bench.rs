@@ -1,11 +1,16 @@
 //! `veth-bench`: forwarding rate of the userspace switch against a direct veth path,
 //! measured in the same run (root required).
 //!
-//! Two paths, each between fresh namespaces:
+//! Three paths, each between fresh namespaces:
 //! - direct: sender ns ──veth── receiver ns;
 //! - switched: sender ns ──veth── switch ns ──veth── receiver ns, the switch being the
 //!   engine's [`Switch`] core driven by the same AF_PACKET batched I/O as the
-//!   congestion testbed (links paced at 400 Gb/s, i.e. not limiting).
+//!   congestion testbed (links paced at 400 Gb/s, i.e. not limiting);
+//! - leaf–spine: the congestion testbed's fabric builder on a 2-leaf × 2-spine
+//!   leaf–spine with one host per leaf: host 1 ──leaf 1──spine──leaf 0── host 0, three
+//!   userspace switches (each in its own namespace, joined by veths) served by one loop
+//!   (`veth_core::fabric::SwitchSet`), as the fabric runs are. Reported: frames received
+//!   end to end, and frames forwarded by the loop (all switches; per switch = / 3).
 //!
 //! The sender blasts the same RoCEv2 frame with `sendmmsg` (batches of 64) for the
 //! given time; the receiver counts frames from its receive ring. Both paths use the
@@ -18,7 +23,7 @@
 //! frame (`getrusage(RUSAGE_THREAD)`). `VETH_BENCH_DEBUG=1` prints each trial.
 //!
 //! ```text
-//! cargo run --release -p testbeds --bin veth-bench -- [SECONDS per trial] [REPETITIONS]
+//! cargo run --release -p veth --bin veth-bench -- [SECONDS per trial] [REPETITIONS]
 //! ```
 
 use std::collections::HashMap;
@@ -31,6 +36,7 @@ use cc_algos::{Bytes, Duration, Instant, Rate};
 use veth::Testbed;
 use veth::afpacket::{self, PacketSocket};
 use veth::netns::Netns;
+use veth_core::fabric::SwitchSet;
 use veth_core::switch::{Switch, SwitchConfig};
 use veth_core::wire::ib::{BthRepr, DEFAULT_PKEY, opcode};
 use veth_core::wire::ipv4::Ecn;
@@ -129,102 +135,110 @@ fn receiver(
 }
 
 struct Measured {
+    /// Frames received end to end per second.
     pps: f64,
+    /// Frames sent by all switch ports per second (hops × end-to-end on a chain).
+    forwarded_pps: Option<f64>,
     switch_cpu_ns_per_frame: Option<f64>,
 }
 
+/// The switches of a switched path and their sockets (by global port).
+type Switched = (SwitchSet, Vec<PacketSocket>);
+
+/// The switch thread: every port of every switch of `set` served by one loop, as in the
+/// engine. Returns the frames forwarded (sent by any switch port) while counting, and the
+/// thread's CPU time meanwhile.
+fn switch_loop(
+    (mut set, mut socks): Switched,
+    stop: Arc<AtomicBool>,
+    counting: Arc<AtomicBool>,
+) -> (u64, StdDuration) {
+    afpacket::set_fine_timer_slack();
+    pin(1);
+    if let Err(e) = afpacket::set_realtime() {
+        eprintln!("warning: the switch thread is not real-time ({e}); the engine's is");
+    }
+    let mut waiter = afpacket::Waiter::new(socks.iter().map(|s| s.raw_fd()).collect());
+    let t0 = StdInstant::now();
+    let mut pool = afpacket::FramePool::default();
+    let n = socks.len();
+    let mut out: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+    let (mut fwd, mut cpu0, mut fwd0) = (0u64, None, 0u64);
+    while !stop.load(Ordering::Relaxed) {
+        if cpu0.is_none() && counting.load(Ordering::Relaxed) {
+            cpu0 = Some(thread_cpu());
+            fwd0 = fwd;
+        }
+        let now = Instant::from_picos(t0.elapsed().as_nanos() as u64 * 1000);
+        let mut moved = false;
+        for (p, s) in socks.iter_mut().enumerate() {
+            let k = s.recv_batch();
+            moved |= k > 0;
+            for i in 0..k {
+                let f = pool.copy(s.frame(i));
+                set.on_frame(now, p, f);
+            }
+        }
+        let mut backlog = false;
+        for (p, s) in socks.iter_mut().enumerate() {
+            while out[p].len() < afpacket::BATCH {
+                match set.poll_transmit(now, p) {
+                    Some(f) => out[p].push(f),
+                    None => break,
+                }
+            }
+            let k = s.send_batch(&out[p]);
+            fwd += k as u64;
+            moved |= k > 0;
+            pool.recycle(out[p].drain(..k));
+            backlog |= !out[p].is_empty();
+        }
+        // Never spin at real-time priority: only a readable ring skips the nap; frames
+        // the kernel did not take wait for the next round.
+        let more = socks.iter().any(|s| s.readable());
+        let timeout = if more {
+            0
+        } else if backlog || set.next_wakeup(now).is_some() {
+            afpacket::NAP.as_nanos() as u64
+        } else {
+            1_000_000
+        };
+        waiter.wait(moved || more, timeout);
+    }
+    let cpu = cpu0.map_or(StdDuration::ZERO, |c| thread_cpu() - c);
+    if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
+        let drops: u64 = socks
+            .iter_mut()
+            .map(|s| {
+                s.read_kernel_drops();
+                s.kernel_drops
+            })
+            .sum();
+        eprintln!("switch: ring drops {drops} forwarded {fwd} cpu {cpu:?}");
+    }
+    (fwd - fwd0, cpu)
+}
+
+/// One trial: blast frames to `dst` on `tx_sock` for `secs`, count them on `rx_sock`,
+/// through `sw` (switches and their sockets) or directly.
 fn run_path(
-    tx: (Netns, String),
-    rx: (Netns, String),
-    sw: Option<(Netns, [u8; 6], [u8; 6])>,
+    tx_sock: PacketSocket,
+    rx_sock: PacketSocket,
+    dst: Ipv4Addr,
+    sw: Option<Switched>,
     len: usize,
     secs: f64,
 ) -> Result<Measured, BoxErr> {
-    let dst = Ipv4Addr::new(10, 9, 0, 2);
-    let tx_sock = PacketSocket::open(&tx.0, &tx.1)?;
-    let rx_sock = PacketSocket::open(&rx.0, &rx.1)?;
     let stop = Arc::new(AtomicBool::new(false));
     let counting = Arc::new(AtomicBool::new(false));
     let count = Arc::new(AtomicU64::new(0));
     let sw_handle = match sw {
-        Some((ns, mac_in, mac_out)) => {
-            let socks = vec![
-                PacketSocket::open(&ns, "s0")?,
-                PacketSocket::open(&ns, "s1")?,
-            ];
-            let mut routes = HashMap::new();
-            routes.insert(dst, vec![1usize]);
-            let mut c = SwitchConfig::new(
-                vec![mac_in, mac_out],
-                Rate::gbps(400),
-                Bytes(4_000_000),
-                routes,
-            );
-            c.pfc_priorities = 0;
-            c.pacing_burst = Duration::micros(100);
-            let mut switch = Switch::new(c);
-            let stop = stop.clone();
-            let counting = counting.clone();
+        Some(sw) => {
+            let (stop, counting) = (stop.clone(), counting.clone());
             Some(
                 std::thread::Builder::new()
                     .name("bench-switch".into())
-                    .spawn(move || -> (u64, StdDuration) {
-                        let mut socks = socks;
-                        afpacket::set_fine_timer_slack();
-                        pin(1);
-                        if let Err(e) = afpacket::set_realtime() {
-                            eprintln!(
-                                "warning: the switch thread is not real-time ({e}); the engine's is"
-                            );
-                        }
-                        let mut waiter = afpacket::Waiter::new(vec![socks[0].raw_fd()]);
-                        let t0 = StdInstant::now();
-                        let mut pool = afpacket::FramePool::default();
-                        let mut out: Vec<Vec<u8>> = Vec::new();
-                        let (mut fwd, mut cpu0, mut fwd0) = (0u64, None, 0u64);
-                        while !stop.load(Ordering::Relaxed) {
-                            if cpu0.is_none() && counting.load(Ordering::Relaxed) {
-                                cpu0 = Some(thread_cpu());
-                                fwd0 = fwd;
-                            }
-                            let now = Instant::from_picos(t0.elapsed().as_nanos() as u64 * 1000);
-                            let k = socks[0].recv_batch();
-                            for i in 0..k {
-                                let f = pool.copy(socks[0].frame(i));
-                                switch.on_frame(now, 0, f);
-                            }
-                            while out.len() < afpacket::BATCH {
-                                match switch.poll_transmit(now, 1) {
-                                    Some(f) => out.push(f),
-                                    None => break,
-                                }
-                            }
-                            let n = socks[1].send_batch(&out);
-                            fwd += n as u64;
-                            pool.recycle(out.drain(..n));
-                            // Never spin at real-time priority: only a readable ring skips the
-                            // nap; frames the kernel did not take wait for the next round.
-                            let more = socks[0].readable();
-                            let backlog = !out.is_empty() || switch.has_pending(1);
-                            let timeout = if more {
-                                0
-                            } else if backlog {
-                                afpacket::NAP.as_nanos() as u64
-                            } else {
-                                1_000_000
-                            };
-                            waiter.wait(k > 0 || n > 0 || more, timeout);
-                        }
-                        let cpu = cpu0.map_or(StdDuration::ZERO, |c| thread_cpu() - c);
-                        socks[0].read_kernel_drops();
-                        if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
-                            eprintln!(
-                                "switch: ingress ring drops {} forwarded {fwd} cpu {cpu:?}",
-                                socks[0].kernel_drops
-                            );
-                        }
-                        (fwd - fwd0, cpu)
-                    })?,
+                    .spawn(move || switch_loop(sw, stop, counting))?,
             )
         }
         None => None,
@@ -256,10 +270,11 @@ fn run_path(
         eprintln!("sent {sent} received {got} in {el:.2}s (+warm-up)");
     }
     let _ = rx_t.join();
-    let switch_cpu = sw_handle.map(|h| h.join().expect("switch thread"));
+    let switch = sw_handle.map(|h| h.join().expect("switch thread"));
     Ok(Measured {
         pps: got as f64 / el,
-        switch_cpu_ns_per_frame: switch_cpu.map(|(n, cpu)| cpu.as_nanos() as f64 / n.max(1) as f64),
+        forwarded_pps: switch.map(|(n, _)| n as f64 / el),
+        switch_cpu_ns_per_frame: switch.map(|(n, cpu)| cpu.as_nanos() as f64 / n.max(1) as f64),
     })
 }
 
@@ -271,6 +286,48 @@ fn median(mut v: Vec<f64>) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// The single-switch path's switch: port 0 in, port 1 out toward `dst`.
+fn one_switch(
+    ns: &Netns,
+    mac_in: [u8; 6],
+    mac_out: [u8; 6],
+    dst: Ipv4Addr,
+) -> Result<Switched, BoxErr> {
+    let socks = vec![PacketSocket::open(ns, "s0")?, PacketSocket::open(ns, "s1")?];
+    let routes = HashMap::from([(dst, vec![1usize])]);
+    let mut c = SwitchConfig::new(
+        vec![mac_in, mac_out],
+        Rate::gbps(400),
+        Bytes(4_000_000),
+        routes,
+    );
+    c.pfc_priorities = 0;
+    c.pacing_burst = Duration::micros(100);
+    Ok((SwitchSet::single(Switch::new(c)), socks))
+}
+
+/// A 2-leaf × 2-spine leaf–spine with one host per leaf, built as the congestion
+/// testbed builds it (links at 400 Gb/s: not limiting; no ECN, no PFC): host 1 sends to
+/// host 0 through leaf 1, one spine and leaf 0, three userspace switches in one loop.
+fn leaf_spine() -> Result<(Testbed, PacketSocket, PacketSocket, Switched), BoxErr> {
+    use veth::congestion::{CongestionConfig, fabric};
+    let mut cfg = CongestionConfig::on(fabric::Topology::LeafSpine {
+        leaves: 2,
+        spines: 2,
+        hosts_per_leaf: 1,
+    });
+    cfg.link_rate = Rate::gbps(400);
+    cfg.virtual_rate = cfg.link_rate;
+    cfg.ecn = None;
+    cfg.pfc = None;
+    cfg.switch_pacing_burst = Duration::micros(100);
+    let b = fabric::build(&cfg, &scenario::Workplan::default(), cfg.scale()?)?;
+    let mut hosts = b.sockets.hosts.into_iter();
+    let rx = hosts.next().ok_or("host 0")?;
+    let tx = hosts.next().ok_or("host 1")?;
+    Ok((b.tb, tx, rx, (b.switches, b.sockets.switch)))
 }
 
 fn main() -> Result<(), BoxErr> {
@@ -290,44 +347,75 @@ fn main() -> Result<(), BoxErr> {
     tb.connect(&a, "d0", &b, "d1")?;
     let l_in = tb.connect(&sa, "e0", &ss, "s0")?;
     let l_out = tb.connect(&ss, "s1", &sb, "e1")?;
+    let mut fabric_cpu: Vec<f64> = Vec::new();
     println!(
         "{reps} alternating trials of {secs} s per path and size; medians (ratio: median of the per-trial ratios, min–max in brackets)"
     );
     println!(
-        "| frame | direct veth (pps) | via userspace switch (pps) | ratio | switch CPU per forwarded frame |"
+        "| frame | direct veth (pps) | via userspace switch (pps) | ratio | switch CPU per forwarded frame | via leaf–spine, 3 switches (pps) | ratio | fabric loop: frames forwarded/s (all switches) | per switch | CPU per forwarded frame |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let dst = Ipv4Addr::new(10, 9, 0, 2);
+    let fabric_dst = veth::congestion::star::host_ip(0);
     for len in [64usize, 1500] {
-        let (mut dv, mut sv, mut rv, mut cv) = (vec![], vec![], vec![], vec![]);
+        let mut m: [Vec<f64>; 7] = Default::default();
         for _ in 0..reps {
             let d = run_path(
-                (a.clone(), "d0".into()),
-                (b.clone(), "d1".into()),
+                PacketSocket::open(&a, "d0")?,
+                PacketSocket::open(&b, "d1")?,
+                dst,
                 None,
                 len,
                 secs,
             )?;
             let s = run_path(
-                (sa.clone(), "e0".into()),
-                (sb.clone(), "e1".into()),
-                Some((ss.clone(), l_in.b_mac, l_out.a_mac)),
+                PacketSocket::open(&sa, "e0")?,
+                PacketSocket::open(&sb, "e1")?,
+                dst,
+                Some(one_switch(&ss, l_in.b_mac, l_out.a_mac, dst)?),
                 len,
                 secs,
             )?;
-            rv.push(s.pps / d.pps);
-            dv.push(d.pps);
-            sv.push(s.pps);
-            cv.push(s.switch_cpu_ns_per_frame.unwrap_or(0.0));
+            let (fab_tb, tx, rx, sw) = leaf_spine()?;
+            let f = run_path(tx, rx, fabric_dst, Some(sw), len, secs)?;
+            drop(fab_tb);
+            let fwd = f.forwarded_pps.unwrap_or(0.0);
+            for (v, x) in m.iter_mut().zip([
+                d.pps,
+                s.pps,
+                s.pps / d.pps,
+                s.switch_cpu_ns_per_frame.unwrap_or(0.0),
+                f.pps,
+                f.pps / d.pps,
+                fwd,
+            ]) {
+                v.push(x);
+            }
+            if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
+                eprintln!(
+                    "fabric: CPU per forwarded frame {:.0} ns",
+                    f.switch_cpu_ns_per_frame.unwrap_or(0.0)
+                );
+            }
+            fabric_cpu.push(f.switch_cpu_ns_per_frame.unwrap_or(0.0));
         }
-        let (lo, hi) = rv
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+        let range = |v: &[f64]| {
+            v.iter()
+                .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)))
+        };
+        let ((lo, hi), (flo, fhi)) = (range(&m[2]), range(&m[5]));
+        let med: Vec<f64> = m.iter().map(|v| median(v.clone())).collect();
         println!(
-            "| {len} B | {:.0} | {:.0} | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns |",
-            median(dv),
-            median(sv),
-            median(rv),
-            median(cv)
+            "| {len} B | {:.0} | {:.0} | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns | {:.0} | {:.2} [{flo:.2}–{fhi:.2}] | {:.0} | {:.0} | {:.0} ns |",
+            med[0],
+            med[1],
+            med[2],
+            med[3],
+            med[4],
+            med[5],
+            med[6],
+            med[6] / 3.0,
+            median(std::mem::take(&mut fabric_cpu)),
         );
     }
     tb.teardown()?;

@@ -1,14 +1,17 @@
 //! The simulator twin of a congestion run: the same fabric (star or `topo` fabric) at the
 //! virtual rate, the same buffer, ECN, PFC thresholds, MTU, congestion control and
 //! retransmission timeout, the same workplan — so that `report::compare` can put the
-//! two side by side (`fabric testbed run --compare-sim`, the fabric tests).
+//! two side by side (`fabric testbed run --compare-sim`, the fabric tests), with the same
+//! storming host and PFC watchdog when the run has them.
 //!
 //! What differs, and stays different: the simulator's links have a 500 ns propagation
 //! delay and no OS between the switch and the wire; the veth engine's PFC reaction
 //! time is its loop's lateness (tens of µs of virtual time), so its pauses arrive later
 //! and its headroom is larger; ECMP hashes differ (each picks its own paths).
 
-use cc_algos::Bytes;
+use cc_algos::pfcwd::WatchdogConfig;
+use cc_algos::{Bytes, Duration, Instant};
+use sim::config::Storm;
 use sim::config::{CcChoice, SimConfig};
 use sim::net::{Net, NetBuilder};
 
@@ -34,6 +37,22 @@ pub fn sim_config(cfg: &CongestionConfig) -> SimConfig {
         sc.pfc_xoff = p.xoff;
         sc.pfc_xon = p.xon;
     }
+    // The storm and the watchdog run on the veth switch's real clock; the twin runs the
+    // same rule on virtual time, every duration divided by the time scale (a 100 ms
+    // detection at scale 100 is 1 ms of simulated time: below SONiC's range, on purpose).
+    let scale = cfg.scale().map_or(1, |s| s.0);
+    let virt = |d: Duration| Duration::picos(d.as_picos() / scale);
+    sc.pfcwd = cfg.pfcwd.map(|w| WatchdogConfig {
+        detection: virt(w.detection),
+        restoration: virt(w.restoration),
+        action: w.action,
+    });
+    sc.storm = cfg.storm.map(|s| Storm {
+        host: s.host as u32,
+        at: Instant::ZERO + s.at,
+        every: virt(s.every),
+        priority: s.priority,
+    });
     sc
 }
 
@@ -54,6 +73,7 @@ pub fn run_sim(
 ) -> Result<sim::SimResults> {
     let mut sc = sim_config(cfg);
     sc.sample = sample;
+    sc.stop = plan.stop;
     let mut s = sim::Sim::from_net(sim_net(cfg)?, sc, plan)
         .map_err(|e| Error::Invalid(format!("simulator twin of the run: {e}")))?;
     Ok(s.run())
