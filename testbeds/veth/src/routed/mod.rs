@@ -80,7 +80,9 @@ pub use addr::{entry_hops, entry_hops6};
 pub use build::{RoutedOptions, SetupStats, node_role};
 pub use drift::{Drift, DriftEntry, DriftKind};
 pub use failover::Failure;
-pub use neighbours::{Mismatch, MismatchKind, NeighbourReport, compare_neighbours};
+pub use neighbours::{
+    Mismatch, MismatchKind, NeighbourReport, check_neighbours, compare_neighbours,
+};
 pub use probe::{Blast, Lane, ProbeRound, Spread};
 pub use verify::{FamilyReport, VerifyOptions, VerifyReport, verify};
 pub use watch::{LinkChange, LinkWatcher};
