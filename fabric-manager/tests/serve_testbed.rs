@@ -270,14 +270,7 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
         Duration::from_secs(5),
     );
     let h = d.health();
-    assert!(
-        h["alarms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["kind"] == "route-drift"),
-        "{h}"
-    );
+    assert!(has_alarm(&h, "route-drift", "minor"), "{h}");
     assert_eq!(h["status"], "degraded");
     let m = d.get("/metrics").text();
     assert!(
@@ -317,6 +310,15 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     assert!(status.success(), "{status:?}: {}", d.stderr());
     assert!(d.stderr().contains("namespaces deleted"), "{}", d.stderr());
     assert!(namespaces_of(&d).is_empty(), "{:?}", namespaces_of(&d));
+}
+
+/// Whether the health report `h` has an active alarm `kind` of `severity`.
+fn has_alarm(h: &Value, kind: &str, severity: &str) -> bool {
+    h["alarms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["kind"] == kind && a["severity"] == severity)
 }
 
 /// `ip ARGS` (iproute2), as another program on the host would.
@@ -407,14 +409,7 @@ fn the_daemon_adopts_existing_namespaces_survives_a_deleted_veth_and_leaves_them
         Duration::from_secs(3),
     );
     let h = d.health();
-    assert!(
-        h["alarms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["kind"] == "miswiring" && a["severity"] == "critical"),
-        "{h}"
-    );
+    assert!(has_alarm(&h, "miswiring", "critical"), "{h}");
     assert_eq!(
         d.json("/api/v1/telemetry")["source"]["kind"],
         "routed-testbed"
