@@ -130,6 +130,20 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     assert_eq!(up.len(), 96, "every port");
     assert!(up.iter().all(|l| l.ends_with(" 1")), "a port down at start");
 
+    // Cabling as the spec says: every port hears its neighbour over LLDP.
+    let t = d.json("/api/v1/topology/check");
+    assert_eq!((&t["ports"], &t["heard"]), (&96.into(), &96.into()), "{t}");
+    assert_eq!(t["mismatches"], serde_json::json!([]), "{t}");
+    d.wait_for(
+        |d| d.health()["topology"]["heard"] == 96,
+        Duration::from_secs(3),
+    );
+    assert!(
+        d.get("/metrics")
+            .text()
+            .contains("fabric_topology_mismatches{kind=\"miswired\"} 0")
+    );
+
     // 1. An outside failure: another netlink client sets core1-1's port 0 down.
     let core = topo_node(&topo, "core1-1");
     let ns_core = ns
@@ -256,14 +270,7 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
         Duration::from_secs(5),
     );
     let h = d.health();
-    assert!(
-        h["alarms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["kind"] == "route-drift"),
-        "{h}"
-    );
+    assert!(has_alarm(&h, "route-drift", "minor"), "{h}");
     assert_eq!(h["status"], "degraded");
     let m = d.get("/metrics").text();
     assert!(
@@ -303,6 +310,15 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     assert!(status.success(), "{status:?}: {}", d.stderr());
     assert!(d.stderr().contains("namespaces deleted"), "{}", d.stderr());
     assert!(namespaces_of(&d).is_empty(), "{:?}", namespaces_of(&d));
+}
+
+/// Whether the health report `h` has an active alarm `kind` of `severity`.
+fn has_alarm(h: &Value, kind: &str, severity: &str) -> bool {
+    h["alarms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["kind"] == kind && a["severity"] == severity)
 }
 
 /// `ip ARGS` (iproute2), as another program on the host would.
@@ -382,6 +398,18 @@ fn the_daemon_adopts_existing_namespaces_survives_a_deleted_veth_and_leaves_them
     let drift = d.json("/api/v1/drift");
     assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
     assert_eq!(d.health()["unreachable_pairs"], 0);
+    // LLDP: the cable's two ports hear nothing; the periodic check raises the alarm.
+    let t = d.json("/api/v1/topology/check");
+    let missing: Vec<&Value> = t["mismatches"].as_array().unwrap().iter().collect();
+    assert_eq!(missing.len(), 2, "{t}");
+    assert!(missing.iter().all(|m| m["kind"] == "missing"), "{t}");
+    assert!(missing.iter().any(|m| m["at"] == "pod1-agg1:p2"), "{t}");
+    d.wait_for(
+        |d| d.health()["topology"]["mismatches"]["missing"] == 2,
+        Duration::from_secs(3),
+    );
+    let h = d.health();
+    assert!(has_alarm(&h, "miswiring", "critical"), "{h}");
     assert_eq!(
         d.json("/api/v1/telemetry")["source"]["kind"],
         "routed-testbed"

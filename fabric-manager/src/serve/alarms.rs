@@ -59,6 +59,8 @@ pub enum AlarmKind {
     Unreachable,
     /// The data plane's routes differ from the tables (object: 0).
     RouteDrift,
+    /// The cabling differs from the spec (object: 0).
+    Miswiring,
 }
 
 /// An active alarm.

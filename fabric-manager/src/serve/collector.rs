@@ -16,7 +16,7 @@ use fabric_api::{Event, EventKind, Frame, recording};
 use tokio::sync::oneshot;
 use topo::LinkId;
 
-use super::health::{DaemonHealth, RouteDrift};
+use super::health::{DaemonHealth, RouteDrift, TopologyCheck};
 use super::hub::Hub;
 use super::log;
 use super::routes::{RouteView, Update};
@@ -33,6 +33,8 @@ pub enum Control {
     Reroute,
     /// Compare the data plane's routes with the tables now (answer: the report as JSON).
     Drift,
+    /// Check the cabling with LLDP now (answer: the report as JSON).
+    CheckTopology,
     /// Start recording to a new file.
     RecordStart(PathBuf),
     /// Stop recording.
@@ -153,8 +155,9 @@ impl Worker {
                 Err(RecvTimeoutError::Timeout) => {
                     self.tick(start.elapsed());
                     if self.last_drift.elapsed() >= self.drift_every {
-                        // The report stays in the health summary; errors are counted.
+                        // The reports stay in the health summary; errors are counted.
                         let _ = self.check_drift();
+                        let _ = self.check_topology();
                     }
                     next += self.interval;
                     let now = Instant::now();
@@ -289,6 +292,10 @@ impl Worker {
                 let d = self.check_drift()?;
                 serde_json::to_string(&d).map_err(|e| e.to_string())
             }
+            Control::CheckTopology => {
+                let r = self.check_topology()?;
+                serde_json::to_string(&r).map_err(|e| e.to_string())
+            }
             Control::RecordStart(path) => self.start_recording(path),
             Control::RecordStop => self.stop_recording(),
             Control::Stop => unreachable!("handled by run"),
@@ -332,6 +339,43 @@ impl Worker {
         }
         self.health.set_drift(summary);
         Ok(d)
+    }
+
+    /// Checks the cabling with LLDP; records the counts in the health summary (and its
+    /// alarm), logs findings.
+    fn check_topology(&mut self) -> Result<veth::routed::NeighbourReport, String> {
+        let r = match self.source.check_topology() {
+            None => return Err("this source has no cables to check".into()),
+            Some(Err(e)) => {
+                self.hub.counters.source_errors.inc();
+                log::warn(&format!("LLDP check: {e}"));
+                return Err(e);
+            }
+            Some(Ok(r)) => r,
+        };
+        use veth::routed::MismatchKind;
+        let mismatches = MismatchKind::ALL
+            .iter()
+            .map(|&k| (k.as_str().to_string(), r.count(k) as u64))
+            .collect();
+        if let Some(m) = r.mismatches.first() {
+            log::warn(&format!(
+                "LLDP: {} findings on {} ports; first: {} at {} (expected {}, heard {})",
+                r.mismatches.len(),
+                r.ports,
+                m.kind.as_str(),
+                m.at,
+                m.expected.as_deref().unwrap_or("-"),
+                m.seen.as_deref().unwrap_or("nothing")
+            ));
+        }
+        self.health.set_topology(TopologyCheck {
+            ports: r.ports as u64,
+            heard: r.heard as u64,
+            mismatches,
+            at_seq: self.seq,
+        });
+        Ok(r)
     }
 
     fn start_recording(&mut self, path: PathBuf) -> Result<String, String> {

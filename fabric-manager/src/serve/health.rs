@@ -123,6 +123,21 @@ struct State {
     dampers: BTreeMap<u32, LinkDamper>,
     alarms: Alarms,
     drift: Option<RouteDrift>,
+    topology: Option<TopologyCheck>,
+}
+
+/// The latest LLDP check of the cabling against the spec.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TopologyCheck {
+    /// Ports checked.
+    pub ports: u64,
+    /// Ports that heard a neighbour.
+    pub heard: u64,
+    /// Findings per kind (`missing`, `unexpected`, `miswired`, `spine-to-spine`,
+    /// `leaf-misses-spine`), every kind present.
+    pub mismatches: BTreeMap<String, u64>,
+    /// Snapshot sequence number of the check.
+    pub at_seq: u64,
 }
 
 /// The latest route-drift check (sources with a kernel data plane).
@@ -201,6 +216,9 @@ pub struct HealthSummary {
     /// The latest route-drift check (absent: the source has no kernel routes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route_drift: Option<RouteDrift>,
+    /// The latest cabling check (absent: the source has no cables to check).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologyCheck>,
 }
 
 fn dense(c: &Option<Column>, n: usize) -> Vec<u64> {
@@ -535,7 +553,31 @@ impl DaemonHealth {
                 .collect(),
             alarms: s.alarms.list(),
             route_drift: s.drift.clone(),
+            topology: s.topology.clone(),
         }
+    }
+
+    /// Records a cabling check; a critical alarm while anything is miswired.
+    pub fn set_topology(&self, t: TopologyCheck) {
+        let mut st = self.state.lock().expect("health lock");
+        let n: u64 = t.mismatches.values().sum();
+        st.alarms.set(n > 0, AlarmKind::Miswiring, 0, || Alarm {
+            kind: AlarmKind::Miswiring,
+            severity: Severity::Critical,
+            object: "cabling".into(),
+            message: format!(
+                "{n} LLDP findings on {} ports: {}",
+                t.ports,
+                t.mismatches
+                    .iter()
+                    .filter(|(_, v)| **v > 0)
+                    .map(|(k, v)| format!("{v} {k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            since_seq: t.at_seq,
+        });
+        st.topology = Some(t);
     }
 
     /// Records a route-drift check; a minor alarm while routes differ.
@@ -658,6 +700,17 @@ impl DaemonHealth {
                 ("different", d.different),
             ] {
                 ConstGauge::new(v as i64).encode(m.encode_family(&[("kind", kind)])?)?;
+            }
+        }
+        if let Some(t) = &s.topology {
+            let mut m = enc.encode_descriptor(
+                "fabric_topology_mismatches",
+                "Cabling findings of the latest LLDP check against the spec, by kind",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (kind, v) in &t.mismatches {
+                ConstGauge::new(*v as i64).encode(m.encode_family(&[("kind", kind.as_str())])?)?;
             }
         }
         let mut m = enc.encode_descriptor(

@@ -8,6 +8,7 @@
 //! | GET | `/api/v1/telemetry/stream` | NDJSON / SSE of `Frame`s, `?from=SEQ` resumes |
 //! | GET | `/api/v1/events` | kept events, `?since=SEQ&limit=N` |
 //! | GET | `/api/v1/health` | daemon and fabric health |
+//! | GET | `/api/v1/topology/check` | LLDP neighbours compared with the spec (`--testbed`) |
 //! | GET | `/api/v1/drift` | the kernel's routes compared with the tables (`--testbed`) |
 //! | GET | `/metrics` | Prometheus exposition |
 //! | POST | `/api/v1/links/{link}/fail`, `/restore` | token: fail or restore a link |
@@ -79,6 +80,7 @@ pub fn router(st: AppState, max_body: usize) -> Router {
         .route("/api/v1/events", get(events))
         .route("/api/v1/health", get(health))
         .route("/api/v1/drift", get(drift))
+        .route("/api/v1/topology/check", get(topology_check))
         .route("/metrics", get(metrics))
         .route("/api/v1/links/{link}/{action}", post(link_action))
         .route("/api/v1/reroute", post(reroute))
@@ -257,6 +259,10 @@ async fn health(State(st): State<AppState>) -> Response {
     let degraded = !fabric.links_down.is_empty()
         || fabric.unreachable_pairs > 0
         || fabric.route_drift.as_ref().is_some_and(|d| d.total() > 0)
+        || fabric
+            .topology
+            .as_ref()
+            .is_some_and(|t| t.mismatches.values().any(|&v| v > 0))
         || latest.is_none();
     Json(HealthReport {
         status: if degraded { "degraded" } else { "ok" },
@@ -318,7 +324,18 @@ async fn control(st: &AppState, headers: &HeaderMap, what: &str, c: Control) -> 
 /// `GET /api/v1/drift`: a fresh comparison of the kernel's routes with the tables
 /// (read-only, no token); 404 for a source without kernel routes.
 async fn drift(State(st): State<AppState>) -> Response {
-    match st.control.send(Control::Drift).await {
+    report(&st, Control::Drift).await
+}
+
+/// `GET /api/v1/topology/check`: a fresh LLDP check of the cabling against the spec
+/// (read-only, no token); 404 for a source without cables.
+async fn topology_check(State(st): State<AppState>) -> Response {
+    report(&st, Control::CheckTopology).await
+}
+
+/// A read-only check the collector runs and answers with JSON.
+async fn report(st: &AppState, c: Control) -> Response {
+    match st.control.send(c).await {
         Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
         Err(e) => error(StatusCode::NOT_FOUND, &e),
     }

@@ -52,6 +52,11 @@ pub trait Source: Send {
     fn drift(&mut self) -> Option<Result<veth::routed::Drift, String>> {
         None
     }
+    /// Checks the cabling against the spec (LLDP on every port); `None` when the source
+    /// has no cables to check.
+    fn check_topology(&mut self) -> Option<Result<veth::routed::NeighbourReport, String>> {
+        None
+    }
     /// Fails a link (as a real failure would: the source detects and reacts on its own).
     fn fail_link(&mut self, link: LinkId) -> Result<String, String>;
     /// Restores a failed link.

@@ -18,6 +18,9 @@
 //! - **Commands**: failing a link sets its `a` end down through netlink (as an outside
 //!   failure would; the watcher detects and repairs it, and the reroute time then runs
 //!   from the command); restoring sets it up again.
+//! - **Cabling**: with every drift check, one LLDP frame is sent and heard on every
+//!   port ([`veth::routed::check_neighbours`], pnet datalink channels) and the neighbours
+//!   compared with the spec.
 //! - **Errors**: a failed dump or repair is returned (the collector counts and logs it)
 //!   and the source keeps going.
 
@@ -60,7 +63,13 @@ pub struct TestbedSource {
     watch_errors: Arc<AtomicU64>,
     /// The daemon built the namespaces (and deletes them) rather than adopting them.
     owned: bool,
+    /// The namespaces in node order, for the LLDP check (run without the lock: it
+    /// listens for a while, and repairs must not wait for it).
+    namespaces: Vec<veth::netns::Netns>,
 }
+
+/// How long the LLDP check listens on each port for its neighbour's frame.
+const LLDP_WAIT: Duration = Duration::from_millis(200);
 
 /// How the daemon programs a testbed: next-hop objects and groups, dual stack.
 fn options() -> RoutedOptions {
@@ -118,6 +127,7 @@ impl TestbedSource {
             .map_err(|e| anyhow::anyhow!("--testbed: subscribing to link events: {e}"))?;
         let fabric = Arc::new(rt.fabric().clone());
         let info = rt.fabric_info();
+        let namespaces = rt.namespaces().to_vec();
         let state = Arc::new(Mutex::new(State {
             rt: Some(rt),
             pending: Vec::new(),
@@ -144,6 +154,7 @@ impl TestbedSource {
             watcher: Some(thread),
             watch_errors,
             owned,
+            namespaces,
         })
     }
 
@@ -310,6 +321,13 @@ impl Source for TestbedSource {
         let st = lock(&self.state);
         let rt = st.rt.as_ref()?;
         Some(rt.drift().map_err(|e| e.to_string()))
+    }
+
+    fn check_topology(&mut self) -> Option<Result<veth::routed::NeighbourReport, String>> {
+        Some(
+            veth::routed::check_neighbours(&self.fabric, &self.namespaces, LLDP_WAIT)
+                .map_err(|e| e.to_string()),
+        )
     }
 
     fn fail_link(&mut self, link: LinkId) -> Result<String, String> {

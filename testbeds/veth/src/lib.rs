@@ -26,6 +26,7 @@
 pub mod afpacket;
 pub mod congestion;
 pub mod host;
+pub mod lldp;
 pub mod netlink;
 pub mod netns;
 pub mod routed;

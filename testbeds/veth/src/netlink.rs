@@ -631,6 +631,36 @@ impl Nl {
         self.set(name, false)
     }
 
+    /// Move link `name` into namespace `to`, named `new_name` there (it arrives down) —
+    /// as re-cabling its end to another box would: one RTM_NEWLINK with IFLA_NET_NS_FD
+    /// and IFLA_IFNAME.
+    pub fn move_link(&self, name: &str, to: &Netns, new_name: &str) -> Result<()> {
+        let idx = self.index(name)?;
+        let fd = to.open()?;
+        let msg = LinkUnspec::new_with_index(idx)
+            .setns_by_fd(fd.as_raw_fd())
+            .name(new_name)
+            .build();
+        self.rt
+            .block_on(self.handle.link().set(msg).execute())
+            .map_err(|e| {
+                nl_err(
+                    &self.ns,
+                    format!("move {name} to {} as {new_name}", to.name()),
+                    e,
+                )
+            })
+    }
+
+    /// Rename link `name` to `new_name` (it must be down).
+    pub fn rename_link(&self, name: &str, new_name: &str) -> Result<()> {
+        let idx = self.index(name)?;
+        let msg = LinkUnspec::new_with_index(idx).name(new_name).build();
+        self.rt
+            .block_on(self.handle.link().set(msg).execute())
+            .map_err(|e| nl_err(&self.ns, format!("rename {name} to {new_name}"), e))
+    }
+
     /// Set the MTU of link `name`.
     pub fn set_mtu(&self, name: &str, mtu: u32) -> Result<()> {
         let idx = self.index(name)?;

@@ -34,6 +34,9 @@
 //!   [`topo::Routes::fail_links`] (incremental) and re-programs only the changed entries.
 //! - [`RoutedTestbed::drift`] reads every switch's routes back and reports the ones
 //!   missing, extra or different from the tables ([`Drift`]).
+//! - [`RoutedTestbed::check_neighbours`] sends and hears LLDP on every port (pnet
+//!   datalink channels) and reports missing, unexpected and miswired neighbours and
+//!   broken Clos rules ([`NeighbourReport`]).
 //! - [`verify`] runs all of it and returns a [`VerifyReport`] with one [`FamilyReport`]
 //!   per family (`fabric testbed verify`).
 //!
@@ -59,6 +62,7 @@ mod addr;
 mod build;
 mod drift;
 mod failover;
+mod neighbours;
 mod probe;
 mod program;
 mod telemetry;
@@ -76,6 +80,9 @@ pub use addr::{entry_hops, entry_hops6};
 pub use build::{RoutedOptions, SetupStats, node_role};
 pub use drift::{Drift, DriftEntry, DriftKind};
 pub use failover::Failure;
+pub use neighbours::{
+    Mismatch, MismatchKind, NeighbourReport, check_neighbours, compare_neighbours,
+};
 pub use probe::{Blast, Lane, ProbeRound, Spread};
 pub use verify::{FamilyReport, VerifyOptions, VerifyReport, verify};
 pub use watch::{LinkChange, LinkWatcher};
