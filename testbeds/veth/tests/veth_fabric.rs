@@ -460,8 +460,13 @@ fn a_pfc_storm_spreads_until_the_watchdog_breaks_it() {
         s.totals.drops, s.totals.pfcwd_drops,
         "sim: drops besides the watchdog's"
     );
+    // Since the simulator paces DCQCN senders by rate (not by ACKs), its storm spreads
+    // to the spines as on veth and the watchdog also trips upstream; the victims are held
+    // behind those queues and need not finish within the run, but they must move.
+    let sim_acked: Vec<u64> = s.flows[3..].iter().map(|x| x.acked).collect();
+    eprintln!("sim victims' bytes acknowledged {sim_acked:?}");
     assert!(
-        sim_victims.iter().any(|v| v.is_some()),
-        "sim victims {sim_victims:?}"
+        sim_acked.iter().all(|&a| a > 0),
+        "sim victims made no progress: {sim_acked:?}"
     );
 }
