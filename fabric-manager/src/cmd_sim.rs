@@ -42,10 +42,10 @@ pub struct RunArgs {
     /// Scenario file (TOML; see scenarios/ for examples).
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
-    /// Congestion control: none, dcqcn[-paper|-mellanox|-hpcc-ns3], nscc, nscc-notrim, rccc, dctcp.
+    /// Congestion control: none, dcqcn[-paper|-mellanox|-hpcc-ns3], nscc, nscc-notrim, rccc, dctcp, hpcc (on per-hop INT).
     #[arg(long, default_value = "nscc")]
     pub cc: String,
-    /// Load balancing: ecmp, flowlet, spray, reps, bitmap, adaptive.
+    /// Load balancing: ecmp, flowlet, spray, reps, bitmap, mixed (REPS with bitmap fallback), adaptive.
     #[arg(long, default_value = "ecmp")]
     pub lb: String,
     /// Enable PFC (lossless priorities).
