@@ -396,14 +396,21 @@ impl<Q: EventQueue> Sim<Q> {
         pid
     }
 
+    /// Add the time since the last change × the port's queued bytes to its queue area
+    /// (the mean queue's numerator); call before the port's `qtotal` changes.
+    #[inline]
+    pub(super) fn integrate_queue(&mut self, eu: usize) {
+        self.pc[eu].q_area +=
+            self.port[eu].qtotal as u128 * (self.now - self.pc[eu].q_last) as u128;
+        self.pc[eu].q_last = self.now;
+    }
+
     /// Remove a packet's bytes from a data queue's counters (and its ingress PFC count).
     fn unaccount(&mut self, e: u32, k: usize, id: u32) {
         let eu = e as usize;
         let pk = self.pkts[id as usize];
         let w = pk.wire as u64;
-        self.pc[eu].q_area +=
-            self.port[eu].qtotal as u128 * (self.now - self.pc[eu].q_last) as u128;
-        self.pc[eu].q_last = self.now;
+        self.integrate_queue(eu);
         self.cq[k].bytes -= w;
         self.port[eu].qtotal -= w;
         let node = self.net.port_node[eu];
@@ -422,9 +429,7 @@ impl<Q: EventQueue> Sim<Q> {
         let eu = e as usize;
         let pk = self.pkts[id as usize];
         let w = pk.wire as u64;
-        self.pc[eu].q_area +=
-            self.port[eu].qtotal as u128 * (self.now - self.pc[eu].q_last) as u128;
-        self.pc[eu].q_last = self.now;
+        self.integrate_queue(eu);
         self.cq[k].bytes += w;
         self.port[eu].qtotal += w;
         self.node_buf[node as usize] += w;

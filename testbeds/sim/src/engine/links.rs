@@ -77,9 +77,7 @@ impl<Q: EventQueue> Sim<Q> {
             }
             let i = self.cq[k].q.pop(&mut self.pkts).expect("non-empty");
             let w = self.pkts[i as usize].wire as u64;
-            self.pc[pu].q_area +=
-                self.port[pu].qtotal as u128 * (self.now - self.pc[pu].q_last) as u128;
-            self.pc[pu].q_last = self.now;
+            self.integrate_queue(pu);
             self.cq[k].bytes -= w;
             self.port[pu].qtotal -= w;
             let node = self.port[pu].node;
