@@ -8,8 +8,9 @@
 //! into a copy of our table, so [`topo::balance::of_lft`] measures both the same way.
 //!
 //! ```text
-//! cargo run --release -p topo --example opensm_balance -- 8 16 [--engines ftree,minhop]
+//! cargo run --release -p topo --example opensm_balance -- fat-tree-k8 deepseek-mpft [--engines ftree,minhop]
 //! ```
+//! Every plane of a multi-plane fabric is its own subnet: ibsim and OpenSM run once per plane.
 //! Needs Debian's `opensm`, `ibsim-utils` and `libumad2sim0` (`scripts/install-deps.sh`); no
 //! root (ibsim talks to OpenSM over a private socket through `LD_PRELOAD`).
 
@@ -37,7 +38,7 @@ fn main() {
 }
 
 fn run() -> Result<()> {
-    let mut ks = Vec::new();
+    let mut presets = Vec::new();
     let mut engines = vec!["ftree".to_string(), "minhop".to_string()];
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -45,30 +46,27 @@ fn run() -> Result<()> {
             let v = args.next().ok_or("--engines needs a list")?;
             engines = v.split(',').map(str::to_string).collect();
         } else {
-            ks.push(
-                a.parse::<u32>()
-                    .map_err(|_| format!("expected a fat-tree k, got {a:?}"))?,
-            );
+            presets.push(a);
         }
     }
-    if ks.is_empty() {
-        ks = vec![8, 16];
+    if presets.is_empty() {
+        presets = vec!["fat-tree-k8".to_string(), "fat-tree-k16".to_string()];
     }
     println!(
         "| fabric | failed links | tables | tier | destinations max/mean | all-to-all pairs max/mean | idle up links | worst switch: max on one port / ideal | entries without a route | time |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for k in ks {
+    for name in &presets {
         for share in SHARES {
-            compare(k, share, &engines)?;
+            compare(name, share, &engines)?;
         }
     }
     Ok(())
 }
 
 /// One fabric, one failure share: topo's table, then each OpenSM engine's.
-fn compare(k: u32, share: u32, engines: &[String]) -> Result<()> {
-    let f = topo::generators::fat_tree(k, topo::Rate::gbps(400)).map_err(|e| e.to_string())?;
+fn compare(name: &str, share: u32, engines: &[String]) -> Result<()> {
+    let f = topo::presets::build(name).map_err(|e| e.to_string())?;
     let switch_links = (0..f.num_links() as u32)
         .filter(|&l| !f.is_host(f.link(topo::LinkId(l)).a))
         .count();
@@ -77,7 +75,7 @@ fn compare(k: u32, share: u32, engines: &[String]) -> Result<()> {
     routes.fail_links(&f, &topo::failures::random_links(&f, n, 1));
     let t0 = Instant::now();
     let ours = Lft::compute(&f, &routes);
-    let label = format!("fat-tree-k{k} | {n} ({share}%)");
+    let label = format!("{name} | {n} ({share}%)");
     print_rows(
         &f,
         &label,
@@ -87,7 +85,6 @@ fn compare(k: u32, share: u32, engines: &[String]) -> Result<()> {
         t0.elapsed(),
     );
 
-    let dir = scratch(&format!("k{k}-{share}"));
     let addr = topo::addressing::AddressPlan::without_ipv4(&f).map_err(|e| e.to_string())?;
     let routed = Routed {
         fabric: &f,
@@ -96,33 +93,38 @@ fn compare(k: u32, share: u32, engines: &[String]) -> Result<()> {
     };
     let mut sink = MemSink::new();
     export::export(&routed, Format::Opensm, &mut sink).map_err(|e| e.to_string())?;
-    let plane = dir.join("plane0");
-    fs::create_dir_all(&plane).map_err(|e| e.to_string())?;
-    for file in ["fabric.net", "guid2lid"] {
-        let text = sink
-            .text(&format!("opensm/plane0/{file}"))
-            .ok_or(format!("export wrote no {file}"))?;
-        fs::write(plane.join(file), text).map_err(|e| e.to_string())?;
+    let mut theirs = vec![(ours.clone(), 0usize, Duration::ZERO); engines.len()];
+    for plane in 0..f.num_planes() as u16 {
+        let dir = scratch(&format!("{name}-{share}-p{plane}"));
+        let files = dir.join("plane");
+        fs::create_dir_all(&files).map_err(|e| e.to_string())?;
+        for file in ["fabric.net", "guid2lid"] {
+            let text = sink
+                .text(&format!("opensm/plane{plane}/{file}"))
+                .ok_or(format!("export wrote no plane{plane}/{file}"))?;
+            fs::write(files.join(file), text).map_err(|e| e.to_string())?;
+        }
+        let sim = Ibsim::start(&dir, &files.join("fabric.net"))?;
+        for (engine, (lft, missing, took)) in engines.iter().zip(&mut theirs) {
+            let t0 = Instant::now();
+            let dump = sim.route(&dir, &files.join("guid2lid"), engine)?;
+            *took += t0.elapsed();
+            *missing += overwrite(&f, &addr, lft, plane, &dump);
+        }
+        drop(sim);
+        let _ = fs::remove_dir_all(&dir);
     }
-    let sim = Ibsim::start(&dir, &plane.join("fabric.net"))?;
-    for engine in engines {
-        let t0 = Instant::now();
-        let dump = sim.route(&dir, &plane.join("guid2lid"), engine)?;
-        let took = t0.elapsed();
-        let mut theirs = ours.clone();
-        let missing = overwrite(&f, &addr, &mut theirs, &dump)?;
-        let name = format!("OpenSM {engine}");
+    for (engine, (lft, missing, took)) in engines.iter().zip(&theirs) {
+        let tables = format!("OpenSM {engine}");
         print_rows(
             &f,
             &label,
-            &name,
-            &of_lft(&f, &routes, &theirs),
-            missing,
-            took,
+            &tables,
+            &of_lft(&f, &routes, lft),
+            *missing,
+            *took,
         );
     }
-    drop(sim);
-    let _ = fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -149,36 +151,33 @@ fn print_rows(
     }
 }
 
-/// Writes OpenSM's entries (`lid → IB port`, per switch GUID) into `lft`'s plane 0 for
+/// Writes OpenSM's entries (`lid → IB port`, per switch GUID) into `lft`'s `plane` for
 /// every host column; returns how many (switch, host) entries OpenSM left without a route.
 fn overwrite(
     f: &Fabric,
     addr: &topo::addressing::AddressPlan,
     lft: &mut Lft,
+    plane: u16,
     dump: &HashMap<u64, HashMap<u16, u8>>,
-) -> Result<usize> {
+) -> usize {
     let column_of_lid: HashMap<u16, usize> = f
         .hosts()
-        .filter_map(|h| {
-            let lid = addr.host_lid(h, 0)?;
-            Some((lid, lft.column(h, 0)?))
-        })
+        .filter_map(|h| Some((addr.host_lid(h, plane)?, lft.column(h, plane)?)))
         .collect();
     let mut missing = 0;
-    let plane = &mut lft.planes[0];
-    for s in (plane.first_switch..plane.first_switch + plane.rows).map(NodeId) {
-        let guid = addr.node_guid(s);
-        let table = dump.get(&guid); // None: OpenSM programmed nothing on this switch
+    let t = &mut lft.planes[plane as usize];
+    for s in (t.first_switch..t.first_switch + t.rows).map(NodeId) {
+        let table = dump.get(&addr.node_guid(s)); // None: OpenSM programmed nothing there
         for (&lid, &c) in &column_of_lid {
             let port = table
-                .and_then(|t| t.get(&lid))
+                .and_then(|tbl| tbl.get(&lid))
                 .and_then(|&p| p.checked_sub(1))
                 .map(u16::from);
             missing += usize::from(port.is_none());
-            plane.set_entry(s, c, port);
+            t.set_entry(s, c, port);
         }
     }
-    Ok(missing)
+    missing
 }
 
 /// `0xLID PORT` lines of every `Unicast lids … guid 0x…` block.
