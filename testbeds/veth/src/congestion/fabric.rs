@@ -173,9 +173,9 @@ pub struct Built {
 /// routes, and the failures of `plan` as scheduled events (real time at `scale`).
 pub fn build(cfg: &CongestionConfig, plan: &Workplan, scale: TimeScale) -> Result<Built> {
     let Some(f) = cfg.topology.fabric(cfg.link_rate)? else {
-        if !plan.failures.is_empty() {
+        if !plan.failures.is_empty() || !plan.degrades.is_empty() {
             return Err(Error::Invalid(
-                "scenario failures need a multi-switch topology (the star has no link to fail but a host's own)".into(),
+                "scenario failures and degraded links need a multi-switch topology (the star has no link between switches)".into(),
             ));
         }
         let star = super::star::Star::build(cfg)?;
@@ -275,7 +275,9 @@ pub fn build(cfg: &CongestionConfig, plan: &Workplan, scale: TimeScale) -> Resul
         .map(|&(s, p)| ((s - sw0) as usize, p as usize))
         .collect();
     let mut set = SwitchSet::new(switches, map).map_err(Error::Invalid)?;
-    set.schedule(failure_events(&f, &routes, plan, scale, &set)?);
+    let mut events = failure_events(&f, &routes, plan, scale, &set)?;
+    events.extend(degrade_events(&f, plan, scale, &set)?);
+    set.schedule(events).map_err(Error::Invalid)?;
     let port_names = order
         .iter()
         .map(|&(s, p)| {
@@ -386,12 +388,14 @@ fn failure_events(
             at: real(fs.at),
             down: ports.clone(),
             up: vec![],
+            rates: vec![],
             routes: None,
         });
         out.push(FabricEvent {
             at: real(fs.at + fs.detect),
             down: vec![],
             up: vec![],
+            rates: vec![],
             routes: Some(tables(f, &after)),
         });
         if let Some(r) = fs.restore {
@@ -399,8 +403,60 @@ fn failure_events(
                 at: real(r),
                 down: vec![],
                 up: ports,
+                rates: vec![],
                 routes: Some(tables(f, routes)),
             });
+        }
+    }
+    Ok(out)
+}
+
+/// The scenario's degraded links as fabric events: at `at` the switch egress port from
+/// `from` toward `to` (and the reverse one unless one-way) runs at `fraction` of the rate,
+/// with its ECN thresholds scaled alike; at `until` it is back at full rate. A host's
+/// own NIC is not slowed (its pacing is the host loop's): degrade switch ports only.
+fn degrade_events(
+    f: &Fabric,
+    plan: &Workplan,
+    scale: TimeScale,
+    set: &SwitchSet,
+) -> Result<Vec<FabricEvent>> {
+    let mut out = Vec::new();
+    let sw0 = f.num_hosts() as u32;
+    for (i, d) in plan.degrades.iter().enumerate() {
+        let l = link_between(f, d.from, d.to).ok_or_else(|| {
+            Error::Invalid(format!(
+                "degrade[{i}]: nodes {} and {} are not joined by a link of {}",
+                d.from,
+                d.to,
+                f.name()
+            ))
+        })?;
+        let k = *f.link(l);
+        let port_on = |n: u32| if n == k.a.0 { k.a_port } else { k.b_port };
+        let mut ends = vec![d.from];
+        if d.both {
+            ends.push(d.to);
+        }
+        let mut ports = Vec::new();
+        for n in ends {
+            if f.is_host(NodeId(n)) {
+                return Err(Error::Invalid(format!(
+                    "degrade[{i}]: node {n} is a host; the veth fabric slows switch ports only (degrade the switch-to-host direction with one_way, or a link between switches)"
+                )));
+            }
+            ports.extend(set.global((n - sw0) as usize, port_on(n) as usize));
+        }
+        let at = |t: Instant, fr: f64| FabricEvent {
+            at: scale.to_real(t),
+            down: vec![],
+            up: vec![],
+            rates: ports.iter().map(|&p| (p, fr)).collect(),
+            routes: None,
+        };
+        out.push(at(d.at, d.fraction));
+        if let Some(u) = d.until {
+            out.push(at(u, 1.0));
         }
     }
     Ok(out)
