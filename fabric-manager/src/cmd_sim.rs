@@ -298,10 +298,14 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
         None => simulate(&fabric, cfg, &plan, a.quiet)?,
     };
     print!("{}", sim::summary::summary(&r));
+    // The digest is `sim-bench`'s: equal digests, equal results (docs/sim.md compares
+    // the two on the same matrix).
     println!(
-        "wall {:.2} s · {:.2} M events/s",
+        "wall {:.2} s · {} events · {:.2} M events/s · digest {:016x}",
         wall,
-        r.run.events as f64 / wall.max(1e-9) / 1e6
+        r.run.events,
+        r.run.events as f64 / wall.max(1e-9) / 1e6,
+        sim::digest::digest(&r)
     );
     json.write(&r)?;
     if let Some(dir) = &a.plot {
