@@ -118,6 +118,16 @@ impl SwitchSet {
         Ok(())
     }
 
+    /// Run global port `g` at `fraction` of its link rate from now on (see
+    /// [`Switch::set_port_fraction`]).
+    pub fn set_port_fraction(&mut self, g: usize, fraction: f64) -> Result<(), String> {
+        let &(s, p) = self
+            .map
+            .get(g)
+            .ok_or_else(|| format!("global port {g} does not exist ({} ports)", self.map.len()))?;
+        self.switches[s].set_port_fraction(p, fraction)
+    }
+
     /// The (switch, local port) of global port `g`.
     pub fn locate(&self, g: usize) -> (usize, usize) {
         self.map[g]

@@ -5,6 +5,7 @@
 
 use cc_algos::uec::ev::EvPolicyKind;
 use cc_algos::{CcKind, Rate};
+use scenario::{CompileCtx, Scenario};
 use topo::NodeId;
 use veth::congestion::fabric::Topology;
 use veth::congestion::{CongestionConfig, CongestionReport, twin};
@@ -135,4 +136,31 @@ fn reps_moves_most_bytes_off_a_slowed_spine_and_oblivious_spraying_does_not() {
             "{what}: REPS share via spine 1 {reps:.2}, oblivious {obl:.2}"
         );
     }
+}
+
+#[test]
+fn a_link_rate_override_slows_the_spine_path_like_a_degrade() {
+    if !enabled() {
+        return;
+    }
+    let _g = serial();
+    // The scenario of the test above with the slow link given as a `[[network.link]]`
+    // rate (25 of 100 Gb/s) instead of a `[[degrade]]`.
+    let plan = Scenario::from_toml_str(
+        "[[workload]]\nkind = \"flows\"\nflow = [ { src = 4, dst = 0, size = \"8MB\" }, { src = 5, dst = 1, size = \"8MB\" } ]\n[network]\nevs = 128\n[[network.link]]\nlink = [9, 10]\nrate = \"25Gbps\"\n",
+        "link-override.toml",
+    )
+    .unwrap()
+    .compile(&CompileCtx::new(8, Rate::gbps(100), 1))
+    .unwrap();
+    let mut cfg = CongestionConfig::on(LEAF_SPINE);
+    cfg.cc = "nscc".parse::<CcKind>().unwrap();
+    cfg.spray = Some(EvPolicyKind::Reps);
+    cfg.apply(&plan.network).unwrap();
+    let r = run(&cfg, &plan);
+    let s = twin::run_sim(&cfg, &plan, None).unwrap();
+    let (v, m) = (share(veth_uplinks(&r)), share(sim_uplinks(&s)));
+    eprintln!("link override, REPS: share via spine 1 veth {v:.2}, sim {m:.2}");
+    assert!(r.all_completed && r.total_drops() == 0);
+    assert!(v > 0.65 && m > 0.65, "veth {v:.2}, sim {m:.2}");
 }
