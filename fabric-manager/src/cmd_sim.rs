@@ -118,6 +118,9 @@ pub struct CompareArgs {
     /// Write bar charts (busbw % of line rate, p99 slowdown) into this directory.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// The htsim knobs, written over every workload's `[network]` (flags win).
+    #[command(flatten)]
+    pub knobs: crate::sim_knobs::Knobs,
 }
 
 /// Options of `export-cm`.
@@ -434,11 +437,11 @@ fn compare_lb(a: CompareArgs) -> anyhow::Result<()> {
             .unwrap_or(1);
         for w in a.workloads.split(',') {
             let (wname, text) = workload_toml(w.trim(), &a.size, hosts_per_leaf)?;
-            let plan = Scenario::from_toml_str(&text, &wname)?.compile(&CompileCtx::new(
-                n,
-                host_rate(fabric),
-                a.seed,
-            ))?;
+            let mut scen = Scenario::from_toml_str(&text, &wname)?;
+            a.knobs.overlay(&mut scen.network)?;
+            let plan = scen
+                .compile(&CompileCtx::new(n, host_rate(fabric), a.seed))
+                .map_err(|e| a.knobs.explain(e))?;
             for &lb in &schemes {
                 let cfg = sim_config(&a.cc, &lb.to_string(), a.pfc, a.seed, &plan)?;
                 eprintln!("{} · {wname} · {lb} ...", fabric.name());
@@ -650,6 +653,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("cannot be used with"), "{e}");
+        #[derive(Debug, Parser)]
+        struct Compare {
+            #[command(flatten)]
+            args: CompareArgs,
+        }
+        Compare::command().debug_assert();
+        let c =
+            Compare::try_parse_from(["compare-lb", "--evs", "64", "--ack-every", "16KB"]).unwrap();
+        assert_eq!(c.args.knobs.evs, Some(64));
     }
 
     #[test]
