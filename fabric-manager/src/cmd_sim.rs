@@ -31,7 +31,7 @@ pub struct Args {
 pub enum SimCommand {
     /// Run one workload under every load-balancing scheme and print one table
     /// (bus bandwidth, FCT slowdown, up-link load, drops, pauses) and an SVG chart.
-    CompareLb(CompareArgs),
+    CompareLb(Box<CompareArgs>),
     /// Write a scenario's flows as an htsim connection matrix (`.cm`).
     ExportCm(ExportCmArgs),
 }
@@ -141,7 +141,7 @@ pub struct ExportCmArgs {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     match args.command.map(|c| *c) {
-        Some(SimCommand::CompareLb(a)) => compare_lb(a),
+        Some(SimCommand::CompareLb(a)) => compare_lb(*a),
         Some(SimCommand::ExportCm(a)) => export_cm(a),
         None => run_one(*args.run),
     }
