@@ -805,6 +805,29 @@ mod tests {
     }
 
     #[test]
+    fn a_degraded_port_marks_at_thresholds_scaled_by_its_fraction() {
+        // Step marking at 4000 B: at full rate the 5th frame (queue 4232 B) is the first
+        // marked; at half rate the queue counts double, so from the 3rd (2116 B).
+        let marks = |fraction: f64| {
+            let mut c = cfg(2);
+            c.ecn = Some(RedEcn::step(Bytes(4000)));
+            let mut s = Switch::new(c);
+            s.set_port_fraction(1, fraction).unwrap();
+            for _ in 0..10 {
+                s.on_frame(
+                    t(0),
+                    0,
+                    data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+                );
+            }
+            s.counters(1).ecn_marks
+        };
+        assert_eq!((marks(1.0), marks(0.5)), (6, 8));
+        let mut s = Switch::new(cfg(2));
+        assert!(s.set_port_fraction(1, 0.0).unwrap_err().contains("(0, 1]"));
+    }
+
+    #[test]
     fn pfc_pauses_the_ingress_and_resumes_it() {
         let mut c = cfg(3);
         c.pfc = Some(PfcConfig::new(Bytes(5000), Bytes(2000), 0xffff, Rate::gbps(1)).unwrap());
