@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! fabric sim --preset fat-tree-k8 --scenario scenarios/incast.toml --cc nscc --lb spray --json out.json --plot plots/
+//! fabric sim --scenario scenarios/permutation.toml --lb mixed --evs 256 --ack-every 16KB \
+//!     --base-rtt network-max --buffer-model per-port --queue-bdp 1 --trim-victim htsim
 //! fabric sim compare-lb                      # permutation, all-to-all, ring all-reduce on
 //!                                            # a k=8 fat-tree and a two-plane leaf-spine
 //! ```
@@ -29,7 +31,7 @@ pub struct Args {
 pub enum SimCommand {
     /// Run one workload under every load-balancing scheme and print one table
     /// (bus bandwidth, FCT slowdown, up-link load, drops, pauses) and an SVG chart.
-    CompareLb(CompareArgs),
+    CompareLb(Box<CompareArgs>),
     /// Write a scenario's flows as an htsim connection matrix (`.cm`).
     ExportCm(ExportCmArgs),
 }
@@ -81,6 +83,9 @@ pub struct RunArgs {
     /// Snapshot interval of --record, in virtual time.
     #[arg(long, value_name = "TIME", default_value = "10us")]
     pub record_every: String,
+    /// The htsim knobs, written over the scenario's `[network]` (flags win).
+    #[command(flatten)]
+    pub knobs: crate::sim_knobs::Knobs,
 }
 
 /// Options of `compare-lb`.
@@ -113,6 +118,9 @@ pub struct CompareArgs {
     /// Write bar charts (busbw % of line rate, p99 slowdown) into this directory.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// The htsim knobs, written over every workload's `[network]` (flags win).
+    #[command(flatten)]
+    pub knobs: crate::sim_knobs::Knobs,
 }
 
 /// Options of `export-cm`.
@@ -133,7 +141,7 @@ pub struct ExportCmArgs {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     match args.command.map(|c| *c) {
-        Some(SimCommand::CompareLb(a)) => compare_lb(a),
+        Some(SimCommand::CompareLb(a)) => compare_lb(*a),
         Some(SimCommand::ExportCm(a)) => export_cm(a),
         None => run_one(*args.run),
     }
@@ -239,20 +247,24 @@ fn sim_fabric(f: &FabricArgs, scenario: &Path) -> anyhow::Result<topo::Fabric> {
     .load()
 }
 
-fn run_one(a: RunArgs) -> anyhow::Result<()> {
-    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
+/// The fabric, the compiled scenario (with the knob flags written over its
+/// `[network]`) and the simulator settings of a single run.
+fn prepare(a: &RunArgs) -> anyhow::Result<(topo::Fabric, Workplan, SimConfig)> {
     let Some(path) = &a.scenario else {
         bail!(
             "--scenario FILE is required (see scenarios/ for examples), or use `fabric sim compare-lb`"
         );
     };
-    let scen = Scenario::from_file(path)?;
+    let mut scen = Scenario::from_file(path)?;
+    a.knobs.overlay(&mut scen.network)?;
     let fabric = sim_fabric(&a.fabric, path)?;
-    let plan = scen.compile(&CompileCtx::new(
-        fabric.num_hosts() as u32,
-        host_rate(&fabric),
-        a.seed,
-    ))?;
+    let plan = scen
+        .compile(&CompileCtx::new(
+            fabric.num_hosts() as u32,
+            host_rate(&fabric),
+            a.seed,
+        ))
+        .map_err(|e| a.knobs.explain(e))?;
     let mut cfg = sim_config(&a.cc, &a.lb, a.pfc, a.seed, &plan)?;
     if let Some(s) = &a.stop {
         cfg.stop = Some(Instant::ZERO + parse_time("--stop", s)?);
@@ -266,6 +278,12 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
         (None, Some(_)) => Some(Duration::micros(10)),
         _ => None,
     };
+    Ok((fabric, plan, cfg))
+}
+
+fn run_one(a: RunArgs) -> anyhow::Result<()> {
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
+    let (fabric, plan, cfg) = prepare(&a)?;
     let (r, wall) = match &a.record {
         Some(out) => {
             let every = parse_time("--record-every", &a.record_every)?;
@@ -283,10 +301,14 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
         None => simulate(&fabric, cfg, &plan, a.quiet)?,
     };
     print!("{}", sim::summary::summary(&r));
+    // The digest is `sim-bench`'s: equal digests, equal results (docs/sim.md compares
+    // the two on the same matrix).
     println!(
-        "wall {:.2} s · {:.2} M events/s",
+        "wall {:.2} s · {} events · {:.2} M events/s · digest {:016x}",
         wall,
-        r.run.events as f64 / wall.max(1e-9) / 1e6
+        r.run.events,
+        r.run.events as f64 / wall.max(1e-9) / 1e6,
+        sim::digest::digest(&r)
     );
     json.write(&r)?;
     if let Some(dir) = &a.plot {
@@ -415,11 +437,11 @@ fn compare_lb(a: CompareArgs) -> anyhow::Result<()> {
             .unwrap_or(1);
         for w in a.workloads.split(',') {
             let (wname, text) = workload_toml(w.trim(), &a.size, hosts_per_leaf)?;
-            let plan = Scenario::from_toml_str(&text, &wname)?.compile(&CompileCtx::new(
-                n,
-                host_rate(fabric),
-                a.seed,
-            ))?;
+            let mut scen = Scenario::from_toml_str(&text, &wname)?;
+            a.knobs.overlay(&mut scen.network)?;
+            let plan = scen
+                .compile(&CompileCtx::new(n, host_rate(fabric), a.seed))
+                .map_err(|e| a.knobs.explain(e))?;
             for &lb in &schemes {
                 let cfg = sim_config(&a.cc, &lb.to_string(), a.pfc, a.seed, &plan)?;
                 eprintln!("{} · {wname} · {lb} ...", fabric.name());
@@ -547,6 +569,7 @@ mod tests {
             quiet: true,
             record: None,
             record_every: "10us".into(),
+            knobs: Default::default(),
         }
     }
 
@@ -589,6 +612,90 @@ mod tests {
             e.starts_with("--lb: unknown load-balancing scheme `random`"),
             "{e}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn knob_flags_parse_from_the_command_line() {
+        use clap::{CommandFactory, Parser};
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        Cli::command().debug_assert();
+        let c = Cli::try_parse_from([
+            "sim",
+            "--scenario",
+            "x.toml",
+            "--evs",
+            "256",
+            "--init-window-pkts",
+            "10",
+            "--ack-every",
+            "16KiB",
+            "--base-rtt",
+            "network-max",
+            "--buffer-model",
+            "per-port",
+            "--queue-bdp",
+            "1",
+            "--trim-victim",
+            "htsim",
+            "--link-delay",
+            "1us",
+        ])
+        .unwrap();
+        let k = &c.run.knobs;
+        assert_eq!((k.evs, k.queue_bdp), (Some(256), Some(1.0)));
+        assert_eq!(k.ack_every.as_deref(), Some("16KiB"));
+        let e = Cli::try_parse_from(["sim", "--queue", "64KB", "--queue-bdp", "1"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot be used with"), "{e}");
+        #[derive(Debug, Parser)]
+        struct Compare {
+            #[command(flatten)]
+            args: CompareArgs,
+        }
+        Compare::command().debug_assert();
+        let c =
+            Compare::try_parse_from(["compare-lb", "--evs", "64", "--ack-every", "16KB"]).unwrap();
+        assert_eq!(c.args.knobs.evs, Some(64));
+    }
+
+    #[test]
+    fn knob_flags_override_the_scenario_and_are_checked_by_it() {
+        let dir = std::env::temp_dir().join(format!("fabric-sim-knobs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("knobs.toml");
+        std::fs::write(
+            &file,
+            "[network]\nevs = 64\nack_every = \"8KB\"\n[[workload]]\nkind = \"incast\"\nsenders = \"1..4\"\nreceiver = 0\nsize = \"100KB\"\n",
+        )
+        .unwrap();
+        // Without flags, the file's values; with them, the flags'.
+        let (_, _, cfg) = prepare(&run_args(&file)).unwrap();
+        assert_eq!((cfg.evs, cfg.ack_every), (64, Some(cc_algos::Bytes(8000))));
+        let mut a = run_args(&file);
+        a.knobs.evs = Some(16);
+        a.knobs.ack_every = Some("0".into());
+        let (_, plan, cfg) = prepare(&a).unwrap();
+        assert_eq!((cfg.evs, cfg.ack_every), (16, None));
+        assert_eq!(plan.network.evs, Some(16));
+        run_one(a).unwrap();
+        // A bad value is refused by the scenario's own check, naming field and flag.
+        let mut a = run_args(&file);
+        a.knobs.evs = Some(12);
+        let e = run_one(a).unwrap_err().to_string();
+        assert!(
+            e.contains("knobs.toml: network.evs: 12 is not a power of two") && e.contains("--evs"),
+            "{e}"
+        );
+        let mut a = run_args(&file);
+        a.knobs.queue_bdp = Some(2.0);
+        let e = run_one(a).unwrap_err().to_string();
+        assert!(e.contains("need buffer_model = \"per-port\""), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,6 +14,7 @@ mod common;
 mod failure_args;
 mod record;
 mod serve;
+mod sim_knobs;
 
 use clap::{Parser, Subcommand};
 

@@ -39,7 +39,7 @@ use crate::rng::Rng;
 use cc_algos::{Bytes, Duration, Instant, Rate};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use units::{HostSet, de_opt_size, de_opt_time, de_size, de_time};
+use units::{HostSet, de_opt_rate, de_opt_size, de_opt_time, de_size, de_time};
 
 /// Errors from reading or compiling a scenario.
 #[derive(Debug, thiserror::Error)]
@@ -187,6 +187,28 @@ pub struct NetworkOverrides {
     /// Per-port model: which packet a full queue trims.
     #[serde(default)]
     pub trim_victim: Option<TrimVictimName>,
+    /// Per-link overrides of the fabric's rate and propagation delay (`[[network.link]]`),
+    /// applied to the fabric the driver built (the fabric spec stays as it is).
+    #[serde(default, rename = "link")]
+    pub links: Vec<LinkOverride>,
+}
+
+/// One `[[network.link]]` entry: a link of the fabric (by the node ids of its two ends)
+/// with another rate and/or propagation delay, both directions unless `one_way`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkOverride {
+    /// The link, by the fabric node ids of its two ends.
+    pub link: [u32; 2],
+    /// Only the direction from `link[0]` to `link[1]` (default: both).
+    #[serde(default)]
+    pub one_way: bool,
+    /// Its rate (e.g. "200Gbps").
+    #[serde(default, deserialize_with = "de_opt_rate")]
+    pub rate: Option<Rate>,
+    /// Its one-way propagation delay (e.g. "2us").
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub delay: Option<Duration>,
 }
 
 /// `network.base_rtt` values.
@@ -820,6 +842,20 @@ impl Scenario {
                 "give `queue` (bytes) or `queue_bdp`, not both",
             ));
         }
+        for (i, l) in n.links.iter().enumerate() {
+            let field = |f: &str| format!("network.link[{i}]{f}");
+            if l.rate.is_none() && l.delay.is_none() {
+                return Err(self.invalid(field(""), "give a `rate`, a `delay` or both"));
+            }
+            if l.rate == Some(Rate::ZERO) {
+                return Err(self.invalid(field(".rate"), "must be positive"));
+            }
+            if l.link[0] == l.link[1] {
+                return Err(
+                    self.invalid(field(".link"), format!("both ends are node {}", l.link[0]))
+                );
+            }
+        }
         let per_port_only = n.queue.is_some()
             || n.queue_bdp.is_some()
             || n.header_queue.is_some()
@@ -1119,6 +1155,41 @@ mod tests {
         .unwrap();
         let e = s.compile(&ctx(8)).unwrap_err().to_string();
         assert!(e.contains("failure[1]"), "{e}");
+    }
+
+    #[test]
+    fn link_overrides_parse_and_are_checked() {
+        let w = "[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"\n";
+        let s = parse(&format!(
+            "{w}[[network.link]]\nlink = [8, 10]\nrate = \"25Gbps\"\n[[network.link]]\nlink = [9, 11]\ndelay = \"2us\"\none_way = true\n"
+        ))
+        .unwrap();
+        let p = s.compile(&ctx(8)).unwrap();
+        assert_eq!(p.network.links.len(), 2);
+        assert_eq!(p.network.links[0].rate, Some(Rate::gbps(25)));
+        assert_eq!(
+            (p.network.links[1].delay, p.network.links[1].one_way),
+            (Some(Duration::micros(2)), true)
+        );
+        for (bad, msg) in [
+            (
+                "link = [8, 10]\n",
+                "network.link[0]: give a `rate`, a `delay` or both",
+            ),
+            (
+                "link = [8, 10]\nrate = \"0Gbps\"\n",
+                "network.link[0].rate: must be positive",
+            ),
+            (
+                "link = [8, 8]\ndelay = \"1us\"\n",
+                "network.link[0].link: both ends are node 8",
+            ),
+        ] {
+            let s = parse(&format!("{w}[[network.link]]\n{bad}")).unwrap();
+            let e = s.compile(&ctx(8)).unwrap_err().to_string();
+            assert!(e.contains(msg), "{e}");
+        }
+        assert!(parse(&format!("{w}[[network.link]]\nlink = [8, 10]\nspeed = 1\n")).is_err());
     }
 }
 

@@ -346,3 +346,53 @@ fn scenario_network_knobs_reach_the_config() {
         .to_string();
     assert!(e.contains("network-max"), "{e}");
 }
+
+#[test]
+fn link_overrides_change_one_links_rate_and_delay() {
+    // Hosts 0 and 1 through switch 2; 1 MB from 0 to 1 at 100 Gb/s.
+    let fct = |extra: &str| {
+        let p = plan(&format!("{}{extra}", one_flow(0, 1, "1MB")), 2);
+        let r = Sim::from_net(chain(&[100, 100], 500), SimConfig::default(), &p)
+            .unwrap()
+            .run();
+        let f = &r.flows[0];
+        // The ideal FCT sees the overrides: an idle path is still exactly 1.
+        let s = f.slowdown.unwrap();
+        assert!((s - 1.0).abs() < 1e-9, "{extra}: slowdown {s}");
+        f.fct_us.unwrap()
+    };
+    let base = fct("");
+    let link = |body: &str| format!("[[network.link]]\n{body}\n");
+    // The switch's link to host 1 at a quarter of the rate: the flow takes ~4x.
+    let slow = fct(&link("link = [2, 1]\nrate = \"25Gbps\""));
+    assert!((3.8..4.2).contains(&(slow / base)), "{base} -> {slow}");
+    // One way: only the direction named first; ACKs on the slow way do not matter.
+    let data_way = fct(&link("link = [2, 1]\nrate = \"25Gbps\"\none_way = true"));
+    let ack_way = fct(&link("link = [1, 2]\nrate = \"25Gbps\"\none_way = true"));
+    assert!(
+        (data_way - slow).abs() < 0.01 * slow,
+        "{slow} vs {data_way}"
+    );
+    assert!(ack_way < 1.05 * base, "{base} vs {ack_way}");
+    // Host 0's link at 10 µs instead of 500 ns each way: the last packet arrives 9.5 µs
+    // later and its ACK needs 9.5 µs more.
+    let far = fct(&link("link = [0, 2]\ndelay = \"10us\""));
+    assert!((far - base - 19.0).abs() < 0.01, "{base} -> {far}");
+    // A link the fabric does not have.
+    let p = plan(
+        &format!(
+            "{}{}",
+            one_flow(0, 1, "1MB"),
+            link("link = [0, 1]\nrate = \"1Gbps\"")
+        ),
+        2,
+    );
+    let e = Sim::from_net(chain(&[100, 100], 500), SimConfig::default(), &p)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("network.link[0]: no link between nodes 0 and 1 (3 nodes)"),
+        "{e}"
+    );
+}

@@ -19,6 +19,18 @@
 //! engine's start), then zeros. ACK payload: the echoed timestamp, then a 4-byte count
 //! of CE-marked packets since the previous ACK (the ECN echo DCTCP-style senders need).
 //!
+//! # Packet spraying (UEC)
+//! With [`HostConfig::spray`] set, every flow a host sends changes its entropy value per
+//! packet by a `cc-algos` EV policy and every flow it receives accepts packets out of
+//! order ([`crate::spray`]): the receiver keeps a bitmap beyond the cumulative point and
+//! never NAKs a reordering (only a trimmed packet), ACKs stay cumulative and echo the
+//! entropy and CE bit of each packet received since the previous ACK, which the sender
+//! feeds to its policy. Loss recovery stays a rewind (to the NAKed or last acknowledged
+//! PSN); the receiver discards what it already holds. A sprayed receiver also ACKs
+//! packets nobody asked an ACK for once they have waited [`ACK_DELAY_OF_RTO`] of the
+//! RTO (a NIC's ACK coalescing timer): a window sender whose window shrank below what it
+//! had in flight would otherwise wait for its timeout (seen as 1 ms stalls before it).
+//!
 //! # Receiver credit (UEC RCCC)
 //! A sender whose controller holds credit (`credit()` is `Some`) first sends a credit
 //! request frame (BTH opcode 0x1F, reserved in the IBA, payload: 8-byte big-endian bytes
@@ -36,6 +48,7 @@ use cc_algos::{
     ReceiverCc, SenderCc,
 };
 
+use crate::spray::{Arrival, Echo, ReorderWindow, SprayConfig, Sprayer};
 use crate::wire::ethernet::{self, ETHERTYPE_IPV4, ETHERTYPE_MAC_CONTROL, Mac};
 use crate::wire::ib::{AethRepr, BthRepr, DEFAULT_PKEY, Syndrome, opcode};
 use crate::wire::ipv4::Ecn;
@@ -43,6 +56,10 @@ use crate::wire::{pfc, roce};
 
 /// DSCP of CNPs and ACKs (class 6: strict priority above data, never paused).
 pub const CONTROL_DSCP: u8 = 48;
+/// A sprayed receiver's delayed-ACK timer, as a fraction of the RTO (1/64: 16 µs of
+/// virtual time with the 1 ms default, a few base RTTs).
+pub const ACK_DELAY_OF_RTO: u64 = 64;
+
 /// Offset added to a flow id to form its QP number (QPs 0 and 1 are special in IB).
 pub const QP_BASE: u32 = 16;
 
@@ -97,6 +114,24 @@ impl Receiver for AnyReceiver {
     }
 }
 
+/// What the receiver controller learns of a data packet: a trimmed packet (its original
+/// size is the flow's payload size; the switch cut the rest) and one the receiver does
+/// not take (`delivered` false: out of order for go-back-N, or a duplicate) count as not
+/// delivered, so that an RCCC receiver grants their credit again.
+fn arrival(cfg: &HostConfig, flow: u32, payload: &[u8], ce: bool, delivered: bool) -> DataArrival {
+    let trimmed = payload.is_empty();
+    DataArrival {
+        flow: flow as u64,
+        bytes: Bytes(if trimmed {
+            cfg.payload as u64
+        } else {
+            payload.len() as u64
+        }),
+        ce,
+        trimmed: !delivered,
+    }
+}
+
 /// A flow this host sends.
 #[derive(Debug)]
 pub struct SendFlow {
@@ -126,6 +161,8 @@ pub struct SendFlow {
     pub credits: u64,
     /// Whether the credit request of a credit-based flow has been sent.
     requested: bool,
+    /// The flow's EV policy when it sprays.
+    pub spray: Option<Sprayer>,
 }
 
 impl SendFlow {
@@ -166,6 +203,19 @@ pub struct RecvFlow {
     nak_outstanding: bool,
     #[serde(skip)]
     ce_since_ack: u32,
+    /// Out-of-order receiver of a sprayed flow (`None`: go-back-N).
+    #[serde(skip)]
+    window: Option<ReorderWindow>,
+    /// Entropies to echo in the next ACK (sprayed flows).
+    #[serde(skip)]
+    echo: Echo,
+    /// A sprayed flow's packet asked for an ACK while a gap held the cumulative point:
+    /// ACK again when the point advances (the sender waits for it).
+    #[serde(skip)]
+    ack_owed: bool,
+    /// A sprayed flow's first packet since its last ACK (the delayed-ACK timer).
+    #[serde(skip)]
+    unacked_since: Option<Instant>,
 }
 
 /// Endpoint counters.
@@ -208,6 +258,9 @@ pub struct HostConfig {
     /// Depth of the NIC's and each flow's pacing token bucket (real time): how much a
     /// late event loop may catch up at once.
     pub pacing_burst: Duration,
+    /// Spray every flow this host sends and accept reordering on every flow it
+    /// receives (`None`: one entropy value per flow and go-back-N).
+    pub spray: Option<SprayConfig>,
 }
 
 /// One host: its flows, its receiver state, its NIC pacing and PFC state.
@@ -277,6 +330,8 @@ impl Host {
         after: Vec<u32>,
         cc: AnyCc,
     ) {
+        // A spray config is validated where it is built (`SprayConfig::validate`).
+        let spray = self.cfg.spray.and_then(|c| c.sprayer(id).ok());
         self.flows.push(SendFlow {
             id,
             dst_ip,
@@ -297,6 +352,7 @@ impl Host {
             timeouts: 0,
             credits: 0,
             requested: false,
+            spray,
         });
     }
 
@@ -304,7 +360,14 @@ impl Host {
     pub fn add_recv_flow(&mut self, id: u32, src: Ipv4Addr, size: Option<u64>) {
         self.recv_sizes.insert(id, size);
         self.recv_src.insert(id, src);
-        self.recv.insert(id, RecvFlow::default());
+        let window = self.cfg.spray.map(|_| ReorderWindow::default());
+        self.recv.insert(
+            id,
+            RecvFlow {
+                window,
+                ..RecvFlow::default()
+            },
+        );
     }
 
     fn packets_of(&self, f: &SendFlow) -> Option<u32> {
@@ -449,14 +512,20 @@ impl Host {
                     self.c.unknown_flow += 1;
                     return;
                 };
+                // A zero timestamp (a delayed ACK) carries no RTT sample.
                 let ts = payload
                     .get(..8)
-                    .map(|b| u64::from_be_bytes(b.try_into().expect("8")));
+                    .map(|b| u64::from_be_bytes(b.try_into().expect("8")))
+                    .filter(|&t| t != 0);
                 let ce = payload
                     .get(8..12)
                     .map_or(0, |b| u32::from_be_bytes(b.try_into().expect("4")));
+                let echo = payload.get(12..).unwrap_or_default();
                 match a.syndrome {
                     Syndrome::Ack { .. } => {
+                        if let Some(s) = f.spray.as_mut() {
+                            s.on_echo(echo);
+                        }
                         // MSN carries the next expected PSN (cumulative).
                         if a.msn > f.acked_psn {
                             let newly = (a.msn - f.acked_psn) as u64 * payload_sz;
@@ -480,6 +549,10 @@ impl Host {
                     }
                     Syndrome::Nak { .. } => {
                         f.naks += 1;
+                        if let (Some(s), Some(p)) = (f.spray.as_mut(), echo.get(..2)) {
+                            let port = u16::from_be_bytes([p[0], p[1]]);
+                            s.on_feedback(port, cc_algos::uec::ev::PathSignal::Nack);
+                        }
                         f.cc.on_nack(vnow, Bytes(payload_sz));
                         if a.msn >= f.acked_psn && a.msn < f.next_psn {
                             f.retransmits += (f.next_psn - a.msn) as u64;
@@ -500,6 +573,9 @@ impl Host {
             self.c.unknown_flow += 1;
             return;
         };
+        if rf.window.is_some() {
+            return self.on_sprayed_data(now, flow, r, payload);
+        }
         let ce = r.ecn == Ecn::Ce;
         let trimmed = payload.is_empty();
         // The receiver controller learns which bytes must be sent again: a trimmed
@@ -511,16 +587,7 @@ impl Host {
         let in_order = !trimmed && r.bth.psn == rf.expected_psn;
         self.np.on_data(
             self.cfg.scale.to_virtual(now),
-            DataArrival {
-                flow: flow as u64,
-                bytes: Bytes(if trimmed {
-                    self.cfg.payload as u64
-                } else {
-                    payload.len() as u64
-                }),
-                ce,
-                trimmed: !in_order,
-            },
+            arrival(&self.cfg, flow, payload, ce, in_order),
         );
         let src = r.ip_src;
         if trimmed {
@@ -572,6 +639,99 @@ impl Host {
         self.drain_feedback(now, src);
     }
 
+    /// Data of a sprayed flow: accepted in any order within the window; ACKs are
+    /// cumulative and echo the entropy of every packet since the previous ACK; only a
+    /// trimmed packet is NAKed (with its entropy, so the sender penalises that path).
+    fn on_sprayed_data(&mut self, now: Instant, flow: u32, r: &roce::Repr, payload: &[u8]) {
+        let Some(rf) = self.recv.get_mut(&flow) else {
+            return;
+        };
+        let Some(w) = rf.window.as_mut() else {
+            return;
+        };
+        let ce = r.ecn == Ecn::Ce;
+        let trimmed = payload.is_empty();
+        let arrival = (!trimmed).then(|| w.accept(r.bth.psn));
+        let expected = w.expected();
+        let new = matches!(arrival, Some(Arrival::New { .. }));
+        self.np.on_data(
+            self.cfg.scale.to_virtual(now),
+            self::arrival(&self.cfg, flow, payload, ce, new),
+        );
+        let src = r.ip_src;
+        if trimmed {
+            rf.trimmed += 1;
+            if r.bth.psn >= expected && !rf.nak_outstanding {
+                rf.nak_outstanding = true;
+                let mut pl = vec![0u8; 12];
+                pl.extend_from_slice(&r.udp_src.to_be_bytes());
+                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, expected, &pl);
+            }
+            self.drain_feedback(now, src);
+            return;
+        }
+        let mut ack = r.bth.ack_req;
+        match arrival {
+            Some(Arrival::New { advanced }) => {
+                rf.echo.push(r.udp_src, ce);
+                rf.ce_packets += ce as u64;
+                rf.ce_since_ack += ce as u32;
+                if advanced == 0 {
+                    rf.out_of_order += 1;
+                    rf.ack_owed |= r.bth.ack_req;
+                } else {
+                    ack |= std::mem::take(&mut rf.ack_owed);
+                    rf.bytes += u64::from(advanced) * self.cfg.payload as u64;
+                    rf.last_rx = Some(now);
+                    rf.nak_outstanding = false;
+                    let size = self.recv_sizes.get(&flow).copied().flatten();
+                    if let Some(s) = size
+                        && rf.bytes >= s
+                        && rf.completed.is_none()
+                    {
+                        rf.completed = Some(now);
+                    }
+                }
+            }
+            // Too far ahead: dropped, recovered by the sender's timeout.
+            Some(Arrival::BeyondWindow) => rf.out_of_order += 1,
+            _ => {}
+        }
+        if ack {
+            self.sprayed_ack(flow, &payload[..8.min(payload.len())]);
+        } else if new {
+            rf.unacked_since.get_or_insert(now);
+        }
+        self.drain_feedback(now, src);
+    }
+
+    /// The cumulative ACK of sprayed flow `flow`, echoing timestamp `ts` (empty: none)
+    /// and the entropies received since the previous ACK.
+    fn sprayed_ack(&mut self, flow: u32, ts: &[u8]) {
+        let Some(rf) = self.recv.get_mut(&flow) else {
+            return;
+        };
+        let expected = rf.window.as_ref().map_or(rf.expected_psn, |w| w.expected());
+        let mut pl = Vec::with_capacity(12 + 2 * crate::spray::MAX_ECHO);
+        pl.extend_from_slice(ts);
+        pl.resize(8, 0);
+        pl.extend_from_slice(&rf.ce_since_ack.to_be_bytes());
+        rf.ce_since_ack = 0;
+        rf.unacked_since = None;
+        rf.echo.drain_into(&mut pl);
+        let src = self
+            .recv_src
+            .get(&flow)
+            .copied()
+            .unwrap_or(Ipv4Addr::UNSPECIFIED);
+        self.push_aeth(src, flow, Syndrome::Ack { credits: 0x1f }, expected, &pl);
+    }
+
+    /// When the delayed-ACK timer of sprayed flows fires (real time).
+    fn ack_delay(&self) -> Duration {
+        Duration::picos(self.cfg.rto.as_picos() / ACK_DELAY_OF_RTO)
+    }
+
     /// Queue an RC ACK or NAK (AETH with `syndrome` and `msn`) for `flow` and count it.
     fn push_aeth(
         &mut self,
@@ -579,7 +739,7 @@ impl Host {
         flow: u32,
         syndrome: Syndrome,
         msn: u32,
-        payload: &[u8; 12],
+        payload: &[u8],
     ) {
         let nak = matches!(syndrome, Syndrome::Nak { .. });
         let aeth = AethRepr { syndrome, msn };
@@ -622,6 +782,17 @@ impl Host {
         let rto = self.cfg.rto;
         if self.np.next_timeout().is_some_and(|t| t <= vnow) {
             self.drain_feedback(now, Ipv4Addr::UNSPECIFIED);
+        }
+        let delay = self.ack_delay();
+        let mut late: Vec<u32> = self
+            .recv
+            .iter()
+            .filter(|(_, r)| r.unacked_since.is_some_and(|t| now >= t + delay))
+            .map(|(&id, _)| id)
+            .collect();
+        late.sort_unstable();
+        for id in late {
+            self.sprayed_ack(id, &[]);
         }
         let totals: Vec<Option<u32>> = self.flows.iter().map(|f| self.packets_of(f)).collect();
         for (f, total) in self.flows.iter_mut().zip(totals) {
@@ -798,7 +969,10 @@ impl Host {
                 ecn: Ecn::Ect0,
                 ttl: 64,
                 ident: f.next_psn as u16,
-                udp_src: 0xc000 | (f.id as u16 & 0x3fff),
+                udp_src: match f.spray.as_mut() {
+                    Some(s) => s.next_port(),
+                    None => 0xc000 | (f.id as u16 & 0x3fff),
+                },
                 bth: BthRepr {
                     opcode: opcode::RC_SEND_ONLY,
                     solicited: false,
@@ -845,6 +1019,12 @@ impl Host {
         }
         if let Some(st) = &self.storm {
             upd(st.next);
+        }
+        let delay = self.ack_delay();
+        for r in self.recv.values() {
+            if let Some(t) = r.unacked_since {
+                upd(t + delay);
+            }
         }
         if let Some(v) = self.np.next_timeout() {
             upd(self.cfg.scale.to_real(v));
@@ -895,6 +1075,7 @@ mod tests {
                 ack_every: 4,
                 rto: Duration::millis(40),
                 pacing_burst: Duration::ZERO,
+                spray: None,
             },
             Box::new(DcqcnNp::new(Duration::micros(50))),
         )
@@ -1016,6 +1197,100 @@ mod tests {
             b.on_frame(t(60), f);
         }
         assert_eq!(b.recv[&7].bytes, 4 * 1024);
+    }
+
+    #[test]
+    fn a_sprayed_flow_is_received_in_any_order_without_naks() {
+        let spray = crate::spray::SprayConfig {
+            kind: cc_algos::uec::ev::EvPolicyKind::Bitmap,
+            evs: 64,
+            seed: 5,
+        };
+        let (mut a, mut b) = {
+            let mut a = host(1);
+            let mut b = host(2);
+            a.cfg.spray = Some(spray);
+            b.cfg.spray = Some(spray);
+            a.add_send_flow(7, b.cfg.ip, 3, Some(16 * 1024), t(0), None, vec![], dcqcn());
+            b.add_recv_flow(7, a.cfg.ip, Some(16 * 1024));
+            (a, b)
+        };
+        let done = Completed::new();
+        let mut out = Vec::new();
+        let mut now = 0;
+        while a.flows[0].next_psn < 16 {
+            a.poll_transmit(t(now), &done, &mut out, 64);
+            now += 9;
+        }
+        let ports: std::collections::HashSet<u16> = out
+            .iter()
+            .map(|f| roce::Repr::parse(f).unwrap().0.udp_src)
+            .collect();
+        assert!(ports.len() > 8, "sprayed over many entropies: {ports:?}");
+        // Deliver in reverse order, packet 5 marked CE.
+        ipv4::set_ecn(&mut ipv4::Packet::new_unchecked(&mut out[5][14..]), Ecn::Ce);
+        for f in out.iter().rev() {
+            b.on_frame(t(now), f);
+        }
+        assert_eq!(b.c.naks_sent, 0, "reordering is not a loss");
+        assert_eq!(b.recv[&7].bytes, 16 * 1024);
+        assert!(b.recv[&7].completed.is_some());
+        assert_eq!(b.recv[&7].out_of_order, 15);
+        let mut acks = Vec::new();
+        b.poll_transmit(t(now), &done, &mut acks, 64);
+        assert!(!acks.is_empty());
+        for f in &acks {
+            a.on_frame(t(now + 5), f);
+        }
+        assert!(a.senders_done(t(now + 5)));
+        // The marked packet's EV is penalised, through the echo.
+        let (r5, _) = roce::Repr::parse(&out[5]).unwrap();
+        let sp = a.flows[0].spray.as_ref().unwrap();
+        let penalised = (0..64u16).filter(|&ev| sp.policy().penalty(ev) > 0).count();
+        assert_eq!(penalised, 1, "one EV penalised (port {:#x})", r5.udp_src);
+        assert_eq!(sp.policy().bad_ev, 0);
+    }
+
+    #[test]
+    fn a_sprayed_receiver_acks_unrequested_packets_after_its_delay() {
+        let spray = crate::spray::SprayConfig {
+            kind: cc_algos::uec::ev::EvPolicyKind::Reps,
+            evs: 64,
+            seed: 5,
+        };
+        let mut a = host(1);
+        let mut b = host(2);
+        a.cfg.spray = Some(spray);
+        b.cfg.spray = Some(spray);
+        a.add_send_flow(7, b.cfg.ip, 3, Some(64 * 1024), t(0), None, vec![], dcqcn());
+        b.add_recv_flow(7, a.cfg.ip, Some(64 * 1024));
+        let done = Completed::new();
+        let mut out = Vec::new();
+        for now in [0, 9, 18] {
+            a.poll_transmit(t(now), &done, &mut out, 64);
+        }
+        assert_eq!(
+            out.len(),
+            3,
+            "PSNs 0..3, none asks for an ACK (every 4th does)"
+        );
+        for f in &out {
+            b.on_frame(t(20), f);
+        }
+        let mut acks = Vec::new();
+        b.poll_transmit(t(20), &done, &mut acks, 64);
+        assert!(acks.is_empty());
+        let due = t(20) + Duration::micros(40_000 / ACK_DELAY_OF_RTO);
+        assert_eq!(b.next_wakeup(t(20), &done), Some(due));
+        b.on_timeout(due);
+        b.poll_transmit(due, &done, &mut acks, 64);
+        assert_eq!(acks.len(), 1, "the delayed ACK");
+        a.on_frame(due, &acks[0]);
+        assert_eq!(
+            a.flows[0].state().split(", ").next().unwrap(),
+            "flow 7: next psn 3 acked psn 3 sent 3072 B"
+        );
+        assert_eq!(b.next_wakeup(due, &done), None, "nothing more owed");
     }
 
     /// Host 1 sending flow 7 of `size` bytes with RCCC to host 2, which runs the RCCC

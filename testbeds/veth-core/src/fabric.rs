@@ -45,6 +45,9 @@ pub struct FabricEvent {
     pub up: Vec<usize>,
     /// New routing tables, one per switch (`None`: keep the tables).
     pub routes: Option<Vec<HashMap<Ipv4Addr, Vec<usize>>>>,
+    /// Global ports whose rate changes: (port, fraction of the link rate in (0, 1]),
+    /// a degraded link or its restoration (1.0).
+    pub rates: Vec<(usize, f64)>,
 }
 
 /// Every switch of a fabric, addressed by global port.
@@ -97,10 +100,32 @@ impl SwitchSet {
         }
     }
 
-    /// Schedule `events` (kept earliest first).
-    pub fn schedule(&mut self, mut events: Vec<FabricEvent>) {
+    /// Schedule `events` (kept earliest first); a rate fraction outside (0, 1] or a
+    /// port that does not exist is refused.
+    pub fn schedule(&mut self, mut events: Vec<FabricEvent>) -> Result<(), String> {
+        for e in &events {
+            for &(g, f) in &e.rates {
+                if g >= self.map.len() || !(f > 0.0 && f <= 1.0) {
+                    return Err(format!(
+                        "rate change of global port {g} to {f} of the link rate: the port must exist ({} ports) and the fraction be in (0, 1]",
+                        self.map.len()
+                    ));
+                }
+            }
+        }
         self.events.append(&mut events);
         self.events.sort_by_key(|e| std::cmp::Reverse(e.at));
+        Ok(())
+    }
+
+    /// Run global port `g` at `fraction` of its link rate from now on (see
+    /// [`Switch::set_port_fraction`]).
+    pub fn set_port_fraction(&mut self, g: usize, fraction: f64) -> Result<(), String> {
+        let &(s, p) = self
+            .map
+            .get(g)
+            .ok_or_else(|| format!("global port {g} does not exist ({} ports)", self.map.len()))?;
+        self.switches[s].set_port_fraction(p, fraction)
     }
 
     /// The (switch, local port) of global port `g`.
@@ -161,6 +186,12 @@ impl SwitchSet {
             {
                 if let Some(&(s, p)) = self.map.get(g) {
                     self.switches[s].set_port_up(now, p, up);
+                }
+            }
+            for &(g, fraction) in &e.rates {
+                if let Some(&(s, p)) = self.map.get(g) {
+                    // Fractions are checked when the events are scheduled.
+                    let _ = self.switches[s].set_port_fraction(p, fraction);
                 }
             }
             if let Some(tables) = e.routes {
@@ -258,7 +289,9 @@ mod tests {
             down: vec![1],
             up: vec![],
             routes: None,
-        }]);
+            rates: vec![],
+        }])
+        .unwrap();
         assert_eq!(s.next_wakeup(t(0)), Some(t(0)));
         s.on_timeout(t(5));
         assert!(!s.switches()[0].port_up(1));
@@ -273,6 +306,56 @@ mod tests {
         assert_eq!(s.counters(2).tx_packets, 64 + 64 - c.link_down_drops);
         // Buffer accounting: what was lost was released.
         assert_eq!(s.switches()[0].buffer_used(), 0);
+    }
+
+    /// When the last of `n` frames queued on port 1 at `from` has left.
+    fn drain_time(s: &mut SwitchSet, from: Instant) -> Instant {
+        let mut now = from;
+        while let Some(at) = s.next_wakeup(now) {
+            now = now.max(at);
+            while s.poll_transmit(now, 1).is_some() {}
+        }
+        now
+    }
+
+    #[test]
+    fn a_degraded_port_sends_at_its_fraction_of_the_rate() {
+        let (src, dst) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 1, 1));
+        let one_path = |s: &mut SwitchSet| {
+            s.switches_mut()[0].set_routes(HashMap::from([(dst, vec![1])]));
+        };
+        let mut full = SwitchSet::single(leaf(7));
+        one_path(&mut full);
+        let mut slow = SwitchSet::single(leaf(7));
+        one_path(&mut slow);
+        let bad = FabricEvent {
+            at: t(0),
+            down: vec![],
+            up: vec![],
+            routes: None,
+            rates: vec![(1, 1.5)],
+        };
+        assert!(slow.schedule(vec![bad]).unwrap_err().contains("(0, 1]"));
+        slow.schedule(vec![FabricEvent {
+            at: t(0),
+            down: vec![],
+            up: vec![],
+            routes: None,
+            rates: vec![(1, 0.25)],
+        }])
+        .unwrap();
+        slow.on_timeout(t(0));
+        for s in [&mut full, &mut slow] {
+            for _ in 0..50 {
+                s.on_frame(t(0), 0, frame(src, dst, 1));
+            }
+        }
+        let (a, b) = (drain_time(&mut full, t(0)), drain_time(&mut slow, t(0)));
+        let ratio = (b - Instant::ZERO).as_picos() as f64 / (a - Instant::ZERO).as_picos() as f64;
+        assert!(
+            (3.8..4.2).contains(&ratio),
+            "a quarter of the rate: {ratio}"
+        );
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! - [`fabric`]: many switches behind one flat port numbering, served by one loop,
 //!   with scheduled link failures and re-routes.
 //! - [`endpoint`]: RoCEv2 senders/receivers driving `cc-algos` controllers.
+//! - [`spray`]: packet spraying for the endpoints: the sender's EV policy (`cc-algos`)
+//!   and a receiver window that accepts packets out of order.
 //! - [`pcap`]: a pcap writer (what a port sees) over any `io::Write`, decodable by tshark
 //!   as RoCE and PFC.
 //!
@@ -23,5 +25,6 @@
 pub mod endpoint;
 pub mod fabric;
 pub mod pcap;
+pub mod spray;
 pub mod switch;
 pub mod wire;

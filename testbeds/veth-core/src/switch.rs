@@ -176,6 +176,8 @@ struct Port {
     pfc_out: PfcEgress,
     paused_since: Option<Instant>,
     up: bool,
+    /// Fraction of the link rate the port runs at (1.0; less on a degraded link).
+    fraction: f64,
     /// Data frames sent per priority (the watchdog's transmit counter).
     tx_by_prio: [u64; PRIORITIES],
     watch: [QueueWatch; PRIORITIES],
@@ -257,6 +259,7 @@ impl Switch {
                 pfc_in: cfg.pfc.map(PfcIngress::new),
                 pfc_out: PfcEgress::new(cfg.link_rate),
                 paused_since: None,
+                fraction: 1.0,
                 up: true,
                 tx_by_prio: [0; PRIORITIES],
                 watch: Default::default(),
@@ -350,6 +353,20 @@ impl Switch {
         p.control.clear();
         p.paused_since = None;
         p.c.link_down_drops += lost;
+    }
+
+    /// Run `port` at `fraction` of the link rate (a degraded link; 1.0 restores it): its
+    /// pacing slows and its ECN thresholds scale by the fraction (the queue is compared
+    /// as `bytes / fraction`, as htsim's reduced-speed queues and the simulator do).
+    /// A fraction outside (0, 1] is refused.
+    pub fn set_port_fraction(&mut self, port: usize, fraction: f64) -> Result<(), String> {
+        if !(fraction > 0.0 && fraction <= 1.0) {
+            return Err(format!(
+                "port {port}: rate fraction {fraction} is outside (0, 1]"
+            ));
+        }
+        self.ports[port].fraction = fraction;
+        Ok(())
     }
 
     /// Empty `port`'s queue of priority `prio` (all of them with `None`), releasing the
@@ -505,9 +522,12 @@ impl Switch {
             self.ports[out].c.drops += 1;
             return;
         }
-        // ECN (CP): decide on the egress queue length the frame joins.
+        // ECN (CP): decide on the egress queue length the frame joins (on a degraded
+        // port, as seen by thresholds scaled by its fraction, as htsim and the simulator
+        // scale them).
         if let Some(red) = self.cfg.ecn {
-            let q = self.ports[out].queue_bytes[prio as usize];
+            let p = &self.ports[out];
+            let q = (p.queue_bytes[prio as usize] as f64 / p.fraction) as u64;
             let u: f64 = self.rng.random();
             if red.should_mark(Bytes(q), u) {
                 let mut ip = ipv4::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
@@ -562,8 +582,8 @@ impl Switch {
             p.c.tx_bytes += f.len() as u64;
             return Some(f);
         }
-        let rate = self.cfg.link_rate;
         let p = &mut self.ports[port];
+        let rate = port_rate(self.cfg.link_rate, p.fraction);
         if now < p.free_at {
             return None;
         }
@@ -666,6 +686,15 @@ impl Switch {
             }
         }
         t
+    }
+}
+
+/// The rate of a port running at `fraction` of `link`.
+fn port_rate(link: Rate, fraction: f64) -> Rate {
+    if fraction >= 1.0 {
+        link
+    } else {
+        Rate::bps(((link.as_bps() as f64 * fraction) as u64).max(1))
     }
 }
 
@@ -773,6 +802,29 @@ mod tests {
             marked += (r.ecn == Ecn::Ce) as u64;
         }
         assert_eq!(marked, s.counters(1).ecn_marks);
+    }
+
+    #[test]
+    fn a_degraded_port_marks_at_thresholds_scaled_by_its_fraction() {
+        // Step marking at 4000 B: at full rate the 5th frame (queue 4232 B) is the first
+        // marked; at half rate the queue counts double, so from the 3rd (2116 B).
+        let marks = |fraction: f64| {
+            let mut c = cfg(2);
+            c.ecn = Some(RedEcn::step(Bytes(4000)));
+            let mut s = Switch::new(c);
+            s.set_port_fraction(1, fraction).unwrap();
+            for _ in 0..10 {
+                s.on_frame(
+                    t(0),
+                    0,
+                    data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+                );
+            }
+            s.counters(1).ecn_marks
+        };
+        assert_eq!((marks(1.0), marks(0.5)), (6, 8));
+        let mut s = Switch::new(cfg(2));
+        assert!(s.set_port_fraction(1, 0.0).unwrap_err().contains("(0, 1]"));
     }
 
     #[test]

@@ -28,6 +28,35 @@ pub(super) fn check_config(np: usize, cfg: &SimConfig, plan: &Workplan) -> Resul
     Ok(())
 }
 
+/// The scenario's `[[network.link]]` overrides written into the net: each named link's
+/// rate and/or propagation delay, both directions unless one-way. Applied before anything
+/// reads the net, so PFC, pacing, base RTTs, ideal FCTs and degradations (which scale
+/// the overridden rate) all see them.
+pub(super) fn link_overrides(net: &mut Net, plan: &Workplan) -> Result<(), SimError> {
+    let n = net.nodes();
+    for (i, l) in plan.network.links.iter().enumerate() {
+        let [a, b] = l.link;
+        let Some(p) = (a < n && b < n).then(|| net.port_to(a, b)).flatten() else {
+            return Err(SimError::Config(format!(
+                "network.link[{i}]: no link between nodes {a} and {b} ({n} nodes)"
+            )));
+        };
+        let mut ports = vec![p];
+        if !l.one_way {
+            ports.push(net.port_peer[p as usize]);
+        }
+        for p in ports {
+            if let Some(r) = l.rate {
+                net.port_rate[p as usize] = r;
+            }
+            if let Some(d) = l.delay {
+                net.port_delay[p as usize] = d;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Every port's per-frame state, idle, with its constants (node, peer, arrival delay).
 pub(super) fn port_states(net: &Net, cfg: &SimConfig) -> Vec<PortState> {
     (0..net.ports() as usize)

@@ -525,13 +525,14 @@ impl<Q: EventQueue> Sim<Q> {
     /// Full constructor: net, router, optional `topo` fabric (for failure
     /// re-routing through `topo`), config, workload and event queue.
     pub fn with_queue(
-        net: Net,
+        mut net: Net,
         router: Router,
         fabric: Option<topo::Fabric>,
         cfg: SimConfig,
         plan: &Workplan,
         q: Q,
     ) -> Result<Self, SimError> {
+        build::link_overrides(&mut net, plan)?;
         let np = net.ports() as usize;
         build::check_config(np, &cfg, plan)?;
         let prios = build::classes(plan);

@@ -173,9 +173,10 @@ pub struct Built {
 /// routes, and the failures of `plan` as scheduled events (real time at `scale`).
 pub fn build(cfg: &CongestionConfig, plan: &Workplan, scale: TimeScale) -> Result<Built> {
     let Some(f) = cfg.topology.fabric(cfg.link_rate)? else {
-        if !plan.failures.is_empty() {
+        if !plan.failures.is_empty() || !plan.degrades.is_empty() || !plan.network.links.is_empty()
+        {
             return Err(Error::Invalid(
-                "scenario failures need a multi-switch topology (the star has no link to fail but a host's own)".into(),
+                "scenario failures, degraded links and [[network.link]] overrides need a multi-switch topology (the star has no link between switches)".into(),
             ));
         }
         let star = super::star::Star::build(cfg)?;
@@ -275,7 +276,13 @@ pub fn build(cfg: &CongestionConfig, plan: &Workplan, scale: TimeScale) -> Resul
         .map(|&(s, p)| ((s - sw0) as usize, p as usize))
         .collect();
     let mut set = SwitchSet::new(switches, map).map_err(Error::Invalid)?;
-    set.schedule(failure_events(&f, &routes, plan, scale, &set)?);
+    let base = link_fractions(&f, plan, cfg.virtual_rate, &set)?;
+    for (&p, &fr) in &base {
+        set.set_port_fraction(p, fr).map_err(Error::Invalid)?;
+    }
+    let mut events = failure_events(&f, &routes, plan, scale, &set)?;
+    events.extend(degrade_events(&f, plan, scale, &set, &base)?);
+    set.schedule(events).map_err(Error::Invalid)?;
     let port_names = order
         .iter()
         .map(|&(s, p)| {
@@ -386,12 +393,14 @@ fn failure_events(
             at: real(fs.at),
             down: ports.clone(),
             up: vec![],
+            rates: vec![],
             routes: None,
         });
         out.push(FabricEvent {
             at: real(fs.at + fs.detect),
             down: vec![],
             up: vec![],
+            rates: vec![],
             routes: Some(tables(f, &after)),
         });
         if let Some(r) = fs.restore {
@@ -399,8 +408,105 @@ fn failure_events(
                 at: real(r),
                 down: vec![],
                 up: ports,
+                rates: vec![],
                 routes: Some(tables(f, routes)),
             });
+        }
+    }
+    Ok(out)
+}
+
+/// The switch egress ports (global) from node `from` toward `to`, and back unless
+/// `one_way`; `what` names the scenario entry in errors. A host's own NIC is not a switch
+/// port (its pacing is the host loop's): only switch directions can be slowed.
+fn switch_ports(
+    f: &Fabric,
+    set: &SwitchSet,
+    what: &str,
+    (from, to): (u32, u32),
+    one_way: bool,
+) -> Result<Vec<usize>> {
+    let l = link_between(f, from, to).ok_or_else(|| {
+        Error::Invalid(format!(
+            "{what}: nodes {from} and {to} are not joined by a link of {}",
+            f.name()
+        ))
+    })?;
+    let k = *f.link(l);
+    let port_on = |n: u32| if n == k.a.0 { k.a_port } else { k.b_port };
+    let sw0 = f.num_hosts() as u32;
+    let ends = if one_way { vec![from] } else { vec![from, to] };
+    let mut ports = Vec::new();
+    for n in ends {
+        if f.is_host(NodeId(n)) {
+            return Err(Error::Invalid(format!(
+                "{what}: node {n} is a host; the veth fabric slows switch ports only (give the switch-to-host direction with one_way, or a link between switches)"
+            )));
+        }
+        ports.extend(set.global((n - sw0) as usize, port_on(n) as usize));
+    }
+    Ok(ports)
+}
+
+/// The scenario's `[[network.link]]` rate overrides, as the fraction of the links'
+/// (virtual) rate each switch egress port runs at from the start. The veth links are
+/// veths: a propagation delay is not emulated (the simulator twin has it), and a link
+/// can be slowed, not sped up beyond the rate of every link.
+fn link_fractions(
+    f: &Fabric,
+    plan: &Workplan,
+    link_rate: cc_algos::Rate,
+    set: &SwitchSet,
+) -> Result<HashMap<usize, f64>> {
+    let mut base = HashMap::new();
+    for (i, l) in plan.network.links.iter().enumerate() {
+        let what = format!("network.link[{i}]");
+        if l.delay.is_some() {
+            return Err(Error::Invalid(format!(
+                "{what}.delay: the veth fabric does not emulate propagation delay (its links are veth pairs; the simulator twin does): give a rate only"
+            )));
+        }
+        let Some(r) = l.rate else { continue };
+        let fr = r.as_bps() as f64 / link_rate.as_bps() as f64;
+        if fr > 1.0 {
+            return Err(Error::Invalid(format!(
+                "{what}.rate: {r} is above the fabric's link rate {link_rate}: the veth engine can slow a link, not speed it up"
+            )));
+        }
+        for p in switch_ports(f, set, &what, (l.link[0], l.link[1]), l.one_way)? {
+            base.insert(p, fr);
+        }
+    }
+    Ok(base)
+}
+
+/// The scenario's degraded links as fabric events: at `at` the switch egress port from
+/// `from` toward `to` (and the reverse one unless one-way) runs at `fraction` of its rate
+/// (of its `[[network.link]]` rate if it has one, in `base`), with its ECN thresholds
+/// scaled alike; at `until` it is back at that rate.
+fn degrade_events(
+    f: &Fabric,
+    plan: &Workplan,
+    scale: TimeScale,
+    set: &SwitchSet,
+    base: &HashMap<usize, f64>,
+) -> Result<Vec<FabricEvent>> {
+    let mut out = Vec::new();
+    for (i, d) in plan.degrades.iter().enumerate() {
+        let ports = switch_ports(f, set, &format!("degrade[{i}]"), (d.from, d.to), !d.both)?;
+        let at = |t: Instant, fr: f64| FabricEvent {
+            at: scale.to_real(t),
+            down: vec![],
+            up: vec![],
+            rates: ports
+                .iter()
+                .map(|&p| (p, fr * base.get(&p).copied().unwrap_or(1.0)))
+                .collect(),
+            routes: None,
+        };
+        out.push(at(d.at, d.fraction));
+        if let Some(u) = d.until {
+            out.push(at(u, 1.0));
         }
     }
     Ok(out)
@@ -446,16 +552,21 @@ mod tests {
         );
     }
 
-    #[test]
-    fn global_ports_start_with_the_host_ports_in_host_order() {
-        let f = Topology::LeafSpine {
+    /// The 2-leaf × 2-spine leaf–spine with 4 hosts per leaf, 1 Gb/s links.
+    fn leaf_spine() -> Fabric {
+        Topology::LeafSpine {
             leaves: 2,
             spines: 2,
             hosts_per_leaf: 4,
         }
         .fabric(cc_algos::Rate::gbps(1))
         .unwrap()
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn global_ports_start_with_the_host_ports_in_host_order() {
+        let f = leaf_spine();
         let o = global_order(&f);
         assert_eq!(o.len(), 8 + 4 + 4);
         for (h, &(s, p)) in o.iter().take(8).enumerate() {
@@ -466,6 +577,96 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), o.len());
+    }
+
+    /// The switches of a 2x2x4 leaf-spine without namespaces (no MACs): enough to resolve
+    /// scenario entries to global ports.
+    fn leaf_spine_set() -> (Fabric, SwitchSet) {
+        let f = leaf_spine();
+        let routes = Routes::compute(&f);
+        let switches = f
+            .switches()
+            .map(|s| {
+                Switch::new(veth_core::switch::SwitchConfig::new(
+                    vec![[0; 6]; f.degree(s)],
+                    cc_algos::Rate::gbps(1),
+                    cc_algos::Bytes(1_000_000),
+                    table(&f, &routes, s),
+                ))
+            })
+            .collect();
+        let sw0 = f.num_hosts() as u32;
+        let map = global_order(&f)
+            .iter()
+            .map(|&(s, p)| ((s - sw0) as usize, p as usize))
+            .collect();
+        let set = SwitchSet::new(switches, map).unwrap();
+        (f, set)
+    }
+
+    fn plan_with(network: &str) -> Workplan {
+        scenario::Scenario::from_toml_str(
+            &format!("[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"\n{network}"),
+            "links.toml",
+        )
+        .unwrap()
+        .compile(&scenario::CompileCtx::new(8, cc_algos::Rate::gbps(100), 1))
+        .unwrap()
+    }
+
+    #[test]
+    fn link_rate_overrides_become_port_fractions_and_delays_are_refused() {
+        let (f, set) = leaf_spine_set();
+        let v = cc_algos::Rate::gbps(100);
+        // Leaf 1 (node 9) - spine 0 (node 10) at 25 Gb/s, both ways: two switch ports.
+        let p = plan_with("[[network.link]]\nlink = [9, 10]\nrate = \"25Gbps\"\n");
+        let base = link_fractions(&f, &p, v, &set).unwrap();
+        assert_eq!(base.len(), 2);
+        assert!(base.values().all(|&x| (x - 0.25).abs() < 1e-12));
+        let names: Vec<(u32, u16)> = base
+            .keys()
+            .map(|&g| {
+                let (s, port) = set.locate(g);
+                (s as u32 + f.num_hosts() as u32, port as u16)
+            })
+            .collect();
+        for (n, port) in names {
+            let peer = f.peer(NodeId(n), port).0;
+            assert!(
+                (n, peer) == (9, 10) || (n, peer) == (10, 9),
+                "{n} -> {peer}"
+            );
+        }
+        // A degrade of the same link multiplies the override.
+        let p = plan_with(
+            "[[network.link]]\nlink = [9, 10]\nrate = \"50Gbps\"\n[[degrade]]\nlink = [9, 10]\nfraction = 0.5\n",
+        );
+        let base = link_fractions(&f, &p, v, &set).unwrap();
+        let ev = degrade_events(&f, &p, TimeScale(100), &set, &base).unwrap();
+        assert!(ev[0].rates.iter().all(|&(_, x)| (x - 0.25).abs() < 1e-12));
+        for (net, want) in [
+            (
+                "[[network.link]]\nlink = [9, 10]\ndelay = \"1us\"\n",
+                "network.link[0].delay: the veth fabric does not emulate propagation delay",
+            ),
+            (
+                "[[network.link]]\nlink = [9, 10]\nrate = \"200Gbps\"\n",
+                "network.link[0].rate: 200.000 Gb/s is above",
+            ),
+            (
+                "[[network.link]]\nlink = [0, 8]\nrate = \"50Gbps\"\n",
+                "network.link[0]: node 0 is a host",
+            ),
+            (
+                "[[network.link]]\nlink = [8, 9]\nrate = \"50Gbps\"\n",
+                "network.link[0]: nodes 8 and 9 are not joined",
+            ),
+        ] {
+            let e = link_fractions(&f, &plan_with(net), v, &set)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}");
+        }
     }
 
     #[test]

@@ -38,8 +38,10 @@ use fabric_api::{FabricInfo, Snapshot};
 use report::outcome::{FabricCounts, FlowOutcome, RunOutcome};
 
 use crate::{Error, Result};
+use cc_algos::uec::ev::EvPolicyKind;
 use scenario::Workplan;
 use veth_core::endpoint::TimeScale;
+use veth_core::spray::SprayConfig;
 use veth_core::switch::PortCounters;
 
 pub use report::jain;
@@ -73,6 +75,13 @@ pub struct CongestionConfig {
     pub trim: Option<TrimPolicy>,
     /// Sender algorithm.
     pub cc: CcKind,
+    /// Packet spraying: the EV policy every sender uses (its receivers then accept
+    /// reordering; see `veth_core::spray`), or `None` for one entropy value per flow
+    /// (per-flow ECMP, go-back-N receivers).
+    pub spray: Option<EvPolicyKind>,
+    /// Entropy values a sprayed flow uses (htsim `-paths`; a power of two, at most
+    /// 16384). Scenario `network.evs` sets it.
+    pub evs: u16,
     /// Unloaded RTT in virtual time (for window-based algorithms' defaults).
     pub base_rtt: Duration,
     /// Retransmission timeout of the senders' go-back-N, virtual time (the simulator's
@@ -122,6 +131,8 @@ impl CongestionConfig {
             ),
             trim: None,
             cc: CcKind::Dcqcn(cc_algos::DcqcnPreset::Paper),
+            spray: None,
+            evs: 128,
             base_rtt: Duration::micros(10),
             rto: Duration::millis(1),
             sample: Duration::micros(20),
@@ -153,8 +164,27 @@ impl CongestionConfig {
         Ok(TimeScale(v / r))
     }
 
+    /// The endpoints' spraying, validated (`None` when flows keep one entropy value).
+    pub fn spray_config(&self) -> Result<Option<SprayConfig>> {
+        let Some(kind) = self.spray else {
+            return Ok(None);
+        };
+        let c = SprayConfig {
+            kind,
+            evs: self.evs,
+            seed: self.seed,
+        };
+        c.validate()
+            .map_err(|e| Error::Invalid(format!("spraying ({kind:?}): {e}")))?;
+        Ok(Some(c))
+    }
+
     /// Apply a scenario's `[network]` overrides.
     pub fn apply(&mut self, n: &scenario::NetworkOverrides) -> Result<()> {
+        if let Some(e) = n.evs {
+            self.evs = e;
+            self.spray_config()?;
+        }
         if let Some(m) = n.mtu {
             if !(64..=8192).contains(&m.0) || !m.0.is_multiple_of(4) {
                 return Err(Error::Invalid(format!(
@@ -418,6 +448,7 @@ pub fn check(cfg: &CongestionConfig, plan: &Workplan) -> Result<()> {
             s.host, cfg.hosts
         )));
     }
+    cfg.spray_config()?;
     if !cfg.payload.is_multiple_of(4) || cfg.payload < 16 || cfg.payload > 8192 {
         return Err(Error::Invalid(format!(
             "payload {} must be a multiple of 4 in 16..=8192",

@@ -127,6 +127,7 @@ pub fn hosts(
     };
     let cc_err = |e| Error::Invalid(format!("congestion control {}: {e}", cfg.cc));
     let receiver = cfg.cc.build_receiver(&path).map_err(cc_err)?;
+    let spray = cfg.spray_config()?;
     let mut hosts: Vec<Host> = (0..cfg.hosts)
         .map(|i| {
             let np: Box<dyn veth_core::endpoint::Receiver> = match &receiver {
@@ -144,6 +145,7 @@ pub fn hosts(
                     ack_every: 8,
                     rto: scale.dur_to_real(cfg.rto),
                     pacing_burst: cfg.pacing_burst,
+                    spray,
                 },
                 np,
             )

@@ -10,9 +10,10 @@
 //! and its headroom is larger; ECMP hashes differ (each picks its own paths).
 
 use cc_algos::pfcwd::WatchdogConfig;
+use cc_algos::uec::ev::EvPolicyKind;
 use cc_algos::{Bytes, Duration, Instant};
 use sim::config::Storm;
-use sim::config::{CcChoice, SimConfig};
+use sim::config::{CcChoice, LbScheme, SimConfig};
 use sim::net::{Net, NetBuilder};
 
 use super::CongestionConfig;
@@ -31,6 +32,8 @@ pub fn sim_config(cfg: &CongestionConfig) -> SimConfig {
         trim: cfg.trim,
         rto: cfg.rto,
         seed: cfg.seed,
+        lb: lb_scheme(cfg.spray),
+        evs: cfg.evs,
         ..SimConfig::default()
     };
     if let Some(p) = cfg.pfc {
@@ -54,6 +57,18 @@ pub fn sim_config(cfg: &CongestionConfig) -> SimConfig {
         priority: s.priority,
     });
     sc
+}
+
+/// The simulator's load balancing for the endpoints' spraying: the same EV policy
+/// (`cc-algos`), or per-flow ECMP when flows keep one entropy value.
+pub fn lb_scheme(spray: Option<EvPolicyKind>) -> LbScheme {
+    match spray {
+        None => LbScheme::Ecmp,
+        Some(EvPolicyKind::Oblivious) => LbScheme::Spray,
+        Some(EvPolicyKind::Bitmap) => LbScheme::Bitmap,
+        Some(EvPolicyKind::Reps) => LbScheme::Reps,
+        Some(EvPolicyKind::Mixed) => LbScheme::Mixed,
+    }
 }
 
 /// The run's fabric in the simulator, links at the virtual rate.
