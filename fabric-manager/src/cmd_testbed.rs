@@ -142,6 +142,12 @@ pub struct RunArgs {
     /// ECN echo, RTT from echoed timestamps) or rccc (receiver credit).
     #[arg(long, default_value = "dcqcn")]
     pub cc: String,
+    /// Spray every packet over entropy values with this policy (oblivious, bitmap, reps,
+    /// mixed; the simulator's `--lb` policies) and let receivers accept reordering;
+    /// without it each flow keeps one entropy value (per-flow ECMP, go-back-N). The
+    /// number of values is the scenario's `network.evs`.
+    #[arg(long, value_name = "POLICY")]
+    pub spray: Option<cc_algos::uec::ev::EvPolicyKind>,
     /// Write what switch port `--pcap-port` sends and receives to this pcap file.
     #[arg(long)]
     pub pcap: Option<PathBuf>,
@@ -609,14 +615,25 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     cfg.cc =
         a.cc.parse::<CcKind>()
             .with_context(|| format!("--cc {}", a.cc))?;
+    cfg.spray = a.spray;
     cfg.apply(&plan.network)?;
+    cfg.spray_config().context("--spray")?;
     cfg.pcap = a.pcap.clone();
     cfg.pcap_port = a.pcap_port;
     cfg.wall_limit = std::time::Duration::from_secs(a.wall_limit);
     let scale = cfg.scale()?;
     println!(
-        "scenario {} on a {} of {hosts} hosts: links {} standing for {} (time scale {}), cc {}",
-        plan.name, cfg.topology, cfg.link_rate, cfg.virtual_rate, scale.0, cfg.cc
+        "scenario {} on a {} of {hosts} hosts: links {} standing for {} (time scale {}), cc {}{}",
+        plan.name,
+        cfg.topology,
+        cfg.link_rate,
+        cfg.virtual_rate,
+        scale.0,
+        cfg.cc,
+        cfg.spray.map_or(String::new(), |k| format!(
+            ", spraying ({k:?}, {} EVs)",
+            cfg.evs
+        ))
     );
     // SIGINT/SIGTERM stop the run; it then tears down through its guard and reports.
     // The handler goes in before the run's threads exist, so they all leave the signals
@@ -919,6 +936,31 @@ mod tests {
         assert_eq!(
             verify_fabric(&a).unwrap_err().to_string(),
             "--planes: expected at least 1, got 0"
+        );
+    }
+
+    #[derive(clap::Parser)]
+    struct Run {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn spray_takes_an_ev_policy_or_names_the_ones_it_knows() {
+        use clap::Parser;
+        let r = Run::try_parse_from(["run", "s.toml", "--spray", "reps"]).unwrap();
+        assert_eq!(r.run.spray, Some(cc_algos::uec::ev::EvPolicyKind::Reps));
+        assert_eq!(
+            Run::try_parse_from(["run", "s.toml"]).unwrap().run.spray,
+            None
+        );
+        let e = Run::try_parse_from(["run", "s.toml", "--spray", "nope"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("--spray") && e.contains("oblivious, bitmap, reps, mixed"),
+            "{e}"
         );
     }
 
