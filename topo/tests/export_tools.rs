@@ -86,6 +86,82 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// ibsim running on a `.net`, with the environment the IB tools need to reach it.
+struct Ibsim {
+    _sim: KillOnDrop,
+    sock: String,
+    dir: PathBuf,
+    cache: PathBuf,
+}
+
+impl Ibsim {
+    /// Starts ibsim on `plane/fabric.net` (in `dir`) and checks it loaded without a warning.
+    fn start(dir: &Path, plane: &Path, cache: &Path) -> Ibsim {
+        let sock = format!(
+            "fabric-test-{}-{}",
+            std::process::id(),
+            plane.display().to_string().len()
+        );
+        let sim_log = dir.join("ibsim.log");
+        let sim = Command::new("ibsim")
+            .args(["-s", "-n"])
+            .arg(plane.join("fabric.net"))
+            .env("IBSIM_SOCKNAME", &sock)
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&sim_log).unwrap())
+            .stderr(Stdio::from(
+                fs::File::create(dir.join("ibsim.err")).unwrap(),
+            ))
+            .current_dir(dir)
+            .spawn()
+            .expect("spawn ibsim");
+        let sim = KillOnDrop(sim);
+        let t0 = Instant::now();
+        loop {
+            let log = fs::read_to_string(&sim_log).unwrap_or_default();
+            if log.contains("Network simulator ready") {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "ibsim did not start: {log}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let err = fs::read_to_string(dir.join("ibsim.err")).unwrap();
+        assert!(
+            !err.contains("ibwarn") && !err.contains("ibpanic"),
+            "ibsim complained about fabric.net:\n{err}"
+        );
+        Ibsim {
+            _sim: sim,
+            sock,
+            dir: dir.to_path_buf(),
+            cache: cache.to_path_buf(),
+        }
+    }
+
+    /// Runs an IB tool against the simulator; its standard output.
+    fn tool(&self, cmd: &str, args: &[&str]) -> String {
+        let out = Command::new(cmd)
+            .args(args)
+            .env("LD_PRELOAD", UMAD2SIM)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .env("OSM_CACHE_DIR", &self.cache)
+            .env("OSM_TMP_DIR", &self.dir)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+        assert!(
+            out.status.success(),
+            "{cmd} {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
 /// `0xLID PORT` pairs of every LFT block, keyed by the block's switch GUID.
 fn parse_lft(text: &str) -> BTreeMap<u64, BTreeMap<u16, u8>> {
     let mut out: BTreeMap<u64, BTreeMap<u16, u8>> = BTreeMap::new();
@@ -138,58 +214,8 @@ fn ibsim_loads_net_and_opensm_programs_our_lfts() {
     let cache = dir.join("cache");
     fs::create_dir_all(&cache).unwrap();
     fs::copy(plane.join("guid2lid"), cache.join("guid2lid")).unwrap();
-    let sock = format!("fabric-test-{}", std::process::id());
-
-    let sim_log = dir.join("ibsim.log");
-    let sim = Command::new("ibsim")
-        .args(["-s", "-n"])
-        .arg(plane.join("fabric.net"))
-        .env("IBSIM_SOCKNAME", &sock)
-        .stdin(Stdio::null())
-        .stdout(fs::File::create(&sim_log).unwrap())
-        .stderr(Stdio::from(
-            fs::File::create(dir.join("ibsim.err")).unwrap(),
-        ))
-        .current_dir(&dir)
-        .spawn()
-        .expect("spawn ibsim");
-    let _sim = KillOnDrop(sim);
-    let t0 = Instant::now();
-    loop {
-        let log = fs::read_to_string(&sim_log).unwrap_or_default();
-        if log.contains("Network simulator ready") {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "ibsim did not start: {log}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let err = fs::read_to_string(dir.join("ibsim.err")).unwrap();
-    assert!(
-        !err.contains("ibwarn") && !err.contains("ibpanic"),
-        "ibsim complained about fabric.net:\n{err}"
-    );
-
-    let tool = |cmd: &str, args: &[&str]| {
-        let out = Command::new(cmd)
-            .args(args)
-            .env("LD_PRELOAD", UMAD2SIM)
-            .env("IBSIM_SOCKNAME", &sock)
-            .env("OSM_CACHE_DIR", &cache)
-            .env("OSM_TMP_DIR", &dir)
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("{cmd}: {e}"));
-        assert!(
-            out.status.success(),
-            "{cmd} {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let sim = Ibsim::start(&dir, &plane, &cache);
+    let tool = |cmd: &str, args: &[&str]| sim.tool(cmd, args);
 
     // ibsim built exactly our nodes.
     let nodes = tool("ibnetdiscover", &["-l"]);
@@ -260,6 +286,43 @@ fn ibsim_loads_net_and_opensm_programs_our_lfts() {
         checked += table.len();
     }
     assert_eq!(checked, 20 * 36);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Issue 15: the `.net` gives every switch its radix as its port count, so ibsim builds the
+/// SuperPOD's 64-port leaves with 64 ports even where a port is empty (127 servers on 128
+/// rail ports: `pod3-leaf*` use 63).
+#[test]
+fn ibsim_builds_every_switch_with_its_radix() {
+    if !require(&["ibsim", "ibnetdiscover"], &[UMAD2SIM]) {
+        return;
+    }
+    let f = topo::presets::build("superpod-h100").unwrap();
+    let routes = topo::Routes::compute(&f);
+    let addr = topo::addressing::AddressPlan::without_ipv4(&f).unwrap();
+    let routed = Routed {
+        fabric: &f,
+        addr: &addr,
+        tables: Tables::Ecmp(&routes),
+    };
+    let mut sink = MemSink::new();
+    export::export(&routed, Format::Opensm, &mut sink).unwrap();
+    let net = sink.text("opensm/plane0/fabric.net").unwrap();
+    assert_eq!(
+        net.matches("\nSwitch\t64 ").count(),
+        48,
+        "every switch: Switch 64"
+    );
+    let dir = scratch("ibsim-radix");
+    write_all(&sink, &dir);
+    let cache = dir.join("cache");
+    fs::create_dir_all(&cache).unwrap();
+    let sim = Ibsim::start(&dir, &dir.join("opensm/plane0"), &cache);
+    let nodes = sim.tool("ibnetdiscover", &["-l"]);
+    let switches: Vec<&str> = nodes.lines().filter(|l| l.starts_with("Switch")).collect();
+    assert_eq!(switches.len(), 48, "{nodes}");
+    assert!(switches.iter().all(|l| l.contains(" ports 64 ")), "{nodes}");
+    assert!(nodes.contains("\"pod3-leaf7\""), "{nodes}");
     let _ = fs::remove_dir_all(&dir);
 }
 
