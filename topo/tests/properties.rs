@@ -444,3 +444,25 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The weights' shortcut is sound: whenever `Weights::uniform` says no group can be
+    /// unequal (and the export skips the computation), the full computation finds none —
+    /// on random healthy fabrics (oversubscribed Closes, parallel links, Dragonfly+, planes)
+    /// and after a host-link failure (which keeps the shortcut).
+    #[test]
+    fn uniform_fabrics_have_no_weighted_entry(spec in arb_spec(), host in any::<Option<u32>>()) {
+        let f = spec.build("prop").unwrap();
+        let mut r = Routes::compute(&f);
+        if let Some(h) = host {
+            let h = NodeId(h % f.num_hosts() as u32);
+            let p = f.host_planes(h).next().unwrap();
+            r.fail_links(&f, &[f.attachment(h, p).unwrap().link]);
+        }
+        if topo::wcmp::Weights::uniform(&f, &r) {
+            prop_assert!(topo::wcmp::Weights::compute_all(&f, &r).is_empty());
+        }
+    }
+}
