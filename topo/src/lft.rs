@@ -265,6 +265,17 @@ impl PlaneLft {
         x.checked_sub(1)
     }
 
+    /// Sets entry (`switch`, column `c`) to `port` (`None`: no route), e.g. to load a table
+    /// another router computed. Panics if `port` does not fit the table's storage.
+    pub fn set_entry(&mut self, switch: NodeId, c: usize, port: Option<Port>) {
+        let i = (switch.0 - self.first_switch) as usize * self.columns.len() + c;
+        let v = port.map_or(0, |p| p + 1);
+        if let LftPorts::U8(_) = self.ports {
+            assert!(v <= u8::MAX as Port, "port {v} does not fit one byte");
+        }
+        self.set(i, v);
+    }
+
     /// The d-mod-k divisor of `switch`'s row: entry `c` takes group member
     /// `(c / divisor) mod len`.
     pub fn divisor(&self, switch: NodeId) -> u32 {
@@ -484,6 +495,26 @@ mod tests {
     use super::*;
     use crate::generators::fat_tree;
     use crate::units::Rate;
+
+    #[test]
+    fn set_entry_overwrites_and_clears_one_entry() {
+        let f = fat_tree(4, Rate::gbps(100)).unwrap();
+        let r = Routes::compute(&f);
+        let mut t = Lft::compute(&f, &r);
+        let p = &mut t.planes[0];
+        let s = NodeId(p.first_switch);
+        let before: Vec<Option<Port>> = (0..p.columns.len()).map(|c| p.get(s, c)).collect();
+        p.set_entry(s, 3, Some(2));
+        p.set_entry(s, 5, None);
+        for (c, &b) in before.iter().enumerate() {
+            let want = match c {
+                3 => Some(2),
+                5 => None,
+                _ => b,
+            };
+            assert_eq!(p.get(s, c), want, "column {c}");
+        }
+    }
 
     #[test]
     fn d_mod_k_balances_fat_tree() {

@@ -1,8 +1,8 @@
 //! Root-only: the congestion testbed on a multi-switch fabric (every switch a userspace
 //! switch, one loop for all), with the scenarios only a multi-hop fabric shows.
 
-use cc_algos::Rate;
 use cc_algos::pfcwd::{Action, WatchdogConfig};
+use cc_algos::{CcKind, DcqcnPreset, Rate};
 use scenario::{CompileCtx, Scenario, Workplan};
 use topo::NodeId;
 use veth::congestion::fabric::Topology;
@@ -251,7 +251,11 @@ fn a_failed_uplink_moves_every_flow_to_the_surviving_spine() {
         return;
     }
     let _g = serial();
-    let cfg = CongestionConfig::on(LEAF_SPINE);
+    // ConnectX firmware's DCQCN: with the paper's parameters a flow cut four or five times
+    // in a row recovers at 40 Mb/s per 55 µs, so the last FCT on veth swung 0.96–2.4× the
+    // simulator's from run to run (CNP timing); with these it stays 0.57–0.93× (11 runs).
+    let mut cfg = CongestionConfig::on(LEAF_SPINE);
+    cfg.cc = CcKind::Dcqcn(DcqcnPreset::Mellanox);
     let plan = scenario_plan("veth-fabric-link-failure.toml", 8);
     let f = cfg.topology.fabric(cfg.virtual_rate).unwrap().unwrap();
     let name = |n: u32| f.node_name(NodeId(n)).to_string();
@@ -286,9 +290,10 @@ fn a_failed_uplink_moves_every_flow_to_the_surviving_spine() {
         via_s1 > 12_000_000 && via_s0 < 4_000_000,
         "spine0 {via_s0} B, spine1 {via_s1} B"
     );
-    // Both runs finish within a factor of 2 of each other.
+    // The last flows finish within 0.4–2× of the simulator's (measured 0.57–0.93×: veth
+    // ends first; docs/veth.md says why they differ).
     assert!(
-        (0.5..2.0).contains(&c.last_ratio()),
+        (0.4..2.0).contains(&c.last_ratio()),
         "last FCT veth/sim {:.2}",
         c.last_ratio()
     );

@@ -1,0 +1,301 @@
+//! Per-tier balance of OpenSM's own routing engines against topo's single-path tables, on
+//! the same fat-tree with the same failed links (issue 15's comparison).
+//!
+//! For each fabric and failure share: topo routes it and writes the OpenSM export of plane 0
+//! (`.net` without the failed links, `guid2lid`, our `lfts.dump`); `ibsim` simulates that
+//! fabric, OpenSM (`-R ENGINE`, our LIDs from `guid2lid`, `-D 0x43` so it dumps what it
+//! programmed to `opensm-lfts.dump`) routes it with each engine, and the dump is read back
+//! into a copy of our table, so [`topo::balance::of_lft`] measures both the same way.
+//!
+//! ```text
+//! cargo run --release -p topo --example opensm_balance -- 8 16 [--engines ftree,minhop]
+//! ```
+//! Needs Debian's `opensm`, `ibsim-utils` and `libumad2sim0` (`scripts/install-deps.sh`); no
+//! root (ibsim talks to OpenSM over a private socket through `LD_PRELOAD`).
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use topo::balance::{TierBalance, of_lft};
+use topo::export::{self, Format, MemSink, Routed, Tables};
+use topo::lft::Lft;
+use topo::{Fabric, NodeId, Routes};
+
+const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+const SHARES: [u32; 4] = [0, 1, 5, 10];
+
+type Result<T> = std::result::Result<T, String>;
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("opensm_balance: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let mut ks = Vec::new();
+    let mut engines = vec!["ftree".to_string(), "minhop".to_string()];
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--engines" {
+            let v = args.next().ok_or("--engines needs a list")?;
+            engines = v.split(',').map(str::to_string).collect();
+        } else {
+            ks.push(
+                a.parse::<u32>()
+                    .map_err(|_| format!("expected a fat-tree k, got {a:?}"))?,
+            );
+        }
+    }
+    if ks.is_empty() {
+        ks = vec![8, 16];
+    }
+    println!(
+        "| fabric | failed links | tables | tier | destinations max/mean | all-to-all pairs max/mean | idle up links | worst switch: max on one port / ideal | entries without a route | time |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for k in ks {
+        for share in SHARES {
+            compare(k, share, &engines)?;
+        }
+    }
+    Ok(())
+}
+
+/// One fabric, one failure share: topo's table, then each OpenSM engine's.
+fn compare(k: u32, share: u32, engines: &[String]) -> Result<()> {
+    let f = topo::generators::fat_tree(k, topo::Rate::gbps(400)).map_err(|e| e.to_string())?;
+    let switch_links = (0..f.num_links() as u32)
+        .filter(|&l| !f.is_host(f.link(topo::LinkId(l)).a))
+        .count();
+    let n = (switch_links as f64 * share as f64 / 100.0).round() as usize;
+    let mut routes = Routes::compute(&f);
+    routes.fail_links(&f, &topo::failures::random_links(&f, n, 1));
+    let t0 = Instant::now();
+    let ours = Lft::compute(&f, &routes);
+    let label = format!("fat-tree-k{k} | {n} ({share}%)");
+    print_rows(
+        &f,
+        &label,
+        "topo",
+        &of_lft(&f, &routes, &ours),
+        0,
+        t0.elapsed(),
+    );
+
+    let dir = scratch(&format!("k{k}-{share}"));
+    let addr = topo::addressing::AddressPlan::without_ipv4(&f).map_err(|e| e.to_string())?;
+    let routed = Routed {
+        fabric: &f,
+        addr: &addr,
+        tables: Tables::SinglePath(&routes, &ours),
+    };
+    let mut sink = MemSink::new();
+    export::export(&routed, Format::Opensm, &mut sink).map_err(|e| e.to_string())?;
+    let plane = dir.join("plane0");
+    fs::create_dir_all(&plane).map_err(|e| e.to_string())?;
+    for file in ["fabric.net", "guid2lid"] {
+        let text = sink
+            .text(&format!("opensm/plane0/{file}"))
+            .ok_or(format!("export wrote no {file}"))?;
+        fs::write(plane.join(file), text).map_err(|e| e.to_string())?;
+    }
+    let sim = Ibsim::start(&dir, &plane.join("fabric.net"))?;
+    for engine in engines {
+        let t0 = Instant::now();
+        let dump = sim.route(&dir, &plane.join("guid2lid"), engine)?;
+        let took = t0.elapsed();
+        let mut theirs = ours.clone();
+        let missing = overwrite(&f, &addr, &mut theirs, &dump)?;
+        let name = format!("OpenSM {engine}");
+        print_rows(
+            &f,
+            &label,
+            &name,
+            &of_lft(&f, &routes, &theirs),
+            missing,
+            took,
+        );
+    }
+    drop(sim);
+    let _ = fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn print_rows(
+    f: &Fabric,
+    label: &str,
+    tables: &str,
+    tiers: &[TierBalance],
+    missing: usize,
+    took: Duration,
+) {
+    for t in tiers {
+        let worst = t.worst_switch.map_or("-".to_string(), |(s, m, i)| {
+            format!("{m} / {i} ({})", f.node_name(s))
+        });
+        println!(
+            "| {label} | {tables} | {} | {:.2} | {:.2} | {} | {worst} | {missing} | {:.1} ms |",
+            t.tier,
+            t.dest_ratio(),
+            t.pair_ratio(),
+            t.idle_up_links,
+            took.as_secs_f64() * 1e3
+        );
+    }
+}
+
+/// Writes OpenSM's entries (`lid → IB port`, per switch GUID) into `lft`'s plane 0 for
+/// every host column; returns how many (switch, host) entries OpenSM left without a route.
+fn overwrite(
+    f: &Fabric,
+    addr: &topo::addressing::AddressPlan,
+    lft: &mut Lft,
+    dump: &HashMap<u64, HashMap<u16, u8>>,
+) -> Result<usize> {
+    let column_of_lid: HashMap<u16, usize> = f
+        .hosts()
+        .filter_map(|h| {
+            let lid = addr.host_lid(h, 0)?;
+            Some((lid, lft.column(h, 0)?))
+        })
+        .collect();
+    let mut missing = 0;
+    let plane = &mut lft.planes[0];
+    for s in (plane.first_switch..plane.first_switch + plane.rows).map(NodeId) {
+        let guid = addr.node_guid(s);
+        let table = dump.get(&guid); // None: OpenSM programmed nothing on this switch
+        for (&lid, &c) in &column_of_lid {
+            let port = table
+                .and_then(|t| t.get(&lid))
+                .and_then(|&p| p.checked_sub(1))
+                .map(u16::from);
+            missing += usize::from(port.is_none());
+            plane.set_entry(s, c, port);
+        }
+    }
+    Ok(missing)
+}
+
+/// `0xLID PORT` lines of every `Unicast lids … guid 0x…` block.
+fn parse_dump(text: &str) -> Result<HashMap<u64, HashMap<u16, u8>>> {
+    let mut out: HashMap<u64, HashMap<u16, u8>> = HashMap::new();
+    let mut cur = None;
+    for (i, line) in text.lines().enumerate() {
+        let bad = || format!("opensm-lfts.dump line {}: {line:?}", i + 1);
+        let line = line.trim_start();
+        if line.starts_with("Unicast lids") {
+            let g = line
+                .split(" guid 0x")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .ok_or_else(bad)?;
+            let guid = u64::from_str_radix(g, 16).map_err(|_| bad())?;
+            out.entry(guid).or_default();
+            cur = Some(guid);
+        } else if let (Some(g), Some(rest)) = (cur, line.strip_prefix("0x")) {
+            let mut it = rest.split_whitespace();
+            let lid = it.next().and_then(|x| u16::from_str_radix(x, 16).ok());
+            let port = it.next().and_then(|x| x.parse::<u8>().ok());
+            let (Some(lid), Some(port)) = (lid, port) else {
+                return Err(bad());
+            };
+            out.entry(g).or_default().insert(lid, port);
+        }
+    }
+    Ok(out)
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fabric-osm-{}-{tag}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    d
+}
+
+/// A running `ibsim` on a private socket, killed on drop.
+struct Ibsim {
+    child: Child,
+    sock: String,
+}
+
+impl Ibsim {
+    fn start(dir: &Path, net: &Path) -> Result<Ibsim> {
+        let sock = format!("fabric-osm-{}", std::process::id());
+        let log = dir.join("ibsim.log");
+        let child = Command::new("ibsim")
+            .args(["-s", "-n", "-N", "65536", "-S", "4096", "-P", "262144"])
+            .arg(net)
+            .env("IBSIM_SOCKNAME", &sock)
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&log).map_err(|e| e.to_string())?)
+            .stderr(fs::File::create(dir.join("ibsim.err")).map_err(|e| e.to_string())?)
+            .current_dir(dir)
+            .spawn()
+            .map_err(|e| format!("ibsim: {e} (install ibsim-utils)"))?;
+        let sim = Ibsim { child, sock };
+        let t0 = Instant::now();
+        while !fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("Network simulator ready")
+        {
+            if t0.elapsed() > Duration::from_secs(120) {
+                return Err(format!("ibsim did not start; see {}", log.display()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(sim)
+    }
+
+    /// Runs OpenSM once with `engine` and returns the tables it programmed.
+    fn route(
+        &self,
+        dir: &Path,
+        guid2lid: &Path,
+        engine: &str,
+    ) -> Result<HashMap<u64, HashMap<u16, u8>>> {
+        let (cache, tmp) = (
+            dir.join(format!("cache-{engine}")),
+            dir.join(format!("tmp-{engine}")),
+        );
+        for d in [&cache, &tmp] {
+            fs::create_dir_all(d).map_err(|e| e.to_string())?;
+        }
+        fs::copy(guid2lid, cache.join("guid2lid")).map_err(|e| e.to_string())?;
+        let log = dir.join(format!("osm-{engine}.log"));
+        let out = Command::new("opensm")
+            .args(["-o", "-R", engine, "-D", "0x43", "-f"])
+            .arg(&log)
+            .env("LD_PRELOAD", UMAD2SIM)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .env("OSM_CACHE_DIR", &cache)
+            .env("OSM_TMP_DIR", &tmp)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("opensm: {e} (install opensm)"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "opensm -R {engine} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let text = fs::read_to_string(&log).unwrap_or_default();
+        if let Some(l) = text.lines().find(|l| l.contains("tables configured")) {
+            eprintln!("{engine}: {}", l.split("-> ").last().unwrap_or(l));
+        }
+        let dump = fs::read_to_string(tmp.join("opensm-lfts.dump"))
+            .map_err(|e| format!("opensm -R {engine} wrote no opensm-lfts.dump: {e}"))?;
+        parse_dump(&dump)
+    }
+}
+
+impl Drop for Ibsim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
