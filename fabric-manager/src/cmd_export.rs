@@ -309,9 +309,24 @@ pub(crate) fn write_formats(
         sink.finish("failures.txt", w)?;
     }
     if !c.lanes.is_empty() && !sink.single {
-        let mut w = sink.open("lanes.txt")?;
-        export::lanes::write(f, &c.addr, &c.lanes, &mut w)?;
-        sink.finish("lanes.txt", w)?;
+        write_lanes(f, c, formats.contains(&Format::Opensm), sink)?;
+    }
+    Ok(())
+}
+
+/// `lanes.txt` and, with the OpenSM format, each plane's `qos-policy.conf` (path SL = lane).
+fn write_lanes(f: &Fabric, c: &Computed, opensm: bool, sink: &mut DirSink) -> anyhow::Result<()> {
+    let mut w = sink.open("lanes.txt")?;
+    export::lanes::write(f, &c.addr, &c.lanes, &mut w)?;
+    sink.finish("lanes.txt", w)?;
+    for p in (0..f.num_planes() as u16).filter(|_| opensm) {
+        let mut buf = Vec::new();
+        if export::lanes::write_qos_policy(f, &c.addr, &c.lanes, p, &mut buf)? {
+            let rel = format!("opensm/plane{p}/qos-policy.conf");
+            let mut w = sink.open(&rel)?;
+            w.write_all(&buf)?;
+            sink.finish(&rel, w)?;
+        }
     }
     Ok(())
 }

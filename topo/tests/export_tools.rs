@@ -141,6 +141,28 @@ impl Ibsim {
         }
     }
 
+    /// Runs one OpenSM sweep (`-o`) with the `file` routing engine on `plane/lfts.dump`
+    /// (plus `extra` options), checks it configured our tables without an error, and
+    /// returns its log.
+    fn opensm_file(&self, plane: &Path, extra: &[&str]) -> String {
+        let dump = plane.join("lfts.dump");
+        let log = self.dir.join("osm.log");
+        let mut args = vec!["-o", "-R", "file", "-U", dump.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.extend(["-f", log.to_str().unwrap(), "-D", "0x03"]);
+        self.tool("opensm", &args);
+        let text = fs::read_to_string(&log).unwrap();
+        assert!(
+            text.contains("file tables configured on all switches"),
+            "opensm did not use our tables:\n{text}"
+        );
+        assert!(
+            !text.contains("PARSE ERROR") && !text.contains(" ERR "),
+            "opensm reported errors:\n{text}"
+        );
+        text
+    }
+
     /// Runs an IB tool against the simulator; its standard output.
     fn tool(&self, cmd: &str, args: &[&str]) -> String {
         let out = Command::new(cmd)
@@ -189,6 +211,23 @@ fn parse_lft(text: &str) -> BTreeMap<u64, BTreeMap<u16, u8>> {
     out
 }
 
+/// The single-path tables of `routes` in the OpenSM format, and the address plan.
+fn opensm_export(
+    f: &topo::Fabric,
+    routes: &topo::Routes,
+) -> (topo::addressing::AddressPlan, MemSink) {
+    let lft = topo::lft::Lft::compute(f, routes);
+    let addr = topo::addressing::AddressPlan::new(f).unwrap();
+    let routed = Routed {
+        fabric: f,
+        addr: &addr,
+        tables: Tables::SinglePath(routes, &lft),
+    };
+    let mut sink = MemSink::new();
+    export::export(&routed, Format::Opensm, &mut sink).unwrap();
+    (addr, sink)
+}
+
 #[test]
 fn ibsim_loads_net_and_opensm_programs_our_lfts() {
     if !require(
@@ -199,15 +238,7 @@ fn ibsim_loads_net_and_opensm_programs_our_lfts() {
     }
     let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
     let routes = topo::Routes::compute(&f);
-    let lft = topo::lft::Lft::compute(&f, &routes);
-    let addr = topo::addressing::AddressPlan::new(&f).unwrap();
-    let routed = Routed {
-        fabric: &f,
-        addr: &addr,
-        tables: Tables::SinglePath(&routes, &lft),
-    };
-    let mut sink = MemSink::new();
-    export::export(&routed, Format::Opensm, &mut sink).unwrap();
+    let (_, sink) = opensm_export(&f, &routes);
     let dir = scratch("ibsim");
     write_all(&sink, &dir);
     let plane = dir.join("opensm/plane0");
@@ -231,31 +262,7 @@ fn ibsim_loads_net_and_opensm_programs_our_lfts() {
     );
 
     // OpenSM loads our LFT dump with the `file` routing engine and keeps our LIDs.
-    let dump = plane.join("lfts.dump");
-    let osm_log = dir.join("osm.log");
-    tool(
-        "opensm",
-        &[
-            "-o",
-            "-R",
-            "file",
-            "-U",
-            dump.to_str().unwrap(),
-            "-f",
-            osm_log.to_str().unwrap(),
-            "-D",
-            "0x03",
-        ],
-    );
-    let log = fs::read_to_string(&osm_log).unwrap();
-    assert!(
-        log.contains("file tables configured on all switches"),
-        "opensm did not use our tables:\n{log}"
-    );
-    assert!(
-        !log.contains("PARSE ERROR") && !log.contains(" ERR "),
-        "opensm reported errors:\n{log}"
-    );
+    sim.opensm_file(&plane, &[]);
 
     // Every switch's table, read back over MADs, equals the dump.
     let ours = parse_lft(sink.text("opensm/plane0/lfts.dump").unwrap());
@@ -286,6 +293,58 @@ fn ibsim_loads_net_and_opensm_programs_our_lfts() {
         checked += table.len();
     }
     assert_eq!(checked, 20 * 36);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Issue 15: pairs routed around on a further lane get that lane as their SL from OpenSM.
+/// A k=4 fat-tree with `STRANDED_K4` failed: `pod0-leaf0`'s hosts reach other pods only
+/// with a down-up turn, on lane 1. ibsim runs the failed fabric and OpenSM programs our
+/// LFTs (`-R file`) and loads our QoS policy (`-Q -Y qos-policy.conf`) without a parse
+/// error. (Its SA's path record for LID 1 → 5 then says `sl 0x1`: checked by hand with
+/// `saquery -p --src-to-dst 1:5` against a running OpenSM, see docs/exports.md; in this
+/// harness a non-`-o` OpenSM did not finish its first sweep, so the test runs `-o`.)
+#[test]
+fn opensm_gives_detoured_pairs_the_sl_of_their_lane() {
+    if !require(&["ibsim", "opensm"], &[UMAD2SIM]) {
+        return;
+    }
+    let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+    let mut routes = topo::Routes::compute(&f);
+    let set = topo::failures::resolve(&f, &topo::lanes::STRANDED_K4.map(String::from)).unwrap();
+    routes.fail_links(&f, &set.links);
+    let lanes = topo::lanes::route_around(&f, &mut routes, 8).unwrap();
+    assert_eq!(lanes.used, 2);
+    let (addr, sink) = opensm_export(&f, &routes);
+    let mut policy = Vec::new();
+    assert!(export::lanes::write_qos_policy(&f, &addr, &lanes, 0, &mut policy).unwrap());
+    let dir = scratch("qos");
+    write_all(&sink, &dir);
+    let plane = dir.join("opensm/plane0");
+    fs::write(plane.join("qos-policy.conf"), &policy).unwrap();
+    let cache = dir.join("cache");
+    fs::create_dir_all(&cache).unwrap();
+    fs::copy(plane.join("guid2lid"), cache.join("guid2lid")).unwrap();
+    let sim = Ibsim::start(&dir, &plane, &cache);
+    let qos = plane.join("qos-policy.conf");
+    let text = sim.opensm_file(&plane, &["-Q", "-Y", qos.to_str().unwrap()]);
+    assert!(text.contains("Loading QoS policy file"), "{text}");
+    assert!(text.contains("SUBNET UP"), "{text}");
+    // The policy names pod0-leaf0's two host ports and puts its pairs on SL 1.
+    let policy = String::from_utf8(policy).unwrap();
+    let g = |h: u32| format!("0x{:016x}", addr.port_guid(&f, topo::NodeId(h), 0));
+    assert!(
+        policy.contains(&format!("name: pod0-leaf0\nport-guid: {}, {}", g(0), g(1))),
+        "{policy}"
+    );
+    assert!(
+        policy.contains("source: pod0-leaf0\ndestination: pod1-leaf0\nqos-level-name: lane1"),
+        "{policy}"
+    );
+    assert!(
+        policy.contains("source: pod1-leaf0\ndestination: pod0-leaf0\nqos-level-name: lane1"),
+        "{policy}"
+    );
+    assert!(!policy.contains("source: pod0-leaf1\n"), "{policy}");
     let _ = fs::remove_dir_all(&dir);
 }
 

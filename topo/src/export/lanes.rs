@@ -84,3 +84,76 @@ fn leaf_lids(f: &Fabric, addr: &AddressPlan) -> HashMap<NodeId, (u16, u16)> {
     }
     m
 }
+
+/// Writes `plane`'s OpenSM QoS policy (`opensm -Q -Y qos-policy.conf`): one port group per
+/// leaf that has a pair on a further lane (the port GUIDs of its hosts' ports in the plane),
+/// a QoS level per lane (`sl: lane`; `DEFAULT` is SL 0), and one match rule per such leaf
+/// pair, so OpenSM's path records give each pair the SL of its lane (the "advanced QoS
+/// policy" of OpenSM's `QoS_management_in_OpenSM.txt`). SL n must map to VL n on every port
+/// (`qos_sl2vl`, identity by default). Returns whether the plane has such a pair.
+pub fn write_qos_policy(
+    f: &Fabric,
+    addr: &AddressPlan,
+    lanes: &Lanes,
+    plane: u16,
+    w: &mut dyn Write,
+) -> io::Result<bool> {
+    let pairs: Vec<(NodeId, NodeId, u8)> = lanes
+        .pairs()
+        .iter()
+        .copied()
+        .filter(|&(s, _, _)| f.plane(s) == Some(plane))
+        .collect();
+    if pairs.is_empty() {
+        return Ok(false);
+    }
+    let mut leaves: Vec<NodeId> = pairs.iter().flat_map(|&(s, d, _)| [s, d]).collect();
+    leaves.sort_unstable();
+    leaves.dedup();
+    let mut guids: HashMap<NodeId, Vec<u64>> = HashMap::new();
+    for h in f.hosts() {
+        if let Some(a) = f.attachment(h, plane)
+            && leaves.binary_search(&a.leaf).is_ok()
+        {
+            guids
+                .entry(a.leaf)
+                .or_default()
+                .push(addr.port_guid(f, h, a.host_port));
+        }
+    }
+    writeln!(
+        w,
+        "# OpenSM QoS policy of plane {plane} (opensm -Q -Y qos-policy.conf): path SL = lane for\n\
+         # the {} leaf pairs routed around on further lanes; every other pair is SL 0.\n\
+         # SL n must map to VL n on every port (qos_sl2vl, identity by default).",
+        pairs.len()
+    )?;
+    writeln!(w, "port-groups")?;
+    for l in leaves.iter().filter(|l| guids.contains_key(l)) {
+        let list: Vec<String> = guids[l].iter().map(|g| format!("0x{g:016x}")).collect();
+        writeln!(
+            w,
+            "port-group\nname: {}\nport-guid: {}\nend-port-group",
+            f.node_name(*l),
+            list.join(", ")
+        )?;
+    }
+    writeln!(w, "end-port-groups\nqos-levels")?;
+    writeln!(w, "qos-level\nname: DEFAULT\nsl: 0\nend-qos-level")?;
+    for lane in 1..lanes.used {
+        writeln!(w, "qos-level\nname: lane{lane}\nsl: {lane}\nend-qos-level")?;
+    }
+    writeln!(w, "end-qos-levels\nqos-match-rules")?;
+    for (s, d, lane) in pairs {
+        if guids.contains_key(&s) && guids.contains_key(&d) {
+            writeln!(
+                w,
+                "qos-match-rule\nsource: {}\ndestination: {}\nqos-level-name: lane{lane}\nend-qos-match-rule",
+                f.node_name(s),
+                f.node_name(d)
+            )?;
+        }
+    }
+    writeln!(w, "end-qos-match-rules")?;
+    Ok(true)
+}
