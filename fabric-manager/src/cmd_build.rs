@@ -20,11 +20,11 @@ use crate::failure_args::{FailureArgs, input};
 /// Verifies the tables and prints the verdict line (and what failed); true when all pass.
 fn verify_step(f: &topo::Fabric, c: &Computed) -> bool {
     let t = Instant::now();
-    let v = topo::verify::verify(f, &c.routes);
+    let v = c.verify(f);
     let verdict = if v.ok() { "OK" } else { "FAILED" };
     println!(
         "  verify    {verdict}: {}/{} host pairs reachable, {} loops, {} up/down violations, {} black holes, \
-         channel dependency graph {} ({} channels, {} edges) => {}  [{}]",
+         channel dependency graph {} ({} channels, {} edges{}) => {}  [{}]",
         v.reachable_pairs,
         v.pairs_with_common_plane,
         v.loops,
@@ -33,6 +33,11 @@ fn verify_step(f: &topo::Fabric, c: &Computed) -> bool {
         if v.cdg_acyclic { "acyclic" } else { "CYCLIC" },
         v.cdg_channels,
         v.cdg_edges,
+        if v.lanes_used > 1 {
+            format!(", over {} lanes, each checked alone", v.lanes_used)
+        } else {
+            String::new()
+        },
         if v.cdg_acyclic {
             "deadlock-free"
         } else {
@@ -42,6 +47,12 @@ fn verify_step(f: &topo::Fabric, c: &Computed) -> bool {
     );
     if v.unreachable_pairs > 0 {
         println!("            {}", cmd_export::unreachable_line(&v));
+    }
+    if let Some(line) = crate::lane_args::lanes_line(&v, c.lanes.pairs().len()) {
+        println!("  lanes     {line}");
+    }
+    if let Some(e) = &c.lane_error {
+        println!("            {e}");
     }
     if !v.cdg_cycle.is_empty() {
         let cycle = v
@@ -64,6 +75,8 @@ pub struct Args {
     pub fabric: FabricArgs,
     #[command(flatten)]
     pub fail: FailureArgs,
+    #[command(flatten)]
+    pub lanes: crate::lane_args::LaneArgs,
     /// Routing engine.
     #[arg(long, value_enum, default_value_t = Engine::Ecmp)]
     pub engine: Engine,
@@ -107,6 +120,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &f,
         args.engine,
         failures,
+        args.lanes.lanes,
         formats.iter(),
     ));
     let w = c.routes.width_stats();

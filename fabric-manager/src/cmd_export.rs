@@ -38,6 +38,8 @@ pub struct Args {
     pub fabric: FabricArgs,
     #[command(flatten)]
     pub fail: FailureArgs,
+    #[command(flatten)]
+    pub lanes: crate::lane_args::LaneArgs,
     /// Write the tables even when some host pairs are unreachable (default: refuse, exit 1,
     /// as `fabric build` does).
     #[arg(long)]
@@ -208,13 +210,23 @@ pub(crate) struct Computed {
     pub failures: Failures,
     /// What the failures changed, if any were given.
     pub reroute: Option<topo::routing::RerouteReport>,
+    /// Pairs routed around on further lanes (`--lanes`).
+    pub lanes: topo::lanes::Lanes,
+    /// Why the pairs without an up*/down* path were not routed (too few lanes), if so.
+    pub lane_error: Option<String>,
 }
 
 impl Computed {
     /// Routes `f` after `failures` (already resolved: an input error is the caller's).
     #[cfg(test)]
     pub fn new(f: &Fabric, engine: Engine, failures: Failures) -> anyhow::Result<Self> {
-        Self::for_formats(f, engine, failures, Format::ALL.iter())
+        Self::for_formats(
+            f,
+            engine,
+            failures,
+            topo::lanes::MAX_LANES,
+            Format::ALL.iter(),
+        )
     }
 
     /// [`Self::new`] with the address plan `formats` need: without IPv4 when none of
@@ -224,10 +236,12 @@ impl Computed {
         f: &Fabric,
         engine: Engine,
         failures: Failures,
+        max_lanes: u8,
         mut formats: impl Iterator<Item = &'a Format>,
     ) -> anyhow::Result<Self> {
         let mut routes = Routes::compute(f);
         let reroute = (!failures.is_empty()).then(|| routes.fail_links(f, &failures.links));
+        let (lanes, lane_error) = crate::lane_args::route_around(f, &mut routes, max_lanes);
         let lft = (engine == Engine::SinglePath).then(|| Lft::compute(f, &routes));
         let addr = if formats.any(|f| f.needs_ip()) {
             AddressPlan::new(f)?
@@ -240,7 +254,14 @@ impl Computed {
             addr,
             failures,
             reroute,
+            lanes,
+            lane_error,
         })
+    }
+
+    /// Verifies the tables, each pair on its lane.
+    pub fn verify(&self, f: &Fabric) -> topo::verify::VerifyReport {
+        topo::verify::verify_lanes(f, &self.routes, &self.lanes)
     }
 
     pub fn tables(&self) -> Tables<'_> {
@@ -287,6 +308,26 @@ pub(crate) fn write_formats(
         }
         sink.finish("failures.txt", w)?;
     }
+    if !c.lanes.is_empty() && !sink.single {
+        write_lanes(f, c, formats.contains(&Format::Opensm), sink)?;
+    }
+    Ok(())
+}
+
+/// `lanes.txt` and, with the OpenSM format, each plane's `qos-policy.conf` (path SL = lane).
+fn write_lanes(f: &Fabric, c: &Computed, opensm: bool, sink: &mut DirSink) -> anyhow::Result<()> {
+    let mut w = sink.open("lanes.txt")?;
+    export::lanes::write(f, &c.addr, &c.lanes, &mut w)?;
+    sink.finish("lanes.txt", w)?;
+    for p in (0..f.num_planes() as u16).filter(|_| opensm) {
+        let mut buf = Vec::new();
+        if export::lanes::write_qos_policy(f, &c.addr, &c.lanes, p, &mut buf)? {
+            let rel = format!("opensm/plane{p}/qos-policy.conf");
+            let mut w = sink.open(&rel)?;
+            w.write_all(&buf)?;
+            sink.finish(&rel, w)?;
+        }
+    }
     Ok(())
 }
 
@@ -300,6 +341,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &fabric,
         args.engine,
         failures,
+        args.lanes.lanes,
         formats.iter(),
     ));
     if let Some(rep) = &computed.reroute {
@@ -309,7 +351,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             rep.changed.len(),
             rep.width_lost
         );
-        let v = topo::verify::verify(&fabric, &computed.routes);
+        let v = computed.verify(&fabric);
+        if let Some(line) = crate::lane_args::lanes_line(&v, computed.lanes.pairs().len()) {
+            println!("lanes: {line}");
+        }
+        if let Some(e) = &computed.lane_error {
+            println!("lanes: {e}");
+        }
         match unreachable_verdict(&v, args.allow_unreachable) {
             Some(Err(refusal)) => {
                 eprintln!("fabric routes export: {refusal}");

@@ -15,6 +15,8 @@ pub struct VerifyArgs {
     pub fabric: FabricArgs,
     #[command(flatten)]
     pub fail: FailureArgs,
+    #[command(flatten)]
+    pub lanes: crate::lane_args::LaneArgs,
     /// Also build the single-path (d-mod-k) tables and report their balance per tier:
     /// destinations per up port and the all-to-all pair load per up link, max/mean, and the
     /// worst switch against its ideal.
@@ -109,7 +111,42 @@ struct Output<'a> {
     unreachable_host_names: Vec<String>,
     /// One channel-dependency cycle, by name: `from->to` per channel.
     cdg_cycle_names: Vec<String>,
+    /// Detours on further lanes: lanes used, leaf pairs and dependencies per lane.
+    lanes: LanesOut,
     report: &'a topo::verify::VerifyReport,
+}
+
+/// The lanes of `topo::lanes::route_around`, by name.
+#[derive(Debug, Default, serde::Serialize)]
+pub(crate) struct LanesOut {
+    used: u8,
+    /// Leaf pairs per lane from 1.
+    leaf_pairs_per_lane: Vec<u64>,
+    /// Dependencies per lane from 1.
+    dependencies_per_lane: Vec<u64>,
+    /// Detour entries written into the tables.
+    detour_entries: usize,
+    /// `[source leaf, destination leaf, lane]` of every pair on a lane ≥ 1.
+    pairs: Vec<(String, String, u8)>,
+    /// Why the stranded pairs could not be routed (too few lanes), if so.
+    error: Option<String>,
+}
+
+impl LanesOut {
+    pub(crate) fn new(f: &topo::Fabric, l: &topo::lanes::Lanes, error: Option<String>) -> Self {
+        LanesOut {
+            used: l.used,
+            leaf_pairs_per_lane: l.per_lane.clone(),
+            dependencies_per_lane: l.edges_per_lane.clone(),
+            detour_entries: l.entries_added,
+            pairs: l
+                .pairs()
+                .iter()
+                .map(|&(s, d, n)| (f.node_name(s).into(), f.node_name(d).into(), n))
+                .collect(),
+            error,
+        }
+    }
 }
 
 /// A dependency cycle as `A->B` per channel (link and direction).
@@ -128,7 +165,8 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     let set = input(a.fail.resolve(&f));
     let mut routes = topo::Routes::compute(&f);
     let reroute = (!set.is_empty()).then(|| routes.fail_links(&f, &set.links));
-    let rep = topo::verify::verify(&f, &routes);
+    let (lanes, lane_error) = crate::lane_args::route_around(&f, &mut routes, a.lanes.lanes);
+    let rep = topo::verify::verify_lanes(&f, &routes, &lanes);
     let names = |v: &[topo::NodeId]| v.iter().map(|&n| f.node_name(n).to_string()).collect();
     let out = Output {
         fabric: f.name().to_string(),
@@ -140,6 +178,7 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         reroute,
         lft: a.lft.then(|| lft_balance(&f, &routes)),
         cdg_cycle_names: cycle_names(&f, &rep.cdg_cycle),
+        lanes: LanesOut::new(&f, &lanes, lane_error),
         report: &rep,
     };
     let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
@@ -152,6 +191,9 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
             "fabric routes verify: verification failed ({})",
             problems(&rep)
         );
+        if let Some(e) = &out.lanes.error {
+            eprintln!("fabric routes verify: {e}");
+        }
         std::process::exit(1);
     }
     Ok(())
@@ -228,6 +270,16 @@ fn render(f: &topo::Fabric, o: &Output<'_>) -> String {
             r.unreachable_no_updown, r.unreachable_disconnected
         );
     }
+    if r.pairs_on_extra_lanes > 0 || o.lanes.error.is_some() {
+        let _ = writeln!(
+            s,
+            "       detours: {}",
+            crate::lane_args::lanes_line(r, o.lanes.pairs.len()).unwrap_or_default()
+        );
+    }
+    if let Some(e) = &o.lanes.error {
+        let _ = writeln!(s, "       {e}");
+    }
     if r.pairs_without_common_plane > 0 {
         let _ = writeln!(
             s,
@@ -302,18 +354,24 @@ fn render(f: &topo::Fabric, o: &Output<'_>) -> String {
     );
     let _ = writeln!(
         s,
-        "[{}] channel dependency graph acyclic (PFC deadlock-free): {} channels, {} dependencies",
+        "[{}] channel dependency graph acyclic (PFC deadlock-free): {} channels, {} dependencies{}",
         mark(r.cdg_acyclic),
         r.cdg_channels,
-        r.cdg_edges
+        r.cdg_edges,
+        if r.lanes_used > 1 {
+            format!(" on {} lanes, each checked alone", r.lanes_used)
+        } else {
+            String::new()
+        }
     );
     if !o.cdg_cycle_names.is_empty() {
         let switches: Vec<&str> = r.cdg_cycle.iter().map(|c| f.node_name(c.from)).collect();
         let _ = writeln!(
             s,
-            "       {} channels lie on cycles; one cycle of {} channels (each waits for the next, the last for the first): {}",
+            "       {} channels lie on cycles; one cycle of {} channels on lane {} (each waits for the next, the last for the first): {}",
             r.cdg_cyclic_channels,
             o.cdg_cycle_names.len(),
+            r.cdg_cycle_lane,
             list(&o.cdg_cycle_names, 16)
         );
         let _ = writeln!(
@@ -377,6 +435,7 @@ mod tests {
             isolated_host_names: vec![],
             unreachable_host_names: vec![],
             cdg_cycle_names: cycle_names(&f, &rep.cdg_cycle),
+            lanes: LanesOut::default(),
             report: &rep,
         };
         let text = render(&f, &out);
@@ -425,6 +484,7 @@ mod tests {
                 .collect(),
             unreachable_host_names: vec![],
             cdg_cycle_names: vec![],
+            lanes: LanesOut::default(),
             report: &rep,
         };
         let text = render(&f, &out);

@@ -12,6 +12,7 @@ mod cmd_testbed;
 mod cmd_topo;
 mod common;
 mod failure_args;
+mod lane_args;
 mod record;
 mod serve;
 mod sim_knobs;

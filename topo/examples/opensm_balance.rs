@@ -44,7 +44,7 @@ fn run() -> Result<()> {
     while let Some(a) = args.next() {
         if a == "--engines" {
             let v = args.next().ok_or("--engines needs a list")?;
-            engines = v.split(',').map(str::to_string).collect();
+            engines = v.split(',').filter(|e| !e.is_empty() && *e != "none").map(str::to_string).collect();
         } else {
             presets.push(a);
         }

@@ -10,6 +10,8 @@
 //! * [`generators`] — fat-tree, leaf–spine, multi-plane, Dragonfly+ constructors.
 //! * [`routing`] — up*/down* ECMP tables per destination ToR, deduplicated next-hop
 //!   groups, incremental re-routing after link/switch failures.
+//! * [`lanes`] — deadlock-free detours where up*/down* has none, on further virtual
+//!   lanes / traffic classes (DFSSSP-like), each lane's dependency graph acyclic.
 //! * [`lft`] — single-path balanced (d-mod-k / ftree-style) tables, one byte per entry.
 //! * [`balance`] — per-tier balance of single-path tables (destinations and all-to-all
 //!   pairs per up link).
@@ -76,6 +78,7 @@ pub mod balance;
 pub mod export;
 pub mod failures;
 pub mod generators;
+pub mod lanes;
 pub mod lft;
 pub mod model;
 pub mod presets;
@@ -130,6 +133,19 @@ pub enum Error {
     /// A failure specification is invalid.
     #[error("invalid failure `{0}`: {1}")]
     BadFailure(String, String),
+    /// The pairs without an up*/down* path need more lanes than allowed.
+    #[error(
+        "deadlock-free routing needs more than {max} lanes: {unplaced} of {pairs} leaf pairs without an up*/down* path fit on no lane (lane 0 is up*/down* only, detours take lanes 1 and up; allow more lanes, at most {}, or repair links)",
+        crate::lanes::MAX_LANES
+    )]
+    LanesExhausted {
+        /// Lanes allowed.
+        max: u8,
+        /// Leaf pairs that needed a further lane.
+        pairs: usize,
+        /// Of those, pairs that fit on none.
+        unplaced: usize,
+    },
     /// More random failures asked for than the fabric has.
     #[error("asked to fail {asked} {what}, but the fabric has only {available}")]
     TooManyFailures {

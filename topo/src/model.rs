@@ -155,6 +155,9 @@ pub struct PlaneInfo {
     pub external_up: [u32; 3],
     /// Rate of each of those external up links (bits/s), per tier.
     pub external_up_rate_bps: [u64; 3],
+    /// Ports per switch of each tier as the spec (or preset) states: `radix[t - 1]`. A switch
+    /// may use fewer (a leaf with an empty port); see [`Fabric::radix`].
+    pub radix: [u32; 3],
 }
 
 impl PlaneInfo {
@@ -318,6 +321,18 @@ impl Fabric {
     #[inline]
     pub fn degree(&self, n: NodeId) -> usize {
         (self.port_off[n.idx() + 1] - self.port_off[n.idx()]) as usize
+    }
+    /// Ports a node has: a switch's radix from its spec (at least the ports in use: with
+    /// breakouts one radix port carries several links), a host's links.
+    pub fn radix(&self, n: NodeId) -> u32 {
+        let used = self.degree(n) as u32;
+        match self.plane(n) {
+            Some(p) if !self.is_host(n) => {
+                let t = self.tier(n) as usize;
+                self.planes[p as usize].radix[t - 1].max(used)
+            }
+            _ => used,
+        }
     }
     /// Largest port count of any node.
     pub fn max_degree(&self) -> usize {

@@ -178,6 +178,23 @@ mod tests {
         }
     }
 
+    /// Every switch knows its radix: the fat-tree k's is k; a SuperPOD leaf with an empty port
+    /// (127 servers on 128 rail ports) still has 64; DeepSeek's switches have 64.
+    #[test]
+    fn switches_know_their_radix() {
+        for k in [4u32, 8, 16] {
+            let f = build(&format!("fat-tree-k{k}")).unwrap();
+            assert!(f.switches().all(|s| f.radix(s) == k));
+        }
+        let f = build("superpod-h100").unwrap();
+        let leaf = f.name_index()["pod3-leaf7"];
+        assert_eq!((f.degree(leaf), f.radix(leaf)), (63, 64));
+        assert!(f.switches().all(|s| f.radix(s) == 64));
+        let f = build("deepseek-mpft").unwrap();
+        assert!(f.switches().all(|s| f.radix(s) == 64));
+        assert_eq!(f.radix(crate::NodeId(0)), 1);
+    }
+
     #[test]
     fn dragonfly_param_and_errors() {
         let f = build("dragonfly-plus-g9").unwrap();

@@ -102,6 +102,9 @@ pub struct Routes {
     dist: Vec<u8>,
     groups: Groups,
     link_up: Vec<bool>,
+    /// Entries written by [`crate::lanes::route_around`] (switch, destination leaf): routes
+    /// with a down-up turn, used only by pairs on lanes ≥ 1. Cleared by every failure.
+    detours: Vec<(NodeId, NodeId)>,
 }
 
 /// Summary of ECMP widths over all (switch, destination leaf) entries that route
@@ -421,6 +424,7 @@ impl Routes {
             dist: Vec::new(),
             groups: Groups::default(),
             link_up: vec![true; f.num_links()],
+            detours: Vec::new(),
         };
         let mut rows = 0u64;
         for (pi, p) in f.planes().iter().enumerate() {
@@ -752,8 +756,12 @@ impl Routes {
     /// Marks links down and re-routes incrementally: destinations below a failed link are
     /// recomputed; elsewhere the failed port is removed from the one group that used it
     /// (unless that empties the group, which forces a recompute of that destination).
+    ///
+    /// Detour entries ([`crate::lanes::route_around`]) are removed first (listed as
+    /// changed): route around again after the failure.
     pub fn fail_links(&mut self, f: &Fabric, links: &[LinkId]) -> RerouteReport {
         let mut rep = RerouteReport::default();
+        rep.changed.extend(self.clear_detours());
         let mut before = 0u64;
         let mut after = 0u64;
         let np = self.np;
@@ -880,6 +888,40 @@ impl Routes {
     /// Number of planes.
     pub fn num_planes(&self) -> usize {
         self.np
+    }
+
+    /// Writes a detour entry (next hops `ports`, sorted, `dist` hops to the leaf) where the
+    /// up*/down* tables have none, and remembers it as a detour.
+    pub(crate) fn set_detour(&mut self, switch: NodeId, leaf: NodeId, ports: &[Port], dist: u8) {
+        let si = (switch.0 - self.nh) as usize;
+        let pl = self.sw_plane[si] as usize;
+        let k = self.sw_row[si] as usize + (leaf.0 - self.plane_leaf0[pl]) as usize;
+        debug_assert_eq!(
+            self.entries[k], NO_ROUTE,
+            "a detour replaces only a missing route"
+        );
+        self.entries[k] = self.groups.intern(ports);
+        self.dist[k] = dist.min(INF - 1);
+        self.detours.push((switch, leaf));
+    }
+
+    /// Removes every detour entry (back to no route) and returns them.
+    pub fn clear_detours(&mut self) -> Vec<(NodeId, NodeId)> {
+        let d = std::mem::take(&mut self.detours);
+        for &(s, leaf) in &d {
+            let si = (s.0 - self.nh) as usize;
+            let pl = self.sw_plane[si] as usize;
+            let k = self.sw_row[si] as usize + (leaf.0 - self.plane_leaf0[pl]) as usize;
+            self.entries[k] = NO_ROUTE;
+            self.dist[k] = INF;
+        }
+        d
+    }
+
+    /// Detour entries `(switch, destination leaf)` written by
+    /// [`crate::lanes::route_around`] (empty for pure up*/down* tables).
+    pub fn detours(&self) -> &[(NodeId, NodeId)] {
+        &self.detours
     }
 
     /// Overwrites one entry (an empty list means no route). For tests of the verifier

@@ -15,8 +15,13 @@
 //!   `petgraph` graph: its strongly connected components (Tarjan) count the channels on
 //!   cycles, and A* inside the smallest component gives one shortest cycle, reported as
 //!   channels (link + direction) and the switches on it, so a user can see where.
+//! * **Lanes** ([`verify_lanes`]): pairs that [`crate::lanes::route_around`] put on a lane
+//!   ≥ 1 are walked without the up/down rule (their detours turn down-up), and the channel
+//!   dependency graph is built and checked per lane, each from the switches that lane's
+//!   pairs reach.
 //! * **ECMP widths** (see [`WidthStats`]).
 
+use crate::lanes::Lanes;
 use crate::model::*;
 use crate::routing::{LOCAL, NO_ROUTE, Routes, WidthStats};
 
@@ -51,6 +56,13 @@ pub struct VerifyReport {
     pub unreachable_disconnected: u64,
     /// Some unreachable pairs `(src, dst)`.
     pub unreachable_examples: Vec<(NodeId, NodeId)>,
+    /// Host pairs (sharing a plane) whose only routes are on a lane ≥ 1: no up*/down* path,
+    /// routed around on a further lane (0 without lanes).
+    pub pairs_on_extra_lanes: u64,
+    /// Lanes the tables use (1: up*/down* only).
+    pub lanes_used: u8,
+    /// (source leaf, destination leaf) pairs walked on lanes ≥ 1.
+    pub lane_leaf_pairs: u64,
     /// Hosts cut off entirely (every host link down, e.g. their only leaf failed).
     pub isolated_hosts: Vec<NodeId>,
     /// Destination hosts, not isolated, that some non-isolated source sharing a plane
@@ -83,8 +95,26 @@ pub struct VerifyReport {
     /// each channel's packets may wait for the next one's, the last for the first.
     /// Empty when acyclic.
     pub cdg_cycle: Vec<Channel>,
+    /// Lane of [`Self::cdg_cycle`].
+    pub cdg_cycle_lane: u8,
+    /// The dependency graph of each lane (lane 0 first); the `cdg_*` totals above are over
+    /// all lanes (channels: lane 0's).
+    pub lanes: Vec<LaneCdg>,
     /// ECMP widths.
     pub ecmp: WidthStats,
+}
+
+/// One lane's channel dependency graph.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LaneCdg {
+    /// The lane.
+    pub lane: u8,
+    /// Dependencies.
+    pub edges: u64,
+    /// Acyclic?
+    pub acyclic: bool,
+    /// Channels on cycles.
+    pub cyclic_channels: u64,
 }
 
 impl VerifyReport {
@@ -126,6 +156,8 @@ enum Fault {
 struct Walk<'a> {
     f: &'a Fabric,
     r: &'a Routes,
+    /// Down-up turns allowed (a pair on a lane ≥ 1): only loops and holes are faults.
+    turns: bool,
     first: u32,
     d: NodeId,
     state: Vec<u8>,
@@ -167,7 +199,9 @@ impl Walk<'_> {
                     ok = false;
                     continue;
                 }
-                let next_phase = if wt > t {
+                let next_phase = if self.turns {
+                    0
+                } else if wt > t {
                     if phase == 1 {
                         self.faults.push((Fault::UpDown, v));
                         ok = false;
@@ -192,11 +226,16 @@ impl Walk<'_> {
     }
 }
 
-/// Verifies the tables of every plane.
+/// Verifies the tables of every plane, every pair on lane 0 (up*/down*).
 pub fn verify(f: &Fabric, r: &Routes) -> VerifyReport {
+    verify_lanes(f, r, &Lanes::none())
+}
+
+/// Verifies the tables with each leaf pair on its lane (see the module docs).
+pub fn verify_lanes(f: &Fabric, r: &Routes, lanes: &Lanes) -> VerifyReport {
     let np = f.num_planes();
     let mut rep = empty_report(f, r);
-    verify_leaf_pairs(f, r, np, &mut rep);
+    verify_leaf_pairs(f, r, lanes, np, &mut rep);
     rep
 }
 
@@ -225,6 +264,11 @@ fn empty_report(f: &Fabric, r: &Routes) -> VerifyReport {
         cdg_acyclic: true,
         cdg_cyclic_channels: 0,
         cdg_cycle: Vec::new(),
+        cdg_cycle_lane: 0,
+        lanes: Vec::new(),
+        pairs_on_extra_lanes: 0,
+        lanes_used: 1,
+        lane_leaf_pairs: 0,
         ecmp: r.width_stats(),
     }
 }
@@ -233,9 +277,8 @@ fn empty_report(f: &Fabric, r: &Routes) -> VerifyReport {
 /// acyclic)`. For the benchmark that compares it with petgraph (`examples/cdg_petgraph.rs`).
 #[doc(hidden)]
 pub fn cdg_check(f: &Fabric, r: &Routes) -> (u64, u64, bool) {
-    let mut rep = empty_report(f, r);
-    cdg(f, r, &mut rep);
-    (rep.cdg_channels, rep.cdg_edges, rep.cdg_acyclic)
+    let c = cdg(f, r, None);
+    (c.channels, c.edges, c.acyclic)
 }
 
 /// The same check with the graph materialised in petgraph and `toposort`: the
@@ -249,7 +292,7 @@ pub fn cdg_check_petgraph(f: &Fabric, r: &Routes) -> (u64, u64, bool) {
     let slot = |n: NodeId, p: Port| f.port_off[n.idx()] as usize + p as usize;
     // bits[channel (u, port)] = the out ports of w = peer(u, port) it may wait for.
     let mut bits = vec![0u64; nslots * words];
-    for_each_dependency(f, r, |u, port, _, _, outs| {
+    for_each_dependency(f, r, None, |u, port, _, _, outs| {
         let base = slot(u, port) * words;
         for &o in outs {
             bits[base + o as usize / 64] |= 1 << (o % 64);
@@ -279,36 +322,47 @@ pub fn cdg_check_petgraph(f: &Fabric, r: &Routes) -> (u64, u64, bool) {
 }
 
 /// Leaf-pair reachability, loops, up/down turns, black holes, host pairs and the CDG.
-fn verify_leaf_pairs(f: &Fabric, r: &Routes, np: usize, rep: &mut VerifyReport) {
+fn verify_leaf_pairs(f: &Fabric, r: &Routes, lanes: &Lanes, np: usize, rep: &mut VerifyReport) {
     // Leaf-pair reachability per plane: bad[(src li, dst li)] listed.
     let mut bad_pairs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); np];
     for (pi, p) in f.planes().iter().enumerate() {
         let sw = p.switches();
         let leaves = p.leaves();
-        let mut walk = Walk {
+        let new_walk = |turns| Walk {
             f,
             r,
+            turns,
             first: sw.start,
             d: NodeId(0),
             state: vec![UNSEEN; sw.len() * 2],
             faults: Vec::new(),
         };
+        // Lane 0 (up*/down*) and the further lanes (down-up turns allowed).
+        let mut walks = [new_walk(false), new_walk(true)];
         for d in leaves.clone() {
-            walk.d = NodeId(d);
-            walk.state.fill(UNSEEN);
-            walk.faults.clear();
+            for w in &mut walks {
+                w.d = NodeId(d);
+                w.state.fill(UNSEEN);
+                w.faults.clear();
+            }
             for s in leaves.clone() {
                 if s == d {
                     continue;
                 }
                 rep.leaf_pairs += 1;
-                if !walk.visit(NodeId(s), 0) {
+                let extra = lanes.lane(NodeId(s), NodeId(d)) > 0;
+                rep.lane_leaf_pairs += extra as u64;
+                if !walks[extra as usize].visit(NodeId(s), 0) {
                     bad_pairs[pi].push((s - leaves.start, d - leaves.start));
                 }
             }
-            walk.faults.sort_by_key(|&(k, n)| (k as u8, n));
-            walk.faults.dedup();
-            for &(k, n) in &walk.faults {
+            let mut faults: Vec<(Fault, NodeId)> = walks
+                .iter()
+                .flat_map(|w| w.faults.iter().copied())
+                .collect();
+            faults.sort_by_key(|&(k, n)| (k as u8, n));
+            faults.dedup();
+            for &(k, n) in &faults {
                 let issue = EntryIssue {
                     switch: n,
                     dest_leaf: NodeId(d),
@@ -325,12 +379,42 @@ fn verify_leaf_pairs(f: &Fabric, r: &Routes, np: usize, rep: &mut VerifyReport) 
             }
         }
     }
-    host_pairs(f, r, &bad_pairs, rep);
-    cdg(f, r, rep);
+    host_pairs(f, r, lanes, &bad_pairs, rep);
+    lane_cdgs(f, r, lanes, rep);
+}
+
+/// The dependency graph of every lane, into the report.
+fn lane_cdgs(f: &Fabric, r: &Routes, lanes: &Lanes, rep: &mut VerifyReport) {
+    rep.lanes_used = lanes.used.max(1);
+    for lane in 0..rep.lanes_used {
+        let c = cdg(f, r, (!lanes.is_empty()).then_some((lanes, lane)));
+        if lane == 0 {
+            rep.cdg_channels = c.channels;
+        }
+        rep.cdg_edges += c.edges;
+        if !c.acyclic && rep.cdg_acyclic {
+            rep.cdg_cycle = c.cycle;
+            rep.cdg_cycle_lane = lane;
+        }
+        rep.cdg_acyclic &= c.acyclic;
+        rep.cdg_cyclic_channels += c.cyclic_channels;
+        rep.lanes.push(LaneCdg {
+            lane,
+            edges: c.edges,
+            acyclic: c.acyclic,
+            cyclic_channels: c.cyclic_channels,
+        });
+    }
 }
 
 /// Counts host pairs from the leaf-pair results.
-fn host_pairs(f: &Fabric, r: &Routes, bad_pairs: &[Vec<(u32, u32)>], rep: &mut VerifyReport) {
+fn host_pairs(
+    f: &Fabric,
+    r: &Routes,
+    lanes: &Lanes,
+    bad_pairs: &[Vec<(u32, u32)>],
+    rep: &mut VerifyReport,
+) {
     let np = f.num_planes();
     let nh = f.num_hosts();
     // Pairs sharing a plane, by plane-mask histogram.
@@ -406,6 +490,7 @@ fn host_pairs(f: &Fabric, r: &Routes, bad_pairs: &[Vec<(u32, u32)>], rep: &mut V
         }
     }
     rep.unreachable_pairs = cand.len() as u64;
+    rep.pairs_on_extra_lanes = extra_lane_pairs(f, r, lanes, &bad_set);
     let comp = Components::new(f, r);
     rep.unreachable_disconnected = cand
         .iter()
@@ -443,6 +528,61 @@ fn host_pairs(f: &Fabric, r: &Routes, bad_pairs: &[Vec<(u32, u32)>], rep: &mut V
     rep.unreachable_examples = ex;
 }
 
+/// Host pairs routed only on lanes ≥ 1: under a leaf pair on a further lane that delivers,
+/// with no shared plane where they reach each other on lane 0.
+fn extra_lane_pairs(
+    f: &Fabric,
+    r: &Routes,
+    lanes: &Lanes,
+    bad_set: &[std::collections::HashSet<(u32, u32)>],
+) -> u64 {
+    if lanes.is_empty() {
+        return 0;
+    }
+    let mut on_leaf: std::collections::HashMap<NodeId, Vec<NodeId>> = Default::default();
+    for h in f.hosts() {
+        for p in f.host_planes(h) {
+            let a = f
+                .attachment(h, p)
+                .expect("host_planes lists attached planes");
+            if r.link_is_up(a.link) {
+                on_leaf.entry(a.leaf).or_default().push(h);
+            }
+        }
+    }
+    let good = |p: u16, x: NodeId, y: NodeId| {
+        let l0 = f.plane_info(p).leaves().start;
+        !bad_set[p as usize].contains(&(x.0 - l0, y.0 - l0))
+    };
+    let on_lane0 = |a: NodeId, b: NodeId| {
+        f.host_planes(a).any(|p| {
+            let (Some(x), Some(y)) = (f.attachment(a, p), f.attachment(b, p)) else {
+                return false;
+            };
+            r.link_is_up(x.link)
+                && r.link_is_up(y.link)
+                && (x.leaf == y.leaf
+                    || (good(p, x.leaf, y.leaf) && lanes.lane(x.leaf, y.leaf) == 0))
+        })
+    };
+    let mut pairs: std::collections::HashSet<(NodeId, NodeId)> = Default::default();
+    for &(s, d, _) in lanes.pairs() {
+        let Some(p) = f.plane(s) else { continue };
+        if !good(p, s, d) {
+            continue;
+        }
+        let none = Vec::new();
+        for &a in on_leaf.get(&s).unwrap_or(&none) {
+            for &b in on_leaf.get(&d).unwrap_or(&none) {
+                if a != b && !on_lane0(a, b) {
+                    pairs.insert((a, b));
+                }
+            }
+        }
+    }
+    pairs.len() as u64
+}
+
 /// Connected components of the live switch graph (petgraph union-find over live
 /// switch–switch links; they never leave a plane).
 struct Components(petgraph::unionfind::UnionFind<u32>);
@@ -470,20 +610,38 @@ impl Components {
     }
 }
 
-/// Builds the channel dependency graph from the tables and checks it for cycles.
 /// Every channel dependency the tables create, per destination leaf: a packet on the
 /// channel `(u, port)` toward `d` arrives at `w` on `in_port` and may wait for any of `outs`,
 /// `w`'s next hops toward `d`. Called as `visit(u, port, w, in_port, outs)`; repeats are not
-/// removed (callers keep bitsets).
+/// removed (callers keep bitsets). `lane: None` takes every entry; `Some((lanes, l))` only
+/// the switches that the pairs on lane `l` reach from their source leaves.
 fn for_each_dependency(
     f: &Fabric,
     r: &Routes,
+    lane: Option<(&Lanes, u8)>,
     mut visit: impl FnMut(NodeId, Port, NodeId, Port, &[Port]),
 ) {
+    let mut reach = Vec::new();
+    let mut stack = Vec::new();
     for p in f.planes() {
+        let sw = p.switches();
         for d in p.leaves() {
             let d = NodeId(d);
-            for u in p.switches() {
+            if let Some((lanes, l)) = lane {
+                reached(
+                    f,
+                    r,
+                    p,
+                    d,
+                    |s| lanes.lane(s, d) == l,
+                    &mut reach,
+                    &mut stack,
+                );
+            }
+            for u in sw.clone() {
+                if lane.is_some() && !reach[(u - sw.start) as usize] {
+                    continue;
+                }
                 let u = NodeId(u);
                 let e = r.entry(u, d);
                 if e == NO_ROUTE || e == LOCAL {
@@ -506,7 +664,53 @@ fn for_each_dependency(
     }
 }
 
-fn cdg(f: &Fabric, r: &Routes, rep: &mut VerifyReport) {
+/// Marks in `reach` (indexed from the plane's first switch) the switches that the tables
+/// lead to from the source leaves `from` selects, toward leaf `d`.
+fn reached(
+    f: &Fabric,
+    r: &Routes,
+    p: &PlaneInfo,
+    d: NodeId,
+    from: impl Fn(NodeId) -> bool,
+    reach: &mut Vec<bool>,
+    stack: &mut Vec<NodeId>,
+) {
+    let first = p.switches().start;
+    reach.clear();
+    reach.resize(p.switches().len(), false);
+    stack.clear();
+    stack.extend(p.leaves().map(NodeId).filter(|&s| s != d && from(s)));
+    while let Some(u) = stack.pop() {
+        let i = (u.0 - first) as usize;
+        if reach[i] {
+            continue;
+        }
+        reach[i] = true;
+        let e = r.entry(u, d);
+        if e == NO_ROUTE || e == LOCAL {
+            continue;
+        }
+        for &port in r.groups().get(e) {
+            let w = f.peer(u, port);
+            if !f.is_host(w) && !reach[(w.0 - first) as usize] {
+                stack.push(w);
+            }
+        }
+    }
+}
+
+/// One channel dependency graph checked.
+struct CdgCheck {
+    channels: u64,
+    edges: u64,
+    acyclic: bool,
+    cyclic_channels: u64,
+    cycle: Vec<Channel>,
+}
+
+/// Builds the channel dependency graph from the tables (of every entry, or of one lane)
+/// and checks it for cycles.
+fn cdg(f: &Fabric, r: &Routes, lane: Option<(&Lanes, u8)>) -> CdgCheck {
     // Channel id: port slot (node, port) of the *sending* end = port_off[node] + port.
     let nslots = f.port_off[f.num_nodes()] as usize;
     let words_of = |n: NodeId| f.degree(n).div_ceil(64);
@@ -522,7 +726,7 @@ fn cdg(f: &Fabric, r: &Routes, rep: &mut VerifyReport) {
             };
     }
     let mut dep = vec![0u64; woff[f.num_nodes()]];
-    for_each_dependency(f, r, |_, _, w, in_port, outs| {
+    for_each_dependency(f, r, lane, |_, _, w, in_port, outs| {
         let wn = words_of(w);
         let base = woff[w.idx()] + in_port as usize * wn;
         for &o in outs {
@@ -578,18 +782,22 @@ fn cdg(f: &Fabric, r: &Routes, rep: &mut VerifyReport) {
             }
         });
     }
-    rep.cdg_channels = nslots as u64;
-    rep.cdg_edges = edges;
-    rep.cdg_acyclic = done == nslots;
-    if !rep.cdg_acyclic {
+    let mut c = CdgCheck {
+        channels: nslots as u64,
+        edges,
+        acyclic: done == nslots,
+        cyclic_channels: 0,
+        cycle: Vec::new(),
+    };
+    if !c.acyclic {
         // Channels Kahn could not order: the cycles and what hangs off them.
         let residual: Vec<usize> = (0..nslots).filter(|&c| indeg[c] > 0).collect();
         let (count, cycle) = find_cycle(&residual, |c, out| {
             let (n, p) = owner[c];
             for_each_edge(n, p, out)
         });
-        rep.cdg_cyclic_channels = count;
-        rep.cdg_cycle = cycle
+        c.cyclic_channels = count;
+        c.cycle = cycle
             .into_iter()
             .map(|c| {
                 let (from, port) = owner[c];
@@ -602,6 +810,7 @@ fn cdg(f: &Fabric, r: &Routes, rep: &mut VerifyReport) {
             })
             .collect();
     }
+    c
 }
 
 /// Among `nodes` (of a directed graph given by `edges(v, out)`), the number of nodes on
@@ -789,15 +998,8 @@ mod tests {
         // leaf0 → agg0 → leaf1 → agg1 → core is a live path, but it turns up after down.
         let f = fat_tree(4, Rate::gbps(100)).unwrap();
         let mut r = Routes::compute(&f);
-        let set = crate::failures::resolve(
-            &f,
-            &[
-                "pod0-leaf0--pod0-agg1".into(),
-                "pod0-agg0--core0-0".into(),
-                "pod0-agg0--core0-1".into(),
-            ],
-        )
-        .unwrap();
+        let set =
+            crate::failures::resolve(&f, &crate::lanes::STRANDED_K4.map(String::from)).unwrap();
         r.fail_links(&f, &set.links);
         let v = verify(&f, &r);
         // 2 hosts of leaf0 ⇄ 12 hosts in other pods, both directions.

@@ -40,8 +40,46 @@
 //! assert_eq!(w.get(leaf0, remote), Some(&[1, 2][..]));
 //! ```
 
-use crate::model::{Fabric, NodeId};
+use crate::model::{Fabric, NodeId, PlaneKind};
 use crate::routing::{LOCAL, NO_ROUTE, Routes};
+
+/// What makes the switches of a tier alike for the weights: (up-link rate, distinct upper
+/// switches, parallel links to each, distinct lower switches); `None` when a switch's
+/// parallel links to its upper neighbours are not all as many or its up links differ in rate.
+fn shape(f: &Fabric, s: NodeId) -> Option<(u64, usize, usize, usize)> {
+    let t = f.tier(s);
+    let mut up: Vec<(NodeId, u64)> = Vec::new();
+    let mut down: Vec<NodeId> = Vec::new();
+    for (peer, l) in f.ports(s) {
+        match f.tier(peer) {
+            pt if pt > t => up.push((peer, f.link(l).rate_bps)),
+            pt if pt < t && !f.is_host(peer) => down.push(peer),
+            _ => {}
+        }
+    }
+    up.sort_unstable();
+    down.sort_unstable();
+    down.dedup();
+    let rate = up.first().map_or(0, |u| u.1);
+    if up.iter().any(|u| u.1 != rate) {
+        return None;
+    }
+    let runs: Vec<usize> = up.chunk_by(|a, b| a.0 == b.0).map(<[_]>::len).collect();
+    let m = runs.first().copied().unwrap_or(0);
+    runs.iter()
+        .all(|&x| x == m)
+        .then_some((rate, runs.len(), m, down.len()))
+}
+
+/// Whether every switch of a tier (a range of switch ids) has the same [`shape`].
+fn tier_alike(f: &Fabric, tier: &std::ops::Range<u32>) -> bool {
+    let mut it = tier.clone().map(|s| shape(f, NodeId(s)));
+    match it.next() {
+        None => true,
+        Some(None) => false,
+        Some(first) => it.all(|x| x == first),
+    }
+}
 
 /// The largest next-hop weight Linux accepts (`ip route … weight 1..=256`).
 pub const MAX_WEIGHT: u32 = 256;
@@ -70,8 +108,35 @@ impl Weights {
     /// in order of distance to the destination (a next hop is one hop closer), row by
     /// row, so each pass reads the tables and the matrix in order; then one more pass
     /// turns the groups with unequal members into weights. Measured with
-    /// `examples/wcmp_scale.rs`.
+    /// `examples/wcmp_scale.rs`. Skipped (no weighted entry) when [`Self::uniform`] proves
+    /// every group equal.
     pub fn compute(f: &Fabric, r: &Routes) -> Weights {
+        if Self::uniform(f, r) {
+            return Weights::layout(f);
+        }
+        Self::compute_all(f, r)
+    }
+
+    /// Whether no ECMP group of `r` can have unequal weights, without computing them: no
+    /// switch–switch link down and no detour, every plane a Clos, and in every switch tier
+    /// of a plane one rate on the up links, the same number of distinct upper and lower
+    /// switch neighbours, and the same number of parallel links to each upper one. Then all
+    /// switches of a tier are alike, every member of a group reaches the destination by as
+    /// many paths of the same rates, and every weight is 1 (checked against
+    /// [`Self::compute_all`] by a property test). O(links).
+    pub fn uniform(f: &Fabric, r: &Routes) -> bool {
+        let switch_link_down = r.failed_links().any(|l| !f.is_host(f.link(l).a));
+        if switch_link_down || !r.detours().is_empty() {
+            return false;
+        }
+        f.planes()
+            .iter()
+            .all(|p| p.kind == PlaneKind::Clos && p.tiers.iter().all(|t| tier_alike(f, t)))
+    }
+
+    /// [`Self::compute`] without the [`Self::uniform`] shortcut (for its test and benchmark).
+    #[doc(hidden)]
+    pub fn compute_all(f: &Fabric, r: &Routes) -> Weights {
         let mut out = Weights::layout(f);
         let groups = r.groups();
         let mut members: Vec<u64> = Vec::new();
@@ -383,7 +448,8 @@ mod tests {
                                            fails in 0usize..40, seed: u64) {
             let f = fat_tree(k, Rate::gbps(400)).unwrap();
             let mut r = Routes::compute(&f);
-            prop_assert!(Weights::compute(&f, &r).is_empty());
+            prop_assert!(Weights::uniform(&f, &r));
+            prop_assert!(Weights::compute_all(&f, &r).is_empty());
             let sw_links: Vec<_> = (0..f.num_links() as u32)
                 .map(crate::model::LinkId)
                 .filter(|&l| !f.is_host(f.link(l).a))
@@ -397,6 +463,7 @@ mod tests {
             failed.sort_unstable();
             failed.dedup();
             r.fail_links(&f, &failed);
+            prop_assert_eq!(Weights::uniform(&f, &r), failed.is_empty());
             let w = Weights::compute(&f, &r);
             // The fast form equals the recursive one, entry by entry.
             let oracle = Weights::compute_recursive(&f, &r);

@@ -344,3 +344,125 @@ proptest! {
         balanced_at_every_tier(&f, &r, &lft)?;
     }
 }
+
+/// Host pairs `(connected, with an up*/down* path)` by reference: a pair counts as connected
+/// when some shared plane has both host links up and a live switch path between the two
+/// leaves (BFS over live switch–switch links), and as up*/down*-routable when such a plane
+/// also has a finite reference up*/down* distance.
+fn reference_pair_counts(f: &Fabric, r: &Routes) -> (u64, u64) {
+    let up: Vec<bool> = (0..f.num_links() as u32)
+        .map(|l| r.link_is_up(LinkId(l)))
+        .collect();
+    let reach_from = |leaf: NodeId| {
+        let mut seen = vec![false; f.num_nodes()];
+        let mut stack = vec![leaf];
+        seen[leaf.idx()] = true;
+        while let Some(v) = stack.pop() {
+            for (w, l) in f.ports(v) {
+                if up[l.idx()] && !f.is_host(w) && !seen[w.idx()] {
+                    seen[w.idx()] = true;
+                    stack.push(w);
+                }
+            }
+        }
+        seen
+    };
+    let mut live = std::collections::HashMap::new();
+    let mut updown = std::collections::HashMap::new();
+    let (mut connected, mut routable) = (0, 0);
+    for a in f.hosts() {
+        for b in f.hosts() {
+            if a == b {
+                continue;
+            }
+            let (mut c, mut u) = (false, false);
+            for pl in 0..f.num_planes() as u16 {
+                let (Some(x), Some(y)) = (f.attachment(a, pl), f.attachment(b, pl)) else {
+                    continue;
+                };
+                if !up[x.link.idx()] || !up[y.link.idx()] {
+                    continue;
+                }
+                let seen = live.entry(y.leaf).or_insert_with(|| reach_from(y.leaf));
+                c |= seen[x.leaf.idx()];
+                let dist = updown
+                    .entry(y.leaf)
+                    .or_insert_with(|| reference_dist(f, &up, y.leaf));
+                u |= dist[x.leaf.idx()] != INF;
+            }
+            connected += c as u64;
+            routable += u as u64;
+        }
+    }
+    (connected, routable)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Deadlock-free detours (issue 15): after random failures, every physically connected
+    /// host pair is routed — on lane 0 when it has an up*/down* path, else on a further
+    /// lane — loop-free and without black holes, lane 0 keeps the up/down rule, and every
+    /// lane's channel dependency graph is acyclic.
+    #[test]
+    fn detours_route_every_connected_pair_and_every_lane_is_acyclic(
+        spec in arb_spec(),
+        picks in prop::collection::vec(any::<u32>(), 1..16),
+        fail_switch in any::<Option<u32>>(),
+    ) {
+        let f = spec.build("prop").unwrap();
+        let mut r = Routes::compute(&f);
+        // Mostly switch–switch links (where down-up detours arise), some host links.
+        let sw: Vec<LinkId> = (0..f.num_links() as u32)
+            .map(LinkId)
+            .filter(|&l| !f.is_host(f.link(l).a))
+            .collect();
+        let links: Vec<LinkId> = picks
+            .iter()
+            .map(|&x| if x % 8 == 0 { LinkId(x % f.num_links() as u32) } else { sw[x as usize % sw.len()] })
+            .collect();
+        r.fail_links(&f, &links);
+        if let Some(s) = fail_switch {
+            r.fail_nodes(&f, &[NodeId(f.num_hosts() as u32 + s % f.num_switches() as u32)]);
+        }
+        let (connected, routable) = reference_pair_counts(&f, &r);
+        let lanes = topo::lanes::route_around(&f, &mut r, topo::lanes::MAX_LANES).unwrap();
+        let rep = topo::verify::verify_lanes(&f, &r, &lanes);
+        prop_assert_eq!(rep.loops, 0, "{:?}", rep);
+        prop_assert_eq!(rep.black_holes, 0, "{:?}", rep);
+        prop_assert_eq!(rep.updown_violations, 0, "lane 0 keeps up*/down*: {:?}", rep);
+        prop_assert!(rep.cdg_acyclic, "{:?}", rep.lanes);
+        prop_assert_eq!(rep.lanes.len(), lanes.used as usize);
+        prop_assert!(rep.lanes.iter().all(|l| l.acyclic));
+        prop_assert_eq!(rep.reachable_pairs, connected);
+        prop_assert_eq!(rep.unreachable_no_updown, 0);
+        prop_assert_eq!(rep.pairs_on_extra_lanes, connected - routable);
+        prop_assert_eq!(rep.unreachable_pairs, rep.unreachable_disconnected);
+        // Detours only fill entries the up*/down* tables left empty.
+        for &(s, d) in r.detours() {
+            prop_assert!(lanes.pairs().iter().any(|&(_, dd, _)| dd == d), "{} {}", s, d);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The weights' shortcut is sound: whenever `Weights::uniform` says no group can be
+    /// unequal (and the export skips the computation), the full computation finds none —
+    /// on random healthy fabrics (oversubscribed Closes, parallel links, Dragonfly+, planes)
+    /// and after a host-link failure (which keeps the shortcut).
+    #[test]
+    fn uniform_fabrics_have_no_weighted_entry(spec in arb_spec(), host in any::<Option<u32>>()) {
+        let f = spec.build("prop").unwrap();
+        let mut r = Routes::compute(&f);
+        if let Some(h) = host {
+            let h = NodeId(h % f.num_hosts() as u32);
+            let p = f.host_planes(h).next().unwrap();
+            r.fail_links(&f, &[f.attachment(h, p).unwrap().link]);
+        }
+        if topo::wcmp::Weights::uniform(&f, &r) {
+            prop_assert!(topo::wcmp::Weights::compute_all(&f, &r).is_empty());
+        }
+    }
+}

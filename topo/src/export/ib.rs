@@ -221,6 +221,14 @@ pub fn write_lfts<W: Write>(
     Ok(())
 }
 
+/// The port count of a node in the `.net`: its radix (a 64-port leaf with an empty port is
+/// `Switch 64`, not 63), capped at 254, InfiniBand's most ports per switch; the ports in use
+/// must fit.
+fn net_ports(f: &Fabric, n: NodeId) -> Result<u8, ExportError> {
+    let used = ib_port(f.degree(n).saturating_sub(1) as Port)?;
+    Ok(used.max(f.radix(n).min(254) as u8))
+}
+
 fn ib_port(p: Port) -> Result<u8, ExportError> {
     u8::try_from(u32::from(p) + 1).map_err(|_| ExportError::PortTooHigh {
         port: u32::from(p) + 1,
@@ -292,7 +300,7 @@ fn net_node<'f>(
     Ok(NetNode {
         kind: kind(f, n),
         guid: addr.node_guid(n),
-        ports: ib_port(f.degree(n).saturating_sub(1) as Port)?,
+        ports: net_ports(f, n)?,
         name: f.node_name(n),
         lid: plan.lid(n),
     })

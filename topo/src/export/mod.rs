@@ -40,6 +40,7 @@ pub mod frr;
 pub mod ib;
 pub mod ipbatch;
 pub mod json;
+pub mod lanes;
 pub mod opensm;
 pub mod routes;
 mod sink;

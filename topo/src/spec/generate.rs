@@ -79,6 +79,7 @@ fn add_nodes(b: &mut FabricBuilder, plan: &Plan) -> Vec<(u32, u32, u32)> {
             pods: pp.pods,
             external_up: [0, if pp.cores == 0 && !df { pp.spine_up } else { 0 }, 0],
             external_up_rate_bps: [0, pp.spine_up_rate, 0],
+            radix: pp.radix,
         });
         starts.push((leaf0, spine0, core0));
     }

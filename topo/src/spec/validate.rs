@@ -186,6 +186,11 @@ impl Checker<'_> {
             spine_up_rate: spine_up_rate.0,
             leaf_delay: p.leaf.delay_ns,
             spine_delay: p.spine.delay_ns,
+            radix: [
+                p.leaf.radix,
+                p.spine.radix,
+                p.core.as_ref().map_or(0, |c| c.radix),
+            ],
         };
         Ok((plan, spp as u64 * p.pods as u64))
     }
@@ -482,6 +487,8 @@ pub(crate) struct PlanePlan {
     pub(super) spine_up_rate: u64,
     pub(super) leaf_delay: Option<u32>,
     pub(super) spine_delay: Option<u32>,
+    /// Ports per switch of each tier as the spec states (0: no such tier).
+    pub(super) radix: [u32; 3],
 }
 
 /// Checks `down + up ≤ radix` (bandwidth-weighted when `port_rate` is given); returns `down`.
