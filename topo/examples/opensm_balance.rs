@@ -8,7 +8,7 @@
 //! into a copy of our table, so [`topo::balance::of_lft`] measures both the same way.
 //!
 //! ```text
-//! cargo run --release -p topo --example opensm_balance -- fat-tree-k8 deepseek-mpft [--engines ftree,minhop]
+//! cargo run --release -p topo --example opensm_balance -- fat-tree-k8 deepseek-mpft [--engines ftree,minhop|none]
 //! ```
 //! Every plane of a multi-plane fabric is its own subnet: ibsim and OpenSM run once per plane.
 //! Needs Debian's `opensm`, `ibsim-utils` and `libumad2sim0` (`scripts/install-deps.sh`); no
@@ -44,7 +44,11 @@ fn run() -> Result<()> {
     while let Some(a) = args.next() {
         if a == "--engines" {
             let v = args.next().ok_or("--engines needs a list")?;
-            engines = v.split(',').filter(|e| !e.is_empty() && *e != "none").map(str::to_string).collect();
+            engines = v
+                .split(',')
+                .filter(|e| !e.is_empty() && *e != "none")
+                .map(str::to_string)
+                .collect();
         } else {
             presets.push(a);
         }
