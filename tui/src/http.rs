@@ -34,10 +34,13 @@ pub fn get(addr: &str, path: &str, timeout: Duration) -> io::Result<Body> {
     let mut s = TcpStream::connect_timeout(&sa, timeout)?;
     s.set_read_timeout(Some(timeout))?;
     s.set_nodelay(true)?;
-    write!(
-        s,
+    // One write: `write!` on the bare socket sends each formatted piece as its own segment
+    // (with no delay set), and a server that answers after its first read sees half a request.
+    let request = format!(
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: fabric-tui\r\nAccept: */*\r\nConnection: close\r\n\r\n"
-    )?;
+    );
+    s.write_all(request.as_bytes())
+        .map_err(|e| io::Error::new(e.kind(), format!("GET {path}: sending the request: {e}")))?;
     let mut r = BufReader::with_capacity(1 << 16, s);
     let mut line = String::new();
     let mut total = 0;
@@ -161,8 +164,15 @@ mod tests {
         let addr = l.local_addr().unwrap().to_string();
         std::thread::spawn(move || {
             let (mut s, _) = l.accept().unwrap();
+            // Read the whole request, as a server does, then answer and close.
+            let mut req = Vec::new();
             let mut buf = [0u8; 1024];
-            let _ = s.read(&mut buf);
+            while !req.ends_with(b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+            }
             s.write_all(resp).unwrap();
         });
         addr
