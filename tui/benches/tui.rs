@@ -94,9 +94,10 @@ fn app_for(
     (app, agg, view, info, samples)
 }
 
-/// Median and p99 draw time; with `fresh`, a new sample arrives before every frame (the
-/// first frame after new data pays for the links table's order), else the same data is
-/// redrawn (a key press, a resize).
+/// Median and p99 frame time: `App::prepare` (the heat map's bins) and drawing. With
+/// `fresh`, a new sample arrives before every frame, so the frame bins it afresh (taking
+/// the message, before the clock starts, is not timed); else the same data is redrawn
+/// (a key press, a resize).
 fn time_frames(app: &mut App, n: usize, fresh: &[fabric_tui::Sample]) -> (Duration, Duration) {
     app.update(Msg::Resize(200, 50));
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
@@ -108,6 +109,7 @@ fn time_frames(app: &mut App, n: usize, fresh: &[fabric_tui::Sample]) -> (Durati
                 app.update(Msg::Sample(s));
             }
             let t = Instant::now();
+            app.prepare();
             term.draw(|f| fabric_tui::ui::render(f, app)).unwrap();
             t.elapsed()
         })
