@@ -654,10 +654,8 @@ impl App {
     /// unless the same sample, mask and binning were binned before (redraws reuse them).
     /// Drawing without it is correct, only slower ([`App::heat_panel`]).
     pub fn prepare(&mut self) {
+        // also with nothing wanted: the bins then hold no older sample alive
         let wanted = self.heat_grids();
-        if wanted.is_empty() {
-            return; // keep the bins for a return to the heat map
-        }
         let mask = self.mask_rows().cloned();
         self.bins
             .update(&self.fabric, self.shown.as_ref(), mask.as_ref(), &wanted);
