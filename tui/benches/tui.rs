@@ -1,4 +1,6 @@
-//! `cargo bench -p tui --bench tui [-- frame|aggregate|hour]`: the figures of docs/tui.md.
+//! `cargo bench -p tui --bench tui [-- frame|aggregate|hour] [WORD…]`: the figures of
+//! docs/tui.md. Any other word keeps only the frame views whose name contains it
+//! (`-- frame side` times only the 8 planes side by side).
 //!
 //! * frame — draw time at 200×50 for the 8-plane k=40 fabric (102,400 GPUs, 358,400
 //!   links) in each view, against a baseline of drawing the same screen for a 16-link
@@ -92,9 +94,10 @@ fn app_for(
     (app, agg, view, info, samples)
 }
 
-/// Median and p99 draw time; with `fresh`, a new sample arrives before every frame (the
-/// first frame after new data pays for the links table's order), else the same data is
-/// redrawn (a key press, a resize).
+/// Median and p99 frame time: `App::prepare` (the heat map's bins) and drawing. With
+/// `fresh`, a new sample arrives before every frame, so the frame bins it afresh (taking
+/// the message, before the clock starts, is not timed); else the same data is redrawn
+/// (a key press, a resize).
 fn time_frames(app: &mut App, n: usize, fresh: &[fabric_tui::Sample]) -> (Duration, Duration) {
     app.update(Msg::Resize(200, 50));
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
@@ -106,6 +109,7 @@ fn time_frames(app: &mut App, n: usize, fresh: &[fabric_tui::Sample]) -> (Durati
                 app.update(Msg::Sample(s));
             }
             let t = Instant::now();
+            app.prepare();
             term.draw(|f| fabric_tui::ui::render(f, app)).unwrap();
             t.elapsed()
         })
@@ -114,7 +118,7 @@ fn time_frames(app: &mut App, n: usize, fresh: &[fabric_tui::Sample]) -> (Durati
     (v[n / 2], v[n * 99 / 100])
 }
 
-fn frame() {
+fn frame(only: &[String]) {
     let big = topo::generators::multi_plane_spec(
         topo::generators::fat_tree_spec(40, topo::Rate::gbps(400)),
         8,
@@ -145,6 +149,7 @@ fn frame() {
         ("flows + charts", &[Action::NextView]),
     ];
     for (name, acts) in views {
+        let timed = only.is_empty() || only.iter().any(|w| name.contains(w.as_str()));
         for a in [&mut a_small, &mut a_big] {
             for x in acts {
                 a.update(Msg::Action(*x));
@@ -159,6 +164,9 @@ fn frame() {
                     a.update(Msg::Key(crossterm::event::KeyEvent::from(code)));
                 }
             }
+        }
+        if !timed {
+            continue; // its actions still apply: views build on the ones before
         }
         let (sm, sp) = time_frames(&mut a_small, 200, &[]);
         let (bm, bp) = time_frames(&mut a_big, 200, &[]);
@@ -366,9 +374,13 @@ fn main() {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let run = |n: &str| which.is_empty() || which.iter().any(|w| w == n);
+    const SECTIONS: [&str; 3] = ["frame", "aggregate", "hour"];
+    let (sections, only): (Vec<String>, Vec<String>) = which
+        .into_iter()
+        .partition(|w| SECTIONS.contains(&w.as_str()));
+    let run = |n: &str| sections.is_empty() || sections.iter().any(|w| w == n);
     if run("frame") {
-        frame();
+        frame(&only);
     }
     if run("aggregate") {
         aggregate();

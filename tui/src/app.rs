@@ -5,6 +5,7 @@
 //! app asks for no redraw; unfreezing shows the latest. The links table's order and the
 //! filter's matches come from a worker thread ([`crate::rows`]).
 
+use crate::bins::{self, Bins, GridId, Panel};
 use crate::fabric::{FabricView, Grid};
 use crate::filter::Expr;
 use crate::heatmap::{self, Level, Window};
@@ -15,6 +16,7 @@ use crate::table::SortKey;
 use crate::theme::Theme;
 use crate::units::Units;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -207,6 +209,8 @@ pub struct App {
     /// The latest rows received.
     rows: Option<Arc<Rows>>,
     worker: Option<Worker>,
+    /// The heat map's bins, kept between frames ([`App::prepare`]).
+    bins: Bins,
 }
 
 impl App {
@@ -250,6 +254,7 @@ impl App {
             requested: None,
             rows: None,
             worker: None,
+            bins: Bins::default(),
         }
     }
 
@@ -618,6 +623,58 @@ impl App {
         Some(heatmap::Binning::fit(w, rows, cols))
     }
 
+    /// The grids the heat map draws now and their binnings: every plane's top grid side
+    /// by side, else the current grid; none outside the heat map's grids.
+    pub fn heat_grids(&self) -> Vec<(GridId, heatmap::Binning)> {
+        if !self.in_grid() {
+            return Vec::new();
+        }
+        if self.side_by_side && self.fabric.planes.len() > 1 {
+            let (rows, cols) = crate::ui::heat_capacity(self);
+            return (self.fabric.planes.iter().enumerate())
+                .map(|(plane, p)| {
+                    let b = heatmap::Binning::fit(Window::all(&p.top), rows, cols);
+                    (GridId { plane, pod: None }, b)
+                })
+                .collect();
+        }
+        match (self.grid(), self.binning()) {
+            (Some((_, _, pod)), Some(b)) => vec![(
+                GridId {
+                    plane: self.plane,
+                    pod,
+                },
+                b,
+            )],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Bring what the next frame reads up to date: bin the grids the heat map shows,
+    /// unless the same sample, mask and binning were binned before (redraws reuse them).
+    /// Drawing without it is correct, only slower ([`App::heat_panel`]).
+    pub fn prepare(&mut self) {
+        // also with nothing wanted: the bins then hold no older sample alive
+        let wanted = self.heat_grids();
+        let mask = self.mask_rows().cloned();
+        self.bins
+            .update(&self.fabric, self.shown.as_ref(), mask.as_ref(), &wanted);
+    }
+
+    /// Grid `id` binned by `binning`: kept by [`App::prepare`], or binned now.
+    pub fn heat_panel(&self, id: GridId, binning: heatmap::Binning) -> Cow<'_, Panel> {
+        match self.bins.get(id, binning) {
+            Some(p) => Cow::Borrowed(p),
+            None => Cow::Owned(bins::panel(
+                &self.fabric,
+                self.current(),
+                self.keep_mask(),
+                id,
+                binning,
+            )),
+        }
+    }
+
     /// The links of the cell being looked at (drill-down level `Cell`).
     pub fn cell_links(&self) -> Vec<u32> {
         let Some(&Level::Cell { row, col }) = self
@@ -758,10 +815,15 @@ impl App {
     /// The heat map's mask (one entry per link), `None` when every link is kept: no
     /// filter, or its first rows have not arrived yet.
     pub fn keep_mask(&self) -> Option<&[bool]> {
+        self.mask_rows().map(|r| &r.keep[..])
+    }
+
+    /// The rows whose `keep` is the heat map's mask (see [`App::keep_mask`]).
+    fn mask_rows(&self) -> Option<&Arc<Rows>> {
         if self.query.keeps_all() {
             return None;
         }
-        self.rows.as_ref().map(|r| &r.keep[..])
+        self.rows.as_ref()
     }
 
     /// Does the filter (and the faults-only switch) keep link `id`? The heat map's mask,

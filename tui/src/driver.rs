@@ -70,6 +70,7 @@ impl<B: Backend> Ui<B> {
     /// Draw now, whatever the cap.
     pub fn draw(&mut self) -> Result<(), B::Error> {
         let t = Instant::now();
+        self.app.prepare();
         let app = &self.app;
         self.term.draw(|f| crate::ui::render(f, app))?;
         self.last_draw = t.elapsed();

@@ -92,7 +92,8 @@ pub struct Bin {
 
 /// Bin a window of `grid` with the rates in `rates` (by link id; missing links count as
 /// idle). Links for which `keep` is false count in [`Bin::links`] but show nothing.
-/// Costs one pass over the window's links.
+/// Costs one pass over the window's links (grid order, so the rates of a plane's links,
+/// numbered together, are read mostly in sequence) and no division per link.
 pub fn bin(
     grid: &Grid,
     b: &Binning,
@@ -101,30 +102,87 @@ pub fn bin(
 ) -> Vec<Bin> {
     let mut bins = vec![Bin::default(); (b.bin_rows * b.bin_cols) as usize];
     let w = b.window;
+    // bin column of each window column, u32::MAX outside the window
+    let mut col_bin = vec![u32::MAX; grid.cols.len().max((w.col0 + w.cols) as usize)];
+    for c in 0..w.cols {
+        col_bin[(w.col0 + c) as usize] = c / b.cols_per_bin;
+    }
     let start = grid.links.partition_point(|g| g.row < w.row0);
+    let (mut row, mut base) = (u32::MAX, 0);
     for g in grid.links[start..]
         .iter()
         .take_while(|g| g.row < w.row0 + w.rows)
     {
-        if g.col < w.col0 || g.col >= w.col0 + w.cols {
+        let Some(&c) = col_bin.get(g.col as usize).filter(|&&c| c != u32::MAX) else {
             continue;
+        };
+        if g.row != row {
+            row = g.row;
+            base = (row - w.row0) / b.rows_per_bin * b.bin_cols;
         }
-        let r = (g.row - w.row0) / b.rows_per_bin;
-        let c = (g.col - w.col0) / b.cols_per_bin;
-        let x = &mut bins[(r * b.bin_cols + c) as usize];
+        let x = &mut bins[(base + c) as usize];
         x.links += 1;
         let Some(l) = rates.get(g.link as usize) else {
             continue;
         };
-        if !keep(g.link, l) {
-            continue;
+        if keep(g.link, l) {
+            x.fold(l);
         }
-        x.util = x.util.max(l.util);
-        x.down |= l.down;
-        x.drops |= l.drops_per_s > 0.0;
-        x.pause |= l.pfc_per_s > 0.0 || l.paused > 0.0;
     }
     bins
+}
+
+impl Bin {
+    /// Take one kept link into the bin: the maximum utilisation and any fault.
+    fn fold(&mut self, l: &LinkRates) {
+        self.util = self.util.max(l.util);
+        self.down |= l.down;
+        self.drops |= l.drops_per_s > 0.0;
+        self.pause |= l.pfc_per_s > 0.0 || l.paused > 0.0;
+    }
+
+    /// A fault glyph's flags of one link, as a pod row shows them (any link down,
+    /// dropping or sending PFC pauses).
+    fn fault(&mut self, l: &LinkRates) {
+        self.down |= l.down;
+        self.drops |= l.drops_per_s > 0.0;
+        self.pause |= l.pfc_per_s > 0.0;
+    }
+}
+
+/// Per pod of a 3-tier plane: the faults of the links inside it (leaf ↔ aggregation),
+/// flags only ([`Bin::links`] and [`Bin::util`] stay zero). One pass over the pods'
+/// links; the filter does not apply (a pod row warns of any fault inside).
+pub fn pod_faults(pods: &[(u32, Grid)], rates: &[LinkRates]) -> Vec<Bin> {
+    pods.iter()
+        .map(|(_, g)| {
+            let mut bin = Bin::default();
+            for l in g.links.iter().filter_map(|x| rates.get(x.link as usize)) {
+                bin.fault(l);
+            }
+            bin
+        })
+        .collect()
+}
+
+/// Per bin row of a pod × core grid binned by `b`: the faults of its pods (from
+/// [`pod_faults`]); empty for other grids.
+pub fn row_faults(grid: &Grid, b: &Binning, pods: &[Bin]) -> Vec<Bin> {
+    if grid.row_kind != RowKind::Pod {
+        return Vec::new();
+    }
+    (0..b.bin_rows)
+        .map(|r| {
+            let w = b.cells_of(r, 0);
+            let mut bin = Bin::default();
+            for p in pods.iter().skip(w.row0 as usize).take(w.rows as usize) {
+                bin.down |= p.down;
+                bin.drops |= p.drops;
+                bin.pause |= p.pause;
+            }
+            bin
+        })
+        .collect()
 }
 
 /// One step of the drill-down path.

@@ -187,8 +187,7 @@ impl Aggregator {
                 .iter()
                 .map(|f| flow_row(f, view))
                 .collect(),
-            totals: Default::default(),
-            by_util: Vec::new(),
+            ..Sample::default()
         };
         s.totals.drops_total = t.drops_buffer + t.drops_failure + t.drops_no_route + t.drops_kernel;
         s.finish(view);

@@ -12,6 +12,7 @@
 //! * [`metrics`] — per-link rates ([`LinkRates`]), a [`Sample`] of a whole fabric, totals.
 //! * [`fabric`] — [`FabricView`]: names, links and the heat-map grids of each plane.
 //! * [`heatmap`] — grid geometry: downsampling by maximum, half-block cells, drill-down.
+//! * [`bins`] — the heat map's bins kept between frames (redraws do not bin again).
 //! * [`filter`] — the `/` filter language (`util>90 and pfc>0`, `leaf-3`, `plane=2`).
 //! * [`table`] — the links table: sort, filter, only the visible rows built.
 //! * [`rows`] — the table's order and the filter's matches, computed on a worker thread.
@@ -46,6 +47,7 @@
 //! ```
 
 pub mod app;
+pub mod bins;
 pub mod config;
 pub mod demo;
 pub mod driver;

@@ -5,6 +5,7 @@
 //! Gb/s and paused share are the busier direction, drops and PFC pauses are summed.
 
 use crate::fabric::FabricView;
+use crate::heatmap::{self, Bin};
 
 /// Rates of one link over the last interval.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -68,6 +69,8 @@ pub struct Totals {
     pub tiers: [TierUtil; 3],
     /// Bits per second leaving hosts (their NIC ports).
     pub host_bps: f64,
+    /// Largest queue depth of any link, bytes.
+    pub max_queue: u32,
 }
 
 impl Totals {
@@ -141,6 +144,10 @@ pub struct Sample {
     /// Link ids by utilisation, highest first, ties by id (computed by [`Sample::finish`]
     /// on the source's thread, so the UI never sorts a whole fabric for the default view).
     pub by_util: Vec<u32>,
+    /// Per plane (as [`FabricView::planes`]), per pod of a 3-tier plane: the faults of the
+    /// links inside the pod, which the heat map's pod rows show (computed by
+    /// [`Sample::finish`], so drawing never walks every pod's links).
+    pub pod_faults: Vec<Vec<Bin>>,
 }
 
 impl Sample {
@@ -180,6 +187,7 @@ impl Sample {
                 busy += 1;
             }
             t.ecn_per_s += l.ecn_per_s as f64;
+            t.max_queue = t.max_queue.max(l.queue_bytes);
             if tier == 0 {
                 t.host_bps += l.bps as f64;
             }
@@ -202,6 +210,9 @@ impl Sample {
             .collect();
         keys.sort_unstable();
         self.by_util = keys.into_iter().map(|k| k as u32).collect();
+        self.pod_faults = (fabric.planes.iter())
+            .map(|p| heatmap::pod_faults(&p.pods, &self.links))
+            .collect();
     }
 }
 
@@ -269,7 +280,7 @@ impl History {
             tier_max: t.tiers.map(|x| x.max),
             tier_p99: t.tiers.map(|x| x.p99),
             host_bps: t.host_bps,
-            max_queue: s.links.iter().map(|l| l.queue_bytes).max().unwrap_or(0),
+            max_queue: t.max_queue,
             drops_per_s: t.drops_per_s,
             pfc_per_s: t.pfc_per_s,
         });

@@ -24,8 +24,26 @@ pub enum Theme {
     None,
 }
 
+/// The full theme's utilisation ramp: dark blue-grey (idle) → green → yellow → red. A
+/// constant, not built on the stack per call (the heat map colours every bin per frame).
+const RAMP: [(f32, (u8, u8, u8)); 4] = [
+    (0.0, (40, 48, 64)),
+    (0.3, (46, 160, 67)),
+    (0.7, (230, 200, 40)),
+    (1.0, (230, 40, 40)),
+];
+
 /// Utilisation shades, idle to full, for the no-colour heat map.
 const SHADES: [char; 6] = [' ', '·', '░', '▒', '▓', '█'];
+
+/// `v.round() as u8`, exactly, without a call into libm (the heat map colours every
+/// bin of every frame): below 2²³, `v − trunc(v)` is exact, so comparing it with 0.5
+/// rounds half away from zero as `f32::round` does. Negative and NaN give 0, as `as u8`.
+fn round_u8(v: f32) -> u8 {
+    let whole = v as u32; // truncates toward zero, saturates
+    let up = v - whole as f32 >= 0.5;
+    whole.saturating_add(u32::from(up)).min(255) as u8
+}
 
 impl Theme {
     /// Colour of a utilisation 0..=1 (`Reset` in the no-colour theme).
@@ -33,13 +51,7 @@ impl Theme {
         let u = u.clamp(0.0, 1.0);
         match self {
             Theme::Full => {
-                // dark blue-grey (idle) → green → yellow → red
-                let stops = [
-                    (0.0, (40, 48, 64)),
-                    (0.3, (46, 160, 67)),
-                    (0.7, (230, 200, 40)),
-                    (1.0, (230, 40, 40)),
-                ];
+                let stops = &RAMP;
                 let i = stops
                     .iter()
                     .rposition(|s| u >= s.0)
@@ -47,7 +59,7 @@ impl Theme {
                     .min(stops.len() - 2);
                 let ((u0, a), (u1, b)) = (stops[i], stops[i + 1]);
                 let t = ((u - u0) / (u1 - u0)).clamp(0.0, 1.0);
-                let mix = |x: u8, y: u8| (x as f32 + (y as f32 - x as f32) * t).round() as u8;
+                let mix = |x: u8, y: u8| round_u8(x as f32 + (y as f32 - x as f32) * t);
                 Color::Rgb(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
             }
             Theme::Ansi16 => match u {
@@ -147,5 +159,27 @@ mod tests {
         assert_eq!(Theme::shade(0.0), ' ');
         assert_eq!(Theme::shade(0.001), '·');
         assert_eq!(Theme::shade(1.0), '█');
+    }
+
+    #[test]
+    fn round_u8_is_f32_round() {
+        // every half and its neighbours, a dense sweep, and the edges
+        let mut vs: Vec<f32> = (0..=600).map(|k| k as f32 / 2.0 - 20.0).collect();
+        for v in vs.clone() {
+            vs.extend([v.next_up(), v.next_down()]);
+        }
+        vs.extend((0..2_000_000).map(|k| k as f32 * 0.000_137));
+        vs.extend([
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            1e30,
+            -1e30,
+            0.0,
+            -0.0,
+        ]);
+        for v in vs {
+            assert_eq!(round_u8(v), v.round() as u8, "{v}");
+        }
     }
 }

@@ -2,8 +2,9 @@
 //! two bins per character with half blocks (one bin and a shade glyph without colour).
 
 use crate::app::App;
+use crate::bins::{GridId, Panel};
 use crate::fabric::Grid;
-use crate::heatmap::{self, Bin, Binning, Window};
+use crate::heatmap::{Bin, Binning, Window};
 use crate::theme::{self, Theme};
 use crate::units::pct;
 use ratatui::Frame;
@@ -54,17 +55,15 @@ pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
             };
             let (cap_r, cap_c) = capacity(area, app.theme);
             let b = Binning::fit(Window::all(&p.top), cap_r, cap_c);
-            let cursor = (i == app.plane).then_some(app.cursor);
-            draw_grid(
-                f,
-                area,
-                app,
-                &p.top,
-                &b,
-                cursor,
-                p.top.title.clone(),
-                &p.pods,
+            let panel = app.heat_panel(
+                GridId {
+                    plane: i,
+                    pod: None,
+                },
+                b,
             );
+            let cursor = (i == app.plane).then_some(app.cursor);
+            draw_grid(f, area, app, &p.top, &panel, cursor, p.top.title.clone());
         }
         return;
     }
@@ -72,23 +71,29 @@ pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
         return;
     };
     let title = format!("{} — {}", app.breadcrumb().join(" › "), g.title);
-    let pods = match (app.fabric.planes.get(app.plane), pod) {
-        (Some(p), None) => &p.pods[..],
-        _ => &[],
+    let id = GridId {
+        plane: app.plane,
+        pod,
     };
-    draw_grid(f, r, app, g, &b, Some(app.cursor), title, pods);
+    draw_grid(
+        f,
+        r,
+        app,
+        g,
+        &app.heat_panel(id, b),
+        Some(app.cursor),
+        title,
+    );
 }
 
-#[allow(clippy::too_many_arguments)]
 fn draw_grid(
     f: &mut Frame<'_>,
     r: Rect,
     app: &App,
     g: &Grid,
-    b: &Binning,
+    panel: &Panel,
     cursor: Option<(u32, u32)>,
     title: String,
-    pods: &[(u32, Grid)],
 ) {
     let t = app.theme;
     let block = Block::bordered().title(Span::styled(format!(" {title} "), t.title()));
@@ -97,10 +102,9 @@ fn draw_grid(
     if cells.width == 0 || cells.height == 0 {
         return;
     }
-    let mask = app.keep_mask();
-    let keep =
-        |id: u32, _: &crate::LinkRates| mask.is_none_or(|m| m.get(id as usize) == Some(&true));
-    let bins = heatmap::bin(g, b, app.rates(), keep);
+    let (b, bins) = (&panel.binning, &panel.bins);
+    // a bin spans several half rows and characters: colour each once
+    let colours: Vec<Color> = bins.iter().map(|x| colour(t, x)).collect();
     let per_char: u32 = if t.colours() { 2 } else { 1 };
     let sc = Scale::new(cells, per_char, b);
     let buf = f.buffer_mut();
@@ -108,8 +112,10 @@ fn draw_grid(
         for x in 0..cells.width {
             let Some(c) = sc.col(x) else { continue };
             let half = |h: u32| {
-                sc.row(y as u32 * per_char + h)
-                    .map(|r| (r, bins[(r * b.bin_cols + c) as usize]))
+                sc.row(y as u32 * per_char + h).map(|r| {
+                    let i = (r * b.bin_cols + c) as usize;
+                    (r, (bins[i], colours[i]))
+                })
             };
             let (top, bottom) = (half(0), if per_char == 2 { half(1) } else { None });
             let Some((tr, top)) = top else { continue };
@@ -137,9 +143,9 @@ fn draw_grid(
         }
     }
     let i = Block::bordered().inner(r);
-    let flags = pod_flags(app, g, b, pods);
+    let flags: Vec<Option<char>> = panel.row_faults.iter().map(glyph).collect();
     axes(buf, i, label_w, g, b, &sc, t, &flags);
-    let legend = legend_line(app, g, b, &bins, cursor);
+    let legend = legend_line(app, g, b, bins, cursor);
     f.render_widget(
         Paragraph::new(legend),
         Rect {
@@ -162,19 +168,21 @@ fn glyph(b: &Bin) -> Option<char> {
     }
 }
 
-fn colour(t: Theme, b: Option<Bin>) -> Color {
-    match b {
-        Some(b) if b.links > 0 => t.util(b.util),
-        _ => Color::Reset,
+fn colour(t: Theme, b: &Bin) -> Color {
+    if b.links > 0 {
+        t.util(b.util)
+    } else {
+        Color::Reset
     }
 }
 
+/// One character: `top` and `bottom` bins with their colours.
 fn draw_cell(
     buf: &mut Buffer,
     at: (u16, u16),
     t: Theme,
-    top: Bin,
-    bottom: Option<Bin>,
+    (top, top_colour): (Bin, Color),
+    bottom: Option<(Bin, Color)>,
     cursor: Option<u32>,
     first: bool,
 ) {
@@ -196,7 +204,8 @@ fn draw_cell(
         cell.set_char(ch).set_style(style);
         return;
     }
-    let (mut fg, mut bg) = (colour(t, Some(top)), colour(t, bottom));
+    let (mut fg, mut bg) = (top_colour, bottom.map_or(Color::Reset, |x| x.1));
+    let bottom = bottom.map(|x| x.0);
     match cursor {
         Some(0) => fg = Color::White,
         Some(_) => bg = Color::White,
@@ -268,29 +277,6 @@ impl Scale {
         let r = hr / self.sy;
         (r < self.rows).then_some(r)
     }
-}
-
-/// For a pod × core grid: a fault glyph per bin row when a link inside its pods (leaf ↔
-/// aggregation, not in this grid) is down, dropping or pausing.
-fn pod_flags(app: &App, g: &Grid, b: &Binning, pods: &[(u32, Grid)]) -> Vec<Option<char>> {
-    if g.row_kind != crate::fabric::RowKind::Pod {
-        return Vec::new();
-    }
-    let rates = app.rates();
-    (0..b.bin_rows)
-        .map(|r| {
-            let w = b.cells_of(r, 0);
-            let mut bin = Bin::default();
-            for (_, pg) in pods.iter().skip(w.row0 as usize).take(w.rows as usize) {
-                for l in pg.links.iter().filter_map(|x| rates.get(x.link as usize)) {
-                    bin.down |= l.down;
-                    bin.drops |= l.drops_per_s > 0.0;
-                    bin.pause |= l.pfc_per_s > 0.0;
-                }
-            }
-            glyph(&bin)
-        })
-        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]

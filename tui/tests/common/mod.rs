@@ -158,6 +158,7 @@ pub fn app(theme: Theme, with_drops: bool) -> App {
 pub fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
     app.update(Msg::Resize(w, h));
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    app.prepare();
     t.draw(|f| fabric_tui::ui::render(f, app)).unwrap();
     t
 }
