@@ -30,6 +30,14 @@ pub enum SourceSpec {
         /// Namespace name prefix.
         prefix: String,
     },
+    /// The namespace the daemon runs in, as switch `switch` of `fabric` (a Linux
+    /// router): its routes programmed, its links watched (root).
+    HostNetns {
+        /// Fabric spec file or preset name.
+        fabric: String,
+        /// The switch this router is, by name.
+        switch: String,
+    },
 }
 
 /// The daemon's settings. [`Config::validate`] enforces the rules that keep it safe.
@@ -67,6 +75,8 @@ pub struct Config {
     pub max_header_bytes: usize,
     /// Time between two periodic route-drift checks (sources with kernel routes).
     pub drift_interval: Duration,
+    /// Reprogram drifted routes at each periodic check.
+    pub repair_drift: bool,
 }
 
 /// Limits on the settings (what a user may ask for).
@@ -104,6 +114,7 @@ impl Config {
             max_body_bytes: 64 * 1024,
             max_header_bytes: 16 * 1024,
             drift_interval: Duration::from_secs(10),
+            repair_drift: false,
         }
     }
 

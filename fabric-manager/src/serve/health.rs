@@ -116,6 +116,10 @@ struct State {
     carrier_changes: Vec<u64>,
     reroute: Histogram,
     links_down: BTreeSet<u32>,
+    switches_down: BTreeSet<u32>,
+    switch_failures: u64,
+    /// Drifted entries repaired so far: missing, extra, different.
+    drift_repaired: [u64; 3],
     unreachable_pairs: u64,
     last_reroute_ns: Option<u64>,
     prev: Option<Prev>,
@@ -172,6 +176,8 @@ pub struct DaemonHealth {
     link_ports: Vec<[u32; 2]>,
     /// `switch port` names of every port, for alarms.
     names: Vec<String>,
+    /// Node names, for alarms.
+    node_names: Vec<String>,
     speeds: Vec<u64>,
     state: Mutex<State>,
 }
@@ -203,6 +209,8 @@ pub struct HealthSummary {
     pub links_down: Vec<u32>,
     /// Links damped now (link ids).
     pub links_damped: Vec<u32>,
+    /// Switches down as a whole now (names), e.g. whose namespace was deleted.
+    pub switches_down: Vec<String>,
     /// Host pairs without a route after the latest reroute.
     pub unreachable_pairs: u64,
     /// Reroutes seen and their event-to-repaired times.
@@ -250,6 +258,7 @@ impl DaemonHealth {
             cfg,
             link_ports,
             names,
+            node_names: info.nodes.iter().map(|n| n.name.clone()).collect(),
             speeds: info.ports.iter().map(|p| p.speed_bps).collect(),
             state: Mutex::new(State {
                 carrier_changes: vec![0; info.ports.len()],
@@ -265,6 +274,13 @@ impl DaemonHealth {
             .flatten()
             .copied()
             .filter(|&p| p != u32::MAX)
+    }
+
+    fn node_name(&self, n: u32) -> String {
+        self.node_names
+            .get(n as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("node {n}"))
     }
 
     fn link_name(&self, l: u32) -> String {
@@ -344,6 +360,22 @@ impl DaemonHealth {
                         severity: Severity::Minor,
                         object: self.link_name(link.0),
                         message: "link down".into(),
+                        since_seq: seq,
+                    });
+            }
+            EventKind::SwitchDown { node, .. } | EventKind::SwitchUp { node, .. } => {
+                let down = matches!(e.what, EventKind::SwitchDown { .. });
+                if down && st.switches_down.insert(*node) {
+                    st.switch_failures += 1;
+                } else if !down {
+                    st.switches_down.remove(node);
+                }
+                st.alarms
+                    .set(down, AlarmKind::SwitchDown, u64::from(*node), || Alarm {
+                        kind: AlarmKind::SwitchDown,
+                        severity: Severity::Critical,
+                        object: self.node_name(*node),
+                        message: "switch down: every link of it failed".into(),
                         since_seq: seq,
                     });
             }
@@ -532,6 +564,7 @@ impl DaemonHealth {
         let s = self.state.lock().expect("health lock");
         HealthSummary {
             links_down: s.links_down.iter().copied().collect(),
+            switches_down: s.switches_down.iter().map(|&n| self.node_name(n)).collect(),
             links_damped: s
                 .dampers
                 .iter()
@@ -595,6 +628,14 @@ impl DaemonHealth {
             since_seq: d.at_seq,
         });
         st.drift = Some(d);
+    }
+
+    /// Counts a drift repair's entries (`fabric_route_drift_repaired_total{kind}`).
+    pub fn record_drift_repair(&self, r: &veth::routed::DriftRepair) {
+        let mut st = self.state.lock().expect("health lock");
+        for (i, n) in [r.missing, r.extra, r.different].into_iter().enumerate() {
+            st.drift_repaired[i] += n as u64;
+        }
     }
 
     /// `fabric_port_carrier_changes_total`.
@@ -702,6 +743,20 @@ impl DaemonHealth {
                 ConstGauge::new(v as i64).encode(m.encode_family(&[("kind", kind)])?)?;
             }
         }
+        if s.drift.is_some() {
+            let mut m = enc.encode_descriptor(
+                "fabric_route_drift_repaired",
+                "Drifted route entries the daemon re-programmed (missing, different) or removed (extra)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (kind, v) in ["missing", "extra", "different"]
+                .into_iter()
+                .zip(s.drift_repaired)
+            {
+                ConstCounter::new(v).encode(m.encode_family(&[("kind", kind)])?)?;
+            }
+        }
         if let Some(t) = &s.topology {
             let mut m = enc.encode_descriptor(
                 "fabric_topology_mismatches",
@@ -713,6 +768,20 @@ impl DaemonHealth {
                 ConstGauge::new(*v as i64).encode(m.encode_family(&[("kind", kind.as_str())])?)?;
             }
         }
+        let m = enc.encode_descriptor(
+            "fabric_switches_down",
+            "Switches down as a whole (every link failed, e.g. the namespace deleted)",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(s.switches_down.len() as i64).encode(m)?;
+        let m = enc.encode_descriptor(
+            "fabric_switch_failures",
+            "Switches that went down as a whole since the daemon started",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(s.switch_failures).encode(m)?;
         let mut m = enc.encode_descriptor(
             "fabric_alarms_active",
             "Active alarms by severity",

@@ -13,6 +13,7 @@
 //! | GET | `/metrics` | Prometheus exposition |
 //! | POST | `/api/v1/links/{link}/fail`, `/restore` | token: fail or restore a link |
 //! | POST | `/api/v1/reroute` | token: recompute every table from scratch |
+//! | POST | `/api/v1/drift/repair` | token: reprogram the routes that drifted (`--testbed`) |
 //! | POST / DELETE | `/api/v1/recording` | token: start (`{"path": …}`) / stop a recording |
 //!
 //! Errors are JSON `{"error": "..."}` with a 4xx/5xx status. Every non-streaming request
@@ -84,6 +85,7 @@ pub fn router(st: AppState, max_body: usize) -> Router {
         .route("/metrics", get(metrics))
         .route("/api/v1/links/{link}/{action}", post(link_action))
         .route("/api/v1/reroute", post(reroute))
+        .route("/api/v1/drift/repair", post(drift_repair))
         .route("/api/v1/recording", post(record_start).delete(record_stop))
         .layer(middleware::from_fn_with_state(st.clone(), time_limit));
     Router::new()
@@ -257,6 +259,7 @@ async fn health(State(st): State<AppState>) -> Response {
     let fabric = st.health.summary();
     let k = &st.hub.counters;
     let degraded = !fabric.links_down.is_empty()
+        || !fabric.switches_down.is_empty()
         || fabric.unreachable_pairs > 0
         || fabric.route_drift.as_ref().is_some_and(|d| d.total() > 0)
         || fabric
@@ -361,6 +364,18 @@ async fn link_action(
 
 async fn reroute(State(st): State<AppState>, headers: HeaderMap) -> Response {
     control(&st, &headers, "POST /api/v1/reroute", Control::Reroute).await
+}
+
+/// `POST /api/v1/drift/repair`: `{"repair": DriftRepair, "after": Drift}`.
+async fn drift_repair(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    let what = "POST /api/v1/drift/repair";
+    if let Some(r) = refuse(&st, &headers, what) {
+        return r;
+    }
+    match st.control.send(Control::RepairDrift).await {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(e) => error(StatusCode::CONFLICT, &e),
+    }
 }
 
 /// Body of `POST /api/v1/recording`.

@@ -80,6 +80,12 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
                 f, prefix,
             )?))
         }
+        SourceSpec::HostNetns { fabric, switch } => {
+            let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
+            Ok(Box::new(super::testbed_source::TestbedSource::adopt_here(
+                f, switch,
+            )?))
+        }
     }
 }
 

@@ -39,6 +39,9 @@ struct Watched {
     sock: netlink_sys::Socket,
     /// Interface index → port.
     ports: HashMap<u32, topo::Port>,
+    /// The namespace, and what its file was when the subscription was made.
+    ns: Netns,
+    id: Option<vanish::NsIdentity>,
 }
 
 /// The multicast link subscriptions of every switch namespace.
@@ -57,7 +60,7 @@ impl RoutedTestbed {
     /// Subscribe to link events in every switch namespace.
     pub fn watch(&self) -> Result<LinkWatcher> {
         let mut watched = Vec::new();
-        for s in self.fabric.switches() {
+        for s in self.fabric.switches().filter(|&s| !self.is_gone(s)) {
             let ns = &self.ns[s.idx()];
             let os = |e: std::io::Error| Error::Os {
                 what: format!("RTNLGRP_LINK socket in netns {}", ns.name()),
@@ -79,6 +82,8 @@ impl RoutedTestbed {
                 node: s,
                 sock,
                 ports,
+                ns: ns.clone(),
+                id: vanish::NsIdentity::of(ns),
             });
         }
         Ok(LinkWatcher {
@@ -178,6 +183,29 @@ impl LinkWatcher {
             }
         }
         Ok(changes)
+    }
+
+    /// The switches whose namespace file is gone or replaced since the subscription was
+    /// made (`ip netns del`): their subscriptions are dropped (so they no longer hold
+    /// the namespace) and every link of theirs counts as down from now on, so the
+    /// carrier losses their peers report next are not changes. Call
+    /// [`RoutedTestbed::switch_gone`] for each.
+    pub fn vanished(&mut self, f: &Fabric) -> Vec<NodeId> {
+        let mut gone = Vec::new();
+        self.watched.retain(|w| {
+            let still = vanish::NsIdentity::of(&w.ns) == w.id;
+            if !still {
+                gone.push(w.node);
+            }
+            still
+        });
+        for &s in &gone {
+            for p in 0..f.degree(s) as topo::Port {
+                self.down_ends.insert((s, p), ());
+                self.down.insert(f.port_link(s, p), ());
+            }
+        }
+        gone
     }
 
     /// Read every pending message of subscription `i`.
