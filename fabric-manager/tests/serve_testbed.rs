@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::Daemon;
+use common::{Daemon, metric};
 use serde_json::Value;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
@@ -98,13 +98,6 @@ fn event_count(d: &Daemon) -> usize {
         .as_array()
         .unwrap()
         .len()
-}
-
-fn metric(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
 }
 
 fn percentile(v: &mut [f64], q: f64) -> f64 {

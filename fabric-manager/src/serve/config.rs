@@ -16,6 +16,8 @@ pub enum SourceSpec {
         ratio: f64,
         /// Seed of the simulation.
         seed: u64,
+        /// A host whose NIC keeps pausing its leaf for a while (`--storm-host`).
+        storm: Option<super::sim_source::StormSpec>,
     },
     /// A routed veth testbed the daemon builds, watches, repairs and deletes (root).
     Testbed {
@@ -194,6 +196,7 @@ mod tests {
             scenario: None,
             ratio: 1e-3,
             seed: 1,
+            storm: None,
         }
     }
 
@@ -221,6 +224,7 @@ mod tests {
             scenario: None,
             ratio: f64::NAN,
             seed: 1,
+            storm: None,
         };
         assert!(c.validate().unwrap_err().starts_with("--ratio NaN"));
     }

@@ -157,6 +157,20 @@ pub struct Args {
     /// Seed of the simulation.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// --sim: this host's NIC storms — it keeps pausing its leaf port (PFC priority
+    /// --storm-priority, the longest quanta every 100 µs) from --storm-at for
+    /// --storm-for (simulated time).
+    #[arg(long, value_name = "HOST", conflicts_with_all = ["testbed", "netns_prefix", "host_netns"])]
+    pub storm_host: Option<u32>,
+    /// When the storm starts (simulated time since the daemon started).
+    #[arg(long, default_value = "0s", value_parser = parse_duration, requires = "storm_host")]
+    pub storm_at: Duration,
+    /// How long the storm lasts (simulated time; default: until the daemon stops).
+    #[arg(long, value_parser = parse_duration, requires = "storm_host")]
+    pub storm_for: Option<Duration>,
+    /// PFC priority the storming host pauses (the scenario's traffic class, 0 by default).
+    #[arg(long, default_value_t = 0, requires = "storm_host")]
+    pub storm_priority: u8,
     /// Address to listen on (a non-loopback address needs a token).
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub listen: SocketAddr,
@@ -262,6 +276,15 @@ impl Args {
                 scenario,
                 ratio: self.ratio,
                 seed: self.seed,
+                storm: self.storm_host.map(|host| {
+                    let at = self.storm_at.as_nanos() as u64;
+                    sim_source::StormSpec {
+                        host,
+                        priority: self.storm_priority,
+                        at,
+                        until: self.storm_for.map(|d| at + d.as_nanos() as u64),
+                    }
+                }),
             }
         });
         c.listen = self.listen;

@@ -173,6 +173,14 @@ impl Drop for Daemon {
     }
 }
 
+/// The value of the sample `name` (metric name and labels, exactly) in an exposition.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
 /// Sends raw bytes to `addr`, reads the answer until the server closes.
 pub fn raw(addr: &str, bytes: &[u8]) -> Response {
     let mut s = TcpStream::connect(addr).unwrap();
