@@ -20,7 +20,7 @@ use topo::LinkId;
 
 use super::alarms::{Alarm, AlarmKind, Alarms, Severity};
 use super::damping::{DampingConfig, LinkDamper};
-use super::metrics::PortLabels;
+use super::metrics::{PortLabels, Selection};
 
 /// Upper bounds of the reroute histogram's buckets, seconds (1 ms to 10 s: FRR's BFD
 /// defaults detect in ~0.9 s, OpenSM sweeps every 10 s).
@@ -642,7 +642,7 @@ impl DaemonHealth {
     pub fn encode_carrier_changes(
         &self,
         enc: &mut DescriptorEncoder<'_>,
-        labels: &PortLabels,
+        (labels, sel): (&PortLabels, &Selection),
     ) -> std::fmt::Result {
         let s = self.state.lock().expect("health lock");
         let mut m = enc.encode_descriptor(
@@ -651,16 +651,31 @@ impl DaemonHealth {
             None,
             MetricType::Counter,
         )?;
-        for (i, &c) in s.carrier_changes.iter().enumerate() {
+        for i in sel.ports(s.carrier_changes.len()) {
+            let c = s.carrier_changes[i];
             let set = labels.of(i);
             ConstCounter::new(c).encode(m.encode_family(&set)?)?;
         }
         Ok(())
     }
 
-    /// The health metrics: reroute histogram, watchdog, damping, alarms.
-    pub fn encode(&self, enc: &mut DescriptorEncoder<'_>, labels: &PortLabels) -> std::fmt::Result {
+    /// The health metrics the selection asks for: reroute histogram, watchdog, damping,
+    /// drift, cabling, switches down, alarms.
+    pub fn encode(
+        &self,
+        enc: &mut DescriptorEncoder<'_>,
+        (labels, sel): (&PortLabels, &Selection),
+    ) -> std::fmt::Result {
         let s = self.state.lock().expect("health lock");
+        if sel.family("fabric_reroute_duration_seconds") {
+            self.encode_reroutes(enc, &s)?;
+        }
+        self.encode_ports(enc, &s, (labels, sel))?;
+        self.encode_fabric(enc, &s, sel)
+    }
+
+    /// `fabric_reroute_duration_seconds`.
+    fn encode_reroutes(&self, enc: &mut DescriptorEncoder<'_>, s: &State) -> std::fmt::Result {
         let mut m = enc.encode_descriptor(
             "fabric_reroute_duration_seconds",
             "From a link event to routes repaired",
@@ -676,8 +691,18 @@ impl DaemonHealth {
             .enumerate()
             .map(|(i, u)| (u, s.reroute.counts.get(i).copied().unwrap_or(0)))
             .collect();
-        m.encode_histogram::<NoLabelSet>(s.reroute.sum, s.reroute.count, &buckets, no_exemplars)?;
+        m.encode_histogram::<NoLabelSet>(s.reroute.sum, s.reroute.count, &buckets, no_exemplars)
+    }
+
+    /// The per-port health families: watchdog and damping.
+    fn encode_ports(
+        &self,
+        enc: &mut DescriptorEncoder<'_>,
+        s: &State,
+        (labels, sel): (&PortLabels, &Selection),
+    ) -> std::fmt::Result {
         let mut watches: Vec<(&(u32, u8), &QueueWatch)> = s.watches.iter().collect();
+        watches.retain(|((port, _), _)| sel.has_port(*port as usize));
         watches.sort_by_key(|(k, _)| **k);
         for (name, help, get) in [
             (
@@ -691,6 +716,9 @@ impl DaemonHealth {
                 |c: WatchCounters| c.storms_restored,
             ),
         ] {
+            if !sel.family(name) {
+                continue;
+            }
             let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
             for ((port, prio), w) in &watches {
                 let [a, b] = labels.of(*port as usize);
@@ -699,17 +727,23 @@ impl DaemonHealth {
                 ConstCounter::new(get(w.counters())).encode(m.encode_family(&set)?)?;
             }
         }
-        let mut m = enc.encode_descriptor(
-            "fabric_link_damped",
-            "1 while the link on this port is held down by flap damping",
-            None,
-            MetricType::Gauge,
-        )?;
-        for (&l, d) in &s.dampers {
-            for p in self.link_ends(l) {
-                let set = labels.of(p as usize);
-                ConstGauge::new(i64::from(d.damped())).encode(m.encode_family(&set)?)?;
+        let ends = |l: u32| self.link_ends(l).filter(|&p| sel.has_port(p as usize));
+        if sel.family("fabric_link_damped") {
+            let mut m = enc.encode_descriptor(
+                "fabric_link_damped",
+                "1 while the link on this port is held down by flap damping",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (&l, d) in &s.dampers {
+                for p in ends(l) {
+                    let set = labels.of(p as usize);
+                    ConstGauge::new(i64::from(d.damped())).encode(m.encode_family(&set)?)?;
+                }
             }
+        }
+        if !sel.family("fabric_link_flap_events") {
+            return Ok(());
         }
         let mut m = enc.encode_descriptor(
             "fabric_link_flap_events",
@@ -718,7 +752,7 @@ impl DaemonHealth {
             MetricType::Counter,
         )?;
         for (&l, d) in &s.dampers {
-            for p in self.link_ends(l) {
+            for p in ends(l) {
                 let [a, b] = labels.of(p as usize);
                 for (stage, v) in [
                     ("before_damping", d.events_before),
@@ -728,7 +762,21 @@ impl DaemonHealth {
                 }
             }
         }
-        if let Some(d) = &s.drift {
+        Ok(())
+    }
+
+    /// The fabric-wide health families: drift, cabling, switches down, alarms.
+    fn encode_fabric(
+        &self,
+        enc: &mut DescriptorEncoder<'_>,
+        s: &State,
+        sel: &Selection,
+    ) -> std::fmt::Result {
+        if let Some(d) = s
+            .drift
+            .as_ref()
+            .filter(|_| sel.family("fabric_route_drift_entries"))
+        {
             let mut m = enc.encode_descriptor(
                 "fabric_route_drift_entries",
                 "Routes that differ from the tables at the latest check, by kind",
@@ -743,7 +791,7 @@ impl DaemonHealth {
                 ConstGauge::new(v as i64).encode(m.encode_family(&[("kind", kind)])?)?;
             }
         }
-        if s.drift.is_some() {
+        if s.drift.is_some() && sel.family("fabric_route_drift_repaired") {
             let mut m = enc.encode_descriptor(
                 "fabric_route_drift_repaired",
                 "Drifted route entries the daemon re-programmed (missing, different) or removed (extra)",
@@ -757,7 +805,11 @@ impl DaemonHealth {
                 ConstCounter::new(v).encode(m.encode_family(&[("kind", kind)])?)?;
             }
         }
-        if let Some(t) = &s.topology {
+        if let Some(t) = s
+            .topology
+            .as_ref()
+            .filter(|_| sel.family("fabric_topology_mismatches"))
+        {
             let mut m = enc.encode_descriptor(
                 "fabric_topology_mismatches",
                 "Cabling findings of the latest LLDP check against the spec, by kind",
@@ -768,20 +820,27 @@ impl DaemonHealth {
                 ConstGauge::new(*v as i64).encode(m.encode_family(&[("kind", kind.as_str())])?)?;
             }
         }
-        let m = enc.encode_descriptor(
-            "fabric_switches_down",
-            "Switches down as a whole (every link failed, e.g. the namespace deleted)",
-            None,
-            MetricType::Gauge,
-        )?;
-        ConstGauge::new(s.switches_down.len() as i64).encode(m)?;
-        let m = enc.encode_descriptor(
-            "fabric_switch_failures",
-            "Switches that went down as a whole since the daemon started",
-            None,
-            MetricType::Counter,
-        )?;
-        ConstCounter::new(s.switch_failures).encode(m)?;
+        if sel.family("fabric_switches_down") {
+            let m = enc.encode_descriptor(
+                "fabric_switches_down",
+                "Switches down as a whole (every link failed, e.g. the namespace deleted)",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(s.switches_down.len() as i64).encode(m)?;
+        }
+        if sel.family("fabric_switch_failures") {
+            let m = enc.encode_descriptor(
+                "fabric_switch_failures",
+                "Switches that went down as a whole since the daemon started",
+                None,
+                MetricType::Counter,
+            )?;
+            ConstCounter::new(s.switch_failures).encode(m)?;
+        }
+        if !sel.family("fabric_alarms_active") {
+            return Ok(());
+        }
         let mut m = enc.encode_descriptor(
             "fabric_alarms_active",
             "Active alarms by severity",

@@ -10,7 +10,7 @@
 //! | GET | `/api/v1/health` | daemon and fabric health |
 //! | GET | `/api/v1/topology/check` | LLDP neighbours compared with the spec (`--testbed`) |
 //! | GET | `/api/v1/drift` | the kernel's routes compared with the tables (`--testbed`) |
-//! | GET | `/metrics` | Prometheus exposition |
+//! | GET | `/metrics` | Prometheus exposition; `?switch=A,B` / `?family=P,Q` filter it |
 //! | POST | `/api/v1/links/{link}/fail`, `/restore` | token: fail or restore a link |
 //! | POST | `/api/v1/reroute` | token: recompute every table from scratch |
 //! | POST | `/api/v1/drift/repair` | token: reprogram the routes that drifted (`--testbed`) |
@@ -29,7 +29,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 
 use super::collector::{Control, ControlTx};
@@ -49,8 +48,8 @@ pub struct AppState {
     pub control: ControlTx,
     /// The bearer token, if one was given at start-up.
     pub token: Option<Arc<str>>,
-    /// The metrics registry.
-    pub registry: Arc<Registry>,
+    /// What `/metrics` encodes.
+    pub exposition: Arc<super::metrics::Exposition>,
     /// Health derived from events.
     pub health: Arc<DaemonHealth>,
     /// When the daemon started.
@@ -286,14 +285,41 @@ async fn health(State(st): State<AppState>) -> Response {
     .into_response()
 }
 
-async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response {
+/// Query of `/metrics`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricsQuery {
+    /// Node names whose ports' series to keep (comma-separated).
+    switch: Option<String>,
+    /// Family name prefixes to keep (comma-separated).
+    family: Option<String>,
+}
+
+async fn metrics(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    q: Result<Query<MetricsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let q = match q {
+        Ok(Query(q)) => q,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("query: {e}")),
+    };
+    let sel = match super::metrics::Selection::parse(
+        st.hub.info(),
+        q.switch.as_deref(),
+        q.family.as_deref(),
+    ) {
+        Ok(s) => s,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &e),
+    };
     let openmetrics = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
-    let reg = st.registry.clone();
+    let exp = st.exposition.clone();
     // Encoding a large fabric takes a while: keep it off the async workers.
     let text = tokio::task::spawn_blocking(move || {
+        let reg = super::metrics::registry(exp, sel);
         let om = super::metrics::encode_openmetrics(&reg);
         if openmetrics {
             om

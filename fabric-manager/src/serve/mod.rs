@@ -94,7 +94,7 @@ pub async fn run(
         routes,
         control: collector.control(),
         token: config.token.as_deref().map(Arc::from),
-        registry: Arc::new(metrics::registry(exposition)),
+        exposition: Arc::new(exposition),
         health,
         started: Instant::now(),
         request_timeout: config.request_timeout,
