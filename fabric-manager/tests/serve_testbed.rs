@@ -882,3 +882,84 @@ fn host_netns_refuses_an_unknown_switch_or_missing_interfaces_by_name() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("interface p0"), "{err}");
 }
+
+#[test]
+fn netlink_errors_while_repairing_are_logged_counted_and_survived() {
+    if !enabled() {
+        return;
+    }
+    let d = start("nl-errors", &["--testbed"]);
+    let ns = namespaces_of(&d);
+    let topo = d.json("/api/v1/topology");
+    let agg = switch_ns(&ns, &topo, "pod0-agg0").to_string();
+    // IPv6 switched off inside pod0-agg0 behind the daemon's back: its IPv6 routes and
+    // addresses go, and the kernel refuses IPv6 next hops there from now on.
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &agg, "sh", "-c"])
+        .arg("echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // A link of pod0-agg0 goes down: the repair's IPv6 writes there fail.
+    let l = link_at(&d, "pod0-agg0", 2);
+    ip(&["-n", &agg, "link", "set", "p2", "down"]);
+    d.wait_for(
+        |d| {
+            metric(
+                &d.get("/metrics").text(),
+                "fabric_daemon_source_errors_total",
+            )
+            .is_some_and(|v| v >= 1.0)
+        },
+        Duration::from_secs(5),
+    );
+    assert!(
+        d.stderr().contains(&format!("repairing link {l}:")),
+        "{}",
+        d.stderr()
+    );
+    // The link is still known to be down (health follows the carrier).
+    d.wait_for(
+        |d| d.health()["links_down"] == serde_json::json!([l]),
+        Duration::from_secs(3),
+    );
+    // The daemon goes on: a failure elsewhere is repaired as usual.
+    let n = event_count(&d);
+    let r = post(&d, "/api/v1/links/core1-1:0/fail");
+    assert_eq!(r.status, 200, "{}", r.text());
+    wait_reroute(&d, n, link_at(&d, "core1-1", 0));
+    // The repair went on past the refusing switch: no switch drifted.
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    // One of pod0-agg0's IPv6 routes deleted: its repair is refused (no IPv6 there any
+    // more), listed with the kernel's error and the namespace, counted; the rest goes on.
+    let v6 = ip_out(&["-n", &agg, "-6", "route", "show", "proto", "251"]);
+    let prefix = v6
+        .split_whitespace()
+        .next()
+        .unwrap_or_else(|| panic!("{v6}"));
+    ip(&["-n", &agg, "-6", "route", "del", prefix]);
+    let before = metric(
+        &d.get("/metrics").text(),
+        "fabric_daemon_source_errors_total",
+    )
+    .unwrap();
+    let r = post(&d, "/api/v1/drift/repair");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    let failed = v["repair"]["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{v}");
+    assert_eq!(failed[0][0]["switch"], "pod0-agg0", "{v}");
+    assert!(failed[0][1].as_str().unwrap().contains(&agg), "{v}");
+    let after = metric(
+        &d.get("/metrics").text(),
+        "fabric_daemon_source_errors_total",
+    )
+    .unwrap();
+    assert_eq!(after, before + 1.0);
+    assert!(d.stderr().contains("route drift repair: 1 entries refused"));
+    assert_eq!(
+        d.json("/api/v1/telemetry")["source"]["kind"],
+        "routed-testbed"
+    );
+}

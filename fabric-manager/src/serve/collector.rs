@@ -361,6 +361,20 @@ impl Worker {
             r.skipped.len(),
             after.entries.len()
         ));
+        if !r.failed.is_empty() {
+            self.hub
+                .counters
+                .source_errors
+                .inc_by(r.failed.len() as u64);
+            let (e, why) = &r.failed[0];
+            log::warn(&format!(
+                "route drift repair: {} entries refused; first: {} {} {}: {why}",
+                r.failed.len(),
+                e.switch,
+                e.prefix,
+                e.kind.as_str()
+            ));
+        }
         self.health.record_drift_repair(&r);
         self.pending.push(Event {
             seq: self.seq,

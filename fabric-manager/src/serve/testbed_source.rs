@@ -310,12 +310,23 @@ fn repair(st: &mut State, c: &LinkChange) -> Result<(), String> {
         .remove(&c.link)
         .unwrap_or(c.detected)
         .min(c.detected);
-    let rep = if c.up {
+    let rep = match if c.up {
         rt.repair_up(c.link, t0)
     } else {
         rt.repair_down(c.link, t0)
-    }
-    .map_err(|e| e.to_string())?;
+    } {
+        Ok(r) => r,
+        Err(e) => {
+            // The tables follow the link although not every kernel route could be
+            // written: publish the change (no reroute event: the repair did not finish;
+            // the drift check shows what is left).
+            pending.push(c.event(
+                0,
+                fabric_api::Timestamp::wall_ns(super::collector::now_ns()),
+            ));
+            return Err(e.to_string());
+        }
+    };
     let unreachable = rt.unreachable_pairs();
     log::info(&format!(
         "link {} ({}) {}: {} entries, {} routes re-programmed in {:.2} ms; {} host pairs unreachable",

@@ -182,6 +182,9 @@ pub struct DriftRepair {
     /// Routes written or deleted through netlink (both families of an entry are
     /// re-programmed together).
     pub routes: usize,
+    /// Entries whose repair the kernel refused, with its error (the others are still
+    /// repaired).
+    pub failed: Vec<(DriftEntry, String)>,
     /// Time the repair took, s.
     pub took_s: f64,
 }
@@ -191,7 +194,8 @@ impl RoutedTestbed {
     /// entry is re-programmed from the tables (its next-hop objects and group re-sent),
     /// an extra route is deleted when the testbed wrote it ([`ROUTE_PROTOCOL`]) and
     /// left (listed in `skipped`) when another protocol did. Switches whose namespace
-    /// vanished are skipped.
+    /// vanished are skipped; an entry the kernel refuses is listed in `failed` and the
+    /// repair goes on.
     pub fn repair_drift(&self, d: &Drift) -> Result<DriftRepair> {
         let t = Instant::now();
         let names = self.fabric.name_index();
@@ -215,7 +219,13 @@ impl RoutedTestbed {
                             // before: a member may be what vanished.
                             st.invalidate(&[s]);
                         }
-                        r.routes += self.program(s, leaf)?;
+                        match self.program(s, leaf) {
+                            Ok(n) => r.routes += n,
+                            Err(err) => {
+                                r.failed.push((e.clone(), err.to_string()));
+                                continue;
+                            }
+                        }
                     }
                     if e.kind == DriftKind::Missing {
                         r.missing += 1;
@@ -227,7 +237,10 @@ impl RoutedTestbed {
                     let (dst, len) = self.tor_prefix(leaf, e.family).ok_or_else(|| {
                         Error::Invalid(format!("{}: no {} prefix", e.leaf, e.family))
                     })?;
-                    self.nl[s.idx()].del_route(dst, len, ROUTE_PROTOCOL)?;
+                    if let Err(err) = self.nl[s.idx()].del_route(dst, len, ROUTE_PROTOCOL) {
+                        r.failed.push((e.clone(), err.to_string()));
+                        continue;
+                    }
                     r.routes += 1;
                     r.extra += 1;
                 }

@@ -115,6 +115,25 @@ impl RoutedTestbed {
         Ok(n)
     }
 
+    /// [`Self::program`] for every entry of `entries`, going on past a switch that
+    /// refuses (one switch's error must not leave the others unrepaired): the routes
+    /// written or deleted, and the first error.
+    pub(super) fn program_each(
+        &self,
+        entries: impl IntoIterator<Item = (NodeId, NodeId)>,
+    ) -> (usize, Option<Error>) {
+        let (mut n, mut first) = (0, None);
+        for (s, leaf) in entries {
+            match self.program(s, leaf) {
+                Ok(k) => n += k,
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        (n, first)
+    }
+
     /// [`Self::program`] with next-hop objects: (re)create one gateway object per port
     /// of the group (the kernel deletes the objects of a link that goes down, so they are
     /// re-added whenever used), one multipath group object per distinct port set (weights

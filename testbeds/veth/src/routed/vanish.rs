@@ -93,14 +93,17 @@ impl RoutedTestbed {
             nodes.extend(links.iter().map(|&l| self.fabric.link(l).b));
             st.invalidate(&nodes);
         }
-        let mut n = 0;
-        let mut switches = Vec::new();
-        for &(sw, leaf) in &rep.changed {
-            if !self.is_gone(sw) {
-                n += self.program(sw, leaf)?;
-                switches.push(sw.0);
-            }
+        let entries: Vec<(NodeId, NodeId)> = rep
+            .changed
+            .iter()
+            .copied()
+            .filter(|&(sw, _)| !self.is_gone(sw))
+            .collect();
+        let (n, err) = self.program_each(entries.iter().copied());
+        if let Some(e) = err {
+            return Err(e);
         }
+        let mut switches: Vec<u32> = entries.iter().map(|&(sw, _)| sw.0).collect();
         switches.sort_unstable();
         switches.dedup();
         Ok(SwitchGone {

@@ -108,6 +108,26 @@ impl RoutedTestbed {
     }
 }
 
+impl LinkChange {
+    /// The `link-down` / `link-up` event of this change (`detected_by: carrier`), at
+    /// `time`, in snapshot `seq`.
+    pub fn event(&self, seq: u64, time: Timestamp) -> Event {
+        let what = if self.up {
+            EventKind::LinkUp {
+                link: self.link,
+                detected_by: Detector::Carrier,
+            }
+        } else {
+            EventKind::LinkDown {
+                link: self.link,
+                detected_by: Detector::Carrier,
+                detect_ns: None,
+            }
+        };
+        Event { seq, time, what }
+    }
+}
+
 impl RoutedTestbed {
     /// The `fabric-api` events of a detected change and its repair: the link going down
     /// (or up) as its carrier said, then the reroute — links, switches changed, host pairs
@@ -119,24 +139,8 @@ impl RoutedTestbed {
             .map_or(0, |d| d.as_nanos() as u64);
         let repaired_ns = (repair.reprogram_s * 1e9) as u64;
         let at = |ns: u64| Timestamp::wall_ns(ns);
-        let what = if change.up {
-            EventKind::LinkUp {
-                link: change.link,
-                detected_by: Detector::Carrier,
-            }
-        } else {
-            EventKind::LinkDown {
-                link: change.link,
-                detected_by: Detector::Carrier,
-                detect_ns: None,
-            }
-        };
         [
-            Event {
-                seq,
-                time: at(now.saturating_sub(repaired_ns)),
-                what,
-            },
+            change.event(seq, at(now.saturating_sub(repaired_ns))),
             Event {
                 seq,
                 time: at(now),
