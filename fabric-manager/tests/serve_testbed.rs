@@ -594,6 +594,32 @@ fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
         Duration::from_secs(5),
     );
 
+    // A host's namespace deleted too (host12-nic0, under pod3-leaf0): released (its
+    // leaf's port vanishes), its link down, 13 more hosts cut off from it; no switch down.
+    let h12 = f.name_index()["host12-nic0"];
+    let l12 = f.link(f.port_link(h12, 0));
+    let leaf12 = f.node_name(l12.b).to_string();
+    let ns_leaf12 = switch_ns(&ns, &topo, &leaf12).to_string();
+    let port12 = format!("p{}", l12.b_port);
+    assert!(has_link(&ns_leaf12, &port12));
+    let n1 = event_count(&d);
+    let ns_h12 = ns.iter().find(|n| n.ends_with("-h12")).unwrap();
+    ip(&["netns", "del", ns_h12]);
+    let (_, ev) = wait_reroute(&d, n1, f.port_link(h12, 0).0 as u64);
+    assert!(
+        ev.iter().all(|e| e["what"]["kind"] != "switch-down"),
+        "{ev:?}"
+    );
+    d.wait_for(|_| !has_link(&ns_leaf12, &port12), Duration::from_secs(5));
+    d.wait_for(
+        |d| d.health()["unreachable_pairs"] == 58 + 2 * 13,
+        Duration::from_secs(3),
+    );
+    assert_eq!(
+        d.health()["switches_down"],
+        serde_json::json!(["pod0-leaf0"])
+    );
+
     // SIGTERM: exit 0, the 35 others deleted.
     let status = d.terminate();
     assert!(status.success(), "{status:?}: {}", d.stderr());

@@ -196,7 +196,7 @@ impl TestbedSource {
         let link = *self.fabric.link(l);
         if let Some(n) = [link.a, link.b].into_iter().find(|&n| rt.vanished(n)) {
             return Err(format!(
-                "link {}: switch {} is gone (its namespace was deleted)",
+                "link {}: {} is gone (its namespace was deleted)",
                 l.0,
                 self.fabric.node_name(n)
             ));
@@ -268,31 +268,30 @@ fn watch(
         }
         for s in w.vanished(f) {
             let mut st = lock(state);
-            if let Err(e) = switch_gone(&mut st, s) {
+            if let Err(e) = node_gone(&mut st, s) {
                 errors.fetch_add(1, Ordering::Relaxed);
-                log::warn(&format!("switch {} gone: {e}", f.node_name(s)));
+                log::warn(&format!("{} gone: {e}", f.node_name(s)));
             }
         }
     }
 }
 
-/// A switch whose namespace was deleted: release it, route around it, queue its events.
-fn switch_gone(st: &mut State, s: topo::NodeId) -> Result<(), String> {
+/// A node whose namespace was deleted: release it, route around it, queue its events.
+fn node_gone(st: &mut State, s: topo::NodeId) -> Result<(), String> {
     let Some(rt) = st.rt.as_mut() else {
         return Ok(());
     };
-    let g = rt
-        .switch_gone(s, Instant::now())
-        .map_err(|e| e.to_string())?;
+    let g = rt.node_gone(s, Instant::now()).map_err(|e| e.to_string())?;
     let unreachable = rt.unreachable_pairs().len();
     log::warn(&format!(
-        "switch {}: its namespace was deleted; namespace released, {} links failed, {} routes re-programmed in {:.2} ms; {unreachable} host pairs unreachable",
+        "{} {}: its namespace was deleted; namespace released, {} links failed, {} routes re-programmed in {:.2} ms; {unreachable} host pairs unreachable",
+        if g.switch { "switch" } else { "host" },
         rt.fabric().node_name(s),
         g.links.len(),
         g.repair.routes_reprogrammed,
         g.repair.reprogram_s * 1e3,
     ));
-    st.pending.extend(rt.switch_events(&g, 0));
+    st.pending.extend(rt.gone_events(&g, 0));
     Ok(())
 }
 

@@ -86,8 +86,8 @@ pub use neighbours::{
 };
 pub use probe::{Blast, Lane, ProbeRound, Spread};
 pub use program::ROUTE_PROTOCOL;
+pub use vanish::NodeGone;
 use vanish::Presence;
-pub use vanish::SwitchGone;
 pub use verify::{FamilyReport, VerifyOptions, VerifyReport, verify};
 pub use watch::{LinkChange, LinkWatcher};
 
@@ -179,7 +179,7 @@ pub struct RoutedTestbed {
     /// per (switch, family, members).
     nexthops: Option<NhState>,
     round: u32,
-    /// Per node: whether its namespace is here, vanished ([`RoutedTestbed::switch_gone`];
+    /// Per node: whether its namespace is here, vanished ([`RoutedTestbed::node_gone`];
     /// never entered again) or elsewhere ([`RoutedTestbed::adopt_switch`]).
     presence: Vec<Presence>,
     setup: SetupStats,

@@ -1,17 +1,18 @@
-//! A switch namespace that vanishes (`ip netns del` while the testbed runs): detecting
-//! it, releasing what keeps the namespace alive, and routing around the switch.
+//! A node namespace that vanishes (`ip netns del` while the testbed runs): detecting
+//! it, releasing what keeps the namespace alive, and routing around the node.
 //!
 //! Deleting a named namespace only removes its bind mount: the kernel destroys the
 //! namespace (and every veth in it, whose peers then vanish too) when the last
 //! reference goes, and every socket created inside holds one. So a testbed that keeps
 //! netlink sockets in a switch namespace would keep the switch forwarding after its
 //! owner deleted it, and nothing would be seen. The watcher therefore records the
-//! identity (device, inode) of every switch's `/run/netns/NAME` at start and compares
+//! identity (device, inode) of every node's `/run/netns/NAME` at start and compares
 //! it at each poll ([`NsIdentity`]); a file gone or replaced means the namespace was
 //! deleted. The watcher then drops that switch's subscription and
-//! [`RoutedTestbed::switch_gone`] closes its netlink client — after which the kernel
-//! destroys the namespace — and fails every link of the switch in `topo` at once (one
-//! reroute, only changed entries re-programmed, never on the gone switch).
+//! [`RoutedTestbed::node_gone`] closes its netlink client (and a host's probe sockets)
+//! — after which the kernel destroys the namespace — and fails every link of the node
+//! in `topo` at once (one reroute, only changed entries re-programmed, never on the
+//! gone node).
 
 use std::os::unix::fs::MetadataExt;
 
@@ -41,18 +42,20 @@ impl NsIdentity {
 pub(super) enum Presence {
     /// Here: the testbed programs and watches it.
     Here,
-    /// It was deleted while the testbed ran ([`RoutedTestbed::switch_gone`]).
+    /// It was deleted while the testbed ran ([`RoutedTestbed::node_gone`]).
     Vanished,
     /// Another machine's (or namespace's) business: only its tables are computed
     /// ([`RoutedTestbed::adopt_switch`]).
     Elsewhere,
 }
 
-/// What [`RoutedTestbed::switch_gone`] did.
+/// What [`RoutedTestbed::node_gone`] did.
 #[derive(Debug, Clone)]
-pub struct SwitchGone {
-    /// The switch.
+pub struct NodeGone {
+    /// The switch or host.
     pub node: NodeId,
+    /// Whether it is a switch (else a host).
+    pub switch: bool,
     /// Its links that were up until now (now failed in the tables).
     pub links: Vec<LinkId>,
     /// The reroute around them.
@@ -61,7 +64,7 @@ pub struct SwitchGone {
 
 impl RoutedTestbed {
     /// Whether node `n`'s namespace is not here to program or read: it vanished
-    /// ([`Self::switch_gone`]) or is elsewhere ([`Self::adopt_switch`]).
+    /// ([`Self::node_gone`]) or is elsewhere ([`Self::adopt_switch`]).
     pub fn is_gone(&self, n: NodeId) -> bool {
         self.presence.get(n.idx()) != Some(&Presence::Here)
     }
@@ -71,17 +74,21 @@ impl RoutedTestbed {
         self.presence.get(n.idx()) == Some(&Presence::Vanished)
     }
 
-    /// Switch `s`'s namespace was deleted behind the testbed's back: close its netlink
-    /// client (the last socket the testbed holds there, once the watcher dropped its
-    /// subscription), so the kernel destroys it and its veths; fail every link of `s`
-    /// that was up in `topo` at once and re-program the changed entries of the other
-    /// switches. `detected`: when the deletion was seen (`reprogram_s` runs from then).
-    pub fn switch_gone(&mut self, s: NodeId, detected: Instant) -> Result<SwitchGone> {
-        if s.idx() >= self.fabric.num_nodes() || self.fabric.is_host(s) {
-            return Err(Error::Invalid(format!("node {} is not a switch", s.0)));
+    /// Node `s`'s namespace was deleted behind the testbed's back: close its netlink
+    /// client and a host's probe sockets (the last sockets the testbed holds there, once
+    /// the watcher dropped its subscription), so the kernel destroys it and its veths;
+    /// fail every link of `s` that was up in `topo` at once and re-program the changed
+    /// entries of the switches. `detected`: when the deletion was seen (`reprogram_s`
+    /// runs from then).
+    pub fn node_gone(&mut self, s: NodeId, detected: Instant) -> Result<NodeGone> {
+        if s.idx() >= self.fabric.num_nodes() {
+            return Err(Error::Invalid(format!("no node {}", s.0)));
         }
         self.presence[s.idx()] = Presence::Vanished;
         self.nl[s.idx()].close();
+        if let Some(h) = self.hosts.get_mut(s.idx()) {
+            h.planes.clear();
+        }
         let failed: HashSet<LinkId> = self.routes.failed_links().collect();
         let links: Vec<LinkId> = (0..self.fabric.degree(s) as topo::Port)
             .map(|p| self.fabric.port_link(s, p))
@@ -106,8 +113,9 @@ impl RoutedTestbed {
         let mut switches: Vec<u32> = entries.iter().map(|&(sw, _)| sw.0).collect();
         switches.sort_unstable();
         switches.dedup();
-        Ok(SwitchGone {
+        Ok(NodeGone {
             node: s,
+            switch: !self.fabric.is_host(s),
             repair: Failure {
                 link: format!("switch {}", self.fabric.node_name(s)),
                 entries_changed: rep.changed.len(),
@@ -120,9 +128,9 @@ impl RoutedTestbed {
         })
     }
 
-    /// The `fabric-api` events of a vanished switch: each of its links down (its peers
-    /// lose their veths: `detected_by: carrier`), the switch down, and the reroute.
-    pub fn switch_events(&self, g: &SwitchGone, seq: u64) -> Vec<Event> {
+    /// The `fabric-api` events of a vanished node: each of its links down (its peers
+    /// lose their veths: `detected_by: carrier`), a switch down, and the reroute.
+    pub fn gone_events(&self, g: &NodeGone, seq: u64) -> Vec<Event> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -141,14 +149,16 @@ impl RoutedTestbed {
                 },
             })
             .collect();
-        v.push(Event {
-            seq,
-            time: at,
-            what: EventKind::SwitchDown {
-                node: g.node.0,
-                detected_by: Detector::Carrier,
-            },
-        });
+        if g.switch {
+            v.push(Event {
+                seq,
+                time: at,
+                what: EventKind::SwitchDown {
+                    node: g.node.0,
+                    detected_by: Detector::Carrier,
+                },
+            });
+        }
         v.push(Event {
             seq,
             time: Timestamp::wall_ns(now),

@@ -54,6 +54,9 @@ pub struct LinkWatcher {
     down: HashMap<LinkId, ()>,
     /// Messages that did not parse (counted, dropped).
     pub malformed: u64,
+    /// Host namespaces (not subscribed: a host link is seen from its leaf), with what
+    /// their file was at start, to notice one deleted.
+    hosts: Vec<(NodeId, Netns, Option<vanish::NsIdentity>)>,
 }
 
 impl RoutedTestbed {
@@ -86,7 +89,18 @@ impl RoutedTestbed {
                 id: vanish::NsIdentity::of(ns),
             });
         }
+        let hosts = self
+            .fabric
+            .hosts()
+            .filter(|&h| !self.is_gone(h))
+            .map(|h| {
+                let ns = self.ns[h.idx()].clone();
+                let id = vanish::NsIdentity::of(&ns);
+                (h, ns, id)
+            })
+            .collect();
         Ok(LinkWatcher {
+            hosts,
             watched,
             down_ends: HashMap::new(),
             down: HashMap::new(),
@@ -189,17 +203,24 @@ impl LinkWatcher {
         Ok(changes)
     }
 
-    /// The switches whose namespace file is gone or replaced since the subscription was
-    /// made (`ip netns del`): their subscriptions are dropped (so they no longer hold
-    /// the namespace) and every link of theirs counts as down from now on, so the
-    /// carrier losses their peers report next are not changes. Call
-    /// [`RoutedTestbed::switch_gone`] for each.
+    /// The nodes (switches and hosts) whose namespace file is gone or replaced since
+    /// the watcher was made (`ip netns del`): a switch's subscription is dropped (so it
+    /// no longer holds the namespace) and every link of theirs counts as down from now
+    /// on, so the carrier losses their peers report next are not changes. Call
+    /// [`RoutedTestbed::node_gone`] for each.
     pub fn vanished(&mut self, f: &Fabric) -> Vec<NodeId> {
         let mut gone = Vec::new();
         self.watched.retain(|w| {
             let still = vanish::NsIdentity::of(&w.ns) == w.id;
             if !still {
                 gone.push(w.node);
+            }
+            still
+        });
+        self.hosts.retain(|(h, ns, id)| {
+            let still = vanish::NsIdentity::of(ns) == *id;
+            if !still {
+                gone.push(*h);
             }
             still
         });
