@@ -472,48 +472,43 @@ impl Exposition {
             let m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
             ConstCounter::new(v).encode(m)?;
         }
-        let mut gauges = vec![(
+        let mut counts = vec![(
             "fabric_daemon_stream_clients_connected",
             "Stream clients connected now",
-            self.hub.stream_clients() as f64,
+            self.hub.stream_clients() as i64,
         )];
+        let mut seconds = Vec::new();
         if let Some(latest) = self.hub.latest() {
-            gauges.push((
+            counts.push((
                 "fabric_daemon_snapshot_seq",
                 "Sequence number of the latest snapshot",
-                latest.snapshot.seq as f64,
+                latest.snapshot.seq as i64,
             ));
-            for (name, help, ns) in [
-                (
-                    "fabric_daemon_sample_seconds",
-                    "Time the source took to produce the latest snapshot (simulator: stepping and reading it)",
-                    latest.sample_ns,
-                ),
-                (
-                    "fabric_daemon_publish_seconds",
-                    "Time from the latest snapshot to its publication (health checks, JSON, history)",
-                    latest.publish_ns,
-                ),
-            ] {
-                gauges.push((name, help, ns as f64 * 1e-9));
-            }
+            seconds.push((
+                "fabric_daemon_sample_seconds",
+                "Time the source took to produce the latest snapshot (simulator: stepping and reading it)",
+                latest.sample_ns,
+            ));
+            seconds.push((
+                "fabric_daemon_publish_seconds",
+                "Time from the latest snapshot to its publication (health checks, JSON, history)",
+                latest.publish_ns,
+            ));
             if let Some(ns) = latest.read_ns {
-                gauges.push((
+                seconds.push((
                     "fabric_daemon_read_seconds",
                     "Within the sample time, the time spent reading the state into the snapshot",
-                    ns as f64 * 1e-9,
+                    ns,
                 ));
             }
         }
-        for (name, help, v) in gauges.into_iter().filter(|g| sel.family(g.0)) {
+        for (name, help, v) in counts.into_iter().filter(|g| sel.family(g.0)) {
             let m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            if name == "fabric_daemon_snapshot_seq"
-                || name == "fabric_daemon_stream_clients_connected"
-            {
-                ConstGauge::new(v as i64).encode(m)?;
-            } else {
-                ConstGauge::new(v).encode(m)?;
-            }
+            ConstGauge::new(v).encode(m)?;
+        }
+        for (name, help, ns) in seconds.into_iter().filter(|g| sel.family(g.0)) {
+            let m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            ConstGauge::new(ns as f64 * 1e-9).encode(m)?;
         }
         Ok(())
     }
