@@ -464,3 +464,52 @@ fn fabric_status_summarises_a_running_daemon() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("is `fabric serve` running?"));
 }
+
+#[test]
+fn metrics_filters_keep_one_switchs_ports_or_some_families() {
+    let d = Daemon::start("metrics-filter", &["--sim", "--interval", "100ms"]);
+    let samples = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(String::from)
+            .collect()
+    };
+    let all = d.get("/metrics").text();
+    let up = |t: &str| {
+        t.lines()
+            .filter(|l| l.starts_with("fabric_port_up{"))
+            .count()
+    };
+    assert_eq!(up(&all), 96);
+    // One switch: only its 4 ports' series; the fabric-wide families stay.
+    let r = d.get("/metrics?switch=pod0-leaf0");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let one = r.text();
+    assert_eq!(up(&one), 4, "{one}");
+    for l in samples(&one).iter().filter(|l| l.contains("switch=\"")) {
+        assert!(l.contains("switch=\"pod0-leaf0\""), "{l}");
+    }
+    assert!(one.contains("fabric_daemon_snapshots_total"), "{one}");
+    assert!(one.len() * 5 < all.len(), "{} vs {}", one.len(), all.len());
+    // Two switches, one family: 8 lines, all of that family.
+    let r = d.get("/metrics?switch=pod0-leaf0,core0-0&family=fabric_port_up");
+    let s = samples(&r.text());
+    assert_eq!(s.len(), 8, "{s:?}");
+    assert!(s.iter().all(|l| l.starts_with("fabric_port_up{")), "{s:?}");
+    // Family prefixes: every daemon family and nothing else.
+    let s = samples(&d.get("/metrics?family=fabric_daemon_").text());
+    assert!(s.len() >= 10, "{s:?}");
+    assert!(s.iter().all(|l| l.starts_with("fabric_daemon_")), "{s:?}");
+    // Mistakes: named, refused, counted.
+    let r = d.get("/metrics?switch=pod9-leaf9");
+    assert_eq!(r.status, 400);
+    assert!(
+        r.text().contains("no node named \\\"pod9-leaf9\\\""),
+        "{}",
+        r.text()
+    );
+    assert_eq!(d.get("/metrics?switch=").status, 400);
+    assert_eq!(d.get("/metrics?color=red").status, 400);
+    let m = d.get("/metrics?family=fabric_daemon_bad_requests").text();
+    assert!(m.contains("fabric_daemon_bad_requests_total 3"), "{m}");
+}

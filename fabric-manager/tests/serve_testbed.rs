@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::Daemon;
+use common::{Daemon, metric};
 use serde_json::Value;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
@@ -31,6 +31,11 @@ fn token_file(name: &str) -> std::path::PathBuf {
 /// `fabric serve SOURCE… --fabric fat-tree-k4` with a 100 ms interval, drift checks
 /// every 300 ms and a token.
 fn start(name: &str, source: &[&str]) -> Daemon {
+    start_in(name, None, source)
+}
+
+/// [`start`], inside namespace `netns` when given (`ip netns exec`).
+fn start_in(name: &str, netns: Option<&str>, source: &[&str]) -> Daemon {
     let file = token_file(name);
     let mut args = source.to_vec();
     args.extend_from_slice(&[
@@ -43,7 +48,10 @@ fn start(name: &str, source: &[&str]) -> Daemon {
         "--token-file",
         file.to_str().unwrap(),
     ]);
-    Daemon::start(name, &args)
+    match netns {
+        Some(ns) => Daemon::start_in(name, ns, &args),
+        None => Daemon::start(name, &args),
+    }
 }
 
 /// The daemon's namespaces (their names carry its pid).
@@ -90,13 +98,6 @@ fn event_count(d: &Daemon) -> usize {
         .as_array()
         .unwrap()
         .len()
-}
-
-fn metric(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
 }
 
 fn percentile(v: &mut [f64], q: f64) -> f64 {
@@ -334,6 +335,13 @@ fn ip(args: &[&str]) {
     );
 }
 
+/// A routed fat-tree k=4 testbed built by the test (legacy multipath routes): routers
+/// that exist before the daemon.
+fn existing_k4() -> veth::routed::RoutedTestbed {
+    let f = topo::presets::build("fat-tree-k4").unwrap();
+    veth::routed::RoutedTestbed::build_with(f, &Default::default()).unwrap()
+}
+
 /// Node id of `name` in the topology JSON.
 fn topo_node(topo: &Value, name: &str) -> u32 {
     topo["nodes"]["name"]
@@ -361,10 +369,8 @@ fn the_daemon_adopts_existing_namespaces_survives_a_deleted_veth_and_leaves_them
     if !enabled() {
         return;
     }
-    // Namespaces that exist before the daemon (as `fabric testbed up` leaves them),
-    // built by this test with legacy multipath routes.
-    let f = topo::presets::build("fat-tree-k4").unwrap();
-    let rt = veth::routed::RoutedTestbed::build_with(f, &Default::default()).unwrap();
+    // Namespaces that exist before the daemon (as `fabric testbed up` leaves them).
+    let rt = existing_k4();
     let prefix = format!("{}{}-", veth::netns::PREFIX, rt.testbed().run_id());
     let mut d = start("adopt", &["--netns-prefix", &prefix]);
     assert!(namespaces_of(&d).is_empty(), "the daemon made none");
@@ -443,5 +449,543 @@ fn a_missing_namespace_prefix_is_refused_with_the_name_it_looked_for() {
     assert!(
         err.contains("no namespace nothing-here-h0 for node host0-nic0"),
         "{err}"
+    );
+}
+
+/// The namespace (of `ns`, the daemon's) of switch `name`: `…-s<i>` for the `i`-th switch.
+fn switch_ns<'a>(ns: &'a [String], topo: &Value, name: &str) -> &'a str {
+    let id = topo_node(topo, name) - 16;
+    ns.iter()
+        .find(|n| n.ends_with(&format!("-s{id}")))
+        .unwrap_or_else(|| panic!("no namespace of {name} in {ns:?}"))
+}
+
+/// Whether interface `ifname` exists in namespace `ns` (`ip -n NS link show IF`).
+fn has_link(ns: &str, ifname: &str) -> bool {
+    std::process::Command::new("ip")
+        .args(["-n", ns, "link", "show", ifname])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
+    if !enabled() {
+        return;
+    }
+    let mut d = start("vanish", &["--testbed"]);
+    let ns = namespaces_of(&d);
+    let topo = d.json("/api/v1/topology");
+    let f = topo::presets::build("fat-tree-k4").unwrap();
+    let leaf = f.name_index()["pod0-leaf0"];
+    // The leaf's peers: two hosts and two aggregation switches, with their port.
+    let peers: Vec<(String, String)> = (0..f.degree(leaf) as u16)
+        .map(|p| {
+            let l = f.link(f.port_link(leaf, p));
+            let (n, q) = if l.a == leaf {
+                (l.b, l.b_port)
+            } else {
+                (l.a, l.a_port)
+            };
+            (f.node_name(n).to_string(), format!("p{q}"))
+        })
+        .collect();
+    let agg = peers
+        .iter()
+        .find(|(n, _)| n.starts_with("pod0-agg"))
+        .unwrap()
+        .clone();
+    let ns_agg = switch_ns(&ns, &topo, &agg.0).to_string();
+    assert!(has_link(&ns_agg, &agg.1), "{agg:?} before");
+
+    // `ip netns del` of the leaf's namespace while the daemon runs.
+    let n0 = event_count(&d);
+    ip(&["netns", "del", switch_ns(&ns, &topo, "pod0-leaf0")]);
+    let t = std::time::Instant::now();
+    let ev = loop {
+        let ev = events_after(&d, n0);
+        if ev.iter().any(|e| e["what"]["kind"] == "reroute") {
+            break ev;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "no reroute within 5 s; events {ev:?}; stderr:\n{}",
+            d.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let down = ev.iter().find(|e| e["what"]["kind"] == "switch-down");
+    assert_eq!(
+        down.map(|e| &e["what"]["node"]),
+        Some(&Value::from(leaf.0)),
+        "{ev:?}"
+    );
+    let links_down = ev
+        .iter()
+        .filter(|e| e["what"]["kind"] == "link-down")
+        .count();
+    assert_eq!(links_down, 4, "every link of the leaf: {ev:?}");
+    let reroute = ev.iter().find(|e| e["what"]["kind"] == "reroute").unwrap();
+    assert_eq!(
+        reroute["what"]["links"].as_array().unwrap().len(),
+        4,
+        "{reroute}"
+    );
+    // Its two hosts are cut off from the 14 others and from each other (ordered pairs).
+    assert_eq!(
+        reroute["what"]["unreachable_pairs"],
+        2 * 14 * 2 + 2,
+        "{reroute}"
+    );
+
+    // The daemon let go: the kernel destroyed the namespace, so its veths and their
+    // peers are gone (the aggregation switch's port and the hosts' NICs).
+    d.wait_for(|_| !has_link(&ns_agg, &agg.1), Duration::from_secs(5));
+    let host = peers.iter().find(|(n, _)| n.starts_with("host")).unwrap();
+    let host_id = f.name_index()[host.0.as_str()];
+    let ns_host = ns
+        .iter()
+        .find(|n| n.ends_with(&format!("-h{}", host_id.0)))
+        .unwrap();
+    assert!(!has_link(ns_host, &host.1), "{host:?} still has its NIC");
+
+    // Health: the switch down, a critical alarm, the unreachable pairs; counted.
+    d.wait_for(
+        |d| d.health()["switches_down"] == serde_json::json!(["pod0-leaf0"]),
+        Duration::from_secs(3),
+    );
+    let h = d.health();
+    assert!(has_alarm(&h, "switch-down", "critical"), "{h}");
+    assert_eq!(h["unreachable_pairs"], 58, "{h}");
+    assert_eq!(h["status"], "degraded", "{h}");
+    let m = d.get("/metrics").text();
+    assert_eq!(metric(&m, "fabric_switches_down"), Some(1.0), "{m}");
+    assert_eq!(metric(&m, "fabric_switch_failures_total"), Some(1.0));
+    assert!(m.contains("fabric_port_up{switch=\"pod0-leaf0\",port=\"2\"} 0"));
+    // The peer's end: gone with the namespace (the kernel destroys it after the daemon
+    // let go, so it may take a sample or two).
+    let peer_up = format!(
+        "fabric_port_up{{switch=\"{}\",port=\"{}\"}} 0",
+        agg.0,
+        &agg.1[1..]
+    );
+    d.wait_for(
+        |d| d.get("/metrics").text().contains(&peer_up),
+        Duration::from_secs(3),
+    );
+    assert_eq!(metric(&m, "fabric_daemon_source_errors_total"), Some(0.0));
+
+    // The routes of the 19 others follow the tables (no drift), and LLDP sees a switch
+    // down, not a cabling fault.
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["checked"], 19 * 8 * 2, "{drift}");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    let t = d.json("/api/v1/topology/check");
+    assert_eq!(t["mismatches"], serde_json::json!([]), "{t}");
+    // A command on one of its links is refused with the reason; the daemon goes on.
+    let r = post(&d, "/api/v1/links/pod0-leaf0:2/restore");
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(r.text().contains("gone"), "{}", r.text());
+    let seq = d.json("/api/v1/telemetry")["seq"].as_u64().unwrap();
+    d.wait_for(
+        |d| d.json("/api/v1/telemetry")["seq"].as_u64().unwrap() > seq + 2,
+        Duration::from_secs(5),
+    );
+
+    // A host's namespace deleted too (host12-nic0, under pod3-leaf0): released (its
+    // leaf's port vanishes), its link down, 13 more hosts cut off from it; no switch down.
+    let h12 = f.name_index()["host12-nic0"];
+    let l12 = f.link(f.port_link(h12, 0));
+    let leaf12 = f.node_name(l12.b).to_string();
+    let ns_leaf12 = switch_ns(&ns, &topo, &leaf12).to_string();
+    let port12 = format!("p{}", l12.b_port);
+    assert!(has_link(&ns_leaf12, &port12));
+    let n1 = event_count(&d);
+    let ns_h12 = ns.iter().find(|n| n.ends_with("-h12")).unwrap();
+    ip(&["netns", "del", ns_h12]);
+    let (_, ev) = wait_reroute(&d, n1, f.port_link(h12, 0).0 as u64);
+    assert!(
+        ev.iter().all(|e| e["what"]["kind"] != "switch-down"),
+        "{ev:?}"
+    );
+    d.wait_for(|_| !has_link(&ns_leaf12, &port12), Duration::from_secs(5));
+    d.wait_for(
+        |d| d.health()["unreachable_pairs"] == 58 + 2 * 13,
+        Duration::from_secs(3),
+    );
+    assert_eq!(
+        d.health()["switches_down"],
+        serde_json::json!(["pod0-leaf0"])
+    );
+
+    // SIGTERM: exit 0, the 35 others deleted.
+    let status = d.terminate();
+    assert!(status.success(), "{status:?}: {}", d.stderr());
+    assert!(namespaces_of(&d).is_empty(), "{:?}", namespaces_of(&d));
+}
+
+/// The IPv4 prefix of leaf `leaf` as switch `via` routes to it.
+fn leaf_prefix(d: &Daemon, via: &str, leaf: &str) -> String {
+    let r = d.json(&format!("/api/v1/routes/{via}"));
+    r["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["dst"] == leaf)
+        .unwrap_or_else(|| panic!("{r}"))["prefix"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// `ip ARGS`' standard output.
+fn ip_out(args: &[&str]) -> String {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+#[test]
+fn drifted_routes_are_repaired_over_the_api_and_only_the_daemons_extra_routes_go() {
+    if !enabled() {
+        return;
+    }
+    let d = start("repair", &["--testbed"]);
+    let ns = namespaces_of(&d);
+    let topo = d.json("/api/v1/topology");
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    // Every ToR-prefix route carries the daemon's protocol number.
+    let agg = switch_ns(&ns, &topo, "pod0-agg0").to_string();
+    let to_pod1 = leaf_prefix(&d, "pod0-agg0", "pod1-leaf0");
+    let shown = ip_out(&["-n", &agg, "route", "show", &to_pod1]);
+    assert!(
+        shown.contains("proto 251") && shown.contains("nhid"),
+        "{shown}"
+    );
+
+    // Missing: deleted. Different: replaced by a legacy route (proto boot). Extra: the
+    // leaf's own prefix routed by someone — with the daemon's protocol on pod0-leaf0
+    // (a stale route of its own), with iproute2's default on pod0-leaf1 (not its own).
+    ip(&["-n", &agg, "route", "del", &to_pod1]);
+    let core = switch_ns(&ns, &topo, "core0-0").to_string();
+    let r = d.json("/api/v1/routes/core0-0");
+    let via = r["routes"][0]["next_hops"][0]["via"].as_str().unwrap();
+    let core_dst = r["routes"][0]["prefix"].as_str().unwrap().to_string();
+    ip(&["-n", &core, "route", "replace", &core_dst, "via", via]);
+    let own0 = leaf_prefix(&d, "pod0-agg0", "pod0-leaf0");
+    let own1 = leaf_prefix(&d, "pod0-agg0", "pod0-leaf1");
+    let leaf0 = switch_ns(&ns, &topo, "pod0-leaf0").to_string();
+    let leaf1 = switch_ns(&ns, &topo, "pod0-leaf1").to_string();
+    ip(&[
+        "-n", &leaf0, "route", "add", &own0, "dev", "p2", "proto", "251",
+    ]);
+    ip(&["-n", &leaf1, "route", "add", &own1, "dev", "p2"]);
+    let drift = d.json("/api/v1/drift");
+    let kinds = |v: &Value| -> Vec<(String, String)> {
+        let mut k: Vec<(String, String)> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["switch"].as_str().unwrap().to_string(),
+                    e["kind"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        k.sort();
+        k
+    };
+    let want = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        kinds(&drift["entries"]),
+        want(&[
+            ("core0-0", "different"),
+            ("pod0-agg0", "missing"),
+            ("pod0-leaf0", "extra"),
+            ("pod0-leaf1", "extra"),
+        ]),
+        "{drift}"
+    );
+
+    // Repair needs the token; with it, three are repaired and the foreign route stays.
+    let r = d.request("POST", "/api/v1/drift/repair", &[], b"");
+    assert_eq!(r.status, 401, "{}", r.text());
+    let r = post(&d, "/api/v1/drift/repair");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    let rep = &v["repair"];
+    assert_eq!(
+        (&rep["missing"], &rep["extra"], &rep["different"]),
+        (&1.into(), &1.into(), &1.into()),
+        "{v}"
+    );
+    assert_eq!(
+        kinds(&rep["skipped"]),
+        want(&[("pod0-leaf1", "extra")]),
+        "{v}"
+    );
+    assert_eq!(rep["skipped"][0]["kernel_protocol"], 3, "boot: {v}");
+    assert_eq!(
+        kinds(&v["after"]["entries"]),
+        want(&[("pod0-leaf1", "extra")]),
+        "{v}"
+    );
+    let shown = ip_out(&["-n", &agg, "route", "show", &to_pod1]);
+    assert!(
+        shown.contains("proto 251") && shown.contains("nhid"),
+        "{shown}"
+    );
+    assert!(ip_out(&["-n", &leaf0, "route", "show", &own0]).is_empty());
+    let m = d.get("/metrics").text();
+    for kind in ["missing", "extra", "different"] {
+        let name = format!("fabric_route_drift_repaired_total{{kind=\"{kind}\"}}");
+        assert_eq!(metric(&m, &name), Some(1.0), "{kind}: {m}");
+    }
+    d.wait_for(
+        |d| {
+            events_after(d, 0)
+                .iter()
+                .any(|e| e["what"]["kind"] == "routes-repaired" && e["what"]["skipped"] == 1)
+        },
+        Duration::from_secs(3),
+    );
+    // The foreign route removed by its owner: no drift at all.
+    ip(&["-n", &leaf1, "route", "del", &own1]);
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    d.wait_for(
+        |d| d.health()["route_drift"]["missing"] == 0 && d.health()["status"] == "ok",
+        Duration::from_secs(3),
+    );
+}
+
+#[test]
+fn with_repair_drift_the_periodic_check_reprograms_a_deleted_route() {
+    if !enabled() {
+        return;
+    }
+    let d = start("repair-periodic", &["--testbed", "--repair-drift"]);
+    let ns = namespaces_of(&d);
+    let topo = d.json("/api/v1/topology");
+    let agg = switch_ns(&ns, &topo, "pod1-agg1").to_string();
+    let prefix = leaf_prefix(&d, "pod1-agg1", "pod2-leaf1");
+    ip(&["-n", &agg, "route", "del", &prefix]);
+    // The next check (every 300 ms) finds it and puts it back.
+    d.wait_for(
+        |d| {
+            metric(
+                &d.get("/metrics").text(),
+                "fabric_route_drift_repaired_total{kind=\"missing\"}",
+            ) == Some(1.0)
+        },
+        Duration::from_secs(5),
+    );
+    let shown = ip_out(&["-n", &agg, "route", "show", &prefix]);
+    assert!(shown.contains("proto 251"), "{shown}");
+    d.wait_for(
+        |d| d.health()["route_drift"]["missing"] == 0,
+        Duration::from_secs(3),
+    );
+}
+
+#[test]
+fn host_netns_the_daemon_programs_and_watches_the_namespace_it_runs_in() {
+    if !enabled() {
+        return;
+    }
+    // The daemon runs inside one of them, pod1-agg0, as on a Linux router.
+    let rt = existing_k4();
+    let names = rt.fabric().name_index();
+    let (me, other) = (names["pod1-agg0"], names["pod1-agg1"]);
+    let ns = rt.netns(me).clone();
+    let args = ["--host-netns", "--switch", "pod1-agg0"];
+    // The daemon listens on the namespace's loopback: talk to it from inside.
+    veth::netns::in_netns(&ns, || {
+        let mut d = start_in("host-netns", Some(ns.name()), &args);
+        // Its own routes re-programmed as next-hop groups with its protocol; the
+        // other routers untouched.
+        let shown = ip_out(&["-n", ns.name(), "route"]);
+        assert!(
+            shown.contains("nhid") && shown.contains("proto 251"),
+            "{shown}"
+        );
+        let theirs = ip_out(&["-n", rt.netns(other).name(), "route"]);
+        assert!(!theirs.contains("nhid"), "{theirs}");
+        let drift = d.json("/api/v1/drift");
+        assert_eq!(
+            drift["checked"],
+            8 * 2,
+            "one switch, 8 leaves, 2 families: {drift}"
+        );
+        assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+        // Its four ports are read from the kernel, and up.
+        let m = d.get("/metrics").text();
+        for p in 0..4 {
+            let s = format!("fabric_port_up{{switch=\"pod1-agg0\",port=\"{p}\"}} 1");
+            assert!(m.contains(&s), "{s}: {m}");
+        }
+        assert_eq!(d.get("/api/v1/topology/check").status, 404);
+
+        // Its uplink p2 set down by another program: routed around, reported.
+        let l = rt.fabric().port_link(me, 2).0 as u64;
+        let n = event_count(&d);
+        ip(&["-n", ns.name(), "link", "set", "p2", "down"]);
+        let (_, ev) = wait_reroute(&d, n, l);
+        assert!(
+            ev.iter().any(|e| e["what"]["kind"] == "link-down"),
+            "{ev:?}"
+        );
+        let routes = ip_out(&["-n", ns.name(), "route"]);
+        d.wait_for(
+            |d| {
+                d.get("/metrics")
+                    .text()
+                    .contains("fabric_port_up{switch=\"pod1-agg0\",port=\"2\"} 0")
+            },
+            Duration::from_secs(3),
+        );
+        let drift = d.json("/api/v1/drift");
+        assert_eq!(drift["entries"], serde_json::json!([]), "{drift}; {routes}");
+        // Restored through the API (the end that is here): back in the tables.
+        let n = event_count(&d);
+        let r = post(&d, "/api/v1/links/pod1-agg0:2/restore");
+        assert_eq!(r.status, 200, "{}", r.text());
+        let (_, ev) = wait_reroute(&d, n, l);
+        assert!(ev.iter().any(|e| e["what"]["kind"] == "link-up"), "{ev:?}");
+        d.wait_for(
+            |d| d.health()["links_down"].as_array().unwrap().is_empty(),
+            Duration::from_secs(3),
+        );
+        let status = d.terminate();
+        assert!(status.success(), "{status:?}: {}", d.stderr());
+        assert!(d.stderr().contains("left in place"), "{}", d.stderr());
+    })
+    .unwrap();
+    assert!(rt.netns(me).path().exists());
+    rt.teardown().unwrap();
+}
+
+#[test]
+fn host_netns_refuses_an_unknown_switch_or_missing_interfaces_by_name() {
+    if !enabled() {
+        return;
+    }
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--host-netns"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let err = run(&["--switch", "no-such-switch"]);
+    assert!(
+        err.contains("--switch no-such-switch: no such node"),
+        "{err}"
+    );
+    // In a fresh namespace there is no p0: refused, naming the interface.
+    let mut tb = veth::Testbed::new().unwrap();
+    let ns = tb.add_netns("hostns").unwrap();
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns.name(), env!("CARGO_BIN_EXE_fabric")])
+        .args(["serve", "--listen", "127.0.0.1:0", "--host-netns"])
+        .args(["--switch", "pod0-leaf0"])
+        .output()
+        .unwrap();
+    drop(tb);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("interface p0"), "{err}");
+}
+
+#[test]
+fn netlink_errors_while_repairing_are_logged_counted_and_survived() {
+    if !enabled() {
+        return;
+    }
+    let d = start("nl-errors", &["--testbed"]);
+    let ns = namespaces_of(&d);
+    let topo = d.json("/api/v1/topology");
+    let agg = switch_ns(&ns, &topo, "pod0-agg0").to_string();
+    // IPv6 switched off inside pod0-agg0 behind the daemon's back: its IPv6 routes and
+    // addresses go, and the kernel refuses IPv6 next hops there from now on.
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &agg, "sh", "-c"])
+        .arg("echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // A link of pod0-agg0 goes down: the repair's IPv6 writes there fail.
+    let l = link_at(&d, "pod0-agg0", 2);
+    ip(&["-n", &agg, "link", "set", "p2", "down"]);
+    d.wait_for(
+        |d| {
+            metric(
+                &d.get("/metrics").text(),
+                "fabric_daemon_source_errors_total",
+            )
+            .is_some_and(|v| v >= 1.0)
+        },
+        Duration::from_secs(5),
+    );
+    assert!(
+        d.stderr().contains(&format!("repairing link {l}:")),
+        "{}",
+        d.stderr()
+    );
+    // The link is still known to be down (health follows the carrier).
+    d.wait_for(
+        |d| d.health()["links_down"] == serde_json::json!([l]),
+        Duration::from_secs(3),
+    );
+    // The daemon goes on: a failure elsewhere is repaired as usual.
+    let n = event_count(&d);
+    let r = post(&d, "/api/v1/links/core1-1:0/fail");
+    assert_eq!(r.status, 200, "{}", r.text());
+    wait_reroute(&d, n, link_at(&d, "core1-1", 0));
+    // The repair went on past the refusing switch: no switch drifted.
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    // One of pod0-agg0's IPv6 routes deleted: its repair is refused (no IPv6 there any
+    // more), listed with the kernel's error and the namespace, counted; the rest goes on.
+    let v6 = ip_out(&["-n", &agg, "-6", "route", "show", "proto", "251"]);
+    let prefix = v6
+        .split_whitespace()
+        .next()
+        .unwrap_or_else(|| panic!("{v6}"));
+    ip(&["-n", &agg, "-6", "route", "del", prefix]);
+    let before = metric(
+        &d.get("/metrics").text(),
+        "fabric_daemon_source_errors_total",
+    )
+    .unwrap();
+    let r = post(&d, "/api/v1/drift/repair");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    let failed = v["repair"]["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{v}");
+    assert_eq!(failed[0][0]["switch"], "pod0-agg0", "{v}");
+    assert!(failed[0][1].as_str().unwrap().contains(&agg), "{v}");
+    let after = metric(
+        &d.get("/metrics").text(),
+        "fabric_daemon_source_errors_total",
+    )
+    .unwrap();
+    assert_eq!(after, before + 1.0);
+    assert!(d.stderr().contains("route drift repair: 1 entries refused"));
+    assert_eq!(
+        d.json("/api/v1/telemetry")["source"]["kind"],
+        "routed-testbed"
     );
 }

@@ -98,6 +98,18 @@ pub enum EventKind {
         /// PFC priority.
         priority: u8,
     },
+    /// Routes that had drifted from the tables were re-programmed: missing and different
+    /// ones re-added, extra ones the daemon wrote removed.
+    RoutesRepaired {
+        /// Missing routes re-added.
+        missing: u64,
+        /// Extra routes removed.
+        extra: u64,
+        /// Different routes re-programmed.
+        different: u64,
+        /// Extra routes left because another routing protocol wrote them.
+        skipped: u64,
+    },
     /// A PFC storm ended.
     PfcStormRestored {
         /// The port.

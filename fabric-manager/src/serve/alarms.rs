@@ -45,6 +45,8 @@ impl Severity {
 pub enum AlarmKind {
     /// A link is down (object: link id).
     LinkDown,
+    /// A switch failed as a whole, e.g. its namespace was deleted (object: node id).
+    SwitchDown,
     /// A link is damped (object: link id).
     LinkDamped,
     /// A queue is in a PFC storm (object: port × 8 + priority).

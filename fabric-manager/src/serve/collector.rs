@@ -33,6 +33,8 @@ pub enum Control {
     Reroute,
     /// Compare the data plane's routes with the tables now (answer: the report as JSON).
     Drift,
+    /// Reprogram the routes that drifted, then compare again (answer: both as JSON).
+    RepairDrift,
     /// Check the cabling with LLDP now (answer: the report as JSON).
     CheckTopology,
     /// Start recording to a new file.
@@ -61,6 +63,15 @@ impl ControlTx {
     }
 }
 
+/// When the collector compares the data plane's routes with the tables.
+#[derive(Debug, Clone, Copy)]
+pub struct DriftPolicy {
+    /// Time between two periodic checks.
+    pub every: Duration,
+    /// Reprogram what a periodic check finds (`--repair-drift`).
+    pub repair: bool,
+}
+
 /// A running collector.
 #[derive(Debug)]
 pub struct Collector {
@@ -83,6 +94,8 @@ struct Worker {
     /// Time between two periodic route-drift checks, and the last one.
     drift_every: Duration,
     last_drift: Instant,
+    /// Repair drift found by the periodic check (`--repair-drift`).
+    repair_drift: bool,
     recorder: Option<Recorder>,
     seq: u64,
     /// Events produced by commands, published with the next snapshot.
@@ -98,7 +111,7 @@ impl Collector {
         health: Arc<DaemonHealth>,
         interval: Duration,
         flow_events: bool,
-        drift_every: Duration,
+        drift: DriftPolicy,
     ) -> Collector {
         let (tx, rx) = mpsc::channel();
         let mut w = Worker {
@@ -108,8 +121,9 @@ impl Collector {
             health,
             interval,
             flow_events,
-            drift_every,
+            drift_every: drift.every,
             last_drift: Instant::now(),
+            repair_drift: drift.repair,
             recorder: None,
             seq: 0,
             pending: Vec::new(),
@@ -156,7 +170,12 @@ impl Worker {
                     self.tick(start.elapsed());
                     if self.last_drift.elapsed() >= self.drift_every {
                         // The reports stay in the health summary; errors are counted.
-                        let _ = self.check_drift();
+                        if let Ok(d) = self.check_drift()
+                            && self.repair_drift
+                            && !d.entries.is_empty()
+                        {
+                            let _ = self.repair_drift();
+                        }
                         let _ = self.check_topology();
                     }
                     next += self.interval;
@@ -292,6 +311,11 @@ impl Worker {
                 let d = self.check_drift()?;
                 serde_json::to_string(&d).map_err(|e| e.to_string())
             }
+            Control::RepairDrift => {
+                let (r, after) = self.repair_drift()?;
+                serde_json::to_string(&serde_json::json!({ "repair": r, "after": after }))
+                    .map_err(|e| e.to_string())
+            }
             Control::CheckTopology => {
                 let r = self.check_topology()?;
                 serde_json::to_string(&r).map_err(|e| e.to_string())
@@ -302,19 +326,82 @@ impl Worker {
         }
     }
 
+    /// A source's answer to a check: its error counted and logged as `what`; `None`
+    /// (the source has no `lacks`) an error too.
+    fn answer<T>(
+        &self,
+        r: Option<Result<T, String>>,
+        what: &str,
+        lacks: &str,
+    ) -> Result<T, String> {
+        match r {
+            None => Err(format!("this source has no {lacks}")),
+            Some(Err(e)) => {
+                self.hub.counters.source_errors.inc();
+                log::warn(&format!("{what}: {e}"));
+                Err(e)
+            }
+            Some(Ok(x)) => Ok(x),
+        }
+    }
+
+    /// Reprograms what drifted and compares again; counts the repair, publishes a
+    /// `routes-repaired` event with the next snapshot and records the drift left.
+    fn repair_drift(&mut self) -> Result<(veth::routed::DriftRepair, veth::routed::Drift), String> {
+        self.last_drift = Instant::now();
+        let r = self.source.repair_drift();
+        let (r, after) = self.answer(r, "route drift repair", "kernel routes to repair")?;
+        log::info(&format!(
+            "route drift repaired: {} missing re-added, {} extra removed, {} different re-programmed ({} routes in {:.2} ms); {} extra routes of other protocols left; {} entries still differ",
+            r.missing,
+            r.extra,
+            r.different,
+            r.routes,
+            r.took_s * 1e3,
+            r.skipped.len(),
+            after.entries.len()
+        ));
+        if !r.failed.is_empty() {
+            self.hub
+                .counters
+                .source_errors
+                .inc_by(r.failed.len() as u64);
+            let (e, why) = &r.failed[0];
+            log::warn(&format!(
+                "route drift repair: {} entries refused; first: {} {} {}: {why}",
+                r.failed.len(),
+                e.switch,
+                e.prefix,
+                e.kind.as_str()
+            ));
+        }
+        self.health.record_drift_repair(&r);
+        self.pending.push(Event {
+            seq: self.seq,
+            time: fabric_api::Timestamp::wall_ns(now_ns()),
+            what: EventKind::RoutesRepaired {
+                missing: r.missing as u64,
+                extra: r.extra as u64,
+                different: r.different as u64,
+                skipped: r.skipped.len() as u64,
+            },
+        });
+        self.record_drift(&after);
+        Ok((r, after))
+    }
+
     /// Compares the data plane's routes with the tables; records the counts in the
     /// health summary (and its alarm), logs drift.
     fn check_drift(&mut self) -> Result<veth::routed::Drift, String> {
         self.last_drift = Instant::now();
-        let d = match self.source.drift() {
-            None => return Err("this source has no kernel routes to compare".into()),
-            Some(Err(e)) => {
-                self.hub.counters.source_errors.inc();
-                log::warn(&format!("route drift check: {e}"));
-                return Err(e);
-            }
-            Some(Ok(d)) => d,
-        };
+        let d = self.source.drift();
+        let d = self.answer(d, "route drift check", "kernel routes to compare")?;
+        self.record_drift(&d);
+        Ok(d)
+    }
+
+    /// Puts a drift report's counts in the health summary (and its alarm); logs drift.
+    fn record_drift(&mut self, d: &veth::routed::Drift) {
         use veth::routed::DriftKind;
         let summary = RouteDrift {
             checked: d.checked as u64,
@@ -338,21 +425,13 @@ impl Worker {
             ));
         }
         self.health.set_drift(summary);
-        Ok(d)
     }
 
     /// Checks the cabling with LLDP; records the counts in the health summary (and its
     /// alarm), logs findings.
     fn check_topology(&mut self) -> Result<veth::routed::NeighbourReport, String> {
-        let r = match self.source.check_topology() {
-            None => return Err("this source has no cables to check".into()),
-            Some(Err(e)) => {
-                self.hub.counters.source_errors.inc();
-                log::warn(&format!("LLDP check: {e}"));
-                return Err(e);
-            }
-            Some(Ok(r)) => r,
-        };
+        let r = self.source.check_topology();
+        let r = self.answer(r, "LLDP check", "cables to check")?;
         use veth::routed::MismatchKind;
         let mismatches = MismatchKind::ALL
             .iter()

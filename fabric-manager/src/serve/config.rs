@@ -16,6 +16,8 @@ pub enum SourceSpec {
         ratio: f64,
         /// Seed of the simulation.
         seed: u64,
+        /// A host whose NIC keeps pausing its leaf for a while (`--storm-host`).
+        storm: Option<super::sim_source::StormSpec>,
     },
     /// A routed veth testbed the daemon builds, watches, repairs and deletes (root).
     Testbed {
@@ -29,6 +31,14 @@ pub enum SourceSpec {
         fabric: String,
         /// Namespace name prefix.
         prefix: String,
+    },
+    /// The namespace the daemon runs in, as switch `switch` of `fabric` (a Linux
+    /// router): its routes programmed, its links watched (root).
+    HostNetns {
+        /// Fabric spec file or preset name.
+        fabric: String,
+        /// The switch this router is, by name.
+        switch: String,
     },
 }
 
@@ -67,6 +77,8 @@ pub struct Config {
     pub max_header_bytes: usize,
     /// Time between two periodic route-drift checks (sources with kernel routes).
     pub drift_interval: Duration,
+    /// Reprogram drifted routes at each periodic check.
+    pub repair_drift: bool,
 }
 
 /// Limits on the settings (what a user may ask for).
@@ -104,6 +116,7 @@ impl Config {
             max_body_bytes: 64 * 1024,
             max_header_bytes: 16 * 1024,
             drift_interval: Duration::from_secs(10),
+            repair_drift: false,
         }
     }
 
@@ -183,6 +196,7 @@ mod tests {
             scenario: None,
             ratio: 1e-3,
             seed: 1,
+            storm: None,
         }
     }
 
@@ -210,6 +224,7 @@ mod tests {
             scenario: None,
             ratio: f64::NAN,
             seed: 1,
+            storm: None,
         };
         assert!(c.validate().unwrap_err().starts_with("--ratio NaN"));
     }

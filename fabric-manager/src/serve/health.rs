@@ -20,7 +20,7 @@ use topo::LinkId;
 
 use super::alarms::{Alarm, AlarmKind, Alarms, Severity};
 use super::damping::{DampingConfig, LinkDamper};
-use super::metrics::PortLabels;
+use super::metrics::{PortLabels, Selection};
 
 /// Upper bounds of the reroute histogram's buckets, seconds (1 ms to 10 s: FRR's BFD
 /// defaults detect in ~0.9 s, OpenSM sweeps every 10 s).
@@ -116,6 +116,10 @@ struct State {
     carrier_changes: Vec<u64>,
     reroute: Histogram,
     links_down: BTreeSet<u32>,
+    switches_down: BTreeSet<u32>,
+    switch_failures: u64,
+    /// Drifted entries repaired so far: missing, extra, different.
+    drift_repaired: [u64; 3],
     unreachable_pairs: u64,
     last_reroute_ns: Option<u64>,
     prev: Option<Prev>,
@@ -172,6 +176,8 @@ pub struct DaemonHealth {
     link_ports: Vec<[u32; 2]>,
     /// `switch port` names of every port, for alarms.
     names: Vec<String>,
+    /// Node names, for alarms.
+    node_names: Vec<String>,
     speeds: Vec<u64>,
     state: Mutex<State>,
 }
@@ -203,6 +209,8 @@ pub struct HealthSummary {
     pub links_down: Vec<u32>,
     /// Links damped now (link ids).
     pub links_damped: Vec<u32>,
+    /// Switches down as a whole now (names), e.g. whose namespace was deleted.
+    pub switches_down: Vec<String>,
     /// Host pairs without a route after the latest reroute.
     pub unreachable_pairs: u64,
     /// Reroutes seen and their event-to-repaired times.
@@ -250,6 +258,7 @@ impl DaemonHealth {
             cfg,
             link_ports,
             names,
+            node_names: info.nodes.iter().map(|n| n.name.clone()).collect(),
             speeds: info.ports.iter().map(|p| p.speed_bps).collect(),
             state: Mutex::new(State {
                 carrier_changes: vec![0; info.ports.len()],
@@ -265,6 +274,13 @@ impl DaemonHealth {
             .flatten()
             .copied()
             .filter(|&p| p != u32::MAX)
+    }
+
+    fn node_name(&self, n: u32) -> String {
+        self.node_names
+            .get(n as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("node {n}"))
     }
 
     fn link_name(&self, l: u32) -> String {
@@ -344,6 +360,22 @@ impl DaemonHealth {
                         severity: Severity::Minor,
                         object: self.link_name(link.0),
                         message: "link down".into(),
+                        since_seq: seq,
+                    });
+            }
+            EventKind::SwitchDown { node, .. } | EventKind::SwitchUp { node, .. } => {
+                let down = matches!(e.what, EventKind::SwitchDown { .. });
+                if down && st.switches_down.insert(*node) {
+                    st.switch_failures += 1;
+                } else if !down {
+                    st.switches_down.remove(node);
+                }
+                st.alarms
+                    .set(down, AlarmKind::SwitchDown, u64::from(*node), || Alarm {
+                        kind: AlarmKind::SwitchDown,
+                        severity: Severity::Critical,
+                        object: self.node_name(*node),
+                        message: "switch down: every link of it failed".into(),
                         since_seq: seq,
                     });
             }
@@ -532,6 +564,7 @@ impl DaemonHealth {
         let s = self.state.lock().expect("health lock");
         HealthSummary {
             links_down: s.links_down.iter().copied().collect(),
+            switches_down: s.switches_down.iter().map(|&n| self.node_name(n)).collect(),
             links_damped: s
                 .dampers
                 .iter()
@@ -597,11 +630,19 @@ impl DaemonHealth {
         st.drift = Some(d);
     }
 
+    /// Counts a drift repair's entries (`fabric_route_drift_repaired_total{kind}`).
+    pub fn record_drift_repair(&self, r: &veth::routed::DriftRepair) {
+        let mut st = self.state.lock().expect("health lock");
+        for (i, n) in [r.missing, r.extra, r.different].into_iter().enumerate() {
+            st.drift_repaired[i] += n as u64;
+        }
+    }
+
     /// `fabric_port_carrier_changes_total`.
     pub fn encode_carrier_changes(
         &self,
         enc: &mut DescriptorEncoder<'_>,
-        labels: &PortLabels,
+        (labels, sel): (&PortLabels, &Selection),
     ) -> std::fmt::Result {
         let s = self.state.lock().expect("health lock");
         let mut m = enc.encode_descriptor(
@@ -610,16 +651,31 @@ impl DaemonHealth {
             None,
             MetricType::Counter,
         )?;
-        for (i, &c) in s.carrier_changes.iter().enumerate() {
+        for i in sel.ports(s.carrier_changes.len()) {
+            let c = s.carrier_changes[i];
             let set = labels.of(i);
             ConstCounter::new(c).encode(m.encode_family(&set)?)?;
         }
         Ok(())
     }
 
-    /// The health metrics: reroute histogram, watchdog, damping, alarms.
-    pub fn encode(&self, enc: &mut DescriptorEncoder<'_>, labels: &PortLabels) -> std::fmt::Result {
+    /// The health metrics the selection asks for: reroute histogram, watchdog, damping,
+    /// drift, cabling, switches down, alarms.
+    pub fn encode(
+        &self,
+        enc: &mut DescriptorEncoder<'_>,
+        (labels, sel): (&PortLabels, &Selection),
+    ) -> std::fmt::Result {
         let s = self.state.lock().expect("health lock");
+        if sel.family("fabric_reroute_duration_seconds") {
+            self.encode_reroutes(enc, &s)?;
+        }
+        self.encode_ports(enc, &s, (labels, sel))?;
+        self.encode_fabric(enc, &s, sel)
+    }
+
+    /// `fabric_reroute_duration_seconds`.
+    fn encode_reroutes(&self, enc: &mut DescriptorEncoder<'_>, s: &State) -> std::fmt::Result {
         let mut m = enc.encode_descriptor(
             "fabric_reroute_duration_seconds",
             "From a link event to routes repaired",
@@ -635,8 +691,18 @@ impl DaemonHealth {
             .enumerate()
             .map(|(i, u)| (u, s.reroute.counts.get(i).copied().unwrap_or(0)))
             .collect();
-        m.encode_histogram::<NoLabelSet>(s.reroute.sum, s.reroute.count, &buckets, no_exemplars)?;
+        m.encode_histogram::<NoLabelSet>(s.reroute.sum, s.reroute.count, &buckets, no_exemplars)
+    }
+
+    /// The per-port health families: watchdog and damping.
+    fn encode_ports(
+        &self,
+        enc: &mut DescriptorEncoder<'_>,
+        s: &State,
+        (labels, sel): (&PortLabels, &Selection),
+    ) -> std::fmt::Result {
         let mut watches: Vec<(&(u32, u8), &QueueWatch)> = s.watches.iter().collect();
+        watches.retain(|((port, _), _)| sel.has_port(*port as usize));
         watches.sort_by_key(|(k, _)| **k);
         for (name, help, get) in [
             (
@@ -650,6 +716,9 @@ impl DaemonHealth {
                 |c: WatchCounters| c.storms_restored,
             ),
         ] {
+            if !sel.family(name) {
+                continue;
+            }
             let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
             for ((port, prio), w) in &watches {
                 let [a, b] = labels.of(*port as usize);
@@ -658,17 +727,23 @@ impl DaemonHealth {
                 ConstCounter::new(get(w.counters())).encode(m.encode_family(&set)?)?;
             }
         }
-        let mut m = enc.encode_descriptor(
-            "fabric_link_damped",
-            "1 while the link on this port is held down by flap damping",
-            None,
-            MetricType::Gauge,
-        )?;
-        for (&l, d) in &s.dampers {
-            for p in self.link_ends(l) {
-                let set = labels.of(p as usize);
-                ConstGauge::new(i64::from(d.damped())).encode(m.encode_family(&set)?)?;
+        let ends = |l: u32| self.link_ends(l).filter(|&p| sel.has_port(p as usize));
+        if sel.family("fabric_link_damped") {
+            let mut m = enc.encode_descriptor(
+                "fabric_link_damped",
+                "1 while the link on this port is held down by flap damping",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (&l, d) in &s.dampers {
+                for p in ends(l) {
+                    let set = labels.of(p as usize);
+                    ConstGauge::new(i64::from(d.damped())).encode(m.encode_family(&set)?)?;
+                }
             }
+        }
+        if !sel.family("fabric_link_flap_events") {
+            return Ok(());
         }
         let mut m = enc.encode_descriptor(
             "fabric_link_flap_events",
@@ -677,7 +752,7 @@ impl DaemonHealth {
             MetricType::Counter,
         )?;
         for (&l, d) in &s.dampers {
-            for p in self.link_ends(l) {
+            for p in ends(l) {
                 let [a, b] = labels.of(p as usize);
                 for (stage, v) in [
                     ("before_damping", d.events_before),
@@ -687,7 +762,21 @@ impl DaemonHealth {
                 }
             }
         }
-        if let Some(d) = &s.drift {
+        Ok(())
+    }
+
+    /// The fabric-wide health families: drift, cabling, switches down, alarms.
+    fn encode_fabric(
+        &self,
+        enc: &mut DescriptorEncoder<'_>,
+        s: &State,
+        sel: &Selection,
+    ) -> std::fmt::Result {
+        if let Some(d) = s
+            .drift
+            .as_ref()
+            .filter(|_| sel.family("fabric_route_drift_entries"))
+        {
             let mut m = enc.encode_descriptor(
                 "fabric_route_drift_entries",
                 "Routes that differ from the tables at the latest check, by kind",
@@ -702,7 +791,25 @@ impl DaemonHealth {
                 ConstGauge::new(v as i64).encode(m.encode_family(&[("kind", kind)])?)?;
             }
         }
-        if let Some(t) = &s.topology {
+        if s.drift.is_some() && sel.family("fabric_route_drift_repaired") {
+            let mut m = enc.encode_descriptor(
+                "fabric_route_drift_repaired",
+                "Drifted route entries the daemon re-programmed (missing, different) or removed (extra)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (kind, v) in ["missing", "extra", "different"]
+                .into_iter()
+                .zip(s.drift_repaired)
+            {
+                ConstCounter::new(v).encode(m.encode_family(&[("kind", kind)])?)?;
+            }
+        }
+        if let Some(t) = s
+            .topology
+            .as_ref()
+            .filter(|_| sel.family("fabric_topology_mismatches"))
+        {
             let mut m = enc.encode_descriptor(
                 "fabric_topology_mismatches",
                 "Cabling findings of the latest LLDP check against the spec, by kind",
@@ -712,6 +819,27 @@ impl DaemonHealth {
             for (kind, v) in &t.mismatches {
                 ConstGauge::new(*v as i64).encode(m.encode_family(&[("kind", kind.as_str())])?)?;
             }
+        }
+        if sel.family("fabric_switches_down") {
+            let m = enc.encode_descriptor(
+                "fabric_switches_down",
+                "Switches down as a whole (every link failed, e.g. the namespace deleted)",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(s.switches_down.len() as i64).encode(m)?;
+        }
+        if sel.family("fabric_switch_failures") {
+            let m = enc.encode_descriptor(
+                "fabric_switch_failures",
+                "Switches that went down as a whole since the daemon started",
+                None,
+                MetricType::Counter,
+            )?;
+            ConstCounter::new(s.switch_failures).encode(m)?;
+        }
+        if !sel.family("fabric_alarms_active") {
+            return Ok(());
         }
         let mut m = enc.encode_descriptor(
             "fabric_alarms_active",

@@ -10,9 +10,10 @@
 //! | GET | `/api/v1/health` | daemon and fabric health |
 //! | GET | `/api/v1/topology/check` | LLDP neighbours compared with the spec (`--testbed`) |
 //! | GET | `/api/v1/drift` | the kernel's routes compared with the tables (`--testbed`) |
-//! | GET | `/metrics` | Prometheus exposition |
+//! | GET | `/metrics` | Prometheus exposition; `?switch=A,B` / `?family=P,Q` filter it |
 //! | POST | `/api/v1/links/{link}/fail`, `/restore` | token: fail or restore a link |
 //! | POST | `/api/v1/reroute` | token: recompute every table from scratch |
+//! | POST | `/api/v1/drift/repair` | token: reprogram the routes that drifted (`--testbed`) |
 //! | POST / DELETE | `/api/v1/recording` | token: start (`{"path": …}`) / stop a recording |
 //!
 //! Errors are JSON `{"error": "..."}` with a 4xx/5xx status. Every non-streaming request
@@ -28,7 +29,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 
 use super::collector::{Control, ControlTx};
@@ -48,8 +48,8 @@ pub struct AppState {
     pub control: ControlTx,
     /// The bearer token, if one was given at start-up.
     pub token: Option<Arc<str>>,
-    /// The metrics registry.
-    pub registry: Arc<Registry>,
+    /// What `/metrics` encodes.
+    pub exposition: Arc<super::metrics::Exposition>,
     /// Health derived from events.
     pub health: Arc<DaemonHealth>,
     /// When the daemon started.
@@ -84,6 +84,7 @@ pub fn router(st: AppState, max_body: usize) -> Router {
         .route("/metrics", get(metrics))
         .route("/api/v1/links/{link}/{action}", post(link_action))
         .route("/api/v1/reroute", post(reroute))
+        .route("/api/v1/drift/repair", post(drift_repair))
         .route("/api/v1/recording", post(record_start).delete(record_stop))
         .layer(middleware::from_fn_with_state(st.clone(), time_limit));
     Router::new()
@@ -257,6 +258,7 @@ async fn health(State(st): State<AppState>) -> Response {
     let fabric = st.health.summary();
     let k = &st.hub.counters;
     let degraded = !fabric.links_down.is_empty()
+        || !fabric.switches_down.is_empty()
         || fabric.unreachable_pairs > 0
         || fabric.route_drift.as_ref().is_some_and(|d| d.total() > 0)
         || fabric
@@ -283,14 +285,41 @@ async fn health(State(st): State<AppState>) -> Response {
     .into_response()
 }
 
-async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response {
+/// Query of `/metrics`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricsQuery {
+    /// Node names whose ports' series to keep (comma-separated).
+    switch: Option<String>,
+    /// Family name prefixes to keep (comma-separated).
+    family: Option<String>,
+}
+
+async fn metrics(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    q: Result<Query<MetricsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let q = match q {
+        Ok(Query(q)) => q,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("query: {e}")),
+    };
+    let sel = match super::metrics::Selection::parse(
+        st.hub.info(),
+        q.switch.as_deref(),
+        q.family.as_deref(),
+    ) {
+        Ok(s) => s,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &e),
+    };
     let openmetrics = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
-    let reg = st.registry.clone();
+    let exp = st.exposition.clone();
     // Encoding a large fabric takes a while: keep it off the async workers.
     let text = tokio::task::spawn_blocking(move || {
+        let reg = super::metrics::registry(exp, sel);
         let om = super::metrics::encode_openmetrics(&reg);
         if openmetrics {
             om
@@ -361,6 +390,18 @@ async fn link_action(
 
 async fn reroute(State(st): State<AppState>, headers: HeaderMap) -> Response {
     control(&st, &headers, "POST /api/v1/reroute", Control::Reroute).await
+}
+
+/// `POST /api/v1/drift/repair`: `{"repair": DriftRepair, "after": Drift}`.
+async fn drift_repair(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    let what = "POST /api/v1/drift/repair";
+    if let Some(r) = refuse(&st, &headers, what) {
+        return r;
+    }
+    match st.control.send(Control::RepairDrift).await {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(e) => error(StatusCode::CONFLICT, &e),
+    }
 }
 
 /// Body of `POST /api/v1/recording`.

@@ -72,6 +72,113 @@ impl PortLabels {
     }
 }
 
+/// What one scrape asks for: `?switch=A,B` keeps the per-port series of those nodes'
+/// ports (by the `switch` label: a node's name), `?family=P,Q` the families whose name
+/// starts with one of the prefixes; both absent: everything.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Port indices, ascending (`None`: every port).
+    ports: Option<Vec<usize>>,
+    /// Family name prefixes (`None`: every family).
+    families: Option<Vec<String>>,
+}
+
+/// Most names or prefixes one filter takes.
+pub const MAX_FILTER_ITEMS: usize = 4096;
+
+/// Comma-separated items of a filter (empty ones dropped), at most [`MAX_FILTER_ITEMS`].
+fn items<'a>(what: &str, list: &'a str) -> Result<Vec<&'a str>, String> {
+    let v: Vec<&str> = list.split(',').filter(|x| !x.is_empty()).collect();
+    if v.is_empty() {
+        return Err(format!(
+            "{what}: expected one or more comma-separated names"
+        ));
+    }
+    if v.len() > MAX_FILTER_ITEMS {
+        return Err(format!(
+            "{what}: {} names, at most {MAX_FILTER_ITEMS}",
+            v.len()
+        ));
+    }
+    Ok(v)
+}
+
+impl Selection {
+    /// The selection `?switch=` and `?family=` describe over `info`'s ports; an unknown
+    /// node name is an error naming it.
+    pub fn parse(
+        info: &FabricInfo,
+        switch: Option<&str>,
+        family: Option<&str>,
+    ) -> Result<Selection, String> {
+        let ports = match switch {
+            None => None,
+            Some(list) => {
+                let mut nodes = Vec::new();
+                for name in items("switch", list)? {
+                    let n = info
+                        .nodes
+                        .iter()
+                        .position(|x| x.name == name)
+                        .ok_or_else(|| format!("switch: no node named {name:?}"))?;
+                    nodes.push(n as u32);
+                }
+                nodes.sort_unstable();
+                Some(
+                    (0..info.ports.len())
+                        .filter(|&i| nodes.binary_search(&info.ports[i].node).is_ok())
+                        .collect(),
+                )
+            }
+        };
+        let families = match family {
+            None => None,
+            Some(list) => Some(
+                items("family", list)?
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
+            ),
+        };
+        Ok(Selection { ports, families })
+    }
+
+    /// The selected ports among `n`, ascending.
+    pub fn ports(&self, n: usize) -> Box<dyn Iterator<Item = usize> + '_> {
+        match &self.ports {
+            None => Box::new(0..n),
+            Some(v) => Box::new(v.iter().copied().filter(move |&i| i < n)),
+        }
+    }
+
+    /// `(port, value)` of the selected ports in `col`, ascending (every port: one pass).
+    pub fn values<'a>(&'a self, col: &'a Column) -> Box<dyn Iterator<Item = (usize, u64)> + 'a> {
+        match &self.ports {
+            None => Box::new(col.iter().enumerate()),
+            Some(v) => Box::new(
+                v.iter()
+                    .copied()
+                    .filter(|&i| i < col.len())
+                    .map(|i| (i, col.get(i))),
+            ),
+        }
+    }
+
+    /// Whether port `i` is selected.
+    pub fn has_port(&self, i: usize) -> bool {
+        self.ports
+            .as_ref()
+            .is_none_or(|v| v.binary_search(&i).is_ok())
+    }
+
+    /// Whether family `name` is selected.
+    pub fn family(&self, name: &str) -> bool {
+        self.families
+            .as_ref()
+            .is_none_or(|v| v.iter().any(|p| name.starts_with(p.as_str())))
+    }
+}
+
 /// What a scrape encodes.
 #[derive(Debug)]
 pub struct Exposition {
@@ -80,18 +187,22 @@ pub struct Exposition {
     health: Arc<DaemonHealth>,
 }
 
-/// Encodes a family of one counter per port from a column (skipped when absent).
+/// Encodes a family of one counter per selected port from a column (skipped when
+/// absent or not selected).
 fn port_counter(
     enc: &mut DescriptorEncoder<'_>,
-    labels: &PortLabels,
+    (labels, sel): (&PortLabels, &Selection),
     name: &str,
     help: &str,
     col: Option<&Column>,
     scale: f64,
 ) -> std::fmt::Result {
     let Some(col) = col else { return Ok(()) };
+    if !sel.family(name) {
+        return Ok(());
+    }
     let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
-    for (i, v) in col.iter().enumerate() {
+    for (i, v) in sel.values(col) {
         let set = labels.of(i);
         let fam = m.encode_family(&set)?;
         if scale == 1.0 {
@@ -131,24 +242,31 @@ impl Exposition {
         }
     }
 
-    fn ports(&self, s: &Snapshot, enc: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    fn ports(
+        &self,
+        s: &Snapshot,
+        sel: &Selection,
+        enc: &mut DescriptorEncoder<'_>,
+    ) -> std::fmt::Result {
         let n = self.labels.port.len();
         let l = &self.labels;
         let c = &s.counters;
-        {
+        if sel.family("fabric_port_up") {
             let mut m = enc.encode_descriptor(
                 "fabric_port_up",
                 "1 when the port's oper state is up, 0 when down",
                 None,
                 MetricType::Gauge,
             )?;
-            let mut down = s.gauges.oper_down.iter().peekable();
-            for i in 0..n {
-                let is_down = down.next_if(|&&d| d as usize == i).is_some();
+            let down = &s.gauges.oper_down;
+            for i in sel.ports(n) {
+                let is_down = down.binary_search(&(i as u32)).is_ok();
                 ConstGauge::new(i64::from(!is_down)).encode(m.encode_family(&l.of(i))?)?;
             }
         }
-        self.health.encode_carrier_changes(enc, l)?;
+        if sel.family("fabric_port_carrier_changes") {
+            self.health.encode_carrier_changes(enc, (l, sel))?;
+        }
         let tx_drops = sum_columns(
             &[
                 c.drops_buffer.as_ref(),
@@ -190,16 +308,18 @@ impl Exposition {
             ),
         ];
         for (name, help, col) in families {
-            port_counter(enc, l, name, help, col, 1.0)?;
+            port_counter(enc, (l, sel), name, help, col, 1.0)?;
         }
-        {
+        if sel.family("fabric_port_speed_bytes") {
             let mut m = enc.encode_descriptor(
                 "fabric_port_speed_bytes",
                 "Line rate in bytes per second",
                 None,
                 MetricType::Gauge,
             )?;
-            for (i, p) in self.hub.info().ports.iter().enumerate() {
+            let ports = &self.hub.info().ports;
+            for i in sel.ports(n) {
+                let p = &ports[i];
                 let bps = s
                     .gauges
                     .speed_bps
@@ -208,7 +328,7 @@ impl Exposition {
                 ConstGauge::new(bps / 8).encode(m.encode_family(&l.of(i))?)?;
             }
         }
-        if !s.gauges.queue_bytes.is_empty() {
+        if !s.gauges.queue_bytes.is_empty() && sel.family("fabric_queue_occupancy_bytes") {
             let mut m = enc.encode_descriptor(
                 "fabric_queue_occupancy_bytes",
                 "Bytes queued at this egress, per queue (PFC priority)",
@@ -217,7 +337,7 @@ impl Exposition {
             )?;
             for (q, col) in &s.gauges.queue_bytes {
                 let q = q.to_string();
-                for (i, v) in col.iter().enumerate() {
+                for (i, v) in sel.values(col) {
                     let [a, b] = l.of(i);
                     ConstGauge::new(v).encode(m.encode_family(&[a, b, ("queue", &q)])?)?;
                 }
@@ -225,27 +345,32 @@ impl Exposition {
         }
         port_counter(
             enc,
-            l,
+            (l, sel),
             "fabric_queue_ecn_marked_packets",
             "Packets ECN-marked at this egress (all queues)",
             c.ecn_marks.as_ref(),
             1.0,
         )?;
-        self.pfc(s, enc)?;
+        self.pfc(s, sel, enc)?;
         port_counter(
             enc,
-            l,
+            (l, sel),
             "fabric_pfc_paused_seconds",
             "Seconds this egress spent paused by PFC (summed over priorities)",
             c.paused_ns.as_ref(),
             1e-9,
         )?;
-        self.link_info(enc)
+        self.link_info(sel, enc)
     }
 
-    fn pfc(&self, s: &Snapshot, enc: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    fn pfc(
+        &self,
+        s: &Snapshot,
+        sel: &Selection,
+        enc: &mut DescriptorEncoder<'_>,
+    ) -> std::fmt::Result {
         let c = &s.counters;
-        if c.pfc_tx.is_empty() && c.pfc_rx.is_empty() {
+        if (c.pfc_tx.is_empty() && c.pfc_rx.is_empty()) || !sel.family("fabric_pfc_pause_frames") {
             return Ok(());
         }
         let mut m = enc.encode_descriptor(
@@ -257,7 +382,7 @@ impl Exposition {
         for (dir, map) in [("tx", &c.pfc_tx), ("rx", &c.pfc_rx)] {
             for (p, col) in map {
                 let p = p.to_string();
-                for (i, v) in col.iter().enumerate() {
+                for (i, v) in sel.values(col) {
                     let [a, b] = self.labels.of(i);
                     let set = [a, b, ("direction", dir), ("priority", &p)];
                     ConstCounter::new(v).encode(m.encode_family(&set)?)?;
@@ -267,14 +392,17 @@ impl Exposition {
         Ok(())
     }
 
-    fn link_info(&self, enc: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    fn link_info(&self, sel: &Selection, enc: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+        if !sel.family("fabric_link_info") {
+            return Ok(());
+        }
         let mut m = enc.encode_descriptor(
             "fabric_link_info",
             "The cable on each port: its peer switch and port and the link id",
             None,
             MetricType::Gauge,
         )?;
-        for i in 0..self.labels.port.len() {
+        for i in sel.ports(self.labels.port.len()) {
             let Some((ps, pp, link)) = &self.labels.peer[i] else {
                 continue;
             };
@@ -291,7 +419,7 @@ impl Exposition {
         Ok(())
     }
 
-    fn daemon(&self, enc: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    fn daemon(&self, sel: &Selection, enc: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
         let k: &Counters = &self.hub.counters;
         let counters = [
             (
@@ -340,68 +468,74 @@ impl Exposition {
                 k.source_errors.get(),
             ),
         ];
-        for (name, help, v) in counters {
+        for (name, help, v) in counters.into_iter().filter(|c| sel.family(c.0)) {
             let m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
             ConstCounter::new(v).encode(m)?;
         }
-        let m = enc.encode_descriptor(
+        let mut counts = vec![(
             "fabric_daemon_stream_clients_connected",
             "Stream clients connected now",
-            None,
-            MetricType::Gauge,
-        )?;
-        ConstGauge::new(self.hub.stream_clients() as i64).encode(m)?;
+            self.hub.stream_clients() as i64,
+        )];
+        let mut seconds = Vec::new();
         if let Some(latest) = self.hub.latest() {
-            let m = enc.encode_descriptor(
+            counts.push((
                 "fabric_daemon_snapshot_seq",
                 "Sequence number of the latest snapshot",
-                None,
-                MetricType::Gauge,
-            )?;
-            ConstGauge::new(latest.snapshot.seq as i64).encode(m)?;
-            for (name, help, ns) in [
-                (
-                    "fabric_daemon_sample_seconds",
-                    "Time the source took to produce the latest snapshot (simulator: stepping and reading it)",
-                    latest.sample_ns,
-                ),
-                (
-                    "fabric_daemon_publish_seconds",
-                    "Time from the latest snapshot to its publication (health checks, JSON, history)",
-                    latest.publish_ns,
-                ),
-            ] {
-                let m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
-                ConstGauge::new(ns as f64 * 1e-9).encode(m)?;
-            }
+                latest.snapshot.seq as i64,
+            ));
+            seconds.push((
+                "fabric_daemon_sample_seconds",
+                "Time the source took to produce the latest snapshot (simulator: stepping and reading it)",
+                latest.sample_ns,
+            ));
+            seconds.push((
+                "fabric_daemon_publish_seconds",
+                "Time from the latest snapshot to its publication (health checks, JSON, history)",
+                latest.publish_ns,
+            ));
             if let Some(ns) = latest.read_ns {
-                let m = enc.encode_descriptor(
+                seconds.push((
                     "fabric_daemon_read_seconds",
                     "Within the sample time, the time spent reading the state into the snapshot",
-                    None,
-                    MetricType::Gauge,
-                )?;
-                ConstGauge::new(ns as f64 * 1e-9).encode(m)?;
+                    ns,
+                ));
             }
+        }
+        for (name, help, v) in counts.into_iter().filter(|g| sel.family(g.0)) {
+            let m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            ConstGauge::new(v).encode(m)?;
+        }
+        for (name, help, ns) in seconds.into_iter().filter(|g| sel.family(g.0)) {
+            let m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            ConstGauge::new(ns as f64 * 1e-9).encode(m)?;
         }
         Ok(())
     }
 }
 
-impl Collector for Exposition {
+/// One scrape: the exposition and what it asks for.
+#[derive(Debug)]
+struct Scrape {
+    exp: Arc<Exposition>,
+    sel: Selection,
+}
+
+impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder<'_>) -> std::fmt::Result {
-        if let Some(latest) = self.hub.latest() {
-            self.ports(&latest.snapshot, &mut enc)?;
+        let (exp, sel) = (&self.exp, &self.sel);
+        if let Some(latest) = exp.hub.latest() {
+            exp.ports(&latest.snapshot, sel, &mut enc)?;
         }
-        self.health.encode(&mut enc, &self.labels)?;
-        self.daemon(&mut enc)
+        exp.health.encode(&mut enc, (&exp.labels, sel))?;
+        exp.daemon(sel, &mut enc)
     }
 }
 
-/// A registry holding the exposition.
-pub fn registry(exp: Exposition) -> Registry {
+/// A registry holding one scrape of `exp` (`sel`: what it asks for).
+pub fn registry(exp: Arc<Exposition>, sel: Selection) -> Registry {
     let mut r = Registry::default();
-    r.register_collector(Box::new(exp));
+    r.register_collector(Box::new(Scrape { exp, sel }));
     r
 }
 
@@ -451,6 +585,44 @@ mod tests {
         assert_eq!(
             to_classic(om),
             "# HELP a_bytes_total Bytes.\n# TYPE a_bytes_total counter\na_bytes_total{x=\"1\"} 5\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n"
+        );
+    }
+
+    #[test]
+    fn a_selection_keeps_the_named_nodes_ports_and_family_prefixes() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(100)).unwrap();
+        let info = FabricInfo::from_topo(&f, 8);
+        let all = Selection::parse(&info, None, None).unwrap();
+        assert_eq!(all.ports(96).count(), 96);
+        assert!(all.family("anything"));
+        let sel =
+            Selection::parse(&info, Some("pod0-leaf0,core0-0"), Some("fabric_port_")).unwrap();
+        let ports: Vec<usize> = sel.ports(96).collect();
+        assert_eq!(ports.len(), 8);
+        for &i in &ports {
+            let n = &info.nodes[info.ports[i].node as usize].name;
+            assert!(n == "pod0-leaf0" || n == "core0-0", "{n}");
+            assert!(sel.has_port(i));
+        }
+        let col = Column::from((0..96).collect::<Vec<u64>>());
+        let got: Vec<(usize, u64)> = sel.values(&col).collect();
+        assert_eq!(
+            got,
+            ports.iter().map(|&i| (i, i as u64)).collect::<Vec<_>>()
+        );
+        assert!(sel.family("fabric_port_up") && !sel.family("fabric_link_info"));
+        let e = Selection::parse(&info, Some("pod0-leaf0,nope"), None).unwrap_err();
+        assert_eq!(e, "switch: no node named \"nope\"");
+        assert!(
+            Selection::parse(&info, None, Some(","))
+                .unwrap_err()
+                .contains("family")
+        );
+        let many = vec!["x"; MAX_FILTER_ITEMS + 1].join(",");
+        assert!(
+            Selection::parse(&info, None, Some(&many))
+                .unwrap_err()
+                .contains("at most")
         );
     }
 

@@ -83,7 +83,10 @@ pub async fn run(
         health.clone(),
         config.interval,
         config.flow_events,
-        config.drift_interval,
+        collector::DriftPolicy {
+            every: config.drift_interval,
+            repair: config.repair_drift,
+        },
     );
     let exposition = metrics::Exposition::new(hub.clone(), health.clone());
     let state = http::AppState {
@@ -91,7 +94,7 @@ pub async fn run(
         routes,
         control: collector.control(),
         token: config.token.as_deref().map(Arc::from),
-        registry: Arc::new(metrics::registry(exposition)),
+        exposition: Arc::new(exposition),
         health,
         started: Instant::now(),
         request_timeout: config.request_timeout,
@@ -132,6 +135,14 @@ pub struct Args {
     /// of --fabric (root; e.g. `fab-RUNID-` from `fabric testbed up`); not deleted on exit.
     #[arg(long, value_name = "PREFIX", conflicts_with_all = ["sim", "testbed"])]
     pub netns_prefix: Option<String>,
+    /// Program and watch the namespace the daemon runs in as switch --switch of
+    /// --fabric (root; a Linux router, or a namespace entered with `ip netns exec`):
+    /// ports are the interfaces p<port>.
+    #[arg(long, requires = "switch", conflicts_with_all = ["sim", "testbed", "netns_prefix"])]
+    pub host_netns: bool,
+    /// With --host-netns: the switch of the fabric this router is.
+    #[arg(long, value_name = "NAME", requires = "host_netns")]
+    pub switch: Option<String>,
     /// Fabric of the simulation or testbed: a spec file or preset name.
     #[arg(
         long,
@@ -146,6 +157,20 @@ pub struct Args {
     /// Seed of the simulation.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// --sim: this host's NIC storms — it keeps pausing its leaf port (PFC priority
+    /// --storm-priority, the longest quanta every 100 µs) from --storm-at for
+    /// --storm-for (simulated time).
+    #[arg(long, value_name = "HOST", conflicts_with_all = ["testbed", "netns_prefix", "host_netns"])]
+    pub storm_host: Option<u32>,
+    /// When the storm starts (simulated time since the daemon started).
+    #[arg(long, default_value = "0s", value_parser = parse_duration, requires = "storm_host")]
+    pub storm_at: Duration,
+    /// How long the storm lasts (simulated time; default: until the daemon stops).
+    #[arg(long, value_parser = parse_duration, requires = "storm_host")]
+    pub storm_for: Option<Duration>,
+    /// PFC priority the storming host pauses (the scenario's traffic class, 0 by default).
+    #[arg(long, default_value_t = 0, requires = "storm_host")]
+    pub storm_priority: u8,
     /// Address to listen on (a non-loopback address needs a token).
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub listen: SocketAddr,
@@ -183,6 +208,10 @@ pub struct Args {
     /// Time between two checks of the kernel's routes against the tables (--testbed).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub drift_interval: Duration,
+    /// Reprogram drifted routes at each periodic check (--testbed, --netns-prefix):
+    /// missing and different ones re-added, extra ones the daemon wrote removed.
+    #[arg(long)]
+    pub repair_drift: bool,
     /// Time a client has to send its request head.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub header_timeout: Duration,
@@ -227,7 +256,12 @@ impl Args {
     /// The configuration these options describe.
     pub fn config(&self) -> anyhow::Result<Config> {
         let scenario = self.sim.clone().filter(|s| !s.is_empty());
-        let mut c = Config::new(if let Some(prefix) = &self.netns_prefix {
+        let mut c = Config::new(if let Some(switch) = &self.switch {
+            SourceSpec::HostNetns {
+                fabric: self.fabric.clone(),
+                switch: switch.clone(),
+            }
+        } else if let Some(prefix) = &self.netns_prefix {
             SourceSpec::Netns {
                 fabric: self.fabric.clone(),
                 prefix: prefix.clone(),
@@ -242,6 +276,15 @@ impl Args {
                 scenario,
                 ratio: self.ratio,
                 seed: self.seed,
+                storm: self.storm_host.map(|host| {
+                    let at = self.storm_at.as_nanos() as u64;
+                    sim_source::StormSpec {
+                        host,
+                        priority: self.storm_priority,
+                        at,
+                        until: self.storm_for.map(|d| at + d.as_nanos() as u64),
+                    }
+                }),
             }
         });
         c.listen = self.listen;
@@ -263,6 +306,7 @@ impl Args {
         .map_err(|e| anyhow::anyhow!("--pfcwd-*: {e}"))?;
         c.request_timeout = self.request_timeout;
         c.drift_interval = self.drift_interval;
+        c.repair_drift = self.repair_drift;
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)
     }

@@ -35,6 +35,28 @@ const BUDGET: Duration = Duration::from_millis(250);
 /// Time from a failure to the simulator's routing reacting (virtual).
 const DETECT: cc_algos::Duration = cc_algos::Duration::micros(10);
 
+/// A PAUSE storm played into the simulation (`--storm-host`): host `host`'s NIC sends
+/// its leaf a PAUSE of priority `priority` with the longest quanta every
+/// [`STORM_EVERY`] from `at` on, until `until` (stream time, virtual; `None`: for
+/// good). An iteration starting before `until` storms (from its start, or from `at`)
+/// and runs until `until` whatever the scenario's stop (so the next one runs without
+/// it); flows into the stormed host never finish meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StormSpec {
+    /// The storming host.
+    pub host: u32,
+    /// Its PFC priority.
+    pub priority: u8,
+    /// Start, ns of stream time.
+    pub at: u64,
+    /// End, ns of stream time.
+    pub until: Option<u64>,
+}
+
+/// Time between two PAUSE frames of a storming host (virtual): a third of the longest
+/// quanta at 100 Gb/s (65,535 × 512 bit times = 335 µs), so the pause never lapses.
+pub const STORM_EVERY: cc_algos::Duration = cc_algos::Duration::micros(100);
+
 /// The simulator source.
 #[derive(Debug)]
 pub struct SimSource {
@@ -54,6 +76,8 @@ pub struct SimSource {
     base_flows: (u64, u64, u64),
     /// Links failed through the API, with their failure index in the running simulator.
     failed: BTreeMap<LinkId, usize>,
+    /// The storm to play, if any.
+    storm: Option<StormSpec>,
 }
 
 /// Opens the source a spec names.
@@ -64,12 +88,14 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
             scenario,
             ratio,
             seed,
-        } => Ok(Box::new(SimSource::new(
-            fabric,
-            scenario.as_deref(),
-            *ratio,
-            *seed,
-        )?)),
+            storm,
+        } => {
+            let mut s = SimSource::new(fabric, scenario.as_deref(), *ratio, *seed)?;
+            if let Some(st) = storm {
+                s.set_storm(*st)?;
+            }
+            Ok(Box::new(s))
+        }
         SourceSpec::Testbed { fabric } => {
             let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
             Ok(Box::new(super::testbed_source::TestbedSource::open(f)?))
@@ -78,6 +104,12 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
             let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
             Ok(Box::new(super::testbed_source::TestbedSource::adopt(
                 f, prefix,
+            )?))
+        }
+        SourceSpec::HostNetns { fabric, switch } => {
+            let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
+            Ok(Box::new(super::testbed_source::TestbedSource::adopt_here(
+                f, switch,
             )?))
         }
     }
@@ -187,7 +219,54 @@ impl SimSource {
             base: PortCounters::default(),
             base_flows: (0, 0, 0),
             failed: BTreeMap::new(),
+            storm: None,
         })
+    }
+
+    /// Plays `storm` from now on: the running iteration restarts with it (the first
+    /// one, as the source has not run yet when `fabric serve` sets it).
+    pub fn set_storm(&mut self, storm: StormSpec) -> anyhow::Result<()> {
+        let hosts = self.fabric.num_hosts();
+        if storm.host as usize >= hosts {
+            anyhow::bail!(
+                "--storm-host {}: the fabric {} has hosts 0 to {}",
+                storm.host,
+                self.fabric.name(),
+                hosts.saturating_sub(1)
+            );
+        }
+        if storm.priority > 7 {
+            anyhow::bail!("storm priority {}: expected 0 to 7", storm.priority);
+        }
+        self.storm = Some(storm);
+        let mut sim = Sim::from_fabric(&self.fabric, self.iteration_config(), &self.plan)?;
+        sim.enable_events();
+        self.sim = sim;
+        Ok(())
+    }
+
+    /// The configuration of the iteration starting now (at `offset_ns`): the next seed,
+    /// and the storm while its window is open (the iteration cut at its end).
+    fn iteration_config(&self) -> SimConfig {
+        let mut cfg = self.cfg.clone();
+        cfg.seed = self.cfg.seed.wrapping_add(self.iteration);
+        let Some(st) = self.storm else {
+            return cfg;
+        };
+        if st.until.is_some_and(|u| u <= self.offset_ns) {
+            return cfg;
+        }
+        let local = |ns: u64| Instant::ZERO + cc_algos::Duration::nanos(ns - self.offset_ns);
+        cfg.storm = Some(sim::config::Storm {
+            host: st.host,
+            at: local(st.at.max(self.offset_ns)),
+            every: STORM_EVERY,
+            priority: st.priority,
+        });
+        // A storming iteration runs until the storm ends, past the scenario's stop: a
+        // restart in the middle would empty the stormed queues.
+        cfg.stop = st.until.map(local);
+        cfg
     }
 
     /// Ends the finished iteration and starts the next, with the failed links down.
@@ -199,8 +278,7 @@ impl SimSource {
         self.base_flows.2 += last.totals.flows_finished;
         self.offset_ns += self.sim.now().nanos().max(1);
         self.iteration += 1;
-        let mut cfg = self.cfg.clone();
-        cfg.seed = self.cfg.seed.wrapping_add(self.iteration);
+        let cfg = self.iteration_config();
         let mut sim = Sim::from_fabric(&self.fabric, cfg, &self.plan).map_err(|e| e.to_string())?;
         sim.enable_events();
         let links: Vec<LinkId> = self.failed.keys().copied().collect();
@@ -306,6 +384,47 @@ impl Source for SimSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_storm_runs_in_the_iterations_of_its_window_and_is_checked() {
+        let mut s = SimSource::new("fat-tree-k4", None, 1e-3, 1).unwrap();
+        let ms = |x: u64| x * 1_000_000;
+        let bad = StormSpec {
+            host: 16,
+            priority: 0,
+            at: 0,
+            until: None,
+        };
+        let e = s.set_storm(bad).unwrap_err().to_string();
+        assert!(
+            e.contains("--storm-host 16: the fabric fat-tree-k4 has hosts 0 to 15"),
+            "{e}"
+        );
+        let storm = StormSpec {
+            host: 3,
+            priority: 0,
+            at: ms(5),
+            until: Some(ms(20)),
+        };
+        s.set_storm(storm).unwrap();
+        let local = |x: u64| Instant::ZERO + cc_algos::Duration::nanos(x);
+        let c = s.iteration_config();
+        let st = c.storm.unwrap();
+        assert_eq!(
+            (st.host, st.at, c.stop),
+            (3, local(ms(5)), Some(local(ms(20))))
+        );
+        // An iteration starting inside the window storms from its start, until the end.
+        s.offset_ns = ms(12);
+        let c = s.iteration_config();
+        assert_eq!(c.storm.unwrap().at, local(0));
+        assert_eq!(c.stop, Some(local(ms(8))));
+        // After it: the scenario's own stop, no storm.
+        s.offset_ns = ms(20);
+        let c = s.iteration_config();
+        assert!(c.storm.is_none());
+        assert_eq!(c.stop, s.cfg.stop);
+    }
 
     #[test]
     fn counters_stay_cumulative_across_iterations() {

@@ -52,6 +52,14 @@ pub trait Source: Send {
     fn drift(&mut self) -> Option<Result<veth::routed::Drift, String>> {
         None
     }
+    /// Reprograms the routes that drifted (see [`veth::routed::RoutedTestbed::repair_drift`])
+    /// and compares again: the repair and the drift left after it; `None` when there is
+    /// nothing to compare.
+    fn repair_drift(
+        &mut self,
+    ) -> Option<Result<(veth::routed::DriftRepair, veth::routed::Drift), String>> {
+        None
+    }
     /// Checks the cabling against the spec (LLDP on every port); `None` when the source
     /// has no cables to check.
     fn check_topology(&mut self) -> Option<Result<veth::routed::NeighbourReport, String>> {

@@ -26,9 +26,22 @@ pub fn temp_dir(name: &str) -> PathBuf {
 impl Daemon {
     /// Starts `fabric serve --listen 127.0.0.1:0 ARGS…` and waits for its address.
     pub fn start(name: &str, args: &[&str]) -> Daemon {
+        Self::start_cmd(name, Command::new(env!("CARGO_BIN_EXE_fabric")), args)
+    }
+
+    /// [`Daemon::start`] inside namespace `netns` (`ip netns exec NETNS fabric serve …`);
+    /// the caller talks to it from inside `netns` too (its loopback is the daemon's).
+    pub fn start_in(name: &str, netns: &str, args: &[&str]) -> Daemon {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", netns, env!("CARGO_BIN_EXE_fabric")]);
+        Self::start_cmd(name, cmd, args)
+    }
+
+    /// Starts `CMD serve --listen 127.0.0.1:0 ARGS…` and waits for its address.
+    fn start_cmd(name: &str, mut cmd: Command, args: &[&str]) -> Daemon {
         let dir = temp_dir(name);
         let stderr_path = dir.join("stderr.log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fabric"))
+        let mut child = cmd
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
@@ -158,6 +171,14 @@ impl Drop for Daemon {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The value of the sample `name` (metric name and labels, exactly) in an exposition.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
 }
 
 /// Sends raw bytes to `addr`, reads the answer until the server closes.

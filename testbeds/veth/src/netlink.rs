@@ -63,6 +63,8 @@ pub struct Nl {
     /// A plain NETLINK_ROUTE socket in the same namespace for messages netlink-packet-route
     /// 0.34 cannot express (RTM_NEWNEXTHOP), opened on first use; with its sequence number.
     raw: std::sync::Mutex<Option<(netlink_sys::Socket, u32)>>,
+    /// Set by [`Nl::close`]: the namespace is never entered again.
+    closed: bool,
 }
 
 fn nl_err(ns: &str, what: impl std::fmt::Display, e: rtnetlink::Error) -> Error {
@@ -464,16 +466,21 @@ pub fn parse_tbf(index: u32, opts: &[TcOption]) -> Option<TbfState> {
     })
 }
 
+/// The single-threaded runtime a client's requests run on.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Os {
+            what: "tokio runtime".into(),
+            source: e,
+        })
+}
+
 impl Nl {
     /// Open a netlink connection inside `ns`.
     pub fn open(ns: &Netns) -> Result<Nl> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Os {
-                what: "tokio runtime".into(),
-                source: e,
-            })?;
+        let rt = runtime()?;
         let (conn, handle, _) = {
             let _enter = rt.enter();
             in_netns(ns, rtnetlink::new_connection)?.map_err(|e| Error::Os {
@@ -487,7 +494,46 @@ impl Nl {
             rt,
             handle,
             raw: std::sync::Mutex::new(None),
+            closed: false,
         })
+    }
+
+    /// A client that refers to no namespace: every request fails (a placeholder for a
+    /// node whose namespace is elsewhere, e.g. another router). `label` names it in
+    /// errors.
+    pub fn detached(label: &str) -> Result<Nl> {
+        let rt = runtime()?;
+        // The connection (and its socket) is dropped at once: the handle only fails.
+        let (_, handle, _) = {
+            let _enter = rt.enter();
+            rtnetlink::new_connection().map_err(|e| Error::Os {
+                what: "netlink socket".into(),
+                source: e,
+            })?
+        };
+        Ok(Nl {
+            ns: label.to_string(),
+            rt,
+            handle,
+            raw: std::sync::Mutex::new(None),
+            closed: true,
+        })
+    }
+
+    /// Releases the namespace: closes the rtnetlink connection (its runtime and the
+    /// task owning the socket) and the raw socket, so the kernel can destroy the
+    /// namespace once nothing else holds it (a socket keeps its namespace alive). Every
+    /// later request fails at once; the namespace is never entered again, even if a new
+    /// one appears under the same name.
+    pub fn close(&mut self) {
+        *self.raw.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.closed = true;
+        // A runtime without drivers cannot fail to build; if it did, the old one (and
+        // its socket) would be kept: say so rather than panic.
+        match tokio::runtime::Builder::new_current_thread().build() {
+            Ok(rt) => drop(std::mem::replace(&mut self.rt, rt)),
+            Err(e) => eprintln!("netns {}: cannot release the netlink socket: {e}", self.ns),
+        }
     }
 
     /// Send one hand-built rtnetlink request (`ty`, `flags` | NLM_F_REQUEST | NLM_F_ACK,
@@ -497,6 +543,9 @@ impl Nl {
             what: format!("{what} (netns {})", self.ns),
             source: e,
         };
+        if self.closed {
+            return Err(os(std::io::Error::from_raw_os_error(libc::ENOENT)));
+        }
         let mut guard = self.raw.lock().expect("raw netlink socket");
         if guard.is_none() {
             let ns = Netns::from_name(&self.ns);
@@ -696,16 +745,22 @@ impl Nl {
             .map_err(|e| nl_err(&self.ns, what, e))
     }
 
-    /// Delete the main-table route to `dst/len` (IPv4 or IPv6). Returns `false` if there
-    /// was none.
-    pub fn del_route(&self, dst: impl Into<IpAddr>, len: u8) -> Result<bool> {
+    /// Delete the main-table route to `dst/len` (IPv4 or IPv6) written by routing
+    /// protocol `protocol` (RTPROT_*; 0: whoever wrote it). Returns `false` if there was
+    /// none (or only another protocol's). Any scope matches (`RT_SCOPE_NOWHERE`, as
+    /// `ip route del`): a gateway route is universe-scoped, a device route link-scoped.
+    pub fn del_route(&self, dst: impl Into<IpAddr>, len: u8, protocol: u8) -> Result<bool> {
         let dst = dst.into();
+        let proto = netlink_packet_route::route::RouteProtocol::from(protocol);
         let msg = match dst {
             IpAddr::V4(d) => RouteMessageBuilder::<Ipv4Addr>::new()
                 .destination_prefix(d, len)
+                .protocol(proto)
+                .scope(netlink_packet_route::route::RouteScope::NoWhere)
                 .build(),
             IpAddr::V6(d) => RouteMessageBuilder::<Ipv6Addr>::new()
                 .destination_prefix(d, len)
+                .protocol(proto)
                 .build(),
         };
         match self.rt.block_on(self.handle.route().del(msg).execute()) {

@@ -160,12 +160,25 @@ impl Netns {
         }
     }
 
+    /// The namespace the calling process runs in (`/proc/self/ns/net`): a daemon on a
+    /// Linux router, or started with `ip netns exec`. Not to be deleted.
+    pub fn current() -> Netns {
+        Netns {
+            name: "/proc/self/ns/net".to_string(),
+        }
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// `/run/netns/NAME`, or the file itself for [`Netns::current`].
     pub fn path(&self) -> PathBuf {
-        Path::new(NETNS_DIR).join(&self.name)
+        if self.name.starts_with('/') {
+            PathBuf::from(&self.name)
+        } else {
+            Path::new(NETNS_DIR).join(&self.name)
+        }
     }
 
     /// Open the namespace file (for `setns` or `IFLA_NET_NS_FD`).
@@ -192,6 +205,12 @@ impl Netns {
     /// Unmount and remove the namespace file. The kernel destroys the namespace (and
     /// its veths) once nothing else holds it. Missing namespaces are not an error.
     pub fn delete(&self) -> Result<()> {
+        if self.name.starts_with('/') {
+            return Err(Error::Invalid(format!(
+                "{}: not a named namespace, not deleted",
+                self.name
+            )));
+        }
         let path = self.path();
         let c = cstr(&path);
         // SAFETY: valid C string.

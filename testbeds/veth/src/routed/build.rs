@@ -219,7 +219,10 @@ impl RoutedTestbed {
         let (addresses, host_routes) = address_links(&f, &plan, &nl, opts.ipv6)?;
         st.addresses = addresses;
         st.routes = host_routes;
-        let mut rt = Self::assemble(f, plan, ns, nl, opts, st, tb)?;
+        let mut rt = {
+            let here = vec![Presence::Here; f.num_nodes()];
+            Self::assemble(f, plan, ns, nl, opts, st, tb, here)?
+        };
         rt.setup.routes_s = secs(t2);
         rt.open_probe_sockets()?;
         rt.setup.total_s = secs(t0);
@@ -263,15 +266,80 @@ impl RoutedTestbed {
                 })?;
             }
         }
-        let mut rt = Self::assemble(f, plan, ns, nl, opts, SetupStats::default(), tb)?;
+        let mut rt = {
+            let here = vec![Presence::Here; f.num_nodes()];
+            Self::assemble(f, plan, ns, nl, opts, SetupStats::default(), tb, here)?
+        };
         rt.setup.namespaces = rt.ns.len();
         rt.setup.total_s = secs(t0);
         Ok(rt)
     }
 
-    /// The testbed value over `ns` (one namespace per node) and their clients `nl`: the
-    /// tables of `f`, the next-hop state with [`RoutedOptions::nexthop_objects`], and
-    /// every switch's routes programmed.
+    /// Adopt one switch of `f`, `switch`, in namespace `ns` — the namespace the daemon
+    /// runs in, on a Linux router ([`Netns::current`]) — its ports being the interfaces
+    /// `p<port>` there, and (re)program its routes from `f`'s tables (next-hop objects
+    /// with [`RoutedOptions::nexthop_objects`]). Every other node is elsewhere: its
+    /// tables are computed, nothing of it is read or written. Interfaces missing are
+    /// refused with their name.
+    pub fn adopt_switch(
+        f: Fabric,
+        switch: &str,
+        ns: Netns,
+        opts: &RoutedOptions,
+    ) -> Result<RoutedTestbed> {
+        let plan = AddressPlan::new(&f)
+            .map_err(|e| Error::Invalid(format!("fabric {}: addressing: {e}", f.name())))?;
+        let s = *f.name_index().get(switch).ok_or_else(|| {
+            Error::Invalid(format!(
+                "--switch {switch}: no such node in fabric {} (expected a switch name such as {})",
+                f.name(),
+                f.switches().next().map_or("?", |s| f.node_name(s))
+            ))
+        })?;
+        if f.is_host(s) {
+            return Err(Error::Invalid(format!(
+                "--switch {switch}: a host, not a switch"
+            )));
+        }
+        let tb = Testbed::new()?;
+        let t0 = Instant::now();
+        let here = Nl::open(&ns)?;
+        for p in 0..f.degree(s) as topo::Port {
+            here.index(&ifname(p)).map_err(|e| {
+                Error::Invalid(format!(
+                    "--switch {switch}: port {p} is interface {} in {}, which is missing: {e}",
+                    ifname(p),
+                    ns.name()
+                ))
+            })?;
+        }
+        let mut nl = Vec::with_capacity(f.num_nodes());
+        let mut all = Vec::with_capacity(f.num_nodes());
+        let mut here = Some(here);
+        for i in 0..f.num_nodes() {
+            let n = NodeId(i as u32);
+            if n == s {
+                nl.push(here.take().expect("one switch"));
+                all.push(ns.clone());
+            } else {
+                let role = node_role(&f, n);
+                nl.push(Nl::detached(&format!("{} (elsewhere)", f.node_name(n)))?);
+                all.push(Netns::from_name(&format!("elsewhere-{role}")));
+            }
+        }
+        let mut presence = vec![Presence::Elsewhere; f.num_nodes()];
+        presence[s.idx()] = Presence::Here;
+        let mut rt = Self::assemble(f, plan, all, nl, opts, SetupStats::default(), tb, presence)?;
+        rt.setup.namespaces = 1;
+        rt.setup.total_s = secs(t0);
+        Ok(rt)
+    }
+
+    /// The testbed value over `ns` (one namespace per node, each `presence`) and their
+    /// clients `nl`: the tables of `f`, the next-hop state with
+    /// [`RoutedOptions::nexthop_objects`], and every switch's routes programmed (those
+    /// here).
+    #[allow(clippy::too_many_arguments)]
     fn assemble(
         f: Fabric,
         plan: AddressPlan,
@@ -280,6 +348,7 @@ impl RoutedTestbed {
         opts: &RoutedOptions,
         setup: SetupStats,
         tb: Testbed,
+        presence: Vec<Presence>,
     ) -> Result<RoutedTestbed> {
         let mut rt = RoutedTestbed {
             hosts: Vec::new(),
@@ -292,6 +361,7 @@ impl RoutedTestbed {
             fail_at_b_end: opts.fail_at_b_end,
             nexthops: None,
             round: 0,
+            presence,
             setup,
             tb,
         };
@@ -308,7 +378,7 @@ impl RoutedTestbed {
         for i in 0..self.fabric.num_nodes() {
             let n = NodeId(i as u32);
             let mut v = Vec::new();
-            if !self.fabric.is_host(n) {
+            if !self.fabric.is_host(n) && !self.is_gone(n) {
                 for p in 0..self.fabric.degree(n) as topo::Port {
                     v.push(self.nl[i].index(&ifname(p))?);
                 }

@@ -58,6 +58,9 @@ pub struct DriftEntry {
     pub kernel: Hops,
     /// The next-hop group (or object) the kernel's route names, if any.
     pub kernel_nhid: Option<u32>,
+    /// The routing protocol number of the kernel's route (RTPROT_*; the testbed's is
+    /// [`ROUTE_PROTOCOL`]), if there is one.
+    pub kernel_protocol: Option<u8>,
 }
 
 /// What [`RoutedTestbed::drift`] found.
@@ -123,7 +126,7 @@ impl RoutedTestbed {
         let t = Instant::now();
         let mut d = Drift::default();
         let want_nhid = self.nexthops.is_some();
-        for s in self.fabric.switches() {
+        for s in self.fabric.switches().filter(|&s| !self.is_gone(s)) {
             for fam in self.families() {
                 let dump = match fam {
                     Family::V4 => self.nl[s.idx()].routes()?,
@@ -140,6 +143,7 @@ impl RoutedTestbed {
                         self.wanted_hops(s, leaf, fam)
                     };
                     let kernel = dump.iter().find(|m| route_dst(m) == Some(dst));
+                    let kernel_protocol = kernel.map(|m| u8::from(m.header.protocol));
                     if let Some((kind, wanted, kernel, kernel_nhid)) =
                         compare(wanted, kernel, want_nhid)
                     {
@@ -152,6 +156,7 @@ impl RoutedTestbed {
                             wanted,
                             kernel,
                             kernel_nhid,
+                            kernel_protocol,
                         });
                     }
                 }
@@ -159,6 +164,91 @@ impl RoutedTestbed {
         }
         d.took_s = secs(t);
         Ok(d)
+    }
+}
+
+/// What [`RoutedTestbed::repair_drift`] did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DriftRepair {
+    /// Missing entries re-added.
+    pub missing: usize,
+    /// Extra entries (the testbed's own routes) removed.
+    pub extra: usize,
+    /// Different entries re-programmed from the tables.
+    pub different: usize,
+    /// Extra routes left in place because another protocol wrote them (not ours to
+    /// remove).
+    pub skipped: Vec<DriftEntry>,
+    /// Routes written or deleted through netlink (both families of an entry are
+    /// re-programmed together).
+    pub routes: usize,
+    /// Entries whose repair the kernel refused, with its error (the others are still
+    /// repaired).
+    pub failed: Vec<(DriftEntry, String)>,
+    /// Time the repair took, s.
+    pub took_s: f64,
+}
+
+impl RoutedTestbed {
+    /// Reprograms what drifted in `d` (a [`Self::drift`] report): a missing or different
+    /// entry is re-programmed from the tables (its next-hop objects and group re-sent),
+    /// an extra route is deleted when the testbed wrote it ([`ROUTE_PROTOCOL`]) and
+    /// left (listed in `skipped`) when another protocol did. Switches whose namespace
+    /// vanished are skipped; an entry the kernel refuses is listed in `failed` and the
+    /// repair goes on.
+    pub fn repair_drift(&self, d: &Drift) -> Result<DriftRepair> {
+        let t = Instant::now();
+        let names = self.fabric.name_index();
+        let node = |name: &str| {
+            names.get(name).copied().ok_or_else(|| {
+                Error::Invalid(format!("drift entry names {name:?}, not in the fabric"))
+            })
+        };
+        let mut r = DriftRepair::default();
+        let mut done = HashSet::new();
+        for e in &d.entries {
+            let (s, leaf) = (node(&e.switch)?, node(&e.leaf)?);
+            if self.is_gone(s) {
+                continue;
+            }
+            match e.kind {
+                DriftKind::Missing | DriftKind::Different => {
+                    if done.insert((s, leaf)) {
+                        if let Some(st) = &self.nexthops {
+                            // Rewrite the objects and group even if they were written
+                            // before: a member may be what vanished.
+                            st.invalidate(&[s]);
+                        }
+                        match self.program(s, leaf) {
+                            Ok(n) => r.routes += n,
+                            Err(err) => {
+                                r.failed.push((e.clone(), err.to_string()));
+                                continue;
+                            }
+                        }
+                    }
+                    if e.kind == DriftKind::Missing {
+                        r.missing += 1;
+                    } else {
+                        r.different += 1;
+                    }
+                }
+                DriftKind::Extra if e.kernel_protocol == Some(ROUTE_PROTOCOL) => {
+                    let (dst, len) = self.tor_prefix(leaf, e.family).ok_or_else(|| {
+                        Error::Invalid(format!("{}: no {} prefix", e.leaf, e.family))
+                    })?;
+                    if let Err(err) = self.nl[s.idx()].del_route(dst, len, ROUTE_PROTOCOL) {
+                        r.failed.push((e.clone(), err.to_string()));
+                        continue;
+                    }
+                    r.routes += 1;
+                    r.extra += 1;
+                }
+                DriftKind::Extra => r.skipped.push(e.clone()),
+            }
+        }
+        r.took_s = secs(t);
+        Ok(r)
     }
 }
 

@@ -56,9 +56,9 @@ impl RoutedTestbed {
         if let Some(st) = &self.nexthops {
             st.invalidate(&[link.a, link.b]);
         }
-        let mut n = 0;
-        for &(s, leaf) in &rep.changed {
-            n += self.program(s, leaf)?;
+        let (n, err) = self.program_each(rep.changed.iter().copied());
+        if let Some(e) = err {
+            return Err(e);
         }
         Ok(Failure {
             link: format!(
@@ -158,13 +158,19 @@ impl RoutedTestbed {
         {
             n += host_link(&self.fabric, &self.plan, &self.nl, h, p, self.ipv6, false)?.1;
         }
+        let mut entries = Vec::new();
         for (b, a) in before.iter().zip(&after) {
             if b.2 != a.2 {
                 changed += 1;
                 switches.push(a.0);
-                n += self.program(a.0, a.1)?;
+                entries.push((a.0, a.1));
             }
         }
+        let (k, err) = self.program_each(entries);
+        if let Some(e) = err {
+            return Err(e);
+        }
+        n += k;
         Ok(Failure {
             link: format!(
                 "{}:{} -- {}:{}",

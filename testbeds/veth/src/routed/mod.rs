@@ -68,6 +68,7 @@ mod program;
 mod telemetry;
 #[cfg(test)]
 mod tests;
+mod vanish;
 mod verify;
 mod watch;
 
@@ -78,12 +79,15 @@ use program::*;
 
 pub use addr::{entry_hops, entry_hops6};
 pub use build::{RoutedOptions, SetupStats, node_role};
-pub use drift::{Drift, DriftEntry, DriftKind};
+pub use drift::{Drift, DriftEntry, DriftKind, DriftRepair};
 pub use failover::Failure;
 pub use neighbours::{
     Mismatch, MismatchKind, NeighbourReport, check_neighbours, compare_neighbours,
 };
 pub use probe::{Blast, Lane, ProbeRound, Spread};
+pub use program::ROUTE_PROTOCOL;
+pub use vanish::NodeGone;
+use vanish::Presence;
 pub use verify::{FamilyReport, VerifyOptions, VerifyReport, verify};
 pub use watch::{LinkChange, LinkWatcher};
 
@@ -175,6 +179,9 @@ pub struct RoutedTestbed {
     /// per (switch, family, members).
     nexthops: Option<NhState>,
     round: u32,
+    /// Per node: whether its namespace is here, vanished ([`RoutedTestbed::node_gone`];
+    /// never entered again) or elsewhere ([`RoutedTestbed::adopt_switch`]).
+    presence: Vec<Presence>,
     setup: SetupStats,
     tb: Testbed,
 }

@@ -207,13 +207,29 @@ impl RoutedTestbed {
 /// Sends one LLDP frame out of every port of every node of `f` (namespace `ns[node]`;
 /// chassis ID = the node's name, port ID = the interface name), listens up to `wait` on
 /// each for its neighbour's, then compares with the spec ([`compare_neighbours`]).
-/// Ports whose interface is gone count as missing.
+/// Ports whose interface is gone count as missing; the ports of a node whose namespace
+/// is gone, and their peers, as down.
 pub fn check_neighbours(f: &Fabric, ns: &[Netns], wait: Duration) -> Result<NeighbourReport> {
     let t = Instant::now();
     let mut chans = Vec::new();
     let mut down = BTreeSet::new();
+    // A node whose namespace is gone (deleted while running) is a node down, not a
+    // cabling fault: its ports and their peers' are not checked.
+    let gone: Vec<bool> = ns.iter().map(|x| !x.path().exists()).collect();
+    for n in (0..f.num_nodes() as u32)
+        .map(NodeId)
+        .filter(|n| gone[n.idx()])
+    {
+        for p in 0..f.degree(n) as topo::Port {
+            down.insert((n, p));
+            down.insert(spec_peer(f, n, p));
+        }
+    }
     for n in 0..f.num_nodes() as u32 {
         let n = NodeId(n);
+        if gone[n.idx()] {
+            continue;
+        }
         let ifaces = in_netns(&ns[n.idx()], datalink::interfaces)?;
         for p in 0..f.degree(n) as topo::Port {
             let name = ifname(p);

@@ -40,6 +40,17 @@ pub(super) fn nh_port_id(fam: Family, port: topo::Port) -> u32 {
     }
 }
 
+/// The routing protocol number (RTPROT_*, `proto 251` in `ip route`) of every ToR-prefix
+/// route the testbed programs: how its routes are told from anyone else's (drift repair
+/// removes only these). Unassigned in iproute2's `rt_protos` (FRR uses 186–196).
+pub const ROUTE_PROTOCOL: u8 = 251;
+
+/// `m` marked as the testbed's ([`ROUTE_PROTOCOL`]).
+fn ours(mut m: RouteMessage) -> RouteMessage {
+    m.header.protocol = ROUTE_PROTOCOL.into();
+    m
+}
+
 /// First id of next-hop groups.
 pub(super) const NH_GROUP_BASE: u32 = 200_000;
 
@@ -69,7 +80,7 @@ impl RoutedTestbed {
     /// Install (or replace, or delete) the routes (both families) of `s` toward leaf
     /// `leaf` from the current tables. Returns how many routes were written or deleted.
     pub(super) fn program(&self, s: NodeId, leaf: NodeId) -> Result<usize> {
-        if self.routes.entry(s, leaf) == LOCAL {
+        if self.routes.entry(s, leaf) == LOCAL || self.is_gone(s) {
             return Ok(0);
         }
         if self.nexthops.is_some() {
@@ -79,9 +90,11 @@ impl RoutedTestbed {
         let mut n = 0;
         if let Some(prefix) = self.plan.tor_prefix_v4(leaf) {
             match entry_hops(&self.fabric, &self.plan, &self.routes, s, leaf) {
-                Some(hops) => nl.replace_route(multipath_route(prefix.addr, prefix.len, &hops))?,
+                Some(hops) => {
+                    nl.replace_route(ours(multipath_route(prefix.addr, prefix.len, &hops)))?
+                }
                 None => {
-                    nl.del_route(prefix.addr, prefix.len)?;
+                    nl.del_route(prefix.addr, prefix.len, ROUTE_PROTOCOL)?;
                 }
             }
             n += 1;
@@ -90,14 +103,35 @@ impl RoutedTestbed {
             && let Some(prefix) = self.plan.tor_prefix_v6(leaf)
         {
             match entry_hops6(&self.fabric, &self.plan, &self.routes, s, leaf) {
-                Some(hops) => nl.replace_route(multipath_route6(prefix.addr, prefix.len, &hops))?,
+                Some(hops) => {
+                    nl.replace_route(ours(multipath_route6(prefix.addr, prefix.len, &hops)))?
+                }
                 None => {
-                    nl.del_route(prefix.addr, prefix.len)?;
+                    nl.del_route(prefix.addr, prefix.len, ROUTE_PROTOCOL)?;
                 }
             }
             n += 1;
         }
         Ok(n)
+    }
+
+    /// [`Self::program`] for every entry of `entries`, going on past a switch that
+    /// refuses (one switch's error must not leave the others unrepaired): the routes
+    /// written or deleted, and the first error.
+    pub(super) fn program_each(
+        &self,
+        entries: impl IntoIterator<Item = (NodeId, NodeId)>,
+    ) -> (usize, Option<Error>) {
+        let (mut n, mut first) = (0, None);
+        for (s, leaf) in entries {
+            match self.program(s, leaf) {
+                Ok(k) => n += k,
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        (n, first)
     }
 
     /// [`Self::program`] with next-hop objects: (re)create one gateway object per port
@@ -125,7 +159,7 @@ impl RoutedTestbed {
             };
             n += 1;
             if ports.is_empty() {
-                nl.del_route(dst, len)?;
+                nl.del_route(dst, len, ROUTE_PROTOCOL)?;
                 continue;
             }
             let mut members = Vec::new();
@@ -174,7 +208,7 @@ impl RoutedTestbed {
                     .build(),
                 _ => unreachable!("prefix family follows fam"),
             };
-            nl.replace_route(msg)?;
+            nl.replace_route(ours(msg))?;
         }
         Ok(n)
     }

@@ -26,6 +26,9 @@ impl RoutedTestbed {
         let mut cols = PortColumns::new(n);
         for node in 0..f.num_nodes() {
             let node = NodeId(node as u32);
+            if self.is_gone(node) {
+                continue; // its ports are unseen
+            }
             for (name, st) in self.nl[node.idx()].stats()? {
                 let Some(port) = name.strip_prefix('p').and_then(|p| p.parse::<u16>().ok()) else {
                     continue; // lo
@@ -37,7 +40,19 @@ impl RoutedTestbed {
                 cols.set(i, &st);
             }
         }
-        cols.unseen_are_down();
+        for l in 0..f.num_links() {
+            let link = f.link(LinkId(l as u32));
+            for (i, node, peer) in [(2 * l, link.a, 2 * l + 1), (2 * l + 1, link.b, 2 * l)] {
+                if !cols.seen[i] {
+                    cols.down[i] = match self.presence[node.idx()] {
+                        // Not ours to read: as the other end of its cable says when
+                        // that one is here, else unknown (not reported down).
+                        Presence::Elsewhere => cols.seen[peer] && cols.down[peer],
+                        Presence::Here | Presence::Vanished => true,
+                    };
+                }
+            }
+        }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -59,7 +74,7 @@ struct PortColumns {
     tx_pkts: Vec<u64>,
     rx_pkts: Vec<u64>,
     drops_kernel: Vec<u64>,
-    down: Vec<u32>,
+    down: Vec<bool>,
     /// Ports found in a dump (an interface deleted behind the testbed's back is not).
     seen: Vec<bool>,
 }
@@ -72,16 +87,8 @@ impl PortColumns {
             tx_pkts: vec![0; n],
             rx_pkts: vec![0; n],
             drops_kernel: vec![0; n],
-            down: Vec::new(),
+            down: vec![false; n],
             seen: vec![false; n],
-        }
-    }
-
-    /// A port whose interface no dump listed is down (its counters stay 0: a reader's
-    /// `fabric_api::Interval` takes the decrease as a reset).
-    fn unseen_are_down(&mut self) {
-        for (i, _) in self.seen.iter().enumerate().filter(|(_, s)| !**s) {
-            self.down.push(i as u32);
         }
     }
 
@@ -92,19 +99,18 @@ impl PortColumns {
         self.tx_pkts[i] = st.tx_packets;
         self.rx_pkts[i] = st.rx_packets;
         self.drops_kernel[i] = st.rx_dropped + st.tx_dropped + st.rx_errors + st.tx_errors;
-        if !(st.carrier && st.oper_up) {
-            self.down.push(i as u32);
-        }
+        self.down[i] = !(st.carrier && st.oper_up);
     }
 
-    fn into_snapshot(mut self, s: &mut Snapshot) {
+    fn into_snapshot(self, s: &mut Snapshot) {
         let c = &mut s.counters;
         c.tx_bytes = Some(Column::from(self.tx_bytes));
         c.rx_bytes = Some(Column::from(self.rx_bytes));
         c.tx_pkts = Some(Column::from(self.tx_pkts));
         c.rx_pkts = Some(Column::from(self.rx_pkts));
         c.drops_kernel = Some(Column::from(self.drops_kernel));
-        self.down.sort_unstable();
-        s.gauges.oper_down = self.down;
+        s.gauges.oper_down = (0..self.down.len() as u32)
+            .filter(|&i| self.down[i as usize])
+            .collect();
     }
 }

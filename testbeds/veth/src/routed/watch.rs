@@ -39,6 +39,9 @@ struct Watched {
     sock: netlink_sys::Socket,
     /// Interface index → port.
     ports: HashMap<u32, topo::Port>,
+    /// The namespace, and what its file was when the subscription was made.
+    ns: Netns,
+    id: Option<vanish::NsIdentity>,
 }
 
 /// The multicast link subscriptions of every switch namespace.
@@ -51,13 +54,16 @@ pub struct LinkWatcher {
     down: HashMap<LinkId, ()>,
     /// Messages that did not parse (counted, dropped).
     pub malformed: u64,
+    /// Host namespaces (not subscribed: a host link is seen from its leaf), with what
+    /// their file was at start, to notice one deleted.
+    hosts: Vec<(NodeId, Netns, Option<vanish::NsIdentity>)>,
 }
 
 impl RoutedTestbed {
     /// Subscribe to link events in every switch namespace.
     pub fn watch(&self) -> Result<LinkWatcher> {
         let mut watched = Vec::new();
-        for s in self.fabric.switches() {
+        for s in self.fabric.switches().filter(|&s| !self.is_gone(s)) {
             let ns = &self.ns[s.idx()];
             let os = |e: std::io::Error| Error::Os {
                 what: format!("RTNLGRP_LINK socket in netns {}", ns.name()),
@@ -79,9 +85,22 @@ impl RoutedTestbed {
                 node: s,
                 sock,
                 ports,
+                ns: ns.clone(),
+                id: vanish::NsIdentity::of(ns),
             });
         }
+        let hosts = self
+            .fabric
+            .hosts()
+            .filter(|&h| !self.is_gone(h))
+            .map(|h| {
+                let ns = self.ns[h.idx()].clone();
+                let id = vanish::NsIdentity::of(&ns);
+                (h, ns, id)
+            })
+            .collect();
         Ok(LinkWatcher {
+            hosts,
             watched,
             down_ends: HashMap::new(),
             down: HashMap::new(),
@@ -103,6 +122,26 @@ impl RoutedTestbed {
     }
 }
 
+impl LinkChange {
+    /// The `link-down` / `link-up` event of this change (`detected_by: carrier`), at
+    /// `time`, in snapshot `seq`.
+    pub fn event(&self, seq: u64, time: Timestamp) -> Event {
+        let what = if self.up {
+            EventKind::LinkUp {
+                link: self.link,
+                detected_by: Detector::Carrier,
+            }
+        } else {
+            EventKind::LinkDown {
+                link: self.link,
+                detected_by: Detector::Carrier,
+                detect_ns: None,
+            }
+        };
+        Event { seq, time, what }
+    }
+}
+
 impl RoutedTestbed {
     /// The `fabric-api` events of a detected change and its repair: the link going down
     /// (or up) as its carrier said, then the reroute — links, switches changed, host pairs
@@ -114,24 +153,8 @@ impl RoutedTestbed {
             .map_or(0, |d| d.as_nanos() as u64);
         let repaired_ns = (repair.reprogram_s * 1e9) as u64;
         let at = |ns: u64| Timestamp::wall_ns(ns);
-        let what = if change.up {
-            EventKind::LinkUp {
-                link: change.link,
-                detected_by: Detector::Carrier,
-            }
-        } else {
-            EventKind::LinkDown {
-                link: change.link,
-                detected_by: Detector::Carrier,
-                detect_ns: None,
-            }
-        };
         [
-            Event {
-                seq,
-                time: at(now.saturating_sub(repaired_ns)),
-                what,
-            },
+            change.event(seq, at(now.saturating_sub(repaired_ns))),
             Event {
                 seq,
                 time: at(now),
@@ -178,6 +201,36 @@ impl LinkWatcher {
             }
         }
         Ok(changes)
+    }
+
+    /// The nodes (switches and hosts) whose namespace file is gone or replaced since
+    /// the watcher was made (`ip netns del`): a switch's subscription is dropped (so it
+    /// no longer holds the namespace) and every link of theirs counts as down from now
+    /// on, so the carrier losses their peers report next are not changes. Call
+    /// [`RoutedTestbed::node_gone`] for each.
+    pub fn vanished(&mut self, f: &Fabric) -> Vec<NodeId> {
+        let mut gone = Vec::new();
+        self.watched.retain(|w| {
+            let still = vanish::NsIdentity::of(&w.ns) == w.id;
+            if !still {
+                gone.push(w.node);
+            }
+            still
+        });
+        self.hosts.retain(|(h, ns, id)| {
+            let still = vanish::NsIdentity::of(ns) == *id;
+            if !still {
+                gone.push(*h);
+            }
+            still
+        });
+        for &s in &gone {
+            for p in 0..f.degree(s) as topo::Port {
+                self.down_ends.insert((s, p), ());
+                self.down.insert(f.port_link(s, p), ());
+            }
+        }
+        gone
     }
 
     /// Read every pending message of subscription `i`.
