@@ -3,49 +3,18 @@
 
 use cc_algos::pfcwd::{Action, WatchdogConfig};
 use cc_algos::{CcKind, DcqcnPreset, Rate};
-use scenario::{CompileCtx, Scenario, Workplan};
+use scenario::{CompileCtx, Scenario};
 use topo::NodeId;
 use veth::congestion::fabric::Topology;
 use veth::congestion::{CongestionConfig, CongestionReport, StormConfig, twin};
 mod common;
-use common::{enabled, serial};
+use common::{enabled, run_faithful as run, scenario_plan, serial};
 
 const LEAF_SPINE: Topology = Topology::LeafSpine {
     leaves: 2,
     spines: 2,
     hosts_per_leaf: 4,
 };
-
-fn scenario_plan(file: &str, hosts: u32) -> Workplan {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(file);
-    Scenario::from_file(&path)
-        .unwrap()
-        .compile(&CompileCtx::new(hosts, Rate::gbps(100), 1))
-        .unwrap()
-}
-
-/// Run `p`, again (up to 3 runs) while an engine loop fell behind; keep the run that fell
-/// behind least.
-fn run(cfg: &CongestionConfig, p: &Workplan) -> CongestionReport {
-    let late = |r: &CongestionReport| r.switch_max_late_us.max(r.hosts_max_late_us);
-    let mut best: Option<CongestionReport> = None;
-    for attempt in 1..=3 {
-        let r = veth::congestion::run_workplan(cfg, p).unwrap();
-        if r.faithful() {
-            return r;
-        }
-        eprintln!(
-            "run {attempt}: engine fell behind (switch {:.0} µs, hosts {:.0} µs late)",
-            r.switch_max_late_us, r.hosts_max_late_us
-        );
-        if best.as_ref().is_none_or(|b| late(&r) < late(b)) {
-            best = Some(r);
-        }
-    }
-    best.expect("three runs")
-}
 
 fn print_ports(r: &CongestionReport) {
     for (n, c) in r.port_names.iter().zip(&r.ports) {
