@@ -663,8 +663,8 @@ impl Host {
             rf.trimmed += 1;
             if r.bth.psn >= expected && !rf.nak_outstanding {
                 rf.nak_outstanding = true;
-                let mut pl = vec![0u8; 12];
-                pl.extend_from_slice(&r.udp_src.to_be_bytes());
+                let mut pl = [0u8; 14];
+                pl[12..].copy_from_slice(&r.udp_src.to_be_bytes());
                 self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, expected, &pl);
             }
             self.drain_feedback(now, src);
@@ -712,19 +712,25 @@ impl Host {
             return;
         };
         let expected = rf.window.as_ref().map_or(rf.expected_psn, |w| w.expected());
-        let mut pl = Vec::with_capacity(12 + 2 * crate::spray::MAX_ECHO);
-        pl.extend_from_slice(ts);
-        pl.resize(8, 0);
-        pl.extend_from_slice(&rf.ce_since_ack.to_be_bytes());
+        let mut pl = [0u8; 12 + 2 * crate::spray::MAX_ECHO];
+        let t = ts.len().min(8);
+        pl[..t].copy_from_slice(&ts[..t]);
+        pl[8..12].copy_from_slice(&rf.ce_since_ack.to_be_bytes());
         rf.ce_since_ack = 0;
         rf.unacked_since = None;
-        rf.echo.drain_into(&mut pl);
+        let len = 12 + rf.echo.drain_into(&mut pl[12..]);
         let src = self
             .recv_src
             .get(&flow)
             .copied()
             .unwrap_or(Ipv4Addr::UNSPECIFIED);
-        self.push_aeth(src, flow, Syndrome::Ack { credits: 0x1f }, expected, &pl);
+        self.push_aeth(
+            src,
+            flow,
+            Syndrome::Ack { credits: 0x1f },
+            expected,
+            &pl[..len],
+        );
     }
 
     /// When the delayed-ACK timer of sprayed flows fires (real time).

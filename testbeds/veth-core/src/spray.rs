@@ -152,11 +152,16 @@ impl Echo {
             .push_back((port & (MAX_EVS - 1)) | if ce { ECHO_CE } else { 0 });
     }
 
-    /// Append what is pending to an ACK payload and forget it.
-    pub fn drain_into(&mut self, out: &mut Vec<u8>) {
-        for e in self.pending.drain(..) {
-            out.extend_from_slice(&e.to_be_bytes());
+    /// Write what is pending into `out` (2 bytes each; [`MAX_ECHO`] of them fill
+    /// `2 * MAX_ECHO` bytes, what does not fit is dropped), forget it, and return the bytes
+    /// written.
+    pub fn drain_into(&mut self, out: &mut [u8]) -> usize {
+        let mut n = 0;
+        for (e, slot) in self.pending.drain(..).zip(out.chunks_exact_mut(2)) {
+            slot.copy_from_slice(&e.to_be_bytes());
+            n += 2;
         }
+        n
     }
 
     /// The (entropy, CE) pairs of an echo (a trailing odd byte is ignored).
@@ -310,9 +315,8 @@ mod tests {
         let mut e = Echo::default();
         e.push(ports[0], true);
         e.push(ports[1], false);
-        let mut b = Vec::new();
-        e.drain_into(&mut b);
-        assert_eq!(b.len(), 4);
+        let mut b = [0u8; 2 * MAX_ECHO];
+        assert_eq!(e.drain_into(&mut b), 4);
         let bitmap = SprayConfig {
             kind: EvPolicyKind::Bitmap,
             ..cfg
@@ -321,9 +325,9 @@ mod tests {
         let ports: Vec<u16> = (0..16).map(|_| s.next_port()).collect();
         let mut e = Echo::default();
         e.push(ports[0], true);
-        let mut b = Vec::new();
-        e.drain_into(&mut b);
-        s.on_echo(&b);
+        let mut b = [0u8; 2 * MAX_ECHO];
+        let n = e.drain_into(&mut b);
+        s.on_echo(&b[..n]);
         let ev = (ports[0] & (MAX_EVS - 1)) ^ s.salt;
         assert_eq!(s.policy().penalty(ev), 1, "an ECN echo penalises its EV");
         assert_eq!(s.policy().bad_ev, 0);
@@ -378,9 +382,9 @@ mod tests {
         for p in 0..(MAX_ECHO as u16 + 5) {
             e.push(0xc000 | p, false);
         }
-        let mut b = Vec::new();
-        e.drain_into(&mut b);
-        let got: Vec<u16> = Echo::decode(&b).map(|(p, _)| p).collect();
+        let mut b = [0u8; 2 * MAX_ECHO];
+        let n = e.drain_into(&mut b);
+        let got: Vec<u16> = Echo::decode(&b[..n]).map(|(p, _)| p).collect();
         assert_eq!(got.len(), MAX_ECHO);
         assert_eq!(got[0], 5);
     }
