@@ -23,7 +23,7 @@ use sim::{CcChoice, RunState, Sim, SimConfig};
 use topo::{Fabric, LinkId};
 
 use super::config::SourceSpec;
-use super::source::{Sample, Source, SourceMap};
+use super::source::{Actuator, Sample, Source, SourceMap};
 
 /// The built-in demo: a ring all-reduce over every host, 256 KB per rank.
 pub const DEMO_SCENARIO: &str = "name = \"demo: looping ring all-reduce\"\n\n[[workload]]\nkind = \"ring_allreduce\"\nsize = \"256KB\"\n";
@@ -356,6 +356,12 @@ impl Source for SimSource {
         })
     }
 
+    fn actuator(&mut self) -> Option<&mut dyn Actuator> {
+        Some(self)
+    }
+}
+
+impl Actuator for SimSource {
     fn fail_link(&mut self, link: LinkId) -> Result<String, String> {
         if self.failed.contains_key(&link) {
             return Err(format!("link {} is already down", link.0));
