@@ -40,6 +40,8 @@ pub enum SourceSpec {
         /// The switch this router is, by name.
         switch: String,
     },
+    /// A fabric the daemon only observes (`--observe`): never written to.
+    Observe(super::observe_source::ObserveSpec),
 }
 
 /// The daemon's settings. [`Config::validate`] enforces the rules that keep it safe.

@@ -7,7 +7,9 @@
 //! # Layout
 //! * [`config`] — [`Config`] and its checks (a non-loopback address needs a token).
 //! * [`source`] — the [`source::Source`] trait; [`sim_source`] — the embedded simulator;
-//!   [`testbed_source`] — a routed veth testbed the daemon builds, watches and repairs.
+//!   [`testbed_source`] — a routed veth testbed the daemon builds, watches and repairs;
+//!   [`observe_source`] — a fabric it only observes (`--observe`: Prometheus counters,
+//!   lldpd neighbours, FIBs read back; [`prom_query`], [`lldp_neighbours`]).
 //! * [`collector`] — the thread that owns the source, samples it every interval and
 //!   takes commands; [`hub`] — what it publishes (latest snapshot, bounded history,
 //!   broadcast ring, events, counters).
@@ -30,8 +32,11 @@ pub mod damping;
 pub mod health;
 pub mod http;
 pub mod hub;
+pub mod lldp_neighbours;
 pub mod log;
 pub mod metrics;
+pub mod observe_source;
+pub mod prom_query;
 pub mod routes;
 pub mod server;
 pub mod sim_source;
@@ -140,6 +145,35 @@ pub struct Args {
     /// ports are the interfaces p<port>.
     #[arg(long, requires = "switch", conflicts_with_all = ["sim", "testbed", "netns_prefix"])]
     pub host_netns: bool,
+    /// Observe a fabric the daemon did not build and never writes to (a BGP fabric
+    /// scraped by Prometheus): counters from --prometheus, neighbours from --lldp-dir,
+    /// FIBs from --fib-netns, all checked against the design --fabric (docs/observe.md).
+    #[arg(long, requires = "prometheus", conflicts_with_all = ["sim", "testbed", "netns_prefix", "host_netns"])]
+    pub observe: bool,
+    /// --observe: Prometheus's URL (http://HOST:PORT[/prefix]).
+    #[arg(long, value_name = "URL", requires = "observe")]
+    pub prometheus: Option<String>,
+    /// --observe: file with Prometheus credentials, one line `bearer TOKEN` or
+    /// `basic USER:PASSWORD` (never on the command line).
+    #[arg(long, value_name = "FILE", requires = "observe")]
+    pub prometheus_credentials: Option<PathBuf>,
+    /// --observe: the label naming the switch in the exporters' series.
+    #[arg(long, default_value = "switch", requires = "observe")]
+    pub switch_label: String,
+    /// --observe: how ports are named in `device` labels and LLDP port ids.
+    #[arg(long, value_enum, default_value = "testbed", requires = "observe")]
+    pub port_names: observe_source::PortNames,
+    /// --observe: directory with each switch's lldpd socket (lldpd-SWITCH.sock) or
+    /// `lldpcli -f json show neighbors` output (SWITCH.json).
+    #[arg(long, value_name = "DIR", requires = "observe")]
+    pub lldp_dir: Option<PathBuf>,
+    /// --observe: read each switch's FIB through netlink in namespace PREFIX + s<i>
+    /// (root; e.g. the prefix `fabric testbed frr` prints).
+    #[arg(long, value_name = "PREFIX", requires = "observe")]
+    pub fib_netns: Option<String>,
+    /// --observe: timeout of one Prometheus request.
+    #[arg(long, default_value = "3s", value_parser = parse_duration, requires = "observe")]
+    pub prometheus_timeout: Duration,
     /// With --host-netns: the switch of the fabric this router is.
     #[arg(long, value_name = "NAME", requires = "host_netns")]
     pub switch: Option<String>,
@@ -256,7 +290,18 @@ impl Args {
     /// The configuration these options describe.
     pub fn config(&self) -> anyhow::Result<Config> {
         let scenario = self.sim.clone().filter(|s| !s.is_empty());
-        let mut c = Config::new(if let Some(switch) = &self.switch {
+        let mut c = Config::new(if self.observe {
+            SourceSpec::Observe(observe_source::ObserveSpec {
+                fabric: self.fabric.clone(),
+                prometheus: self.prometheus.clone().unwrap_or_default(),
+                credentials: self.prometheus_credentials.clone(),
+                switch_label: self.switch_label.clone(),
+                port_names: self.port_names,
+                lldp_dir: self.lldp_dir.clone(),
+                fib_netns: self.fib_netns.clone(),
+                timeout: self.prometheus_timeout,
+            })
+        } else if let Some(switch) = &self.switch {
             SourceSpec::HostNetns {
                 fabric: self.fabric.clone(),
                 switch: switch.clone(),

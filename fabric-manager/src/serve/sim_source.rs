@@ -112,6 +112,13 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
                 f, switch,
             )?))
         }
+        SourceSpec::Observe(spec) => {
+            let f =
+                load_fabric(&spec.fabric).with_context(|| format!("--fabric {}", spec.fabric))?;
+            Ok(Box::new(super::observe_source::ObserveSource::open(
+                spec, f,
+            )?))
+        }
     }
 }
 

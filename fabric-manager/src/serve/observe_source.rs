@@ -1,0 +1,509 @@
+//! `fabric serve --observe`: a fabric the daemon did not build and never writes to — a
+//! BGP-routed Ethernet fabric (FRR or SONiC) already scraped by Prometheus. It reads:
+//!
+//! - **the design** from `--fabric`/`--preset` (the switches' names are the design's);
+//! - **counters** from Prometheus's HTTP API ([`super::prom_query`]), in
+//!   node_exporter's own series names: `node_network_{transmit,receive}_{bytes,packets,
+//!   drop,errs}_total{device}` and `node_network_carrier{device}`, each series carrying
+//!   the switch's name in label `--switch-label` (default `switch`) and the port in
+//!   `device`, named as `--port-names` says (`p<port>` in the testbed, `swp<port+1>` on
+//!   a Linux switch, `Ethernet<4·port>` on SONiC; docs/observe.md maps a SONiC
+//!   exporter's names onto these with recording rules). A port whose carrier is 0 is
+//!   down; a link with a down end is failed, and the tables are those of the fabric
+//!   with its failed links (topo's incremental re-route).
+//! - **neighbours** from lldpd ([`super::lldp_neighbours`]) in `--lldp-dir`, compared
+//!   with the design ([`veth::routed::compare_neighbours`]: missing, unexpected,
+//!   miswired) on switch–switch ports;
+//! - **FIBs** read back through netlink in each switch's namespace (`--fib-netns
+//!   PREFIX`: `PREFIX` + `s<i>`) and checked against the tables of the live topology
+//!   ([`veth::frr::fib`]: missing ECMP members, extra and more-specific routes, black
+//!   holes, next hops over failed links).
+//!
+//! It has no [`super::source::Actuator`]: [`Source::actuator`] is `None`, so the
+//! collector answers every request to fail or restore a link or repair a route with
+//! [`super::source::OBSERVE_ONLY`]. A Prometheus (or lldpd) that is down, slow or
+//! answers garbage makes the sample (or check) an error the collector counts and logs;
+//! the daemon keeps serving the last good values.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fabric_api::{Column, Detector, Event, EventKind, FabricInfo, Snapshot, Timestamp};
+use topo::addressing::AddressPlan;
+use topo::{Fabric, LinkId, NodeId, Routes};
+use veth::netlink::Nl;
+use veth::netns::Netns;
+use veth::routed::{MismatchKind, NeighbourReport, ifname, node_role};
+
+use super::prom_query::{Credentials, Prometheus, Series};
+use super::source::{Sample, Source, SourceMap};
+use super::{lldp_neighbours, log};
+
+/// How switch ports are named in the exporters' `device` label and in LLDP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PortNames {
+    /// `p<port>` (the project's testbeds).
+    Testbed,
+    /// `swp<port+1>` (Linux whitebox switches, the `frr-bgp` export).
+    Linux,
+    /// `Ethernet<4·port>` (SONiC).
+    Sonic,
+}
+
+impl PortNames {
+    /// The name of `port`.
+    pub fn name(self, port: topo::Port) -> String {
+        match self {
+            PortNames::Testbed => ifname(port),
+            PortNames::Linux => topo::export::routes::LinuxIf(port).to_string(),
+            PortNames::Sonic => topo::export::routes::SonicIf(port).to_string(),
+        }
+    }
+
+    /// The port a name stands for.
+    pub fn port(self, name: &str) -> Option<topo::Port> {
+        let num = |p: &str| p.parse::<u32>().ok();
+        let p = match self {
+            PortNames::Testbed => num(name.strip_prefix('p')?)?,
+            PortNames::Linux => num(name.strip_prefix("swp")?)?.checked_sub(1)?,
+            PortNames::Sonic => {
+                let n = num(name.strip_prefix("Ethernet")?)?;
+                if n % 4 != 0 {
+                    return None;
+                }
+                n / 4
+            }
+        };
+        topo::Port::try_from(p).ok()
+    }
+}
+
+/// What `--observe` reads, from the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObserveSpec {
+    /// Fabric spec file or preset name (the design).
+    pub fabric: String,
+    /// Prometheus's URL (`http://HOST:PORT[/prefix]`).
+    pub prometheus: String,
+    /// File with Prometheus credentials (`bearer TOKEN` or `basic USER:PASSWORD`).
+    pub credentials: Option<PathBuf>,
+    /// Label naming the switch in the exporters' series.
+    pub switch_label: String,
+    /// Port naming in `device` labels and LLDP port ids.
+    pub port_names: PortNames,
+    /// Directory with each switch's lldpd socket or lldpcli JSON.
+    pub lldp_dir: Option<PathBuf>,
+    /// Namespace prefix of the switches whose FIBs are read through netlink.
+    pub fib_netns: Option<String>,
+    /// Timeout of one Prometheus request.
+    pub timeout: Duration,
+}
+
+/// The node_exporter series one query reads.
+const SERIES: &str =
+    "node_network_(transmit|receive)_(bytes|packets|drop|errs)_total|node_network_carrier";
+
+/// One switch's FIB reader.
+struct FibReader {
+    switch: NodeId,
+    nl: Nl,
+    ports: HashMap<u32, topo::Port>,
+}
+
+/// The observe-only source.
+pub struct ObserveSource {
+    fabric: Arc<Fabric>,
+    info: FabricInfo,
+    plan: AddressPlan,
+    prom: Prometheus,
+    switch_label: String,
+    port_names: PortNames,
+    lldp_dir: Option<PathBuf>,
+    fibs: Vec<FibReader>,
+    /// Tables of the live topology (the design minus `failed`).
+    routes: Routes,
+    failed: BTreeSet<LinkId>,
+    /// Ports seen down at the last sample.
+    down: BTreeSet<(NodeId, topo::Port)>,
+    errors: u64,
+}
+
+impl std::fmt::Debug for ObserveSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObserveSource")
+            .field("fabric", &self.fabric.name())
+            .field("prometheus", &self.prom.addr())
+            .field("failed", &self.failed)
+            .finish()
+    }
+}
+
+impl ObserveSource {
+    /// Loads the design and opens the readers (nothing is written anywhere).
+    pub fn open(spec: &ObserveSpec, fabric: Fabric) -> anyhow::Result<Self> {
+        let creds = match &spec.credentials {
+            Some(p) => Some(Credentials::from_file(p).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
+        let prom =
+            Prometheus::new(&spec.prometheus, creds, spec.timeout).map_err(anyhow::Error::msg)?;
+        let plan = AddressPlan::new(&fabric)
+            .map_err(|e| anyhow::anyhow!("--fabric {}: addressing: {e}", fabric.name()))?;
+        let mut fibs = Vec::new();
+        if let Some(prefix) = &spec.fib_netns {
+            for s in fabric.switches() {
+                let ns = Netns::from_name(&format!("{prefix}{}", node_role(&fabric, s)));
+                let nl = Nl::open(&ns)
+                    .map_err(|e| anyhow::anyhow!("--fib-netns {prefix}: {}: {e}", ns.name()))?;
+                let ports = veth::frr::fib::port_map(&fabric, s, &nl)
+                    .map_err(|e| anyhow::anyhow!("--fib-netns {prefix}: {}: {e}", ns.name()))?;
+                fibs.push(FibReader {
+                    switch: s,
+                    nl,
+                    ports,
+                });
+            }
+        }
+        let info = FabricInfo::from_topo(&fabric, 8);
+        let routes = Routes::compute(&fabric);
+        log::info(&format!(
+            "observing {} (read-only): counters from Prometheus {}, {}, {}",
+            fabric.name(),
+            prom.addr(),
+            spec.lldp_dir
+                .as_ref()
+                .map_or("no LLDP".to_string(), |d| format!(
+                    "LLDP from {}",
+                    d.display()
+                )),
+            spec.fib_netns
+                .as_ref()
+                .map_or("no FIB read-back".to_string(), |p| format!(
+                    "FIBs from namespaces {p}*"
+                )),
+        ));
+        Ok(ObserveSource {
+            fabric: Arc::new(fabric),
+            info,
+            plan,
+            prom,
+            switch_label: spec.switch_label.clone(),
+            port_names: spec.port_names,
+            lldp_dir: spec.lldp_dir.clone(),
+            fibs,
+            routes,
+            failed: BTreeSet::new(),
+            down: BTreeSet::new(),
+            errors: 0,
+        })
+    }
+
+    /// `(switch, port)` of a series, from its labels.
+    fn port_of(
+        &self,
+        labels: &BTreeMap<String, String>,
+        names: &HashMap<&str, NodeId>,
+    ) -> Option<(NodeId, topo::Port)> {
+        let n = *names.get(labels.get(&self.switch_label)?.as_str())?;
+        let p = self.port_names.port(labels.get("device")?)?;
+        (usize::from(p) < self.fabric.degree(n)).then_some((n, p))
+    }
+
+    /// The snapshot of `series`; updates the down ports.
+    fn snapshot(&mut self, series: &[Series], seq: u64) -> Snapshot {
+        let f = self.fabric.clone();
+        let names = f.name_index();
+        let n = 2 * f.num_links();
+        let mut col: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        let mut down = BTreeSet::new();
+        for (labels, v) in series {
+            let Some((node, port)) = self.port_of(labels, &names) else {
+                continue;
+            };
+            let i = FabricInfo::topo_port_index(&f, node, port) as usize;
+            let name = labels.get("__name__").map(String::as_str).unwrap_or("");
+            if name == "node_network_carrier" {
+                if *v == 0.0 {
+                    down.insert((node, port));
+                }
+                continue;
+            }
+            let key = match name {
+                "node_network_transmit_bytes_total" => "tx_bytes",
+                "node_network_receive_bytes_total" => "rx_bytes",
+                "node_network_transmit_packets_total" => "tx_pkts",
+                "node_network_receive_packets_total" => "rx_pkts",
+                "node_network_transmit_drop_total"
+                | "node_network_receive_drop_total"
+                | "node_network_transmit_errs_total"
+                | "node_network_receive_errs_total" => "drops",
+                _ => continue,
+            };
+            let c = col.entry(key).or_insert_with(|| vec![0; n]);
+            // Counters are floats in Prometheus; non-finite or negative values are garbage.
+            if v.is_finite() && *v >= 0.0 {
+                c[i] = c[i].saturating_add(*v as u64);
+            }
+        }
+        self.down = down;
+        let now = super::collector::now_ns();
+        let source = fabric_api::Source {
+            kind: fabric_api::SourceKind::LinuxHost,
+            name: format!("{} (observed)", f.name()),
+        };
+        let mut s = Snapshot::new(seq, Timestamp::wall_ns(now), source);
+        let mut take = |k: &str| col.remove(k).map(Column::from);
+        s.counters.tx_bytes = take("tx_bytes");
+        s.counters.rx_bytes = take("rx_bytes");
+        s.counters.tx_pkts = take("tx_pkts");
+        s.counters.rx_pkts = take("rx_pkts");
+        s.counters.drops_kernel = take("drops");
+        s.gauges.oper_down = self
+            .down
+            .iter()
+            .map(|&(node, p)| FabricInfo::topo_port_index(&f, node, p))
+            .collect();
+        s.gauges.oper_down.sort_unstable();
+        s.sum_ports_into_totals();
+        s
+    }
+
+    /// Follows the failed links the down ports imply: events for the changes, and the
+    /// tables of the live topology.
+    fn follow_links(&mut self, seq: u64) -> Vec<Event> {
+        let f = self.fabric.clone();
+        let failed: BTreeSet<LinkId> = self.down.iter().map(|&(n, p)| f.port_link(n, p)).collect();
+        if failed == self.failed {
+            return Vec::new();
+        }
+        let time = Timestamp::wall_ns(super::collector::now_ns());
+        let mut ev = Vec::new();
+        for &l in failed.difference(&self.failed) {
+            ev.push(Event {
+                seq,
+                time,
+                what: EventKind::LinkDown {
+                    link: l,
+                    detected_by: Detector::Counters,
+                    detect_ns: None,
+                },
+            });
+        }
+        for &l in self.failed.difference(&failed) {
+            ev.push(Event {
+                seq,
+                time,
+                what: EventKind::LinkUp {
+                    link: l,
+                    detected_by: Detector::Counters,
+                },
+            });
+        }
+        let mut r = Routes::compute(&f);
+        r.fail_links(&f, &failed.iter().copied().collect::<Vec<_>>());
+        self.routes = r;
+        log::info(&format!(
+            "observed failed links: {:?}",
+            failed.iter().map(|l| l.0).collect::<Vec<_>>()
+        ));
+        self.failed = failed;
+        ev
+    }
+}
+
+impl Source for ObserveSource {
+    fn map(&self) -> SourceMap {
+        SourceMap {
+            info: self.info.clone(),
+            fabric: Some(self.fabric.clone()),
+        }
+    }
+
+    fn sample(&mut self, _elapsed: Duration, seq: u64) -> Result<Sample, String> {
+        let t = Instant::now();
+        let expr = format!("{{__name__=~\"{SERIES}\",{}!=\"\"}}", self.switch_label);
+        let series = self.prom.query(&expr).map_err(|e| {
+            self.errors += 1;
+            format!("counters are stale: {e}")
+        })?;
+        let snapshot = self.snapshot(&series, seq);
+        let events = self.follow_links(seq);
+        Ok(Sample {
+            snapshot,
+            events,
+            read_ns: Some(t.elapsed().as_nanos() as u64),
+        })
+    }
+
+    fn reports_reroutes(&self) -> bool {
+        // The fabric's own control plane reroutes; the daemon only reports link changes.
+        true
+    }
+
+    fn take_errors(&mut self) -> u64 {
+        std::mem::take(&mut self.errors)
+    }
+
+    fn drift(&mut self) -> Option<Result<veth::routed::Drift, String>> {
+        if self.fibs.is_empty() {
+            return None;
+        }
+        let sw: Vec<_> = self
+            .fibs
+            .iter()
+            .map(|r| (r.switch, &r.nl, &r.ports))
+            .collect();
+        Some(
+            veth::frr::fib::check(&self.fabric, &self.plan, &self.routes, &sw, true)
+                .map_err(|e| e.to_string()),
+        )
+    }
+
+    fn check_topology(&mut self) -> Option<Result<NeighbourReport, String>> {
+        let dir = self.lldp_dir.clone()?;
+        Some(self.check_cabling(&dir))
+    }
+}
+
+impl ObserveSource {
+    /// The cabling check on switch–switch ports from lldpd's neighbours.
+    fn check_cabling(&self, dir: &std::path::Path) -> Result<NeighbourReport, String> {
+        let t = Instant::now();
+        let f = &self.fabric;
+        let mut heard = BTreeMap::new();
+        let mut skip: BTreeSet<(NodeId, topo::Port)> = self.down.clone();
+        let mut r = NeighbourReport::default();
+        for n in (0..f.num_nodes() as u32).map(NodeId) {
+            let ports = 0..f.degree(n) as topo::Port;
+            let watched = if f.is_host(n) {
+                None
+            } else {
+                lldp_neighbours::read(dir, f.node_name(n))?
+            };
+            let Some(neigh) = watched else {
+                // Hosts, and switches without an LLDP source: not checked.
+                skip.extend(ports.map(|p| (n, p)));
+                continue;
+            };
+            for p in ports {
+                if f.is_host(f.peer(n, p)) {
+                    // Hosts run no LLDP agent here: their ports are not checked.
+                    skip.insert((n, p));
+                    continue;
+                }
+                if self.down.contains(&(n, p)) {
+                    r.down += 1;
+                    continue;
+                }
+                r.ports += 1;
+            }
+            for nb in neigh {
+                let Some(p) = self.port_names.port(&nb.local) else {
+                    continue;
+                };
+                if usize::from(p) >= f.degree(n) {
+                    continue;
+                }
+                // In the design's port naming, so that compare_neighbours reads it.
+                let port = self
+                    .port_names
+                    .port(&nb.port)
+                    .map_or(nb.port.clone(), ifname);
+                heard.insert((n, p), (nb.chassis, port));
+            }
+        }
+        r.heard = heard.keys().filter(|k| !skip.contains(k)).count();
+        r.mismatches = veth::routed::compare_neighbours(f, &heard, &skip)
+            .into_iter()
+            // The leaf rule is only meaningful when every leaf uplink was checked.
+            .filter(|m| m.kind != MismatchKind::LeafMissesSpine || skip.is_empty())
+            .collect();
+        r.took_s = t.elapsed().as_secs_f64();
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_names_round_trip() {
+        for names in [PortNames::Testbed, PortNames::Linux, PortNames::Sonic] {
+            for p in [0u16, 1, 7, 63] {
+                assert_eq!(names.port(&names.name(p)), Some(p), "{names:?} {p}");
+            }
+        }
+        assert_eq!(PortNames::Sonic.port("Ethernet2"), None);
+        assert_eq!(PortNames::Linux.port("swp0"), None);
+        assert_eq!(PortNames::Testbed.port("mgmt0"), None);
+    }
+
+    fn source() -> ObserveSource {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(100)).unwrap();
+        let spec = ObserveSpec {
+            fabric: "fat-tree-k4".into(),
+            prometheus: "http://127.0.0.1:1".into(),
+            credentials: None,
+            switch_label: "switch".into(),
+            port_names: PortNames::Testbed,
+            lldp_dir: None,
+            fib_netns: None,
+            timeout: Duration::from_millis(200),
+        };
+        ObserveSource::open(&spec, f).unwrap()
+    }
+
+    #[test]
+    fn series_become_counters_and_a_zero_carrier_a_failed_link() {
+        let mut s = source();
+        let lab = |name: &str, sw: &str, dev: &str| -> BTreeMap<String, String> {
+            [("__name__", name), ("switch", sw), ("device", dev)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let series = vec![
+            (
+                lab("node_network_transmit_bytes_total", "pod0-leaf0", "p2"),
+                1e6,
+            ),
+            (lab("node_network_carrier", "pod0-leaf0", "p2"), 0.0),
+            (lab("node_network_carrier", "pod0-leaf0", "p3"), 1.0),
+            // Unknown switch, unknown device, garbage value: ignored.
+            (lab("node_network_transmit_bytes_total", "nope", "p2"), 5.0),
+            (
+                lab("node_network_transmit_bytes_total", "pod0-leaf0", "mgmt0"),
+                5.0,
+            ),
+            (
+                lab("node_network_receive_bytes_total", "pod0-leaf0", "p3"),
+                f64::NAN,
+            ),
+        ];
+        let snap = s.snapshot(&series, 0);
+        let f = s.fabric.clone();
+        let leaf = f.name_index()["pod0-leaf0"];
+        let i = FabricInfo::topo_port_index(&f, leaf, 2) as usize;
+        let tx = snap.counters.tx_bytes.as_ref().unwrap();
+        assert_eq!(tx.sum(), 1_000_000);
+        assert_eq!(tx.get(i), 1_000_000);
+        assert_eq!(snap.gauges.oper_down, vec![i as u32]);
+        let ev = s.follow_links(0);
+        assert_eq!(ev.len(), 1);
+        assert!(matches!(ev[0].what, EventKind::LinkDown { .. }));
+        assert_eq!(s.routes.failed_links().count(), 1);
+        // Observe-only: no actuator.
+        assert!(s.actuator().is_none());
+    }
+
+    #[test]
+    fn prometheus_down_is_an_error_not_a_panic() {
+        let mut s = source();
+        let e = s.sample(Duration::ZERO, 0).unwrap_err();
+        assert!(e.contains("stale"), "{e}");
+        assert_eq!(s.take_errors(), 1);
+    }
+}
