@@ -38,6 +38,9 @@ pub enum Command {
     Run(RunArgs),
     /// Realise a fabric with kernel routing, probe all pairs, fail a link, re-route, probe again.
     Verify(VerifyArgs),
+    /// Bring up a routed fabric whose switches run FRR (BGP, BFD), lldpd and
+    /// node_exporter, scraped by a Prometheus; print how to observe it; tear down on Ctrl-C.
+    Frr(crate::cmd_testbed_frr::FrrArgs),
     /// Remove a testbed created by `up`.
     Down {
         /// The run id `up` printed.
@@ -189,10 +192,14 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         // A live run stops on SIGINT/SIGTERM and tears down through its guard.
         return run_scenario(a);
     }
+    if let Command::Frr(a) = command {
+        // Runs until SIGINT/SIGTERM and tears down through its guards.
+        return crate::cmd_testbed_frr::run(a);
+    }
     netns::install_signal_cleanup()?;
     match command {
         Command::Up { hosts } => up(hosts),
-        Command::Run(_) => unreachable!("handled above"),
+        Command::Run(_) | Command::Frr(_) => unreachable!("handled above"),
         Command::Verify(a) => verify(a),
         Command::Down { run_id, all } => down(run_id, all),
         Command::Clean { all } => {

@@ -66,9 +66,13 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
     let d = tb
         .wait_converged(&Routes::compute(&f), Duration::from_secs(90))
         .unwrap();
-    assert!(d.entries.is_empty(), "BGP did not converge: {:?}", d.entries);
+    assert!(
+        d.entries.is_empty(),
+        "BGP did not converge: {:?}",
+        d.entries
+    );
 
-    let dir = common::temp_dir("observe-frr");
+    let dir = common::temp_dir("observe-frr-token");
     let token = dir.join("token");
     std::fs::write(&token, TOKEN).unwrap();
     let prom = format!("http://{}", tb.prometheus().unwrap());
@@ -99,7 +103,7 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
     daemon.wait_for(
         |d| {
             let r = d.json("/api/v1/topology/check");
-            r["ports"] == 64 && r["heard"] == 64
+            r["ports"] == 64 && r["heard"] == 64 && r["mismatches"] == Value::Array(vec![])
         },
         Duration::from_secs(60),
     );
@@ -138,12 +142,7 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
     );
     assert_ne!(r.status, 200, "{}", r.text());
     let l = *f.link(topo::LinkId(20));
-    assert!(
-        tb.routed()
-            .nl(l.a)
-            .oper_up(&ifname(l.a_port))
-            .unwrap()
-    );
+    assert!(tb.routed().nl(l.a).oper_up(&ifname(l.a_port)).unwrap());
     let drift = daemon.json("/api/v1/drift");
     assert_eq!(drift["entries"], Value::Array(vec![]), "{drift}");
 

@@ -53,7 +53,8 @@ pub enum PortNames {
 }
 
 impl PortNames {
-    /// The name of `port`.
+    /// The name of `port` (the inverse of [`Self::port`]).
+    #[cfg(test)]
     pub fn name(self, port: topo::Port) -> String {
         match self {
             PortNames::Testbed => ifname(port),

@@ -197,7 +197,7 @@ impl Prometheus {
             .ok_or_else(|| format!("{who}: not an HTTP response"))?;
         let head = String::from_utf8_lossy(&buf[..split]);
         let status = head.lines().next().unwrap_or("");
-        if !status.split(' ').nth(1).is_some_and(|c| c == "200") {
+        if status.split(' ').nth(1) != Some("200") {
             return Err(format!("{who}: {status}"));
         }
         Ok(buf[split + 4..].to_vec())

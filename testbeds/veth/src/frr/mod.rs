@@ -305,7 +305,9 @@ impl FrrTestbed {
         Ok(())
     }
 
-    /// lldpd per switch, then its settings through lldpcli.
+    /// lldpd per switch, its settings in a file it reads at start (`-O`): the system
+    /// name, port ids = interface names, a 1 s transmit interval — so no frame ever
+    /// leaves with the machine's host name.
     fn start_lldpd(&mut self, opts: &FrrOptions) -> Result<()> {
         let f = self.rt.fabric().clone();
         let switches: Vec<NodeId> = f.switches().collect();
@@ -313,12 +315,23 @@ impl FrrTestbed {
             let a = self.agents[i].clone();
             let sock = a.lldp_socket.clone().expect("lldpd on");
             let pid = self.dir.join(format!("lldpd-{}.pid", a.name));
+            let conf = self.dir.join(format!("lldpd-{}.conf", a.name));
+            write(
+                &conf,
+                &format!(
+                    "configure lldp tx-interval 1\nconfigure lldp portidsubtype ifname\n\
+                     configure system hostname {}\n",
+                    a.name
+                ),
+            )?;
             let args: Vec<String> = vec![
                 "-d".into(),
                 "-u".into(),
                 sock.to_string_lossy().into(),
                 "-p".into(),
                 pid.to_string_lossy().into(),
+                "-O".into(),
+                conf.to_string_lossy().into(),
                 "-I".into(),
                 "p*".into(),
                 "-M".into(),
@@ -333,19 +346,8 @@ impl FrrTestbed {
                 .spawn(&label, Some(&ns), "lldpd", &args, &log)?;
         }
         for i in 0..switches.len() {
-            let a = self.agents[i].clone();
-            let sock = a.lldp_socket.clone().expect("lldpd on");
+            let sock = self.agents[i].lldp_socket.clone().expect("lldpd on");
             self.wait_path(&sock, opts.start_timeout)?;
-            let s = sock.to_string_lossy();
-            for cmd in [
-                vec!["configure", "system", "hostname", a.name.as_str()],
-                vec!["configure", "lldp", "portidsubtype", "ifname"],
-                vec!["configure", "lldp", "tx-interval", "1"],
-            ] {
-                let mut args = vec!["-u", &*s];
-                args.extend(cmd);
-                run(None, "lldpcli", &args)?;
-            }
         }
         Ok(())
     }
