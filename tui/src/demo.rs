@@ -95,6 +95,9 @@ fn sim_config(seed: u64) -> SimConfig {
         pfc_xon: Bytes(30_000),
         // workloads repeat until this (simulated) time: hours of wall-clock demo
         stop: Some(Instant::ZERO + Duration::secs(1000)),
+        // the 1 ms retransmit timeout the demo's snapshots were taken with (the
+        // simulator's default is now derived from the network, as htsim's)
+        rto: Some(Duration::millis(1)),
         ..SimConfig::default()
     }
 }
