@@ -174,6 +174,24 @@ impl Subnet {
         Ok(t.values().next().and_then(|e| e.get(&lid).copied()))
     }
 
+    /// Extended counters (`perfquery -x -l`) of every port of node `n`, by IB port.
+    pub fn node_counters(
+        &self,
+        n: NodeId,
+    ) -> Result<std::collections::BTreeMap<u8, std::collections::BTreeMap<String, u64>>> {
+        let f = &self.design.fabric;
+        let lid = self.design.lid(n);
+        if lid == 0 || f.degree(n) == 0 {
+            return Err(Error::Fabric(format!("{} has no LID", f.node_name(n))));
+        }
+        let ports = format!("1-{}", f.degree(n));
+        parse::counters_by_port(
+            &self
+                .sim
+                .tool("perfquery", &["-x", "-l", &lid.to_string(), &ports])?,
+        )
+    }
+
     /// Port counters of `n`'s IB `port` (`perfquery`, LID-routed through the SM's tables).
     pub fn counters(&self, n: NodeId, port: u8) -> Result<std::collections::BTreeMap<String, u64>> {
         let lid = self.design.lid(n);
