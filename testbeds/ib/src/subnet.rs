@@ -103,9 +103,11 @@ impl Subnet {
     pub fn write_tables(&self, routes: &Routes, lft: &Lft) -> Result<Lfts> {
         let path = self.lfts_path();
         let new = self.dir.join("lfts.dump.new");
-        write_file(&new, |w| self.design.write_lfts(w, routes, lft))?;
+        let mut text = Vec::new();
+        self.design.write_lfts(&mut text, routes, lft)?;
+        fs::write(&new, &text).map_err(io(new.display().to_string()))?;
         fs::rename(&new, &path).map_err(io(path.display().to_string()))?;
-        self.design.lfts(routes, lft)
+        tables::parse(&String::from_utf8_lossy(&text), "lfts.dump")
     }
 
     /// Cuts link `l` on ibsim's console (at its switch end).

@@ -75,7 +75,7 @@ fn balance(name: &str, counts: Option<&str>) -> Result<()> {
         .collect::<Result<_>>()?;
     println!("load average at start: {}", load());
     println!(
-        "| fabric | failed links | tables (engine OpenSM used) | tier | destinations max/mean | worst switch max/ideal | idle up links | entries missing |"
+        "| fabric | failed links | tables (engine OpenSM used) | tier | destinations max/mean | worst switch max/ideal | idle up links | entries missing (host LIDs + switch LIDs) |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     for n in counts {
@@ -109,7 +109,12 @@ fn balance(name: &str, counts: Option<&str>) -> Result<()> {
                 .unwrap_or("?")
                 .to_string();
             let got = sm.programmed().map_err(|e| e.to_string())?;
-            let missing = tables::unreached(net.design(), &routes, &got).len();
+            let unreached = tables::unreached(net.design(), &routes, &got);
+            let to_hosts = unreached
+                .iter()
+                .filter(|&&(_, lid)| net.design().node_of_lid(lid).is_some_and(|n| f.is_host(n)))
+                .count();
+            let missing = format!("{to_hosts} + {}", unreached.len() - to_hosts);
             let lft = into_lft(&net, &ours, &got);
             for t in topo::balance::of_lft(&f, &routes, &lft) {
                 let worst = t
