@@ -107,6 +107,8 @@ fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
             "500ms",
             "--drift-interval",
             "60s",
+            "--request-timeout",
+            "60s",
             "--token-file",
             token.to_str().unwrap(),
         ],
