@@ -328,7 +328,9 @@ impl Worker {
 
     /// The source's write capability, or the refusal an observe-only source gives.
     fn act(&mut self) -> Result<&mut dyn Actuator, String> {
-        self.source.actuator().ok_or_else(|| OBSERVE_ONLY.to_string())
+        self.source
+            .actuator()
+            .ok_or_else(|| OBSERVE_ONLY.to_string())
     }
 
     /// A source's answer to a check: its error counted and logged as `what`; `None`

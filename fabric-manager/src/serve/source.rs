@@ -86,4 +86,5 @@ pub trait Actuator {
 }
 
 /// The answer to a request to act on a source that only observes.
-pub const OBSERVE_ONLY: &str = "this daemon only observes its fabric: it never fails links or writes routes";
+pub const OBSERVE_ONLY: &str =
+    "this daemon only observes its fabric: it never fails links or writes routes";
