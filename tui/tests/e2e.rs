@@ -266,3 +266,49 @@ fn demo_in_tmux() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// The simulated time in the header (`t=4.38ms`), in ns.
+fn header_time_ns(screen: &str) -> Option<u64> {
+    let first = screen.lines().next()?;
+    let t = first.rsplit("t=").next()?.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| c.is_alphabetic())?);
+    let scale = match unit {
+        "ns" => 1.0,
+        "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    };
+    Some((num.parse::<f64>().ok()? * scale) as u64)
+}
+
+/// `fabric-tui` with no arguments runs until it is quit: its workload repeats and its
+/// failure/repair cycle goes on (it used to stop after about 52 s, "the simulation ended").
+#[test]
+fn demo_runs_until_quit_in_tmux() {
+    let bin = env!("CARGO_BIN_EXE_fabric-tui");
+    let Some(s) = Session::start("forever", bin, 120, 36) else {
+        return;
+    };
+    s.wait_for("● LIVE demo fat-tree-k8");
+    std::thread::sleep(Duration::from_secs(62));
+    let before = s.screen();
+    std::thread::sleep(Duration::from_secs(4));
+    let after = s.screen();
+    assert!(after.contains("● LIVE demo fat-tree-k8"), "{after}");
+    assert!(!after.contains("DISCONNECTED"), "{after}");
+    let (t0, t1) = (header_time_ns(&before), header_time_ns(&after));
+    assert!(
+        t0.is_some() && t1 > t0,
+        "simulated time goes on: {t0:?} then {t1:?}\n{after}"
+    );
+    s.keys(&["q"]);
+    let t = Instant::now();
+    while s.screen().contains("fabric-tui") {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "still running after q"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
