@@ -337,9 +337,7 @@ pub fn run(
 ) {
     let info = demo.info();
     let (mut agg, view) = Aggregator::new(info.clone());
-    if let Some(r) = &mut rec {
-        let _ = r.frame(&Frame::Fabric(info));
-    }
+    Recorder::record_or_stop(&mut rec, &Frame::Fabric(info), &tx);
     let Ok(mut pacer) = sim::pacing::Pacer::new(c.ratio) else {
         return finish(rec);
     };
@@ -372,11 +370,7 @@ pub fn run(
             }
         };
         for f in frames {
-            if let Some(r) = &mut rec
-                && r.frame(&f).is_err()
-            {
-                rec = None;
-            }
+            Recorder::record_or_stop(&mut rec, &f, &tx);
             for m in agg.frame(f, &view) {
                 if tx.send(m).is_err() {
                     return finish(rec);
