@@ -118,6 +118,16 @@ pub async fn run(
     )
     .await;
     collector.stop().await;
+    // The source is gone; a namespace it created and could not delete is a leak the
+    // operator must hear about (each was logged with its reason).
+    let left = veth::netns::live();
+    if !left.is_empty() {
+        anyhow::bail!(
+            "stopped, leaving {} namespace(s) behind: {}",
+            left.len(),
+            left.join(", ")
+        );
+    }
     log::info("stopped");
     Ok(())
 }
