@@ -94,41 +94,6 @@ fn tier_divisors(f: &Fabric, plane: u16) -> [u32; 3] {
     [1, upw(0), upw(0) * upw(1)]
 }
 
-/// The d-mod-k choice of [`Lft`] for one plane without storing a table: every writer of a
-/// single-path table (the OpenSM LFT of the ECMP engine included) picks the same port, so
-/// every such table is balanced at every tier.
-#[derive(Debug, Clone)]
-pub struct DModK {
-    div: [u32; 3],
-    /// Column of each host (u32::MAX: not in the plane).
-    col_of: Vec<u32>,
-}
-
-impl DModK {
-    /// The chooser of `plane`.
-    pub fn new(f: &Fabric, plane: u16) -> DModK {
-        let mut col_of = vec![u32::MAX; f.num_hosts()];
-        for (c, &(_, _, h)) in plane_columns(f, plane).iter().enumerate() {
-            col_of[h.idx()] = c as u32;
-        }
-        DModK {
-            div: tier_divisors(f, plane),
-            col_of,
-        }
-    }
-
-    /// The member of `group` (`switch`'s ECMP next hops toward host `dst`) that the
-    /// single-path table uses: `group[(column / div_tier) mod len]`.
-    pub fn pick(&self, f: &Fabric, switch: NodeId, dst: NodeId, group: &[Port]) -> Option<Port> {
-        let c = *self.col_of.get(dst.idx())?;
-        if group.is_empty() || c == u32::MAX {
-            return None;
-        }
-        let div = self.div[(f.tier(switch) as usize).clamp(1, 3) - 1];
-        Some(group[(c / div) as usize % group.len()])
-    }
-}
-
 impl Lft {
     /// Computes the single-path tables from the ECMP tables.
     pub fn compute(f: &Fabric, r: &Routes) -> Lft {

@@ -23,6 +23,7 @@
 
 pub mod fabric;
 mod loops;
+pub mod reaction;
 mod results;
 pub mod star;
 pub mod telemetry;
@@ -152,6 +153,11 @@ impl CongestionConfig {
         c
     }
 
+    /// Whether the switches stamp INT and the hosts echo it: the algorithm needs it (HPCC).
+    pub fn int(&self) -> bool {
+        matches!(self.cc, CcKind::Hpcc)
+    }
+
     /// The time scale `virtual_rate / link_rate`.
     pub fn scale(&self) -> Result<TimeScale> {
         let (v, r) = (self.virtual_rate.as_bps(), self.link_rate.as_bps());
@@ -274,6 +280,12 @@ pub struct FlowResult {
     pub gbps: Vec<f64>,
     /// The sender's congestion-control rate at each sample, Gb/s (virtual).
     pub cc_rate_gbps: Vec<f64>,
+    /// The sender's window at each sample, bytes (empty: not a window-based controller).
+    pub cc_window_bytes: Vec<f64>,
+    /// Credit granted to the sender per sample, Gb/s (virtual; empty: not credit-based).
+    pub cc_credit_gbps: Vec<f64>,
+    /// How the controller reacted while the flow was active (`None`: too short to judge).
+    pub reaction: Option<reaction::Reaction>,
     pub cnps: u64,
     pub naks: u64,
     pub timeouts: u64,
@@ -453,6 +465,14 @@ pub fn check(cfg: &CongestionConfig, plan: &Workplan) -> Result<()> {
         return Err(Error::Invalid(format!(
             "payload {} must be a multiple of 4 in 16..=8192",
             cfg.payload
+        )));
+    }
+    if cfg.int() && cfg.payload < veth_core::int::MIN_PAYLOAD {
+        return Err(Error::Invalid(format!(
+            "payload {} B: {} needs INT records in every data packet, at least {} B of payload",
+            cfg.payload,
+            cfg.cc,
+            veth_core::int::MIN_PAYLOAD
         )));
     }
     Ok(())
