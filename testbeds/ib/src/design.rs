@@ -109,14 +109,11 @@ impl Design {
     }
 
     /// Writes the LFT dump of `lft` (OpenSM's `file` engine format) for the links `routes`
-    /// holds up: switch LIDs routed min-hop, host LIDs as `lft` says.
+    /// holds up: host LIDs as `lft` says, every other reachable LID min-hop
+    /// ([`ib::write_lfts`]).
     pub fn write_lfts(&self, w: &mut impl Write, routes: &Routes, lft: &Lft) -> Result<()> {
-        let f = &self.fabric;
-        let up = |l| routes.link_is_up(l);
-        ib::write_lfts(w, f, &self.addr, &self.lids, &up, |s, d, out| {
-            out.extend(lft.port(f, s, d));
-        })
-        .map_err(|e| Error::Fabric(e.to_string()))
+        ib::write_lfts(w, &self.fabric, &self.addr, &self.lids, routes, lft)
+            .map_err(|e| Error::Fabric(e.to_string()))
     }
 
     /// The tables [`Self::write_lfts`] writes, parsed.
