@@ -9,7 +9,8 @@
 //! * [`source`] — the [`source::Source`] trait; [`sim_source`] — the embedded simulator;
 //!   [`testbed_source`] — a routed veth testbed the daemon builds, watches and repairs;
 //!   [`observe_source`] — a fabric it only observes (`--observe`: Prometheus counters,
-//!   lldpd neighbours, FIBs read back; [`prom_query`], [`lldp_neighbours`]).
+//!   lldpd neighbours, FIBs read back; [`prom_query`], [`lldp_neighbours`]);
+//!   [`ib_source`] — an InfiniBand subnet (ibsim + OpenSM) routed on fabric's tables.
 //! * [`collector`] — the thread that owns the source, samples it every interval and
 //!   takes commands; [`hub`] — what it publishes (latest snapshot, bounded history,
 //!   broadcast ring, events, counters).
@@ -32,6 +33,7 @@ pub mod damping;
 pub mod health;
 pub mod http;
 pub mod hub;
+pub mod ib_source;
 pub mod lldp_neighbours;
 pub mod log;
 pub mod metrics;
@@ -121,6 +123,16 @@ pub async fn run(
     )
     .await;
     collector.stop().await;
+    // The source is gone; a namespace it created and could not delete is a leak the
+    // operator must hear about (each was logged with its reason).
+    let left = veth::netns::live();
+    if !left.is_empty() {
+        anyhow::bail!(
+            "stopped, leaving {} namespace(s) behind: {}",
+            left.len(),
+            left.join(", ")
+        );
+    }
     log::info("stopped");
     Ok(())
 }
@@ -140,6 +152,11 @@ pub struct Args {
     /// of --fabric (root; e.g. `fab-RUNID-` from `fabric testbed up`); not deleted on exit.
     #[arg(long, value_name = "PREFIX", conflicts_with_all = ["sim", "testbed"])]
     pub netns_prefix: Option<String>,
+    /// Start an InfiniBand subnet of --fabric: ibsim simulating it, a real OpenSM
+    /// (`-s 1 -R file`) routing it on fabric's tables; cable changes are detected (OpenSM's
+    /// traps, ibnetdiscover) and answered with new tables OpenSM loads (no root).
+    #[arg(long, conflicts_with_all = ["sim", "testbed", "netns_prefix", "host_netns"])]
+    pub infiniband: bool,
     /// Program and watch the namespace the daemon runs in as switch --switch of
     /// --fabric (root; a Linux router, or a namespace entered with `ip netns exec`):
     /// ports are the interfaces p<port>.
@@ -148,7 +165,7 @@ pub struct Args {
     /// Observe a fabric the daemon did not build and never writes to (a BGP fabric
     /// scraped by Prometheus): counters from --prometheus, neighbours from --lldp-dir,
     /// FIBs from --fib-netns, all checked against the design --fabric (docs/observe.md).
-    #[arg(long, requires = "prometheus", conflicts_with_all = ["sim", "testbed", "netns_prefix", "host_netns"])]
+    #[arg(long, requires = "prometheus", conflicts_with_all = ["sim", "testbed", "netns_prefix", "host_netns", "infiniband"])]
     pub observe: bool,
     /// --observe: Prometheus's URL (http://HOST:PORT[/prefix]).
     #[arg(long, value_name = "URL", requires = "observe")]
@@ -310,6 +327,10 @@ impl Args {
             SourceSpec::Netns {
                 fabric: self.fabric.clone(),
                 prefix: prefix.clone(),
+            }
+        } else if self.infiniband {
+            SourceSpec::Infiniband {
+                fabric: self.fabric.clone(),
             }
         } else if self.testbed {
             SourceSpec::Testbed {

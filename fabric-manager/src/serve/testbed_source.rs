@@ -358,6 +358,11 @@ impl Drop for TestbedSource {
         let id = rt.testbed().run_id().to_string();
         match rt.teardown() {
             Ok(()) => log::info(&format!("testbed {id}: namespaces deleted")),
+            Err(veth::Error::Leaked(left)) => {
+                for l in left {
+                    log::warn(&format!("testbed {id}: namespace left behind: {l}"));
+                }
+            }
             Err(e) => log::warn(&format!("testbed {id}: teardown: {e}")),
         }
     }

@@ -63,6 +63,9 @@ pub enum Error {
     /// A bad argument or configuration.
     #[error("{0}")]
     Invalid(String),
+    /// Namespaces that could not be deleted, each as `name: reason`.
+    #[error("{} namespace(s) left behind: {}", .0.len(), .0.join("; "))]
+    Leaked(Vec<String>),
 }
 
 /// Result of the veth testbeds.
@@ -161,18 +164,21 @@ impl Testbed {
         self.links.clear();
     }
 
-    /// Delete everything now (also done on drop). Returns the first error.
+    /// Delete everything now (also done on drop). Tries every namespace; the error
+    /// lists each one left behind with its reason.
     pub fn teardown(&mut self) -> Result<()> {
-        let mut first = Ok(());
+        let mut left = Vec::new();
         for ns in self.namespaces.drain(..).rev() {
-            if let Err(e) = ns.delete()
-                && first.is_ok()
-            {
-                first = Err(e);
+            if let Err(e) = ns.delete() {
+                left.push(format!("{}: {e}", ns.name()));
             }
         }
         self.links.clear();
-        first
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Leaked(left))
+        }
     }
 }
 
