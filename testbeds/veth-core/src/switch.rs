@@ -141,7 +141,9 @@ pub struct PortCounters {
     /// peer to pause. A real switch must reserve this much per port and priority to
     /// stay lossless (802.1Qbb headroom: cable, MTU and the peer's reaction time).
     pub max_headroom_bytes: u64,
-    /// Time this port's egress had data but was held by a received PAUSE.
+    /// Time this port's egress had data but was held by a received PAUSE (the
+    /// switch's clock: real time on veth; reports give it in virtual time too).
+    #[serde(rename = "paused_real_ps")]
     pub paused_time: Duration,
     /// Bytes queued now (all priorities).
     pub queue_bytes: u64,

@@ -72,6 +72,10 @@ pub(super) fn assemble(
             .map(|p| p.max_headroom_bytes)
             .max()
             .unwrap_or(0),
+        paused_virtual_us: ports
+            .iter()
+            .map(|p| scale.dur_to_virtual(p.paused_time).as_micros_f64())
+            .collect(),
         ports,
         port_names: Vec::new(),
         topology: cfg.topology.to_string(),
