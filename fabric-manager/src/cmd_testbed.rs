@@ -36,6 +36,9 @@ pub enum Command {
     },
     /// Run a scenario file on a fresh star testbed with the userspace switch.
     Run(RunArgs),
+    /// Run a scenario with each congestion-control algorithm, `--repeat N` times on veth
+    /// and once in the simulator twin, and print one table (JSON and CSV beside it).
+    Compare(crate::cmd_testbed_compare::CompareArgs),
     /// Realise a fabric with kernel routing, probe all pairs, fail a link, re-route, probe again.
     Verify(VerifyArgs),
     /// Remove a testbed created by `up`.
@@ -189,10 +192,13 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         // A live run stops on SIGINT/SIGTERM and tears down through its guard.
         return run_scenario(a);
     }
+    if let Command::Compare(a) = command {
+        return crate::cmd_testbed_compare::run(a);
+    }
     netns::install_signal_cleanup()?;
     match command {
         Command::Up { hosts } => up(hosts),
-        Command::Run(_) => unreachable!("handled above"),
+        Command::Run(_) | Command::Compare(_) => unreachable!("handled above"),
         Command::Verify(a) => verify(a),
         Command::Down { run_id, all } => down(run_id, all),
         Command::Clean { all } => {
@@ -627,10 +633,11 @@ fn interruption(
     })
 }
 
-fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
+/// The run `a` asks for: the congestion testbed's configuration and the compiled
+/// scenario (rates, topology, storm, watchdog, algorithm, spraying, capture checked).
+pub(crate) fn configure(a: &RunArgs) -> anyhow::Result<(CongestionConfig, scenario::Workplan)> {
     check_rates(a.link_mbps, a.virtual_gbps)?;
     check_spray(a.topology, a.spray.is_some())?;
-    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let scenario = Scenario::from_file(&a.scenario)?;
     let virtual_rate = Rate::gbps(a.virtual_gbps);
     let used = |hosts: u32| -> anyhow::Result<_> {
@@ -695,6 +702,13 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     cfg.pcap = a.pcap.clone();
     cfg.pcap_port = a.pcap_port;
     cfg.wall_limit = std::time::Duration::from_secs(a.wall_limit);
+    Ok((cfg, plan))
+}
+
+fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
+    let (cfg, plan) = configure(&a)?;
+    let hosts = cfg.hosts;
     let scale = cfg.scale()?;
     println!(
         "scenario {} on a {} of {hosts} hosts: links {} standing for {} (time scale {}), cc {}{}",
