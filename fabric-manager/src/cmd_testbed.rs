@@ -924,9 +924,52 @@ fn write_plots(
                 .enumerate()
                 .map(|(i, &b)| (t(i), b as f64 / 1e3))
                 .collect();
-            (format!("port {port}"), pts)
+            (port_label(r, port), pts)
         })
         .collect();
+    // What window- and credit-based controllers control (their rate plot is flat).
+    for (file, what, unit, get) in [
+        (
+            "cc-window.svg",
+            "congestion window per flow",
+            "KB",
+            (|f: &veth::congestion::FlowResult| &f.cc_window_bytes)
+                as fn(&veth::congestion::FlowResult) -> &Vec<f64>,
+        ),
+        (
+            "cc-credit.svg",
+            "credit granted per flow",
+            "Gb/s (virtual)",
+            |f: &veth::congestion::FlowResult| &f.cc_credit_gbps,
+        ),
+    ] {
+        if r.flows.iter().all(|f| get(f).is_empty()) {
+            continue;
+        }
+        let scale = if unit == "KB" { 1e-3 } else { 1.0 };
+        let series: Vec<_> = r
+            .flows
+            .iter()
+            .map(|fl| {
+                let pts = get(fl)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| (t(i), v * scale))
+                    .collect();
+                (format!("flow {} ({}→{})", fl.id, fl.src, fl.dst), pts)
+            })
+            .collect();
+        let p = dir.join(file);
+        line_chart(
+            &p,
+            &format!("{what} — {name} (veth)"),
+            "time (µs, virtual)",
+            unit,
+            &series,
+        )
+        .with_context(|| format!("write {}", p.display()))?;
+        out.push(p);
+    }
     let p = dir.join("queue.svg");
     line_chart(
         &p,
@@ -938,6 +981,13 @@ fn write_plots(
     .with_context(|| format!("write {}", p.display()))?;
     out.push(p);
     Ok(out)
+}
+
+/// A port as a plot legend names it: `sw:p3→h3`, `leaf1:p4→spine0`.
+fn port_label(r: &veth::congestion::CongestionReport, port: usize) -> String {
+    r.port_names.get(port).map_or(format!("port {port}"), |n| {
+        format!("{}:p{}→{}", n.switch, n.port, n.peer)
+    })
 }
 
 /// Run `plan` in the simulator (crate `sim`) on the twin of the veth run (the same star or
@@ -1233,5 +1283,21 @@ mod tests {
             130
         );
         assert!(interruption(&report_with(false), 0, false).is_none());
+    }
+
+    #[test]
+    fn queue_legends_name_the_switch_port_and_its_peer() {
+        let r = veth::congestion::CongestionReport {
+            port_names: vec![veth::congestion::fabric::PortName {
+                switch: "leaf1".into(),
+                port: 4,
+                peer: "spine0".into(),
+                tier: 1,
+                peer_tier: 2,
+            }],
+            ..Default::default()
+        };
+        assert_eq!(port_label(&r, 0), "leaf1:p4→spine0");
+        assert_eq!(port_label(&r, 7), "port 7");
     }
 }
