@@ -36,6 +36,9 @@ pub enum Command {
     },
     /// Run a scenario file on a fresh star testbed with the userspace switch.
     Run(RunArgs),
+    /// Run a scenario with each congestion-control algorithm, `--repeat N` times on veth
+    /// and once in the simulator twin, and print one table (JSON and CSV beside it).
+    Compare(crate::cmd_testbed_compare::CompareArgs),
     /// Realise a fabric with kernel routing, probe all pairs, fail a link, re-route, probe again.
     Verify(VerifyArgs),
     /// Bring up a routed fabric whose switches run FRR (BGP, BFD), lldpd and
@@ -196,10 +199,15 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         // Runs until SIGINT/SIGTERM and tears down through its guards.
         return crate::cmd_testbed_frr::run(a);
     }
+    if let Command::Compare(a) = command {
+        return crate::cmd_testbed_compare::run(a);
+    }
     netns::install_signal_cleanup()?;
     match command {
         Command::Up { hosts } => up(hosts),
-        Command::Run(_) | Command::Frr(_) => unreachable!("handled above"),
+        Command::Run(_) | Command::Frr(_) | Command::Compare(_) => {
+            unreachable!("handled above")
+        }
         Command::Verify(a) => verify(a),
         Command::Down { run_id, all } => down(run_id, all),
         Command::Clean { all } => {
@@ -634,10 +642,11 @@ fn interruption(
     })
 }
 
-fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
+/// The run `a` asks for: the congestion testbed's configuration and the compiled
+/// scenario (rates, topology, storm, watchdog, algorithm, spraying, capture checked).
+pub(crate) fn configure(a: &RunArgs) -> anyhow::Result<(CongestionConfig, scenario::Workplan)> {
     check_rates(a.link_mbps, a.virtual_gbps)?;
     check_spray(a.topology, a.spray.is_some())?;
-    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let scenario = Scenario::from_file(&a.scenario)?;
     let virtual_rate = Rate::gbps(a.virtual_gbps);
     let used = |hosts: u32| -> anyhow::Result<_> {
@@ -702,6 +711,13 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     cfg.pcap = a.pcap.clone();
     cfg.pcap_port = a.pcap_port;
     cfg.wall_limit = std::time::Duration::from_secs(a.wall_limit);
+    Ok((cfg, plan))
+}
+
+fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
+    let (cfg, plan) = configure(&a)?;
+    let hosts = cfg.hosts;
     let scale = cfg.scale()?;
     println!(
         "scenario {} on a {} of {hosts} hosts: links {} standing for {} (time scale {}), cc {}{}",
@@ -917,9 +933,52 @@ fn write_plots(
                 .enumerate()
                 .map(|(i, &b)| (t(i), b as f64 / 1e3))
                 .collect();
-            (format!("port {port}"), pts)
+            (port_label(r, port), pts)
         })
         .collect();
+    // What window- and credit-based controllers control (their rate plot is flat).
+    for (file, what, unit, get) in [
+        (
+            "cc-window.svg",
+            "congestion window per flow",
+            "KB",
+            (|f: &veth::congestion::FlowResult| &f.cc_window_bytes)
+                as fn(&veth::congestion::FlowResult) -> &Vec<f64>,
+        ),
+        (
+            "cc-credit.svg",
+            "credit granted per flow",
+            "Gb/s (virtual)",
+            |f: &veth::congestion::FlowResult| &f.cc_credit_gbps,
+        ),
+    ] {
+        if r.flows.iter().all(|f| get(f).is_empty()) {
+            continue;
+        }
+        let scale = if unit == "KB" { 1e-3 } else { 1.0 };
+        let series: Vec<_> = r
+            .flows
+            .iter()
+            .map(|fl| {
+                let pts = get(fl)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| (t(i), v * scale))
+                    .collect();
+                (format!("flow {} ({}→{})", fl.id, fl.src, fl.dst), pts)
+            })
+            .collect();
+        let p = dir.join(file);
+        line_chart(
+            &p,
+            &format!("{what} — {name} (veth)"),
+            "time (µs, virtual)",
+            unit,
+            &series,
+        )
+        .with_context(|| format!("write {}", p.display()))?;
+        out.push(p);
+    }
     let p = dir.join("queue.svg");
     line_chart(
         &p,
@@ -931,6 +990,13 @@ fn write_plots(
     .with_context(|| format!("write {}", p.display()))?;
     out.push(p);
     Ok(out)
+}
+
+/// A port as a plot legend names it: `sw:p3→h3`, `leaf1:p4→spine0`.
+fn port_label(r: &veth::congestion::CongestionReport, port: usize) -> String {
+    r.port_names.get(port).map_or(format!("port {port}"), |n| {
+        format!("{}:p{}→{}", n.switch, n.port, n.peer)
+    })
 }
 
 /// Run `plan` in the simulator (crate `sim`) on the twin of the veth run (the same star or
@@ -1226,5 +1292,21 @@ mod tests {
             130
         );
         assert!(interruption(&report_with(false), 0, false).is_none());
+    }
+
+    #[test]
+    fn queue_legends_name_the_switch_port_and_its_peer() {
+        let r = veth::congestion::CongestionReport {
+            port_names: vec![veth::congestion::fabric::PortName {
+                switch: "leaf1".into(),
+                port: 4,
+                peer: "spine0".into(),
+                tier: 1,
+                peer_tier: 2,
+            }],
+            ..Default::default()
+        };
+        assert_eq!(port_label(&r, 0), "leaf1:p4→spine0");
+        assert_eq!(port_label(&r, 7), "port 7");
     }
 }

@@ -10,6 +10,7 @@ mod cmd_routes;
 mod cmd_sim;
 mod cmd_status;
 mod cmd_testbed;
+mod cmd_testbed_compare;
 mod cmd_testbed_frr;
 mod cmd_topo;
 mod common;

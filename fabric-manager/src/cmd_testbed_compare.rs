@@ -1,0 +1,535 @@
+//! `fabric testbed compare`: one scenario, several congestion-control algorithms, each run
+//! `--repeat N` times on veth (veth is not deterministic) and once in the simulator twin
+//! (deterministic), summarised in one table — drops, pauses, ECN marks, CNPs, FCT
+//! p50/p99/max (median over the veth runs and their range), bottleneck utilisation,
+//! veth/simulator ratios, how many runs kept up with real time — with a verdict per
+//! algorithm; the same rows as JSON and CSV, each naming algorithm, scenario,
+//! parameters and build.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use cc_algos::CcKind;
+use report::outcome::RunOutcome;
+use serde::Serialize;
+use veth::congestion::{CongestionConfig, CongestionReport};
+
+use crate::cmd_testbed::RunArgs;
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Algorithms to compare, comma-separated (`--cc` names).
+    #[arg(long, default_value = "dcqcn,dctcp,nscc,rccc,hpcc")]
+    pub algorithms: String,
+    /// Veth runs per algorithm (1..=20).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Write the rows as CSV.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
+/// Median FCT ratio (veth/simulator) within which an algorithm "agrees".
+pub const AGREE: (f64, f64) = (0.67, 1.5);
+
+/// One run of one side, reduced to the table's columns (µs of virtual time).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RunRow {
+    pub drops: u64,
+    pub pauses: u64,
+    pub ecn_marks: u64,
+    pub cnps: u64,
+    pub finished: usize,
+    pub flows: usize,
+    pub fct_p50_us: Option<f64>,
+    pub fct_p99_us: Option<f64>,
+    pub fct_max_us: Option<f64>,
+    /// The busiest port's transmitted bytes over the run, as a fraction of its rate.
+    pub bottleneck_utilisation: f64,
+    /// Veth: both event loops kept up with real time (`CongestionReport::faithful`).
+    pub kept_up: bool,
+    /// Veth: some flow's controller moved (false with congestion: the algorithm did not run).
+    pub controller_reacted: bool,
+}
+
+impl RunRow {
+    fn from_outcome(o: &RunOutcome, utilisation: f64) -> RunRow {
+        let f = o.fct();
+        let some = |x: f64| (f.finished > 0).then_some(x);
+        RunRow {
+            drops: o.counts.drops,
+            pauses: o.counts.pauses,
+            ecn_marks: o.counts.ecn_marks,
+            cnps: o.counts.cnps,
+            finished: f.finished,
+            flows: f.finished + f.unfinished,
+            fct_p50_us: some(f.p50_us),
+            fct_p99_us: some(f.p99_us),
+            fct_max_us: some(f.max_us),
+            bottleneck_utilisation: utilisation,
+            kept_up: true,
+            controller_reacted: true,
+        }
+    }
+
+    /// A veth run.
+    pub fn veth(r: &CongestionReport) -> RunRow {
+        let secs = r.duration_us * 1e-6;
+        let cap = r.virtual_rate_gbps * 1e9 / 8.0 * secs;
+        let busiest = r.ports.iter().map(|p| p.tx_bytes).max().unwrap_or(0);
+        let util = if cap > 0.0 { busiest as f64 / cap } else { 0.0 };
+        RunRow {
+            kept_up: r.faithful(),
+            controller_reacted: !r.controller_inert(),
+            ..RunRow::from_outcome(&r.outcome(), util)
+        }
+    }
+
+    /// The simulator twin's run.
+    pub fn sim(s: &sim::SimResults) -> RunRow {
+        let util = s.links.iter().map(|l| l.utilisation).fold(0.0, f64::max);
+        RunRow::from_outcome(&s.outcome(), util)
+    }
+}
+
+/// The median and range of a column over the veth runs (runs without a value left out).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Range {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Range {
+    pub fn of(values: impl Iterator<Item = f64>) -> Option<Range> {
+        let mut v: Vec<f64> = values.collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Range {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        })
+    }
+}
+
+/// One algorithm: its veth runs, its simulator run, the verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct AlgoRow {
+    pub algorithm: String,
+    pub scenario: String,
+    pub parameters: String,
+    pub build: String,
+    pub veth: Vec<RunRow>,
+    pub sim: RunRow,
+    pub fct_p50_us: Option<Range>,
+    pub fct_p99_us: Option<Range>,
+    pub fct_max_us: Option<Range>,
+    /// Median veth p50 FCT over the simulator's.
+    pub p50_ratio: Option<f64>,
+    pub max_ratio: Option<f64>,
+    pub verdict: String,
+}
+
+impl AlgoRow {
+    pub fn new(
+        algorithm: &str,
+        scenario: &str,
+        parameters: &str,
+        veth: Vec<RunRow>,
+        sim: RunRow,
+    ) -> AlgoRow {
+        let range = |f: fn(&RunRow) -> Option<f64>| Range::of(veth.iter().filter_map(f));
+        let (p50, p99, max) = (
+            range(|r| r.fct_p50_us),
+            range(|r| r.fct_p99_us),
+            range(|r| r.fct_max_us),
+        );
+        let ratio = |v: Option<Range>, s: Option<f64>| match (v, s) {
+            (Some(v), Some(s)) if s > 0.0 => Some(v.median / s),
+            _ => None,
+        };
+        let p50_ratio = ratio(p50, sim.fct_p50_us);
+        let max_ratio = ratio(max, sim.fct_max_us);
+        let verdict = verdict(&veth, &sim, p50_ratio);
+        AlgoRow {
+            algorithm: algorithm.into(),
+            scenario: scenario.into(),
+            parameters: parameters.into(),
+            build: build(),
+            veth,
+            sim,
+            fct_p50_us: p50,
+            fct_p99_us: p99,
+            fct_max_us: max,
+            p50_ratio,
+            max_ratio,
+            verdict,
+        }
+    }
+}
+
+/// `agrees` when every veth run finished every flow, kept up with real time, had a
+/// controller that reacted and no drop the simulator did not have, and the median p50
+/// FCT is within [`AGREE`] of the simulator's; otherwise every reason it does not.
+pub fn verdict(veth: &[RunRow], sim: &RunRow, p50_ratio: Option<f64>) -> String {
+    let n = veth.len();
+    let mut why = Vec::new();
+    let count = |f: fn(&RunRow) -> bool| veth.iter().filter(|r| f(r)).count();
+    let behind = count(|r| !r.kept_up);
+    if behind > 0 {
+        why.push(format!("{behind}/{n} runs fell behind real time"));
+    }
+    let unfinished = count(|r| r.finished < r.flows);
+    if unfinished > 0 {
+        why.push(format!("{unfinished}/{n} runs left flows unfinished"));
+    }
+    let inert = count(|r| !r.controller_reacted);
+    if inert > 0 {
+        why.push(format!(
+            "the controller never reacted in {inert}/{n} congested runs"
+        ));
+    }
+    if sim.drops == 0 && veth.iter().any(|r| r.drops > 0) {
+        why.push("veth dropped, the simulator did not".into());
+    }
+    match p50_ratio {
+        Some(x) if x < AGREE.0 || x > AGREE.1 => why.push(format!(
+            "median FCT {x:.2}× the simulator's (outside {}–{}×)",
+            AGREE.0, AGREE.1
+        )),
+        Some(_) => {}
+        None => why.push("no FCT to compare".into()),
+    }
+    if why.is_empty() {
+        "agrees".into()
+    } else {
+        format!("differs: {}", why.join("; "))
+    }
+}
+
+/// The build the figures come from: crate version and git commit when known.
+fn build() -> String {
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    format!(
+        "fabric {}{}",
+        env!("CARGO_PKG_VERSION"),
+        commit.map_or(String::new(), |c| format!(" ({c})"))
+    )
+}
+
+fn us(v: Option<f64>) -> String {
+    v.map_or("–".into(), |x| format!("{x:.0}"))
+}
+
+fn range(r: Option<Range>) -> String {
+    r.map_or("–".into(), |r| {
+        format!("{:.0} [{:.0}–{:.0}]", r.median, r.min, r.max)
+    })
+}
+
+fn median_count(rows: &[RunRow], f: fn(&RunRow) -> u64) -> String {
+    Range::of(rows.iter().map(|r| f(r) as f64)).map_or("–".into(), |r| {
+        format!("{:.0} [{:.0}–{:.0}]", r.median, r.min, r.max)
+    })
+}
+
+/// The table: one row per algorithm and side.
+pub fn table(rows: &[AlgoRow]) -> String {
+    let header = [
+        "algorithm",
+        "side",
+        "drops",
+        "pauses",
+        "ECN marks",
+        "CNPs",
+        "FCT p50 µs",
+        "FCT p99 µs",
+        "FCT max µs",
+        "bottleneck util.",
+        "veth/sim p50 (max)",
+        "kept up",
+        "verdict",
+    ];
+    let mut out = Vec::new();
+    for a in rows {
+        let n = a.veth.len();
+        let util = Range::of(a.veth.iter().map(|r| r.bottleneck_utilisation));
+        out.push(vec![
+            a.algorithm.clone(),
+            format!("veth ×{n}"),
+            median_count(&a.veth, |r| r.drops),
+            median_count(&a.veth, |r| r.pauses),
+            median_count(&a.veth, |r| r.ecn_marks),
+            median_count(&a.veth, |r| r.cnps),
+            range(a.fct_p50_us),
+            range(a.fct_p99_us),
+            range(a.fct_max_us),
+            util.map_or("–".into(), |u| format!("{:.2}", u.median)),
+            match (a.p50_ratio, a.max_ratio) {
+                (Some(p), Some(m)) => format!("{p:.2}× ({m:.2}×)"),
+                (Some(p), None) => format!("{p:.2}×"),
+                _ => "–".into(),
+            },
+            format!("{}/{n}", a.veth.iter().filter(|r| r.kept_up).count()),
+            a.verdict.clone(),
+        ]);
+        let s = &a.sim;
+        out.push(vec![
+            String::new(),
+            "sim".into(),
+            s.drops.to_string(),
+            s.pauses.to_string(),
+            s.ecn_marks.to_string(),
+            s.cnps.to_string(),
+            us(s.fct_p50_us),
+            us(s.fct_p99_us),
+            us(s.fct_max_us),
+            format!("{:.2}", s.bottleneck_utilisation),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]);
+    }
+    report::table(&header, &out)
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The rows as CSV: one line per run (veth runs numbered from 1, the simulator `sim`).
+pub fn csv(rows: &[AlgoRow]) -> String {
+    let mut out = String::from(
+        "algorithm,scenario,parameters,build,side,run,drops,pauses,ecn_marks,cnps,finished,flows,fct_p50_us,fct_p99_us,fct_max_us,bottleneck_utilisation,kept_up,controller_reacted,verdict\n",
+    );
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.1}"));
+    for a in rows {
+        let runs = a
+            .veth
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ("veth", (i + 1).to_string(), r))
+            .chain(std::iter::once(("sim", "sim".to_string(), &a.sim)));
+        for (side, run, r) in runs {
+            let fields = [
+                csv_field(&a.algorithm),
+                csv_field(&a.scenario),
+                csv_field(&a.parameters),
+                csv_field(&a.build),
+                side.into(),
+                run,
+                r.drops.to_string(),
+                r.pauses.to_string(),
+                r.ecn_marks.to_string(),
+                r.cnps.to_string(),
+                r.finished.to_string(),
+                r.flows.to_string(),
+                opt(r.fct_p50_us),
+                opt(r.fct_p99_us),
+                opt(r.fct_max_us),
+                format!("{:.3}", r.bottleneck_utilisation),
+                r.kept_up.to_string(),
+                r.controller_reacted.to_string(),
+                csv_field(&a.verdict),
+            ];
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The parameters a row names: topology, hosts, rates, buffer, ECN, PFC, MTU.
+fn parameters(cfg: &CongestionConfig) -> String {
+    format!(
+        "{} of {} hosts, links {} as {}, buffer {} B, ECN {}, PFC {}, payload {} B",
+        cfg.topology,
+        cfg.hosts,
+        cfg.link_rate,
+        cfg.virtual_rate,
+        cfg.buffer.0,
+        cfg.ecn.map_or("off".into(), |e| format!(
+            "Kmin {} Kmax {} Pmax {}",
+            e.kmin.0, e.kmax.0, e.pmax
+        )),
+        cfg.pfc.map_or("off".into(), |p| format!(
+            "XOFF {} XON {}",
+            p.xoff.0, p.xon.0
+        )),
+        cfg.payload
+    )
+}
+
+pub fn run(a: CompareArgs) -> anyhow::Result<()> {
+    if !(1..=20).contains(&a.repeat) {
+        bail!("--repeat {}: give 1..=20 veth runs per algorithm", a.repeat);
+    }
+    if a.run.pcap.is_some() || a.run.record.is_some() || a.run.plot.is_some() {
+        bail!(
+            "`testbed compare` runs many times: --pcap, --record and --plot belong to `testbed run`"
+        );
+    }
+    let algorithms: Vec<(String, CcKind)> = a
+        .algorithms
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<CcKind>()
+                .map(|k| (s.to_string(), k))
+                .with_context(|| format!("--algorithms: {s:?}"))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    if algorithms.is_empty() {
+        bail!("--algorithms: name at least one of {}", CcKind::NAMES);
+    }
+    let mut json = crate::common::JsonOut::new(a.run.json.as_deref())?;
+    let (base, plan) = crate::cmd_testbed::configure(&a.run)?;
+    // A run's loops set its stop flag when they finish: every run gets its own
+    // Stopper, and a signal stops the current one.
+    let current = std::sync::Arc::new(std::sync::Mutex::new(veth::congestion::Stopper::default()));
+    let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (current2, stopped2) = (current.clone(), stopped.clone());
+    veth::netns::on_signal(move |_| {
+        stopped2.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(s) = current2.lock() {
+            s.stop();
+        }
+    })?;
+    let mut rows = Vec::new();
+    for (name, kind) in &algorithms {
+        let mut cfg = base.clone();
+        cfg.cc = *kind;
+        let mut veth_rows = Vec::new();
+        for i in 1..=a.repeat {
+            let stopper = veth::congestion::Stopper::default();
+            if let Ok(mut c) = current.lock() {
+                *c = stopper.clone();
+            }
+            if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                stopper.stop();
+            }
+            let run = veth::congestion::spawn_with(&cfg, &plan, stopper)?;
+            let mut run = run;
+            run.ignore_snapshots();
+            let r = run.join()?;
+            if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(crate::common::Interrupted {
+                    status: 130,
+                    what: format!(
+                        "`testbed compare` was stopped during {name} run {i}: no table (a truncated run is not compared)"
+                    ),
+                }
+                .into());
+            }
+            let row = RunRow::veth(&r);
+            eprintln!(
+                "{name} veth run {i}/{}: p50 {} µs, max {} µs, kept up {}",
+                a.repeat,
+                us(row.fct_p50_us),
+                us(row.fct_max_us),
+                row.kept_up
+            );
+            veth_rows.push(row);
+        }
+        let s = veth::congestion::twin::run_sim(&cfg, &plan, None)?;
+        rows.push(AlgoRow::new(
+            name,
+            &plan.name,
+            &parameters(&cfg),
+            veth_rows,
+            RunRow::sim(&s),
+        ));
+    }
+    println!(
+        "scenario {}: {} — veth median [min–max] over {} runs, simulator twin once; FCT in µs of virtual time",
+        plan.name,
+        parameters(&base),
+        a.repeat
+    );
+    print!("{}", table(&rows));
+    json.write(&rows)?;
+    if let Some(p) = &a.csv {
+        std::fs::write(p, csv(&rows)).with_context(|| format!("write {}", p.display()))?;
+        println!("CSV in {}", p.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(p50: Option<f64>, kept_up: bool, reacted: bool) -> RunRow {
+        RunRow {
+            finished: 8,
+            flows: 8,
+            fct_p50_us: p50,
+            fct_max_us: p50.map(|x| x * 2.0),
+            kept_up,
+            controller_reacted: reacted,
+            ..RunRow::default()
+        }
+    }
+
+    #[test]
+    fn ranges_take_the_median_and_skip_runs_without_a_value() {
+        let r = Range::of([3.0, 1.0, 2.0, 10.0].into_iter()).unwrap();
+        assert_eq!((r.median, r.min, r.max), (2.5, 1.0, 10.0));
+        assert!(Range::of(std::iter::empty()).is_none());
+    }
+
+    #[test]
+    fn the_verdict_names_every_reason_it_does_not_agree() {
+        let sim = row(Some(1000.0), true, true);
+        let good = vec![row(Some(900.0), true, true), row(Some(1100.0), true, true)];
+        let a = AlgoRow::new("dcqcn", "incast", "p", good, sim.clone());
+        assert_eq!(a.verdict, "agrees");
+        assert_eq!(a.p50_ratio, Some(1.0));
+        let bad = vec![row(Some(3000.0), false, false), row(None, true, true)];
+        let a = AlgoRow::new("hpcc", "incast", "p", bad, sim);
+        assert!(a.verdict.contains("1/2 runs fell behind"), "{}", a.verdict);
+        assert!(a.verdict.contains("never reacted"), "{}", a.verdict);
+        assert!(a.verdict.contains("3.00×"), "{}", a.verdict);
+    }
+
+    #[test]
+    fn table_and_csv_name_algorithm_scenario_and_a_dash_for_nothing_finished() {
+        let mut nothing = row(None, true, true);
+        nothing.finished = 0;
+        let a = AlgoRow::new(
+            "nscc",
+            "veth incast 8:1",
+            "star, a,b",
+            vec![nothing],
+            row(Some(500.0), true, true),
+        );
+        let t = table(std::slice::from_ref(&a));
+        assert!(t.contains("nscc") && t.contains('–'), "{t}");
+        let c = csv(&[a]);
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(lines.len(), 3, "header, one veth run, the simulator");
+        assert!(lines[1].starts_with("nscc,veth incast 8:1,\"star, a,b\",fabric "));
+        assert!(lines[2].contains(",sim,sim,"));
+    }
+}
