@@ -22,6 +22,9 @@ use std::sync::Arc;
 
 pub use crate::keys::Action;
 
+/// Samples of history kept for the charts.
+pub const HISTORY: usize = 600;
+
 /// Most events kept.
 pub const MAX_EVENTS: usize = 10_000;
 
@@ -234,7 +237,7 @@ impl App {
             suspend: false,
             recording: None,
             status: SourceStatus::Connecting(String::new()),
-            history: History::new(600),
+            history: History::new(HISTORY),
             events: VecDeque::new(),
             filter: FilterState::default(),
             sort: SortKey::Util,
@@ -303,7 +306,11 @@ impl App {
             Msg::Key(k) => self.key(k),
             Msg::Action(a) => self.act(a),
             Msg::Fabric(f) => {
+                // another fabric, or the same one from a restarted daemon: start afresh
                 self.fabric = Arc::new(*f);
+                self.history = History::new(HISTORY);
+                self.link_history.clear();
+                self.selected = 0;
                 self.path.clear();
                 self.plane = 0;
                 self.cursor = (0, 0);

@@ -10,6 +10,60 @@ use std::time::Duration;
 /// Longest header block accepted.
 const MAX_HEADERS: usize = 64 << 10;
 
+/// Most bytes of an error response's body read for its explanation.
+const MAX_ERROR_BODY: u64 = 4096;
+
+/// A response other than 200 OK, with the server's explanation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpError {
+    /// The request's path.
+    pub path: String,
+    /// Status code (400, 503, …).
+    pub status: u16,
+    /// Reason phrase (`Bad Request`).
+    pub reason: String,
+    /// The body's `error` field when it is the daemon's JSON error, else its text (first
+    /// line, at most 200 characters); empty when there is none.
+    pub message: String,
+}
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GET {}: {} {}", self.path, self.status, self.reason)?;
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for HttpError {}
+
+impl HttpError {
+    /// The `HttpError` inside an I/O error from [`get`], if it is one.
+    pub fn of(e: &io::Error) -> Option<&HttpError> {
+        e.get_ref().and_then(|x| x.downcast_ref::<HttpError>())
+    }
+}
+
+/// What an error body says: the `error` field of a JSON object, else its first line.
+fn explanation(body: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct E {
+        error: String,
+    }
+    let text = match serde_json::from_slice::<E>(body) {
+        Ok(e) => e.error,
+        Err(_) => String::from_utf8_lossy(body)
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .to_string(),
+    };
+    text.chars().filter(|c| !c.is_control()).take(200).collect()
+}
+
 /// An open response body.
 #[derive(Debug)]
 pub struct Body {
@@ -57,13 +111,17 @@ pub fn get(addr: &str, path: &str, timeout: Duration) -> io::Result<Body> {
         Ok(())
     };
     read_line(&mut r, &mut line)?;
-    let status = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    if status != "200" {
-        return Err(io::Error::other(format!(
-            "GET {path}: HTTP {}",
-            line.trim()
+    let mut words = line.trim().splitn(3, ' ');
+    let (version, status) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let reason = words.next().unwrap_or("").to_string();
+    if !version.starts_with("HTTP/") {
+        return Err(bad(&format!(
+            "GET {path}: {addr} does not answer in HTTP (is it `fabric serve`?)"
         )));
     }
+    let status: u16 = status
+        .parse()
+        .map_err(|_| bad(&format!("GET {path}: bad status line {:?}", line.trim())))?;
     let mut mode = Mode::Close;
     loop {
         read_line(&mut r, &mut line)?;
@@ -84,7 +142,19 @@ pub fn get(addr: &str, path: &str, timeout: Duration) -> io::Result<Body> {
             mode = Mode::Length(v.parse().map_err(|_| bad("bad Content-Length"))?);
         }
     }
-    Ok(Body { r, mode })
+    let mut body = Body { r, mode };
+    if status != 200 {
+        let mut text = Vec::new();
+        // the explanation is best effort: a body cut short still names the status
+        let _ = body.by_ref().take(MAX_ERROR_BODY).read_to_end(&mut text);
+        return Err(io::Error::other(HttpError {
+            path: path.to_string(),
+            status,
+            reason,
+            message: explanation(&text),
+        }));
+    }
+    Ok(body)
 }
 
 fn bad(msg: &str) -> io::Error {
@@ -198,7 +268,29 @@ mod tests {
         let e = get(&a, "/x", Duration::from_secs(5))
             .unwrap_err()
             .to_string();
-        assert_eq!(e, "GET /x: HTTP HTTP/1.1 404 Not Found");
+        assert_eq!(e, "GET /x: 404 Not Found");
+        // the daemon's JSON error body is the explanation (it used to be dropped)
+        let a = serve(b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 61\r\n\r\n{\"error\":\"from=120: not reached yet; the next snapshot is 3\"}     ");
+        let e = get(&a, "/s", Duration::from_secs(5)).unwrap_err();
+        let h = HttpError::of(&e).expect("an HTTP error");
+        assert_eq!((h.status, h.reason.as_str()), (400, "Bad Request"));
+        assert_eq!(
+            e.to_string(),
+            "GET /s: 400 Bad Request: from=120: not reached yet; the next snapshot is 3"
+        );
+        let a = serve(b"HTTP/1.1 503 Service Unavailable\r\n\r\ntoo many stream clients\nmore\n");
+        let e = get(&a, "/s", Duration::from_secs(5))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "GET /s: 503 Service Unavailable: too many stream clients"
+        );
+        let a = serve(b"SSH-2.0-OpenSSH_9.2\r\n");
+        let e = get(&a, "/s", Duration::from_secs(5))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not answer in HTTP"), "{e}");
         let a = serve(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
         let mut s = String::new();
         assert!(

@@ -125,6 +125,9 @@ fn main() -> Result<()> {
     {
         bail!("--speed {x}: expected a number from 0.000001 to 1024");
     }
+    if let Some(addr) = &a.connect {
+        source::check_address(addr).map_err(anyhow::Error::msg)?;
+    }
     // before the screen opens: a path that cannot be written is an error here
     let rec = a.record.as_deref().map(Recorder::create).transpose()?;
     let rec_name = rec.as_ref().map(Recorder::name);

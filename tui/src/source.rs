@@ -329,13 +329,24 @@ impl Replay {
 
 /// Follow the daemon's telemetry stream at `addr` (`HOST:PORT`), reconnecting with
 /// back-off (0.25 s doubling to 8 s) and resuming from the last sequence number seen.
+///
+/// A daemon that restarted is a new instance (the map's `instance`): the view starts
+/// afresh (the map re-read, history cleared) and a recording in progress is finished,
+/// since the new run's clock and sequence numbers start again. A daemon that cannot
+/// resume from our sequence number (400: not reached yet, as after a restart; 410: no
+/// longer kept) is asked for its live stream instead, at once.
 pub fn connect(addr: String, tx: Sender<Msg>, ctl: Receiver<Control>, mut rec: Option<Recorder>) {
-    let mut from = 0u64;
+    let mut from = Some(0u64);
+    let mut instance: Option<String> = None;
     let mut backoff = Duration::from_millis(250);
     let mut state: Option<(Aggregator, FabricView)> = None;
     let name = format!("fabric serve {addr}");
     loop {
-        let path = format!("/api/v1/telemetry/stream?from={from}");
+        let path = match from {
+            Some(n) => format!("/api/v1/telemetry/stream?from={n}"),
+            None => "/api/v1/telemetry/stream".to_string(),
+        };
+        let mut again_now = false;
         let reason = match crate::http::get(&addr, &path, Duration::from_secs(10)) {
             Ok(mut body) => {
                 backoff = Duration::from_millis(250);
@@ -347,8 +358,15 @@ pub fn connect(addr: String, tx: Sender<Msg>, ctl: Receiver<Control>, mut rec: O
                     }
                     match fabric_api::read_frame(&mut body, fabric_api::DEFAULT_MAX_LINE) {
                         Ok(Some(f)) => {
-                            if let Frame::Snapshot(s) = &f {
-                                from = s.seq + 1;
+                            match &f {
+                                Frame::Snapshot(s) => from = Some(s.seq + 1),
+                                Frame::Fabric(info) => {
+                                    if restarted(&instance, info) {
+                                        new_instance(info, &mut rec, &tx);
+                                    }
+                                    instance.clone_from(&info.instance);
+                                }
+                                Frame::Event(_) => {}
                             }
                             Recorder::record_or_stop(&mut rec, &f, &tx);
                             if !deliver(&mut state, f, &tx) {
@@ -367,13 +385,25 @@ pub fn connect(addr: String, tx: Sender<Msg>, ctl: Receiver<Control>, mut rec: O
                     }
                 }
             }
-            Err(e) => e.to_string(),
+            Err(e) => {
+                if let Some(h) = crate::http::HttpError::of(&e)
+                    && matches!(h.status, 400 | 410)
+                    && from.is_some()
+                {
+                    from = None;
+                    again_now = true;
+                }
+                e.to_string()
+            }
         };
         let _ = tx.send(Msg::Status(SourceStatus::Disconnected {
             name: name.clone(),
             since: time_of_day(),
             reason,
         }));
+        if again_now {
+            continue;
+        }
         match ctl.recv_timeout(backoff) {
             Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => {
                 finish(rec);
@@ -382,6 +412,72 @@ pub fn connect(addr: String, tx: Sender<Msg>, ctl: Receiver<Control>, mut rec: O
             _ => {}
         }
         backoff = (backoff * 2).min(Duration::from_secs(8));
+    }
+}
+
+/// Check a `--connect` address before the screen opens: `HOST:PORT` (an IPv6 address
+/// in brackets) whose host resolves. A daemon that is not running yet is not an error
+/// (the stream reconnects); a URL, a missing port or a name that resolves to nothing is.
+pub fn check_address(addr: &str) -> std::result::Result<(), String> {
+    use std::net::ToSocketAddrs;
+    let bad = |why: &str| format!("--connect {addr}: {why}");
+    if addr.contains("://") || addr.contains('/') {
+        return Err(bad(
+            "expected HOST:PORT (e.g. 127.0.0.1:9100), not a URL; `--prometheus` takes URLs",
+        ));
+    }
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        return Err(bad("no port: expected HOST:PORT (e.g. 127.0.0.1:9100)"));
+    };
+    if host.is_empty() || host == "[]" {
+        return Err(bad("no host: expected HOST:PORT (e.g. 127.0.0.1:9100)"));
+    }
+    if host.contains(':') && !host.starts_with('[') {
+        return Err(bad("an IPv6 address goes in brackets: [::1]:9100"));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => {}
+        _ => {
+            return Err(bad(&format!(
+                "port `{port}` is not a number from 1 to 65535"
+            )));
+        }
+    }
+    match addr.to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(bad(&format!("`{host}` resolves to no address"))),
+        Err(e) => Err(bad(&format!("`{host}` does not resolve: {e}"))),
+    }
+}
+
+/// Is `info` from another run of the daemon than the one seen before?
+fn restarted(seen: &Option<String>, info: &FabricInfo) -> bool {
+    matches!((seen, &info.instance), (Some(a), Some(b)) if a != b)
+}
+
+/// A restarted daemon: say so, and finish the recording (the new run's clock and
+/// sequence numbers start again, so they do not continue the old one's).
+fn new_instance(info: &FabricInfo, rec: &mut Option<Recorder>, tx: &Sender<Msg>) {
+    let id = info.instance.as_deref().unwrap_or("?");
+    let _ = tx.send(Msg::Event(crate::metrics::EventRow {
+        at_ns: 0,
+        severity: crate::metrics::Severity::Warn,
+        text: format!("the daemon restarted (instance {id}): fabric map re-read, values afresh"),
+        link: None,
+    }));
+    if let Some(r) = rec.take() {
+        let name = r.name();
+        let text = match r.finish() {
+            Ok(()) => format!("recording {name} finished: the daemon restarted"),
+            Err(e) => format!("recording stopped: {e}"),
+        };
+        let _ = tx.send(Msg::Event(crate::metrics::EventRow {
+            at_ns: 0,
+            severity: crate::metrics::Severity::Warn,
+            text,
+            link: None,
+        }));
+        let _ = tx.send(Msg::Recording(None));
     }
 }
 

@@ -224,6 +224,11 @@ impl Drop for Daemon {
     }
 }
 
+/// `--connect` to a real `fabric serve --sim`, which is then stopped and started again on
+/// the same port: stale values while it is gone, then the new run (a new instance id in
+/// the stream's first frame) is shown afresh at once — it used to be refused (`from=` in
+/// the new run's future) until the new daemon's sequence number passed the old one, and
+/// then two runs' streams were spliced. The recording of the first run is finished.
 #[test]
 fn connect_to_fabric_serve_in_tmux() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -233,9 +238,15 @@ fn connect_to_fabric_serve_in_tmux() {
         .port();
     let daemon = Daemon::start(port);
     let bin = env!("CARGO_BIN_EXE_fabric-tui");
+    let dir = std::env::temp_dir().join(format!("fabric-tui-connect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rec = dir.join("live.rec");
     let Some(s) = Session::start(
         "connect",
-        &format!("{bin} --connect 127.0.0.1:{port}"),
+        &format!(
+            "{bin} --connect 127.0.0.1:{port} --record {}",
+            rec.display()
+        ),
         120,
         36,
     ) else {
@@ -246,7 +257,10 @@ fn connect_to_fabric_serve_in_tmux() {
         screen.contains(&format!("● LIVE fabric serve 127.0.0.1:{port}")),
         "{screen}"
     );
+    assert!(screen.contains("● REC live.rec"), "{screen}");
     assert!(screen.contains("fat-tree-k4"), "{screen}");
+    // let the first run get well ahead of where the second will be when it is reached
+    std::thread::sleep(Duration::from_secs(4));
     s.keys(&["Tab"]);
     s.wait_for("links 1–");
     // the daemon goes away: stale values, then it comes back and the stream resumes
@@ -258,7 +272,38 @@ fn connect_to_fabric_serve_in_tmux() {
     );
     let _daemon = Daemon::start(port);
     s.wait_for("● LIVE fabric serve");
+    s.keys(&["Tab", "Tab"]);
+    let screen = s.wait_for("the daemon restarted (instance");
+    assert!(
+        screen.contains("recording live.rec finished: the daemon restarted"),
+        "{screen}"
+    );
+    assert!(!screen.contains("● REC"), "{screen}");
+    assert_finished_recording(&rec);
     s.keys(&["q"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A `--connect` address that cannot work is refused before the screen opens.
+#[test]
+fn bad_connect_addresses_are_refused_before_the_screen_opens() {
+    for (addr, want) in [
+        ("http://127.0.0.1:9100", "not a URL"),
+        ("127.0.0.1", "no port"),
+        ("127.0.0.1:http", "is not a number from 1 to 65535"),
+        ("::1:9100", "in brackets"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_fabric-tui"))
+            .args(["--connect", addr])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{addr}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("--connect {addr}: ")) && err.contains(want),
+            "{addr}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -58,6 +58,12 @@ pub struct FabricInfo {
     /// Ports, in the order every per-port array of a snapshot follows.
     #[serde(serialize_with = "ser_ports", deserialize_with = "de_ports")]
     pub ports: Vec<PortInfo>,
+    /// Which run of the daemon sends this stream (a new id on every start), absent in
+    /// recordings and from sources that are not a daemon. A reader that reconnects and
+    /// sees another instance is talking to a restarted daemon: its sequence numbers
+    /// start again, so the reader starts afresh (re-reads the map, resumes from 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
 }
 
 impl FabricInfo {
@@ -98,7 +104,14 @@ impl FabricInfo {
             priorities,
             nodes,
             ports,
+            instance: None,
         }
+    }
+
+    /// The same map with another instance id (the daemon stamps its own on start).
+    pub fn with_instance(mut self, instance: Option<String>) -> Self {
+        self.instance = instance;
+        self
     }
 
     /// Index of the port at `(node, port)` for a `topo` fabric (`2·link + end`).

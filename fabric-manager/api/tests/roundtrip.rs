@@ -140,3 +140,21 @@ proptest! {
         }
     }
 }
+
+/// The daemon's instance id travels in the fabric frame; a map without one (a recording,
+/// an older daemon) reads as before.
+#[test]
+fn the_instance_id_is_optional_and_not_part_of_the_map() {
+    let plain = common::small_info();
+    let line = Frame::Fabric(plain.clone()).to_json_line();
+    assert!(!line.contains("instance"), "absent when unknown");
+    let stamped = plain.clone().with_instance(Some("4242-18a0".into()));
+    let line = Frame::Fabric(stamped.clone()).to_json_line();
+    assert!(line.contains("\"instance\":\"4242-18a0\""), "{line}");
+    let Frame::Fabric(back) = Frame::from_json_line(line.as_bytes()).unwrap() else {
+        panic!("a fabric frame")
+    };
+    assert_eq!(back, stamped);
+    assert_ne!(back, plain);
+    assert_eq!(back.with_instance(None), plain);
+}

@@ -125,6 +125,15 @@ pub struct Subscription {
     pub delivered: Arc<AtomicU64>,
 }
 
+/// An id for this run of the daemon: its process id and start time (Unix ns, hex), so
+/// two runs, even on the same port and one right after the other, never share one.
+pub fn instance_id() -> String {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    format!("{}-{ns:x}", std::process::id())
+}
+
 /// Shared state between the collector and the HTTP side.
 #[derive(Debug)]
 pub struct Hub {
@@ -155,7 +164,10 @@ struct History {
 impl Hub {
     /// A hub for `info`, keeping `history` frames and `events_kept` events, dropping
     /// stream clients more than `stream_lag` frames behind.
+    /// The map is stamped with this run's instance id ([`instance_id`]), so a stream's
+    /// first frame tells a reader which run of the daemon it is talking to.
     pub fn new(info: FabricInfo, history: usize, events_kept: usize, stream_lag: usize) -> Self {
+        let info = info.with_instance(Some(instance_id()));
         let info_line = Bytes::from(Frame::Fabric(info.clone()).to_json_line());
         Hub {
             info,

@@ -114,6 +114,7 @@ impl HostTelemetry {
             priorities: 8,
             nodes,
             ports,
+            instance: None,
         };
         Ok(HostTelemetry { info, targets })
     }

@@ -105,6 +105,7 @@ impl<Q: EventQueue> Sim<Q> {
                 .into_iter()
                 .map(|p| p.expect("every port mapped"))
                 .collect(),
+            instance: None,
         }
     }
 

@@ -75,6 +75,7 @@ pub fn star_info(cfg: &CongestionConfig) -> FabricInfo {
         priorities: PRIORITIES,
         nodes,
         ports,
+        instance: None,
     }
 }
 
