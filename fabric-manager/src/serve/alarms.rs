@@ -117,7 +117,18 @@ impl Alarms {
 
     /// Active alarms, most severe first.
     pub fn list(&self) -> Vec<Alarm> {
-        let mut v: Vec<Alarm> = self.active.values().cloned().collect();
+        self.list_without(|_, _| false)
+    }
+
+    /// Active alarms except those `hide(kind, key)` selects (alarms folded into another
+    /// one), most severe first.
+    pub fn list_without(&self, hide: impl Fn(AlarmKind, u64) -> bool) -> Vec<Alarm> {
+        let mut v: Vec<Alarm> = self
+            .active
+            .iter()
+            .filter(|((kind, key), _)| !hide(*kind, *key))
+            .map(|(_, a)| a.clone())
+            .collect();
         v.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.kind.cmp(&b.kind)));
         v
     }
