@@ -160,6 +160,9 @@ fn sim_config(seed: u64, stop: Duration) -> SimConfig {
         pfc_xon: Bytes(30_000),
         // workloads repeat until this (simulated) time, then a new epoch starts
         stop: Some(Instant::ZERO + stop),
+        // the 1 ms retransmit timeout the demo's snapshots were taken with (the
+        // simulator's default is now derived from the network, as htsim's)
+        rto: Some(Duration::millis(1)),
         ..SimConfig::default()
     }
 }

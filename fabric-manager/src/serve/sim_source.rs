@@ -106,6 +106,10 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
                 f, prefix,
             )?))
         }
+        SourceSpec::Infiniband { fabric } => {
+            let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
+            Ok(Box::new(super::ib_source::IbSource::open(f)?))
+        }
         SourceSpec::HostNetns { fabric, switch } => {
             let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
             Ok(Box::new(super::testbed_source::TestbedSource::adopt_here(

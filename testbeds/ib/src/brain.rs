@@ -40,6 +40,8 @@ pub struct Answer {
     pub changes: Vec<LinkChange>,
     /// LFT entries that changed (host and switch LIDs, all switches).
     pub entries_changed: usize,
+    /// Switches whose table changed.
+    pub switches_changed: Vec<topo::NodeId>,
     /// Re-routing (routes and LFTs), µs.
     pub compute_us: u64,
     /// Writing the dump, µs.
@@ -140,11 +142,19 @@ impl Brain {
         let write_us = t.elapsed().as_micros() as u64;
         let changed = tables::diff(&new, &self.want);
         self.want = new;
+        let d = self.net.design();
+        let mut switches_changed: Vec<topo::NodeId> = changed
+            .entries
+            .iter()
+            .filter_map(|e| d.node_of_guid(e.switch))
+            .collect();
+        switches_changed.dedup();
         let t = Instant::now();
         let (subnet_up, sweeps) = self.load(&changed)?;
         Ok(Answer {
             changes: changes.to_vec(),
             entries_changed: changed.entries.len(),
+            switches_changed,
             compute_us,
             write_us,
             load_us: t.elapsed().as_micros() as u64,
@@ -183,6 +193,13 @@ impl Brain {
         Err(Error::Fabric(format!(
             "OpenSM did not load the new tables in {MAX_SWEEPS} sweeps"
         )))
+    }
+
+    /// Writes the tables again and has OpenSM load them (a switch whose table was
+    /// changed behind fabric's back gets fabric's back).
+    pub fn reload(&mut self) -> Result<(String, u32)> {
+        self.want = self.net.write_tables(&self.routes, &self.lft)?;
+        self.load(&LftDiff::default())
     }
 
     /// Reads every switch's table back and compares it with fabric's; also the

@@ -109,14 +109,11 @@ impl Design {
     }
 
     /// Writes the LFT dump of `lft` (OpenSM's `file` engine format) for the links `routes`
-    /// holds up: switch LIDs routed min-hop, host LIDs as `lft` says.
+    /// holds up: host LIDs as `lft` says, every other reachable LID min-hop
+    /// ([`ib::write_lfts`]).
     pub fn write_lfts(&self, w: &mut impl Write, routes: &Routes, lft: &Lft) -> Result<()> {
-        let f = &self.fabric;
-        let up = |l| routes.link_is_up(l);
-        ib::write_lfts(w, f, &self.addr, &self.lids, &up, |s, d, out| {
-            out.extend(lft.port(f, s, d));
-        })
-        .map_err(|e| Error::Fabric(e.to_string()))
+        ib::write_lfts(w, &self.fabric, &self.addr, &self.lids, routes, lft)
+            .map_err(|e| Error::Fabric(e.to_string()))
     }
 
     /// The tables [`Self::write_lfts`] writes, parsed.
@@ -179,4 +176,58 @@ impl Design {
 /// IB port number of model port `p`.
 pub fn ib_port(p: Port) -> u8 {
     (u32::from(p) + 1).min(255) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k4() -> Design {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+        Design::new(Arc::new(f)).unwrap()
+    }
+
+    #[test]
+    fn names_lids_and_ports_round_trip() {
+        let d = k4();
+        let f = d.fabric.clone();
+        for n in (0..f.num_nodes() as u32).map(NodeId) {
+            assert_eq!(d.node_of_ib_name(&d.ib_name(n)), Some(n));
+            assert_eq!(d.node_of_lid(d.lid(n)), Some(n));
+        }
+        assert_eq!(d.ib_name(d.sm_node()), "H-0002c90300000000");
+        assert_eq!(d.lid(d.sm_node()), 1);
+        assert_eq!(d.node_of_ib_name("S-zz"), None);
+        assert_eq!(d.node_of_ib_name("X-0002c90300000000"), None);
+        // A host link is cut at its leaf end; IB ports are model ports + 1.
+        let leaf = f.name_index()["pod0-leaf0"];
+        let l = f.port_link(leaf, 0);
+        assert_eq!(d.switch_end(l).unwrap(), (leaf, 1));
+        assert_eq!(d.link_at(leaf, 1), Some(l));
+        assert_eq!(d.link_at(leaf, 0), None);
+        assert_eq!(d.link_at(leaf, 200), None);
+        assert!(d.switch_end(LinkId(9999)).is_err());
+    }
+
+    #[test]
+    fn directed_routes_avoid_failed_links_and_hosts() {
+        let d = k4();
+        let f = d.fabric.clone();
+        let mut r = Routes::compute(&f);
+        let paths = d.dr_paths(&r);
+        let leaf = f.name_index()["pod0-leaf0"];
+        assert_eq!(paths[leaf.idx()].as_deref(), Some("0,1"));
+        assert!(paths.iter().all(Option::is_some));
+        // Cut the SM's host link: nothing is reachable but the SM's node.
+        r.fail_links(&f, &[f.port_link(leaf, 0)]);
+        let paths = d.dr_paths(&r);
+        assert_eq!(paths.iter().filter(|p| p.is_some()).count(), 1);
+    }
+
+    #[test]
+    fn a_multi_plane_fabric_is_refused() {
+        let f = topo::presets::build("deepseek-mpft").unwrap();
+        let e = Design::new(Arc::new(f)).unwrap_err();
+        assert!(e.to_string().contains("planes"), "{e}");
+    }
 }

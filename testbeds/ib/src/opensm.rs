@@ -205,6 +205,20 @@ impl OpenSm {
         }
     }
 
+    /// Waits until the log has been quiet for `quiet` (sweeps that traps queued are over);
+    /// gives up silently after `timeout`.
+    pub fn settle(&self, quiet: Duration, timeout: Duration) {
+        let t0 = Instant::now();
+        let (mut len, mut since) = (self.log_end(), Instant::now());
+        while since.elapsed() < quiet && t0.elapsed() < timeout {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = self.log_end();
+            if now != len {
+                (len, since) = (now, Instant::now());
+            }
+        }
+    }
+
     /// The tables OpenSM programmed in its last routing pass (`opensm-lfts.dump`; needs
     /// [`SmOptions::dumps`]).
     pub fn programmed(&self) -> Result<Lfts> {

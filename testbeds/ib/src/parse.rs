@@ -77,6 +77,36 @@ pub fn counters(text: &str) -> Result<BTreeMap<String, u64>> {
     Ok(out)
 }
 
+/// Per-port counters of `perfquery -l` (`-x -l`): one block per port, each opened by a
+/// `# Port … counters: Lid L port P …` line.
+pub fn counters_by_port(text: &str) -> Result<BTreeMap<u8, BTreeMap<String, u64>>> {
+    let mut out = BTreeMap::new();
+    let mut block = String::new();
+    let mut port: Option<u8> = None;
+    let flush = |port: Option<u8>, block: &str, out: &mut BTreeMap<u8, _>| -> Result<()> {
+        if let Some(p) = port {
+            out.insert(p, counters(block)?);
+        }
+        Ok(())
+    };
+    for line in text.lines() {
+        if line.starts_with("# Port") {
+            flush(port, &block, &mut out)?;
+            block.clear();
+            port = line
+                .split(" port ")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|p| p.parse().ok());
+        } else {
+            block.push_str(line);
+            block.push('\n');
+        }
+    }
+    flush(port, &block, &mut out)?;
+    Ok(out)
+}
+
 /// Time of day of an OpenSM log line (`Nov 26 20:15:07 939143 [...] ...`), µs.
 pub fn log_time_us(line: &str) -> Option<u64> {
     let mut it = line.split_whitespace().skip(2);
@@ -146,6 +176,12 @@ Ca\t1 \"H-0002c90300000000\"\t\t# \"host0-nic0\"
         assert_eq!(c["CounterSelect"], 256);
         assert_eq!(c["PortXmitData"], 238032);
         assert!(counters("PortXmitData:....x\n").is_err());
+        let by = counters_by_port(
+            "# Port extended counters: Lid 17 port 1 (CapMask: 0x1300)\nPortXmitData:....4\n# Port extended counters: Lid 17 port 2 (CapMask: 0x1300)\nPortXmitData:....9\n",
+        )
+        .unwrap();
+        assert_eq!(by[&1]["PortXmitData"], 4);
+        assert_eq!(by[&2]["PortXmitData"], 9);
         let l = "Nov 26 20:15:07 939143 [321936C0] 0x01 -> log_trap_info: Received Generic Notice type:1 num:128 (Link state change) Producer:2 (Switch) from LID:17 TID:0x0";
         assert_eq!(
             log_time_us(l),

@@ -103,9 +103,11 @@ impl Subnet {
     pub fn write_tables(&self, routes: &Routes, lft: &Lft) -> Result<Lfts> {
         let path = self.lfts_path();
         let new = self.dir.join("lfts.dump.new");
-        write_file(&new, |w| self.design.write_lfts(w, routes, lft))?;
+        let mut text = Vec::new();
+        self.design.write_lfts(&mut text, routes, lft)?;
+        fs::write(&new, &text).map_err(io(new.display().to_string()))?;
         fs::rename(&new, &path).map_err(io(path.display().to_string()))?;
-        self.design.lfts(routes, lft)
+        tables::parse(&String::from_utf8_lossy(&text), "lfts.dump")
     }
 
     /// Cuts link `l` on ibsim's console (at its switch end).
@@ -172,6 +174,24 @@ impl Subnet {
         let text = self.sim.tool("ibroute", &["-n", "-D", p, &l, &l])?;
         let t = tables::parse(&text, "ibroute")?;
         Ok(t.values().next().and_then(|e| e.get(&lid).copied()))
+    }
+
+    /// Extended counters (`perfquery -x -l`) of every port of node `n`, by IB port.
+    pub fn node_counters(
+        &self,
+        n: NodeId,
+    ) -> Result<std::collections::BTreeMap<u8, std::collections::BTreeMap<String, u64>>> {
+        let f = &self.design.fabric;
+        let lid = self.design.lid(n);
+        if lid == 0 || f.degree(n) == 0 {
+            return Err(Error::Fabric(format!("{} has no LID", f.node_name(n))));
+        }
+        let ports = format!("1-{}", f.degree(n));
+        parse::counters_by_port(
+            &self
+                .sim
+                .tool("perfquery", &["-x", "-l", &lid.to_string(), &ports])?,
+        )
     }
 
     /// Port counters of `n`'s IB `port` (`perfquery`, LID-routed through the SM's tables).

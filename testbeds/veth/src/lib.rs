@@ -10,6 +10,8 @@
 //! - [`afpacket`]: AF_PACKET sockets: TPACKET_V2 receive rings, `sendmmsg` batches.
 //! - [`congestion`]: the congestion testbed: a userspace switch and RoCEv2 endpoints in a
 //!   star of namespaces, run by two real-time I/O loops.
+//! - [`frr`]: the FRR testbed: switches running FRR (BGP, BFD), lldpd and node_exporter on a
+//!   management network, a Prometheus scraping them.
 //! - [`host`]: read-only telemetry of namespaces (or a host) the project did not create.
 //! - [`routed`]: the routed testbed (kernel forwarding, ECMP routes, probes, failover).
 //!
@@ -25,6 +27,7 @@
 
 pub mod afpacket;
 pub mod congestion;
+pub mod frr;
 pub mod host;
 pub mod lldp;
 pub mod netlink;
