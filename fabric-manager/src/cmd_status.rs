@@ -1,5 +1,7 @@
 //! `fabric status`: asks a running `fabric serve` for its health and latest totals and
-//! prints a summary (or the raw JSON with `--json`).
+//! prints a summary for people (links as `switch:port -- switch:port`), or the health
+//! report as JSON with `--json`. Exits 1 when the daemon reports the fabric degraded, so
+//! a script or a monitoring check can use the exit status alone.
 
 use std::time::Duration;
 
@@ -68,7 +70,20 @@ struct Health {
     links_down: Vec<u32>,
     unreachable_pairs: u64,
     reroutes: Reroutes,
-    daemon: serde_json::Value,
+    daemon: Counters,
+}
+
+/// The daemon's own counters in the health report.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Counters {
+    connections: u64,
+    bad_connections: u64,
+    bad_requests: u64,
+    auth_failures: u64,
+    stream_dropped: u64,
+    stream_refused: u64,
+    source_errors: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,7 +92,30 @@ struct Reroutes {
     sum: f64,
 }
 
-fn summary(h: &Health, totals: Option<&fabric_api::Snapshot>) -> String {
+/// `a:p1 -- b:p2` for link `id` (its two ports in the map), or `link ID` when unknown.
+fn link_name(info: Option<&fabric_api::FabricInfo>, id: u32) -> String {
+    let ends: Vec<String> = info
+        .map(|i| {
+            i.ports
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.link.is_some_and(|l| l.0 == id))
+                .map(|(n, p)| format!("{}:p{}", i.port_node_name(n).unwrap_or("?"), p.port))
+                .collect()
+        })
+        .unwrap_or_default();
+    if ends.is_empty() {
+        format!("link {id}")
+    } else {
+        format!("{} (link {id})", ends.join(" -- "))
+    }
+}
+
+fn summary(
+    h: &Health,
+    info: Option<&fabric_api::FabricInfo>,
+    totals: Option<&fabric_api::Snapshot>,
+) -> String {
     let mut s = format!(
         "status      {}\nsource      {}\nuptime      {:.0} s\nsnapshot    {}\nstreams     {} client(s)\n",
         h.status,
@@ -89,7 +127,8 @@ fn summary(h: &Health, totals: Option<&fabric_api::Snapshot>) -> String {
     let down = if h.links_down.is_empty() {
         "none".to_string()
     } else {
-        format!("{} ({:?})", h.links_down.len(), h.links_down)
+        let names: Vec<String> = h.links_down.iter().map(|&l| link_name(info, l)).collect();
+        format!("{}: {}", h.links_down.len(), names.join(", "))
     };
     s += &format!(
         "links down  {down}\nunreachable {} host pair(s)\n",
@@ -115,7 +154,17 @@ fn summary(h: &Health, totals: Option<&fabric_api::Snapshot>) -> String {
             t.pfc_tx
         );
     }
-    s += &format!("daemon      {}\n", h.daemon);
+    let k = &h.daemon;
+    s += &format!(
+        "daemon      {} connections; refused: {} bad requests, {} bad connections, {} token failures, {} streams over the cap; {} slow streams dropped; {} source errors\n",
+        k.connections,
+        k.bad_requests,
+        k.bad_connections,
+        k.auth_failures,
+        k.stream_refused,
+        k.stream_dropped,
+        k.source_errors
+    );
     s
 }
 
@@ -140,24 +189,36 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                     String::from_utf8_lossy(&body)
                 );
             }
+            let h: Health = serde_json::from_slice(&body).context("the daemon's health report")?;
             if a.json.is_some() {
                 let v: serde_json::Value =
                     serde_json::from_slice(&body).context("the daemon's health report")?;
-                return crate::common::JsonOut::new(a.json.as_deref())?.write(&v);
+                crate::common::JsonOut::new(a.json.as_deref())?.write(&v)?;
+                return Ok(h.status);
             }
-            let h: Health = serde_json::from_slice(&body).context("the daemon's health report")?;
+            let (code, body) = get(&auth, "/api/v1/topology").await?;
+            let info: Option<fabric_api::FabricInfo> = if code == 200 {
+                serde_json::from_slice(&body).ok()
+            } else {
+                None
+            };
             let (code, body) = get(&auth, "/api/v1/telemetry").await?;
             let snap: Option<fabric_api::Snapshot> = if code == 200 {
                 Some(serde_json::from_slice(&body).context("the daemon's snapshot")?)
             } else {
                 None
             };
-            print!("{}", summary(&h, snap.as_ref()));
-            Ok(())
+            print!("{}", summary(&h, info.as_ref(), snap.as_ref()));
+            Ok(h.status)
         };
-        tokio::time::timeout(Duration::from_secs_f64(a.timeout), work)
+        let status = tokio::time::timeout(Duration::from_secs_f64(a.timeout), work)
             .await
-            .map_err(|_| anyhow::anyhow!("{auth}: no answer within {} s", a.timeout))?
+            .map_err(|_| anyhow::anyhow!("{auth}: no answer within {} s", a.timeout))??;
+        if status == "ok" {
+            Ok(())
+        } else {
+            Err(crate::common::CheckFailed(format!("{auth}: the fabric is {status}")).into())
+        }
     })
 }
 

@@ -155,6 +155,23 @@ fn malformed_oversized_and_slow_requests_are_refused_counted_and_survived() {
     assert!(log.contains("refused with 413"), "{log}");
 }
 
+/// A keep-alive connection left idle after a request (a Prometheus between scrapes)
+/// was logged as a WARN and counted as a bad connection at every header timeout.
+#[test]
+fn an_idle_keep_alive_connection_is_closed_quietly() {
+    let d = with_token("keep-alive", &["--header-timeout", "200ms"]);
+    let mut s = TcpStream::connect(&d.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET /api/v1/health HTTP/1.1\r\nHost: {}\r\n\r\n", d.addr).unwrap();
+    let mut buf = Vec::new();
+    // The answer, then the close after the idle time.
+    let _ = s.read_to_end(&mut buf);
+    assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"));
+    let h = d.health();
+    assert_eq!(h["daemon"]["bad_connections"], 0, "{h}");
+    assert!(!d.stderr().contains("WARN"), "{}", d.stderr());
+}
+
 #[test]
 fn mutating_endpoints_need_the_token() {
     let plain = Daemon::start("notoken", &["--sim", "--interval", "100ms"]);
@@ -242,11 +259,11 @@ fn mutating_endpoints_need_the_token() {
 
 #[test]
 fn a_recording_started_and_stopped_over_http_reads_back() {
-    let d = with_token("recording", &[]);
     let dir = common::temp_dir("recording-file");
+    let d = with_token("recording", &["--record-dir", dir.to_str().unwrap()]);
     let path = dir.join("run.ndjson");
     let auth = format!("Bearer {TOKEN}");
-    let body = serde_json::json!({ "path": path }).to_string();
+    let body = serde_json::json!({ "path": "run.ndjson" }).to_string();
     let ct = [
         ("Authorization", auth.as_str()),
         ("Content-Type", "application/json"),
@@ -279,6 +296,171 @@ fn a_recording_started_and_stopped_over_http_reads_back() {
     let r = d.request("POST", "/api/v1/recording", &ct, body.as_bytes());
     assert_eq!(r.status, 409);
     assert!(r.text().contains("exists"), "{}", r.text());
+}
+
+/// `POST /api/v1/reroute` in `--sim` stamped its event with the wall clock inside a
+/// simulated-time stream, and the recording in progress stopped ("time goes back"); it
+/// also counted as a repair in `fabric_reroute_duration_seconds`.
+#[test]
+fn a_manual_reroute_keeps_the_streams_clock_and_is_not_a_repair() {
+    let dir = common::temp_dir("reroute-clock-file");
+    let d = with_token("reroute-clock", &["--record-dir", dir.to_str().unwrap()]);
+    let path = dir.join("run.rec");
+    let auth = format!("Bearer {TOKEN}");
+    let ct = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let body = serde_json::json!({ "path": "run.rec" }).to_string();
+    let r = d.request("POST", "/api/v1/recording", &ct, body.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    for _ in 0..3 {
+        let r = d.request("POST", "/api/v1/reroute", &ct[..1], b"");
+        assert_eq!(r.status, 200, "{}", r.text());
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let r = d.request("DELETE", "/api/v1/recording", &ct[..1], b"");
+    assert_eq!(r.status, 200, "still recording: {}", r.text());
+    assert!(!d.stderr().contains("recording stopped"), "{}", d.stderr());
+    let mut rd = fabric_api::recording::Reader::open(std::fs::File::open(&path).unwrap()).unwrap();
+    let frames = rd.read_all().unwrap();
+    let manual: Vec<&fabric_api::Event> = frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Event(e) => Some(e),
+            _ => None,
+        })
+        .filter(
+            |e| matches!(&e.what, fabric_api::EventKind::Reroute { links, .. } if links.is_empty()),
+        )
+        .collect();
+    assert_eq!(manual.len(), 3, "{manual:?}");
+    assert!(
+        manual
+            .iter()
+            .all(|e| e.time.clock == fabric_api::Clock::Virtual),
+        "{manual:?}"
+    );
+    // Repairs counted = reroutes that followed a link change, not the manual ones.
+    let events = d.json("/api/v1/events?limit=1000");
+    let repairs = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["what"]["kind"] == "reroute"
+                && e["what"]["links"].as_array().is_some_and(|l| !l.is_empty())
+        })
+        .count();
+    let m = d.get("/metrics").text();
+    let counted = common::metric(&m, "fabric_reroute_duration_seconds_count").unwrap();
+    assert!(
+        counted as usize <= repairs,
+        "{counted} counted, {repairs} link-driven reroutes"
+    );
+}
+
+/// `POST /api/v1/recording` created a file at any path the caller named, as the
+/// daemon's user: only plain names inside --record-dir now, never over a symlink, and at
+/// most --record-max-files files of --record-max-bytes. Errors are JSON everywhere (405,
+/// 415, 422 too), the Bearer scheme is case-insensitive, an empty path is 400.
+#[test]
+fn recordings_stay_inside_the_record_dir_within_their_caps() {
+    let dir = common::temp_dir("record-dir-files");
+    let outside = common::temp_dir("record-dir-outside");
+    std::os::unix::fs::symlink(outside.join("evil"), dir.join("link")).unwrap();
+    let d = with_token(
+        "record-dir",
+        &[
+            "--record-dir",
+            dir.to_str().unwrap(),
+            "--record-max-files",
+            "3",
+            "--record-max-bytes",
+            "20000",
+        ],
+    );
+    let post = |auth: &str, ct: &str, body: &str| {
+        d.request(
+            "POST",
+            "/api/v1/recording",
+            &[("Authorization", auth), ("Content-Type", ct)],
+            body.as_bytes(),
+        )
+    };
+    let json = "application/json";
+    let bearer = format!("bearer {TOKEN}");
+    let path = |p: &str| serde_json::json!({ "path": p }).to_string();
+    let error_of = |r: &common::Response| -> String {
+        let v: serde_json::Value = serde_json::from_slice(&r.body)
+            .unwrap_or_else(|e| panic!("{} not JSON ({e}): {}", r.status, r.text()));
+        v["error"].as_str().unwrap().to_string()
+    };
+    let target = outside.join("x.rec");
+    for (p, why) in [
+        ("", "empty"),
+        (target.to_str().unwrap(), "absolute"),
+        ("../x.rec", "directories"),
+        ("..", "not a file name"),
+    ] {
+        let r = post(&bearer, json, &path(p));
+        assert_eq!(r.status, 400, "{p:?}: {}", r.text());
+        assert!(error_of(&r).contains(why), "{p:?}: {}", r.text());
+    }
+    let r = post(&bearer, json, &path("link"));
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(!outside.join("evil").exists(), "wrote through the symlink");
+    assert!(!target.exists());
+    // Uniform JSON errors.
+    let r = post(&bearer, "text/plain", &path("a.rec"));
+    assert_eq!(r.status, 415, "{}", r.text());
+    error_of(&r);
+    let r = post(&bearer, json, "{\"file\": \"a.rec\"}");
+    assert_eq!(r.status, 422, "{}", r.text());
+    error_of(&r);
+    let r = d.request("PUT", "/api/v1/recording", &[], b"");
+    assert_eq!(r.status, 405, "{}", r.text());
+    assert!(error_of(&r).contains("POST"), "{}", r.text());
+    // The size cap ends a recording on its own (a k=4 snapshot is several kB).
+    let r = post(&bearer, json, &path("a.rec"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    d.wait_for(
+        |d| d.stderr().contains("reached --record-max-bytes 20000"),
+        Duration::from_secs(20),
+    );
+    let size = std::fs::metadata(dir.join("a.rec")).unwrap().len();
+    assert!(size < 200_000, "{size} bytes");
+    fabric_api::recording::Reader::open(std::fs::File::open(dir.join("a.rec")).unwrap())
+        .unwrap()
+        .read_all()
+        .unwrap();
+    // link + a.rec + b.rec = 3 files: the fourth is refused.
+    let r = post(&format!("BEARER {TOKEN}"), json, &path("b.rec"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = d.request(
+        "DELETE",
+        "/api/v1/recording",
+        &[("Authorization", &bearer)],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = post(&bearer, json, &path("c.rec"));
+    assert_eq!(r.status, 507, "{}", r.text());
+    assert!(
+        error_of(&r).contains("--record-max-files 3"),
+        "{}",
+        r.text()
+    );
+    // Without --record-dir, nothing is recorded over the API.
+    let plain = with_token("no-record-dir", &[]);
+    let r = plain.request(
+        "POST",
+        "/api/v1/recording",
+        &[("Authorization", &bearer), ("Content-Type", json)],
+        path("a.rec").as_bytes(),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(error_of(&r).contains("--record-dir"), "{}", r.text());
 }
 
 #[test]
@@ -419,6 +601,89 @@ fn a_slow_stream_client_is_dropped_and_the_collector_keeps_its_pace() {
     assert!(r.is_ok() || r.unwrap_err().kind() == std::io::ErrorKind::ConnectionReset);
 }
 
+/// ~260 stream clients used to take every connection, and `/metrics`, health and
+/// `fabric status` hung: streams are capped on their own (503 with a reason), below the
+/// connection limit, and a freed place can be taken again.
+#[test]
+fn stream_clients_are_capped_apart_and_leave_room_for_scrapes_and_health() {
+    let d = Daemon::start(
+        "max-streams",
+        &[
+            "--sim",
+            "--interval",
+            "100ms",
+            "--max-connections",
+            "8",
+            "--max-streams",
+            "3",
+        ],
+    );
+    let mut streams: Vec<Stream> = (0..3)
+        .map(|_| Stream::open(&d.addr, "/api/v1/telemetry/stream"))
+        .collect();
+    for s in &mut streams {
+        assert_eq!(s.status, 200);
+        assert!(s.next_line().unwrap().starts_with("{\"fabric\""));
+    }
+    // More streams than the connection limit: each refused at once, with a reason.
+    for _ in 0..10 {
+        let r = d.get("/api/v1/telemetry/stream");
+        assert_eq!(r.status, 503, "{}", r.text());
+        let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("too many stream clients"),
+            "{body}"
+        );
+        assert_eq!(r.header("retry-after"), Some("5"));
+    }
+    for path in ["/metrics", "/api/v1/health", "/api/v1/telemetry"] {
+        assert_eq!(d.get(path).status, 200, "{path}");
+    }
+    let metrics = d.get("/metrics").text();
+    assert_eq!(
+        common::metric(&metrics, "fabric_daemon_stream_clients_refused_total"),
+        Some(10.0),
+        "{metrics}"
+    );
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args(["status", "--daemon", &d.addr])
+        .output()
+        .unwrap();
+    assert!(
+        !status.stdout.is_empty(),
+        "fabric status answered: {status:?}"
+    );
+    // A stream that ends gives its place back.
+    drop(streams.pop());
+    d.wait_for(
+        |d| {
+            let mut s = Stream::open(&d.addr, "/api/v1/telemetry/stream");
+            s.status == 200 && s.next_line().is_some()
+        },
+        Duration::from_secs(10),
+    );
+}
+
+/// More streams than connections is refused at start-up, with the reason.
+#[test]
+fn max_streams_must_leave_connections_free() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args(["serve", "--sim", "--listen", "127.0.0.1:0"])
+        .args(["--max-connections", "8", "--max-streams", "8"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--max-streams 8: must be below --max-connections 8"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "no readiness line: {out:?}");
+}
+
 #[test]
 fn sigterm_ends_streams_and_exits_cleanly() {
     let mut d = Daemon::start("sigterm", &["--sim", "--interval", "100ms"]);
@@ -463,6 +728,49 @@ fn fabric_status_summarises_a_running_daemon() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("is `fabric serve` running?"));
+}
+
+/// `fabric status` printed raw JSON (`daemon {…}`, `([16])`) and exited 0 on a degraded
+/// fabric: now it names links by their ports and exits 1; `--json` for scripts.
+#[test]
+fn fabric_status_names_links_and_fails_when_degraded() {
+    let d = with_token("status-degraded", &[]);
+    let r = d.request(
+        "POST",
+        "/api/v1/links/16/fail",
+        &[("Authorization", &format!("Bearer {TOKEN}"))],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    d.wait_for(
+        |d| d.health()["status"] == "degraded",
+        Duration::from_secs(10),
+    );
+    let status = |json: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"));
+        c.args(["status", "--daemon", &d.addr]);
+        if json {
+            c.arg("--json");
+        }
+        c.output().unwrap()
+    };
+    let out = status(false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("status      degraded"), "{text}");
+    assert!(
+        text.contains(" -- ") && text.contains("(link 16)"),
+        "{text}"
+    );
+    assert!(!text.contains('{') && !text.contains("(["), "{text}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the fabric is degraded"),
+        "{out:?}"
+    );
+    let out = status(true);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "degraded");
 }
 
 #[test]

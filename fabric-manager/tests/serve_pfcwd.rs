@@ -85,6 +85,15 @@ fn the_watchdog_detects_a_simulated_storm_restores_after_it_and_ignores_a_draini
             "1500ms",
         ],
     );
+    // A storm is a critical alarm, and a critical alarm makes the health degraded (it
+    // said "ok" all through the storm).
+    d.wait_for(
+        |d| {
+            let h = d.health();
+            h["pfc_storms"].as_array().is_some_and(|s| !s.is_empty()) && h["status"] == "degraded"
+        },
+        Duration::from_secs(60),
+    );
     let stormed = "{switch=\"leaf0\",port=\"0\",priority=\"0\"}";
     let restored = format!("fabric_pfcwd_storms_restored_total{stormed}");
     // The second iteration's draining burst (from 2.3 s on) runs too before we look.

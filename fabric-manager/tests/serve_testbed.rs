@@ -568,6 +568,16 @@ fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
     );
     let h = d.health();
     assert!(has_alarm(&h, "switch-down", "critical"), "{h}");
+    // One grouped alarm: the switch's four links are part of it, not four more alarms.
+    assert!(
+        !h["alarms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["kind"] == "link-down"
+                && a["object"].as_str().unwrap().contains("pod0-leaf0:")),
+        "{h}"
+    );
     assert_eq!(h["unreachable_pairs"], 58, "{h}");
     assert_eq!(h["status"], "degraded", "{h}");
     let m = d.get("/metrics").text();
@@ -1067,4 +1077,98 @@ fn sigterm_deletes_every_namespace_even_after_an_outside_ip_netns_add() {
     );
     assert!(report.contains("left: \n"), "{report}\n{}", d.stderr());
     assert!(report.contains("mounts: 0\n"), "{report}\n{}", d.stderr());
+}
+
+/// `a.b.c.d/len` → `a.b.c.(d+k)/to`: a more specific prefix inside an IPv4 prefix.
+fn inside(prefix: &str, k: u8, to: u8) -> String {
+    let (addr, _) = prefix.split_once('/').unwrap();
+    let mut a: std::net::Ipv4Addr = addr.parse().unwrap();
+    let o = a.octets();
+    a = std::net::Ipv4Addr::new(o[0], o[1], o[2], o[3] + k);
+    format!("{a}/{to}")
+}
+
+/// A `/32` or `/29` added by hand inside a ToR prefix wins by longest match and went
+/// unreported: every route inside the plan the tables do not hold is `extra`, while the
+/// leaves' own link routes to their hosts are not.
+#[test]
+fn more_specific_routes_inside_the_plan_are_extra_drift() {
+    if !enabled() {
+        return;
+    }
+    let d = start("more-specific", &["--testbed"]);
+    let ns = namespaces_of(&d);
+    let topo = d.json("/api/v1/topology");
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+    let agg = switch_ns(&ns, &topo, "pod0-agg0").to_string();
+    // The API names interfaces as the testbed does (it said swp1 for p0).
+    let r = d.json("/api/v1/routes/pod0-agg0");
+    let ifname = r["routes"][0]["next_hops"][0]["ifname"].as_str().unwrap();
+    assert!(has_link(&agg, ifname), "{ifname} is not in {agg}: {r}");
+    let host32 = inside(&leaf_prefix(&d, "pod0-agg0", "pod1-leaf0"), 5, 32);
+    ip(&["-n", &agg, "route", "add", &host32, "dev", "p0"]);
+    let leaf = switch_ns(&ns, &topo, "pod0-leaf0").to_string();
+    let own29 = inside(&leaf_prefix(&d, "pod0-agg0", "pod0-leaf0"), 8, 29);
+    ip(&["-n", &leaf, "route", "add", &own29, "dev", "p2"]);
+    let drift = d.json("/api/v1/drift");
+    let mut got: Vec<(String, String, String, String)> = drift["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap().to_string();
+            (s("switch"), s("leaf"), s("prefix"), s("kind"))
+        })
+        .collect();
+    got.sort();
+    let e = |s: &str, l: &str, p: &str| (s.into(), l.into(), p.into(), "extra".into());
+    assert_eq!(
+        got,
+        vec![
+            e("pod0-agg0", "pod1-leaf0", &host32),
+            e("pod0-leaf0", "pod0-leaf0", &own29),
+        ],
+        "{drift}"
+    );
+    ip(&["-n", &agg, "route", "del", &host32]);
+    ip(&["-n", &leaf, "route", "del", &own29]);
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+}
+
+/// The LLDP result in the health report says when a link changed after it was taken
+/// (its findings may no longer hold), and a fresh check makes it current again.
+#[test]
+fn the_health_says_when_the_lldp_result_is_stale() {
+    if !enabled() {
+        return;
+    }
+    // Periodic checks far apart, so that only the test's own checks refresh the result.
+    let file = token_file("lldp-stale");
+    let d = Daemon::start(
+        "lldp-stale",
+        &[
+            "--testbed",
+            "--fabric",
+            "fat-tree-k4",
+            "--interval",
+            "100ms",
+            "--drift-interval",
+            "10m",
+            "--token-file",
+            file.to_str().unwrap(),
+        ],
+    );
+    let r = d.get("/api/v1/topology/check");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(d.health()["topology"]["stale"], false, "{}", d.health());
+    let r = post(&d, "/api/v1/links/pod0-leaf0:2/fail");
+    assert_eq!(r.status, 200, "{}", r.text());
+    d.wait_for(
+        |d| d.health()["topology"]["stale"] == true,
+        Duration::from_secs(5),
+    );
+    assert_eq!(d.get("/api/v1/topology/check").status, 200);
+    assert_eq!(d.health()["topology"]["stale"], false, "{}", d.health());
 }

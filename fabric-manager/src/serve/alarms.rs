@@ -115,9 +115,15 @@ impl Alarms {
             .collect()
     }
 
-    /// Active alarms, most severe first.
-    pub fn list(&self) -> Vec<Alarm> {
-        let mut v: Vec<Alarm> = self.active.values().cloned().collect();
+    /// Active alarms except those `hide(kind, key)` selects (alarms folded into another
+    /// one), most severe first.
+    pub fn list_without(&self, hide: impl Fn(AlarmKind, u64) -> bool) -> Vec<Alarm> {
+        let mut v: Vec<Alarm> = self
+            .active
+            .iter()
+            .filter(|((kind, key), _)| !hide(*kind, *key))
+            .map(|(_, a)| a.clone())
+            .collect();
         v.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.kind.cmp(&b.kind)));
         v
     }
@@ -152,7 +158,7 @@ mod tests {
         a.set(true, AlarmKind::Drops, 3, || alarm(Severity::Minor));
         a.set(true, AlarmKind::PfcStorm, 9, || alarm(Severity::Critical));
         assert_eq!((a.raised, a.count(Severity::Minor)), (2, 1));
-        assert_eq!(a.list()[0].severity, Severity::Critical);
+        assert_eq!(a.list_without(|_, _| false)[0].severity, Severity::Critical);
         assert_eq!(a.keys(AlarmKind::Drops), vec![3]);
         a.set(false, AlarmKind::Drops, 3, || alarm(Severity::Minor));
         a.set(false, AlarmKind::Drops, 4, || alarm(Severity::Minor));

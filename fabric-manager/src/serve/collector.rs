@@ -37,8 +37,15 @@ pub enum Control {
     RepairDrift,
     /// Check the cabling with LLDP now (answer: the report as JSON).
     CheckTopology,
-    /// Start recording to a new file.
-    RecordStart(PathBuf),
+    /// Start recording into `file` (just created at `path`), stopping at `max_bytes`.
+    RecordStart {
+        /// Where the file is (for messages).
+        path: PathBuf,
+        /// The new, empty file.
+        file: File,
+        /// Size cap, bytes.
+        max_bytes: u64,
+    },
     /// Stop recording.
     RecordStop,
     /// Stop the collector.
@@ -82,6 +89,7 @@ pub struct Collector {
 struct Recorder {
     path: PathBuf,
     writer: recording::Writer<BufWriter<File>>,
+    max_bytes: u64,
 }
 
 struct Worker {
@@ -212,16 +220,21 @@ impl Worker {
                 return;
             }
         };
-        let mut all = std::mem::take(&mut self.pending);
-        for e in &mut all {
-            e.seq = self.seq;
-        }
         if !self.flow_events {
             // One per finished flow: thousands a second on a busy fabric; the totals
             // count them (flows_finished) without flooding the stream's history.
             events.retain(|e| !matches!(e.what, EventKind::FlowFinished { .. }));
         }
-        all.append(&mut events);
+        // Events from commands (a manual recompute, a drift repair) happened between two
+        // samples: they come after the source's own, with the snapshot's sequence number
+        // and clock, so a stream (and a recording) keeps one clock in time order —
+        // simulated time for the simulator.
+        let mut all = events;
+        for mut e in std::mem::take(&mut self.pending) {
+            e.seq = self.seq;
+            e.time = snapshot.time;
+            all.push(e);
+        }
         let observed = self.health.observe(&snapshot, &all);
         all.extend(observed.events);
         let derived = self.follow_links(&observed.links, &snapshot);
@@ -278,6 +291,12 @@ impl Worker {
                 rec.path.display()
             ));
             self.recorder = None;
+        } else if rec.writer.bytes_written() >= rec.max_bytes {
+            let cap = rec.max_bytes;
+            match self.stop_recording() {
+                Ok(m) => log::warn(&format!("{m}: reached --record-max-bytes {cap}")),
+                Err(e) => log::warn(&format!("recording stopped at its size cap: {e}")),
+            }
         }
     }
 
@@ -320,7 +339,11 @@ impl Worker {
                 let r = self.check_topology()?;
                 serde_json::to_string(&r).map_err(|e| e.to_string())
             }
-            Control::RecordStart(path) => self.start_recording(path),
+            Control::RecordStart {
+                path,
+                file,
+                max_bytes,
+            } => self.start_recording(path, file, max_bytes),
             Control::RecordStop => self.stop_recording(),
             Control::Stop => unreachable!("handled by run"),
         }
@@ -460,23 +483,31 @@ impl Worker {
             heard: r.heard as u64,
             mismatches,
             at_seq: self.seq,
+            stale: false,
         });
         Ok(r)
     }
 
-    fn start_recording(&mut self, path: PathBuf) -> Result<String, String> {
+    fn start_recording(
+        &mut self,
+        path: PathBuf,
+        file: File,
+        max_bytes: u64,
+    ) -> Result<String, String> {
         if let Some(r) = &self.recorder {
             return Err(format!("already recording to {}", r.path.display()));
         }
-        let file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
         let writer = recording::Writer::new(BufWriter::new(file), self.hub.info())
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        let msg = format!("recording to {}", path.display());
-        self.recorder = Some(Recorder { path, writer });
+        let msg = format!(
+            "recording to {} (at most {max_bytes} bytes)",
+            path.display()
+        );
+        self.recorder = Some(Recorder {
+            path,
+            writer,
+            max_bytes,
+        });
         Ok(msg)
     }
 

@@ -63,6 +63,11 @@ pub struct Config {
     pub interval: Duration,
     /// Most HTTP connections served at once; more wait in the kernel's accept queue.
     pub max_connections: usize,
+    /// Most stream clients at once; below `max_connections`, so that streams cannot take
+    /// the connections scrapes, health checks and `fabric status` need.
+    pub max_streams: usize,
+    /// Where `POST /api/v1/recording` may write, and its caps; `None`: nowhere.
+    pub record: Option<super::recordings::RecordDir>,
     /// Frames kept for `GET /api/v1/telemetry/stream?from=SEQ` (snapshots and events).
     pub history: usize,
     /// Frames a stream client may fall behind before it is dropped.
@@ -113,6 +118,8 @@ impl Config {
             source,
             interval: Duration::from_secs(1),
             max_connections: 256,
+            max_streams: 64,
+            record: None,
             history: 600,
             stream_lag: 16,
             events_kept: 1000,
@@ -180,6 +187,21 @@ impl Config {
         for (name, v, lo, hi) in ranges {
             if !(lo..=hi).contains(&v) {
                 return Err(format!("{name} {v}: expected {lo} to {hi}"));
+            }
+        }
+        if self.max_streams >= self.max_connections {
+            return Err(format!(
+                "--max-streams {}: must be below --max-connections {} (streams must leave connections free for /metrics, health and status)",
+                self.max_streams, self.max_connections
+            ));
+        }
+        if let Some(r) = &self.record {
+            r.check()?;
+            if r.max_files == 0 || r.max_bytes < 4096 {
+                return Err(format!(
+                    "--record-max-files {} / --record-max-bytes {}: expected at least 1 file of 4096 bytes",
+                    r.max_files, r.max_bytes
+                ));
             }
         }
         self.health.damping.validate()?;

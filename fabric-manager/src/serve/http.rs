@@ -35,6 +35,7 @@ use super::collector::{Control, ControlTx};
 use super::health::DaemonHealth;
 use super::hub::Hub;
 use super::log;
+use super::recordings::{RecordDir, Refusal};
 use super::routes::RouteView;
 
 /// What every handler shares.
@@ -60,6 +61,11 @@ pub struct AppState {
     pub topology: Bytes,
     /// Kernel send buffer of a stream connection, bytes.
     pub stream_sndbuf: usize,
+    /// Where recordings may be written (`--record-dir`); `None`: not over the API.
+    pub record_dir: Option<Arc<RecordDir>>,
+    /// One permit per stream client (`--max-streams`), fewer than the connections, so
+    /// that streams can never take the capacity scrapes, health checks and status need.
+    pub stream_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// A JSON error response.
@@ -124,7 +130,41 @@ async fn count_refusals(State(st): State<AppState>, req: Request, next: Next) ->
         st.hub.counters.bad_requests.inc();
         log::warn(&format!("{what}: refused with {s}"));
     }
-    r
+    as_json_error(r).await
+}
+
+/// Every error in one shape, `{"error": "…"}`: an answer axum made itself (405 with an
+/// empty body, 413/415/422 in plain text) gets its text, or the reason, as JSON.
+async fn as_json_error(r: Response) -> Response {
+    let s = r.status();
+    let json = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(s.is_client_error() || s.is_server_error()) || json {
+        return r;
+    }
+    let (parts, body) = r.into_parts();
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_string();
+    let msg = match parts
+        .headers
+        .get(header::ALLOW)
+        .and_then(|v| v.to_str().ok())
+    {
+        Some(allow) if s == StatusCode::METHOD_NOT_ALLOWED => {
+            format!("method not allowed here; this endpoint accepts {allow}")
+        }
+        _ if !text.is_empty() => text,
+        _ => s.canonical_reason().unwrap_or("error").to_string(),
+    };
+    let mut out = error(s, &msg);
+    for (k, v) in &parts.headers {
+        if k != header::CONTENT_TYPE && k != header::CONTENT_LENGTH {
+            out.headers_mut().insert(k.clone(), v.clone());
+        }
+    }
+    out
 }
 
 async fn not_found() -> Response {
@@ -142,10 +182,16 @@ fn refuse(st: &AppState, headers: &HeaderMap, what: &str) -> Option<Response> {
             "mutating endpoints are disabled: start the daemon with --token-file FILE",
         ));
     };
+    // The scheme is case-insensitive (RFC 7235 section 2.1): `bearer`, `BEARER` too.
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(|v| v.trim().split_once(' '))
+        .and_then(|(scheme, t)| {
+            scheme
+                .eq_ignore_ascii_case("bearer")
+                .then(|| t.trim_start())
+        });
     let ok = given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes()));
     if ok {
         return None;
@@ -249,6 +295,8 @@ pub struct DaemonCounters {
     pub auth_failures: u64,
     /// Stream clients dropped for lag.
     pub stream_dropped: u64,
+    /// Stream requests refused for `--max-streams`.
+    pub stream_refused: u64,
     /// Source errors.
     pub source_errors: u64,
 }
@@ -257,7 +305,12 @@ async fn health(State(st): State<AppState>) -> Response {
     let latest = st.hub.latest();
     let fabric = st.health.summary();
     let k = &st.hub.counters;
-    let degraded = !fabric.links_down.is_empty()
+    // docs/daemon.md "Health": any critical alarm (a PFC storm too), or any of these.
+    let degraded = fabric
+        .alarms
+        .iter()
+        .any(|a| a.severity == super::alarms::Severity::Critical)
+        || !fabric.links_down.is_empty()
         || !fabric.switches_down.is_empty()
         || fabric.unreachable_pairs > 0
         || fabric.route_drift.as_ref().is_some_and(|d| d.total() > 0)
@@ -279,6 +332,7 @@ async fn health(State(st): State<AppState>) -> Response {
             bad_requests: k.bad_requests.get(),
             auth_failures: k.auth_failures.get(),
             stream_dropped: k.stream_dropped.get(),
+            stream_refused: k.stream_refused.get(),
             source_errors: k.source_errors.get(),
         },
     })
@@ -316,15 +370,21 @@ async fn metrics(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
+    let gzip = accepts_gzip(&headers);
     let exp = st.exposition.clone();
     // Encoding a large fabric takes a while: keep it off the async workers.
-    let text = tokio::task::spawn_blocking(move || {
+    let body = tokio::task::spawn_blocking(move || {
         let reg = super::metrics::registry(exp, sel);
         let om = super::metrics::encode_openmetrics(&reg);
-        if openmetrics {
+        let text = if openmetrics {
             om
         } else {
             super::metrics::to_classic(&om)
+        };
+        if gzip {
+            gzip_bytes(text.as_bytes())
+        } else {
+            text.into_bytes()
         }
     })
     .await
@@ -334,7 +394,82 @@ async fn metrics(
     } else {
         "text/plain; version=0.0.4; charset=utf-8"
     };
-    ([(header::CONTENT_TYPE, ct)], Body::from(text)).into_response()
+    let mut r = ([(header::CONTENT_TYPE, ct)], Body::from(body)).into_response();
+    let h = r.headers_mut();
+    h.insert(
+        header::VARY,
+        header::HeaderValue::from_static("accept-encoding"),
+    );
+    if gzip {
+        h.insert(
+            header::CONTENT_ENCODING,
+            header::HeaderValue::from_static("gzip"),
+        );
+    }
+    r
+}
+
+/// Whether `Accept-Encoding` lists gzip (or `*`) with a non-zero quality (RFC 9110 12.5.3;
+/// Prometheus sends `gzip`).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';');
+            let coding = parts.next().unwrap_or("").trim();
+            let q = parts
+                .find_map(|p| p.trim().strip_prefix("q="))
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            (coding.eq_ignore_ascii_case("gzip") || coding == "*") && q > 0.0
+        })
+}
+
+/// `data` gzip-compressed (fast level: /metrics of a large fabric is tens of MB).
+fn gzip_bytes(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(
+        Vec::with_capacity(data.len() / 8),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(data).expect("writing to a Vec");
+    enc.finish().expect("writing to a Vec")
+}
+
+#[cfg(test)]
+mod gzip_tests {
+    use super::*;
+
+    #[test]
+    fn gzip_is_used_only_when_asked_for_with_a_non_zero_quality() {
+        let h = |v: &str| {
+            let mut m = HeaderMap::new();
+            m.insert(header::ACCEPT_ENCODING, v.parse().unwrap());
+            accepts_gzip(&m)
+        };
+        assert!(h("gzip"));
+        assert!(h("deflate, GZIP;q=0.5"));
+        assert!(h("*"));
+        assert!(!h("gzip;q=0"));
+        assert!(!h("identity"));
+        assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn gzip_round_trips() {
+        use std::io::Read;
+        let text = "fabric_port_up{switch=\"a\",port=\"0\"} 1\n".repeat(100);
+        let z = gzip_bytes(text.as_bytes());
+        assert!(z.len() < text.len() / 5);
+        let mut back = String::new();
+        flate2::read::GzDecoder::new(&z[..])
+            .read_to_string(&mut back)
+            .unwrap();
+        assert_eq!(back, text);
+    }
 }
 
 async fn control(st: &AppState, headers: &HeaderMap, what: &str, c: Control) -> Response {
@@ -408,8 +543,8 @@ async fn drift_repair(State(st): State<AppState>, headers: HeaderMap) -> Respons
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RecordBody {
-    /// File to write (created; an existing file is refused).
-    path: std::path::PathBuf,
+    /// File name inside `--record-dir` (created; an existing file is refused).
+    path: String,
 }
 
 async fn record_start(
@@ -421,10 +556,46 @@ async fn record_start(
     if let Some(r) = refuse(&st, &headers, what) {
         return r;
     }
-    match body {
-        Ok(Json(b)) => control(&st, &headers, what, Control::RecordStart(b.path)).await,
-        Err(e) => e.into_response(),
+    let b = match body {
+        Ok(Json(b)) => b,
+        Err(e) => return rejection(e),
+    };
+    let Some(dir) = st.record_dir.clone() else {
+        return error(
+            StatusCode::FORBIDDEN,
+            "recording over the API is disabled: start the daemon with --record-dir DIR",
+        );
+    };
+    let refused = |r: Refusal| match r {
+        Refusal::BadName(m) => error(StatusCode::BAD_REQUEST, &m),
+        Refusal::Full(m) => error(StatusCode::INSUFFICIENT_STORAGE, &m),
+        Refusal::Create(m) => error(StatusCode::CONFLICT, &m),
+    };
+    let path = match dir.resolve(&b.path) {
+        Ok(p) => p,
+        Err(r) => return refused(r),
+    };
+    let file = match dir.create(&path) {
+        Ok(f) => f,
+        Err(r) => return refused(r),
+    };
+    let start = Control::RecordStart {
+        path: path.clone(),
+        file,
+        max_bytes: dir.max_bytes,
+    };
+    let r = control(&st, &headers, what, start).await;
+    if !r.status().is_success() {
+        // Already recording: the file just created stays empty; do not leave it behind.
+        let _ = std::fs::remove_file(&path);
     }
+    r
+}
+
+/// A JSON body axum refused (400 malformed, 415 wrong content type, 422 wrong shape), in
+/// the daemon's JSON error shape.
+fn rejection(e: axum::extract::rejection::JsonRejection) -> Response {
+    error(e.status(), &e.body_text())
 }
 
 async fn record_stop(State(st): State<AppState>, headers: HeaderMap) -> Response {

@@ -57,6 +57,8 @@ pub struct Counters {
     pub stream_clients: Counter,
     /// Stream clients dropped for falling behind.
     pub stream_dropped: Counter,
+    /// Stream requests refused because `--max-streams` clients were connected.
+    pub stream_refused: Counter,
     /// Snapshots published.
     pub snapshots: Counter,
     /// Errors the source reported (and the collector survived).

@@ -185,6 +185,11 @@ pub struct Exposition {
     hub: Arc<Hub>,
     labels: PortLabels,
     health: Arc<DaemonHealth>,
+    /// Factor on the per-port traffic counters: wall-clock seconds per second of the
+    /// source's clock (`1 / --ratio` for the simulator, 1 otherwise), so that `rate()`
+    /// over Prometheus' wall-clock time gives the same per-second figures as the stream,
+    /// whose snapshots carry the source's own time.
+    rate_scale: f64,
 }
 
 /// Encodes a family of one counter per selected port from a column (skipped when
@@ -233,12 +238,13 @@ fn sum_columns(cols: &[Option<&Column>], n: usize) -> Option<Column> {
 
 impl Exposition {
     /// The exposition of `hub`'s snapshots.
-    pub fn new(hub: Arc<Hub>, health: Arc<DaemonHealth>) -> Self {
+    pub fn new(hub: Arc<Hub>, health: Arc<DaemonHealth>, rate_scale: f64) -> Self {
         let labels = PortLabels::new(hub.info());
         Exposition {
             hub,
             labels,
             health,
+            rate_scale,
         }
     }
 
@@ -308,7 +314,7 @@ impl Exposition {
             ),
         ];
         for (name, help, col) in families {
-            port_counter(enc, (l, sel), name, help, col, 1.0)?;
+            port_counter(enc, (l, sel), name, help, col, self.rate_scale)?;
         }
         if sel.family("fabric_port_speed_bytes") {
             let mut m = enc.encode_descriptor(
@@ -349,7 +355,7 @@ impl Exposition {
             "fabric_queue_ecn_marked_packets",
             "Packets ECN-marked at this egress (all queues)",
             c.ecn_marks.as_ref(),
-            1.0,
+            self.rate_scale,
         )?;
         self.pfc(s, sel, enc)?;
         port_counter(
@@ -358,7 +364,7 @@ impl Exposition {
             "fabric_pfc_paused_seconds",
             "Seconds this egress spent paused by PFC (summed over priorities)",
             c.paused_ns.as_ref(),
-            1e-9,
+            1e-9 * self.rate_scale,
         )?;
         self.link_info(sel, enc)
     }
@@ -385,7 +391,12 @@ impl Exposition {
                 for (i, v) in sel.values(col) {
                     let [a, b] = self.labels.of(i);
                     let set = [a, b, ("direction", dir), ("priority", &p)];
-                    ConstCounter::new(v).encode(m.encode_family(&set)?)?;
+                    let fam = m.encode_family(&set)?;
+                    if self.rate_scale == 1.0 {
+                        ConstCounter::new(v).encode(fam)?;
+                    } else {
+                        ConstCounter::new(v as f64 * self.rate_scale).encode(fam)?;
+                    }
                 }
             }
         }
@@ -458,6 +469,11 @@ impl Exposition {
                 k.stream_dropped.get(),
             ),
             (
+                "fabric_daemon_stream_clients_refused",
+                "Stream requests refused (503) because --max-streams clients were connected",
+                k.stream_refused.get(),
+            ),
+            (
                 "fabric_daemon_snapshots",
                 "Snapshots published",
                 k.snapshots.get(),
@@ -528,7 +544,8 @@ impl Collector for Scrape {
             exp.ports(&latest.snapshot, sel, &mut enc)?;
         }
         exp.health.encode(&mut enc, (&exp.labels, sel))?;
-        exp.daemon(sel, &mut enc)
+        exp.daemon(sel, &mut enc)?;
+        super::process::encode(sel, &mut enc)
     }
 }
 

@@ -1,7 +1,7 @@
 //! `fabric serve`: the daemon that owns a fabric and serves its telemetry.
 //!
 //! The shape is tokio mini-redis's (`../shared/STYLE.md` point 15): [`run`] takes a
-//! [`Config`], a bound listener and a shutdown future; the accept loop holds one
+//! [`Config`], an open source, a bound listener and a shutdown future; the accept loop holds one
 //! semaphore permit per connection and a broadcast shutdown every task sees.
 //!
 //! # Layout
@@ -38,7 +38,9 @@ pub mod lldp_neighbours;
 pub mod log;
 pub mod metrics;
 pub mod observe_source;
+pub mod process;
 pub mod prom_query;
+pub mod recordings;
 pub mod routes;
 pub mod server;
 pub mod sim_source;
@@ -57,18 +59,16 @@ use tokio::net::TcpListener;
 
 pub use config::{Config, SourceSpec};
 
-/// Runs the daemon on `listener` until `shutdown` resolves; then stops accepting, ends
-/// the streams, lets requests finish (at most [`server::DRAIN`]) and stops the source.
+/// Runs the daemon of `source` on `listener` until `shutdown` resolves; then stops
+/// accepting, ends the streams, lets requests finish (at most [`server::DRAIN`]) and stops
+/// the source. `fabric serve` opens the source before it says it is listening, so a
+/// source that cannot start is reported before the readiness line.
 pub async fn run(
     config: Config,
+    source: Box<dyn source::Source>,
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    config.validate().map_err(anyhow::Error::msg)?;
-    let spec = config.source.clone();
-    let source = tokio::task::spawn_blocking(move || sim_source::open(&spec))
-        .await
-        .context("opening the source")??;
     let source::SourceMap { info, fabric } = source.map();
     let hub = Arc::new(hub::Hub::new(
         info.clone(),
@@ -77,9 +77,17 @@ pub async fn run(
         config.stream_lag,
     ));
     let health = Arc::new(health::DaemonHealth::new(&info, config.health));
+    // A testbed's interfaces are `p<port>`: the API names them so (`swp<port+1>`, the
+    // export's switch naming, otherwise).
+    let ifnames = match &config.source {
+        SourceSpec::Testbed { .. } | SourceSpec::Netns { .. } | SourceSpec::HostNetns { .. } => {
+            routes::IfNames::Testbed
+        }
+        _ => routes::IfNames::Export,
+    };
     let routes = match fabric {
         Some(f) => Some(Arc::new(
-            tokio::task::spawn_blocking(move || routes::RouteView::new(f)).await?,
+            tokio::task::spawn_blocking(move || routes::RouteView::new(f, ifnames)).await?,
         )),
         None => None,
     };
@@ -95,7 +103,13 @@ pub async fn run(
             repair: config.repair_drift,
         },
     );
-    let exposition = metrics::Exposition::new(hub.clone(), health.clone());
+    // The simulator's counters advance in simulated time, `--ratio` simulated seconds per
+    // wall-clock second; Prometheus rates them over wall-clock time.
+    let rate_scale = match &config.source {
+        SourceSpec::Sim { ratio, .. } => 1.0 / ratio,
+        _ => 1.0,
+    };
+    let exposition = metrics::Exposition::new(hub.clone(), health.clone(), rate_scale);
     let state = http::AppState {
         hub: hub.clone(),
         routes,
@@ -107,6 +121,8 @@ pub async fn run(
         request_timeout: config.request_timeout,
         topology: Bytes::from(serde_json::to_vec(&info)?),
         stream_sndbuf: config.stream_sndbuf,
+        record_dir: config.record.clone().map(Arc::new),
+        stream_slots: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
     };
     let router = http::router(state, config.max_body_bytes);
     let limits = server::ConnLimits {
@@ -234,6 +250,20 @@ pub struct Args {
     /// Most HTTP connections served at once.
     #[arg(long, default_value_t = 256)]
     pub max_connections: usize,
+    /// Directory that `POST /api/v1/recording` writes into (a plain file name there);
+    /// without it, recording over the API is refused.
+    #[arg(long, value_name = "DIR")]
+    pub record_dir: Option<PathBuf>,
+    /// Most files --record-dir may hold; a new recording beyond it is refused (507).
+    #[arg(long, default_value_t = 100)]
+    pub record_max_files: usize,
+    /// Largest recording, bytes; a recording stops when it reaches it.
+    #[arg(long, default_value_t = 1 << 30)]
+    pub record_max_bytes: u64,
+    /// Most stream clients at once (fewer than --max-connections: the rest stay free for
+    /// /metrics, health and status); one more is answered 503.
+    #[arg(long, default_value_t = 64)]
+    pub max_streams: usize,
     /// Frames kept for resuming a stream.
     #[arg(long, default_value_t = 600)]
     pub history: usize,
@@ -357,6 +387,12 @@ impl Args {
         c.token = read_token(self)?;
         c.interval = self.interval;
         c.max_connections = self.max_connections;
+        c.max_streams = self.max_streams;
+        c.record = self.record_dir.clone().map(|dir| recordings::RecordDir {
+            dir,
+            max_files: self.record_max_files,
+            max_bytes: self.record_max_bytes,
+        });
         c.history = self.history;
         c.stream_lag = self.stream_lag;
         c.header_timeout = self.header_timeout;
@@ -397,6 +433,9 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
     let config = args.config()?;
+    // Validated above; the source (a testbed is built here) opens before the readiness
+    // line, so every error comes before it, and once.
+    let source = sim_source::open(&config.source)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -409,7 +448,7 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         // The first stdout line: scripts and tests read the port from it.
         println!("listening on http://{addr}");
         log::info(&format!("serving on http://{addr}"));
-        run(config, listener, signals()).await
+        run(config, source, listener, signals()).await
     })
 }
 

@@ -60,23 +60,35 @@ pub struct Update {
     pub took_ns: u64,
 }
 
+/// How the interfaces of a port are named in the answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfNames {
+    /// `swp1`, `swp2`, … (port + 1), as `fabric routes export` writes them for switches.
+    Export,
+    /// `p0`, `p1`, … (the port number), as the veth testbeds name their interfaces, so
+    /// `ip -n NETNS link show p2` finds the port the API names.
+    Testbed,
+}
+
 /// The daemon's tables.
 #[derive(Debug)]
 pub struct RouteView {
     fabric: std::sync::Arc<Fabric>,
     addr: Option<AddressPlan>,
     routes: RwLock<Routes>,
+    ifnames: IfNames,
 }
 
 impl RouteView {
-    /// Tables of `fabric`, all links up.
-    pub fn new(fabric: std::sync::Arc<Fabric>) -> Self {
+    /// Tables of `fabric`, all links up; interfaces named by `ifnames`.
+    pub fn new(fabric: std::sync::Arc<Fabric>, ifnames: IfNames) -> Self {
         let routes = Routes::compute(&fabric);
         let addr = AddressPlan::new(&fabric).ok();
         RouteView {
             fabric,
             addr,
             routes: RwLock::new(routes),
+            ifnames,
         }
     }
 
@@ -161,7 +173,10 @@ impl RouteView {
                     .iter()
                     .map(|h| NextHop {
                         port: h.port,
-                        ifname: topo::export::routes::LinuxIf(h.port).to_string(),
+                        ifname: match self.ifnames {
+                            IfNames::Export => topo::export::routes::LinuxIf(h.port).to_string(),
+                            IfNames::Testbed => veth::routed::ifname(h.port),
+                        },
                         peer: f.node_name(h.peer).to_string(),
                         via: h.via.to_string(),
                     })

@@ -6,9 +6,11 @@
 //! (a stream client that fell behind, see [`ConnKill`]).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::Router;
+use hyper::service::Service;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -104,7 +106,18 @@ pub async fn serve(
             notify: Arc::new(Notify::new()),
             fd: std::os::fd::AsRawFd::as_raw_fd(&socket),
         };
-        let svc = TowerToHyperService::new(router.clone().layer(axum::Extension(kill.clone())));
+        // Requests answered on this connection: a header timeout after one is a
+        // keep-alive connection left idle (a Prometheus between scrapes), not an error.
+        let served = Arc::new(AtomicU64::new(0));
+        let svc = {
+            let inner =
+                TowerToHyperService::new(router.clone().layer(axum::Extension(kill.clone())));
+            let served = served.clone();
+            hyper::service::service_fn(move |req| {
+                served.fetch_add(1, Ordering::Relaxed);
+                inner.call(req)
+            })
+        };
         let mut shutdown_rx = notify_shutdown.subscribe();
         let done = done_tx.clone();
         let hub = hub.clone();
@@ -124,7 +137,10 @@ pub async fn serve(
                         if let Err(e) = r {
                             // A client hanging up mid-answer is its business; a request
                             // hyper could not parse, too large or too slow is counted.
-                            if e.is_parse() || e.is_parse_too_large() || e.is_timeout() {
+                            let idle = e.is_timeout() && served.load(Ordering::Relaxed) > 0;
+                            if !idle
+                                && (e.is_parse() || e.is_parse_too_large() || e.is_timeout())
+                            {
                                 hub.counters.bad_connections.inc();
                                 log::warn(&format!("connection from {peer}: {e}"));
                             }

@@ -91,6 +91,10 @@ pub async fn stream(
             return error(StatusCode::BAD_REQUEST, &msg);
         }
     };
+    let Ok(slot) = st.stream_slots.clone().try_acquire_owned() else {
+        hub.counters.stream_refused.inc();
+        return too_many_streams();
+    };
     let from = q.from.or(last_id);
     if let Err(e) = kill.bound_send_buffer(st.stream_sndbuf) {
         super::log::warn(&format!("stream: cannot bound the send buffer: {e}"));
@@ -121,7 +125,7 @@ pub async fn stream(
         Format::Ndjson => "application/x-ndjson",
         Format::Sse => "text/event-stream",
     };
-    let body = Body::from_stream(frames(hub, sub, fmt));
+    let body = Body::from_stream(frames(hub, sub, fmt, slot));
     (
         [
             (header::CONTENT_TYPE, content_type),
@@ -132,6 +136,21 @@ pub async fn stream(
         .into_response()
 }
 
+/// 503 for a stream beyond `--max-streams`, closing the connection.
+fn too_many_streams() -> Response {
+    let mut r = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many stream clients: this daemon serves at most --max-streams at once; /metrics, /api/v1/health and /api/v1/telemetry still answer; retry later",
+    );
+    let h = r.headers_mut();
+    h.insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+    h.insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    r
+}
+
 /// State of one client's stream.
 struct Pump {
     hub: Arc<Hub>,
@@ -139,6 +158,8 @@ struct Pump {
     backlog: std::vec::IntoIter<(Option<u64>, Bytes)>,
     shutdown: tokio::sync::watch::Receiver<bool>,
     fmt: Format,
+    /// This client's place under `--max-streams`, given back when the stream ends.
+    _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl Drop for Pump {
@@ -164,6 +185,7 @@ fn frames(
     hub: Arc<Hub>,
     mut sub: Subscription,
     fmt: Format,
+    slot: tokio::sync::OwnedSemaphorePermit,
 ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
     let backlog = std::mem::take(&mut sub.backlog).into_iter();
     let shutdown = hub.shutdown_signal();
@@ -173,6 +195,7 @@ fn frames(
         backlog,
         shutdown,
         fmt,
+        _slot: slot,
     };
     futures::stream::unfold(pump, |mut p| async move {
         if let Some((seq, b)) = p.backlog.next() {

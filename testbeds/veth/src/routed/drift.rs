@@ -17,8 +17,10 @@ use super::*;
 pub enum DriftKind {
     /// The tables want a route the kernel does not have.
     Missing,
-    /// The kernel has a route to a ToR prefix the tables do not want (no route there,
-    /// or the leaf's own prefix).
+    /// The kernel has a route the tables do not want: to a ToR prefix (no route there,
+    /// or the leaf's own prefix), or to anything more specific inside one (a `/32` or
+    /// `/29` added by hand wins over the fabric's routes by longest match), except a
+    /// leaf's link routes to its own hosts.
     Extra,
     /// Both have it with different next hops (gateways or weights), or it does not name
     /// a next-hop group where it should.
@@ -160,11 +162,102 @@ impl RoutedTestbed {
                         });
                     }
                 }
+                d.entries.extend(self.more_specific(s, fam, &dump));
             }
         }
         d.took_s = secs(t);
         Ok(d)
     }
+
+    /// Every main-table unicast route in `dump` (switch `s`'s, family `fam`) strictly
+    /// inside a ToR prefix of `s`'s plane that the tables do not hold: the leaf's link
+    /// routes to its own hosts are wanted, anything else there is [`DriftKind::Extra`].
+    fn more_specific(&self, s: NodeId, fam: Family, dump: &[RouteMessage]) -> Vec<DriftEntry> {
+        let prefixes: Vec<(NodeId, (IpAddr, u8))> = self
+            .plane_leaves(s)
+            .into_iter()
+            .filter_map(|l| Some((l, self.tor_prefix(l, fam)?)))
+            .collect();
+        let mut out = Vec::new();
+        for m in dump.iter().filter(|m| is_main_unicast(m)) {
+            let Some(dst) = route_dst(m) else { continue };
+            let Some(&(leaf, _)) = prefixes.iter().find(|(_, p)| strictly_inside(dst, *p)) else {
+                continue;
+            };
+            let hops = route_hops(m);
+            if leaf == s && hops.is_empty() && self.is_own_host(leaf, dst, fam) {
+                continue;
+            }
+            out.push(DriftEntry {
+                switch: self.fabric.node_name(s).to_string(),
+                leaf: self.fabric.node_name(leaf).to_string(),
+                family: fam,
+                prefix: format!("{}/{}", dst.0, dst.1),
+                kind: DriftKind::Extra,
+                wanted: Vec::new(),
+                kernel: hops,
+                kernel_nhid: route_nhid(m),
+                kernel_protocol: Some(u8::from(m.header.protocol)),
+            });
+        }
+        out
+    }
+
+    /// Whether `dst` is the host route (`/32`, `/128`) of a host attached to `leaf`.
+    fn is_own_host(&self, leaf: NodeId, dst: (IpAddr, u8), fam: Family) -> bool {
+        let host_len = match fam {
+            Family::V4 => 32,
+            Family::V6 => 128,
+        };
+        dst.1 == host_len
+            && self.fabric.hosts().any(|h| {
+                self.fabric.host_planes(h).any(|p| {
+                    self.fabric.attachment(h, p).is_some_and(|a| a.leaf == leaf)
+                        && self.host_addr_in(h, fam, p) == Some(dst.0)
+                })
+            })
+    }
+}
+
+/// A route of the main table that forwards (not a local, broadcast or blackhole entry)
+/// and that someone wrote: the kernel's own routes for the switch's addresses
+/// (`proto kernel`, such as the `/128` of an IPv6 gateway address) are not drift.
+fn is_main_unicast(m: &RouteMessage) -> bool {
+    use netlink_packet_route::route::{RouteAttribute, RouteType};
+    let table = m
+        .attributes
+        .iter()
+        .find_map(|a| match a {
+            RouteAttribute::Table(t) => Some(*t),
+            _ => None,
+        })
+        .unwrap_or(u32::from(m.header.table));
+    table == 254
+        && m.header.kind == RouteType::Unicast
+        && u8::from(m.header.protocol) != RTPROT_KERNEL
+}
+
+/// `proto kernel` (linux/rtnetlink.h): a route the kernel made from an address.
+const RTPROT_KERNEL: u8 = 2;
+
+/// Whether prefix `dst` lies inside `p` and is longer (more specific) than it.
+fn strictly_inside(dst: (IpAddr, u8), p: (IpAddr, u8)) -> bool {
+    fn bits(a: IpAddr) -> (u128, u8) {
+        match a {
+            IpAddr::V4(v) => (u128::from(u32::from(v)) << 96, 32),
+            IpAddr::V6(v) => (u128::from(v), 128),
+        }
+    }
+    let ((d, dw), (n, nw)) = (bits(dst.0), bits(p.0));
+    if dw != nw || dst.1 <= p.1 || p.1 > nw {
+        return false;
+    }
+    let mask = if p.1 == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(p.1))
+    };
+    d & mask == n & mask
 }
 
 /// What [`RoutedTestbed::repair_drift`] did.
@@ -297,5 +390,37 @@ mod tests {
             .0;
         assert_eq!(k, DriftKind::Different);
         assert_eq!(compare(want(&[(a, 1), (b, 1)]), Some(&legacy), false), None);
+    }
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::*;
+
+    #[test]
+    fn only_longer_prefixes_inside_count_as_more_specific() {
+        let v4 = |s: &str, l| (s.parse::<IpAddr>().unwrap(), l);
+        let tor = v4("10.1.2.0", 24);
+        assert!(strictly_inside(v4("10.1.2.7", 32), tor));
+        assert!(strictly_inside(v4("10.1.2.8", 29), tor));
+        assert!(
+            !strictly_inside(v4("10.1.2.0", 24), tor),
+            "the prefix itself"
+        );
+        assert!(!strictly_inside(v4("10.1.3.7", 32), tor), "outside");
+        assert!(!strictly_inside(v4("10.1.0.0", 16), tor), "wider");
+        let v6 = |s: &str, l| (s.parse::<IpAddr>().unwrap(), l);
+        assert!(strictly_inside(
+            v6("fd00:1:2::5", 128),
+            v6("fd00:1:2::", 64)
+        ));
+        assert!(!strictly_inside(
+            v6("fd00:1:3::5", 128),
+            v6("fd00:1:2::", 64)
+        ));
+        assert!(
+            !strictly_inside(v4("10.1.2.7", 32), v6("::", 0)),
+            "families differ"
+        );
     }
 }
