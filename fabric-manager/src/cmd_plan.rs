@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use flow_model::LoadBalance;
 use flow_model::planner::{
-    self, Aggregate, Cache, Design, DesignResult, PlanConfig, RunResult, Summary, TimelinePoint,
+    self, Aggregate, Cache, Design, DesignResult, FailureScope, PlanConfig, RunResult, Summary,
+    TimelinePoint,
 };
 use flow_model::rates::Rates;
+use flow_model::stats::{self, Estimate};
 use rayon::prelude::*;
 
 use crate::common;
@@ -21,7 +23,7 @@ use crate::common;
 pub enum Command {
     /// Months of component failures and repairs against designs: the bus bandwidth a job
     /// keeps, unreachable hosts, interruptions, effective training time, side by side.
-    Resilience(ResilienceArgs),
+    Resilience(Box<ResilienceArgs>),
     /// Merge shard results (`--shard i/N` JSON files) into one.
     Merge(MergeArgs),
 }
@@ -38,9 +40,22 @@ pub struct ResilienceArgs {
     /// Horizon of each trial (days).
     #[arg(long, default_value_t = 30.0)]
     pub days: f64,
-    /// Monte-Carlo trials per design.
+    /// Monte-Carlo trials per design (with --precision: the most trials to run).
     #[arg(long, default_value_t = 100)]
     pub trials: u32,
+    /// Run trials until the 95 % interval of every design's lost training time is within
+    /// ± this many percent of it (or --trials is reached).
+    #[arg(long, value_name = "PERCENT")]
+    pub precision: Option<f64>,
+    /// Failures drawn: `all` (the whole cluster: GPUs, servers, software and the network,
+    /// from the Llama 3 root-cause table) or `network` (links, switches, NICs only).
+    #[arg(long, default_value = "all")]
+    pub failures: String,
+    /// Probability that a network failure on the job's paths that the routing survives
+    /// still interrupts the job (an assumption: the RoCE transport times out before the
+    /// re-route completes). 0 turns it off.
+    #[arg(long, default_value_t = 0.5)]
+    pub reroute_interrupt: f64,
     /// Seed (trial t of seed S is the same in every run and shard).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -98,7 +113,7 @@ pub struct MergeArgs {
 /// Runs a `fabric plan` command.
 pub fn run(c: Command) -> anyhow::Result<()> {
     match c {
-        Command::Resilience(a) => resilience(a),
+        Command::Resilience(a) => resilience(*a),
         Command::Merge(a) => merge(a),
     }
 }
@@ -128,6 +143,11 @@ fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
     };
     let lb = LoadBalance::parse(&a.lb, a.seed)
         .with_context(|| format!("--lb {}: expected ecmp, spray, entropy or adaptive", a.lb))?;
+    let scope = match a.failures.as_str() {
+        "all" => FailureScope::All,
+        "network" => FailureScope::Network,
+        other => anyhow::bail!("--failures {other}: expected all or network"),
+    };
     let cfg = PlanConfig {
         job_gpus: a.job_gpus,
         days: a.days,
@@ -139,51 +159,152 @@ fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
         scale_up_gbps: a.scale_up_gbps,
         channels: a.channels,
         rates,
+        scope,
+        reroute_interrupt: a.reroute_interrupt,
     };
     cfg.validate()?;
     Ok(cfg)
 }
 
+/// Checks before any trial runs that the outputs can be written: the JSON file's
+/// directory exists and the file is writable; the plot directory can be created and
+/// written to.
+fn check_outputs(json: Option<&Path>, plot: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(p) = json.filter(|p| *p != Path::new("-")) {
+        anyhow::ensure!(!p.is_dir(), "--json {}: is a directory", p.display());
+        let existed = p.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(p)
+            .with_context(|| format!("--json {}: cannot write there", p.display()))?;
+        if !existed {
+            std::fs::remove_file(p).ok();
+        }
+    }
+    if let Some(dir) = plot {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--plot {}: cannot create the directory", dir.display()))?;
+        let probe = dir.join(format!(".fabric-plot-probe-{}", std::process::id()));
+        std::fs::write(&probe, b"")
+            .with_context(|| format!("--plot {}: cannot write there", dir.display()))?;
+        std::fs::remove_file(&probe).ok();
+    }
+    Ok(())
+}
+
+/// Runs `trials` of one design in parallel; the timeline of trial 0 if among them.
+fn run_trials(
+    d: &Design<'_>,
+    trials: &[u32],
+    bar: &indicatif::ProgressBar,
+) -> (Aggregate, Option<Vec<TimelinePoint>>) {
+    trials
+        .par_iter()
+        .map_init(Cache::default, |cache, &t| {
+            let mut agg = Aggregate::default();
+            let line = planner::run_trial(d, t, cache, &mut agg, t == 0);
+            bar.inc(1);
+            (agg, line)
+        })
+        .reduce(
+            || (Aggregate::default(), None),
+            |(mut a, la), (b, lb)| {
+                a.merge(&b);
+                (a, la.or(lb))
+            },
+        )
+}
+
+/// Trials to run next for a target precision (percent) after `done`, from every design's
+/// interval of lost training time so far; `done` when all are precise enough.
+fn trials_needed(cfg: &PlanConfig, aggs: &[Aggregate], done: u32, precision: f64) -> u32 {
+    aggs.iter()
+        .map(|a| {
+            let s = planner::summarize("", 0, 1.0, 0.0, cfg, a);
+            let lost = s.effective_training.map(|x| 1.0 - x);
+            stats::trials_for(&lost, done, precision / 100.0)
+        })
+        .max()
+        .unwrap_or(done)
+}
+
 fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
-    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
+    check_outputs(a.json.as_deref(), a.plot.as_deref())?;
     let (si, sn) = a
         .shard
         .as_deref()
         .map(parse_shard)
         .transpose()?
         .unwrap_or((0, 1));
-    let cfg = config(&a)?;
+    let mut cfg = config(&a)?;
+    if let Some(p) = a.precision {
+        anyhow::ensure!(
+            p.is_finite() && p > 0.0 && p < 100.0,
+            "--precision {p}: expected a percentage above 0 and below 100"
+        );
+        anyhow::ensure!(
+            a.shard.is_none(),
+            "--precision cannot be used with --shard (every shard must run the same trials); give --trials"
+        );
+    }
     let prices = common::prices(a.prices.as_deref())?;
     let fabrics: Vec<topo::Fabric> = a
         .designs
         .iter()
         .map(|d| common::load_design(d).with_context(|| format!("design {d}")))
         .collect::<anyhow::Result<_>>()?;
-    let trials: Vec<u32> = planner::shard_trials(cfg.trials, si, sn).collect();
-    let bar = progress(a.quiet, (trials.len() * fabrics.len()) as u64);
-    let mut designs = Vec::new();
-    for (name, f) in a.designs.iter().zip(&fabrics) {
-        bar.set_message(name.clone());
-        let d = Design::new(f, &cfg).with_context(|| format!("design {name}"))?;
+    let designs: Vec<Design<'_>> = a
+        .designs
+        .iter()
+        .zip(&fabrics)
+        .map(|(name, f)| Design::new(f, &cfg).with_context(|| format!("design {name}")))
+        .collect::<anyhow::Result<_>>()?;
+    let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
+    let max_trials = cfg.trials;
+    let mut target = match a.precision {
+        Some(_) => max_trials.min(16),
+        None => max_trials,
+    };
+    let bar = progress(a.quiet, (target as usize * fabrics.len()) as u64);
+    let mut aggs: Vec<Aggregate> = vec![Aggregate::default(); designs.len()];
+    let mut lines: Vec<Option<Vec<TimelinePoint>>> = vec![None; designs.len()];
+    let mut done = 0u32;
+    loop {
+        let trials: Vec<u32> = planner::shard_trials(target, si, sn)
+            .filter(|&t| t >= done)
+            .collect();
+        for (k, (name, d)) in a.designs.iter().zip(&designs).enumerate() {
+            bar.set_message(name.clone());
+            let (agg, line) = run_trials(d, &trials, &bar);
+            aggs[k].merge(&agg);
+            lines[k] = lines[k].take().or(line);
+        }
+        done = target;
+        let Some(p) = a.precision else { break };
+        let need = trials_needed(&cfg, &aggs, done, p).min(max_trials);
+        if need <= done {
+            break;
+        }
+        // grow by at most 4× per round: the estimate of the spread improves as trials come
+        target = need.min(done.saturating_mul(4));
+        bar.set_length((target as usize * fabrics.len()) as u64);
+    }
+    bar.finish_and_clear();
+    cfg.trials = done;
+    let mut out = Vec::new();
+    for (((name, f), d), (agg, timeline)) in a
+        .designs
+        .iter()
+        .zip(&fabrics)
+        .zip(&designs)
+        .zip(aggs.into_iter().zip(lines))
+    {
         let cost = topo::analysis::summarize(f, &d.healthy, &prices).cost_per_gpu_usd;
-        let (agg, timeline) = trials
-            .par_iter()
-            .map_init(Cache::default, |cache, &t| {
-                let mut agg = Aggregate::default();
-                let line = planner::run_trial(&d, t, cache, &mut agg, t == 0);
-                bar.inc(1);
-                (agg, line)
-            })
-            .reduce(
-                || (Aggregate::default(), None),
-                |(mut a, la), (b, lb)| {
-                    a.merge(&b);
-                    (a, la.or(lb))
-                },
-            );
         let summary = planner::summarize(name, f.num_gpus(), d.healthy_busbw, cost, &cfg, &agg);
-        designs.push(DesignResult {
+        out.push(DesignResult {
             design: name.clone(),
+            fingerprint: planner::fingerprint(f),
             gpus: f.num_gpus(),
             healthy_busbw: d.healthy_busbw,
             cost_per_gpu_usd: cost,
@@ -192,12 +313,11 @@ fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
             summary,
         });
     }
-    bar.finish_and_clear();
     let result = RunResult {
         config: cfg,
         shards: vec![si],
         shard_count: sn,
-        designs,
+        designs: out,
     };
     report(&result, &mut json, a.plot.as_deref())
 }
@@ -217,6 +337,7 @@ fn progress(quiet: bool, n: u64) -> indicatif::ProgressBar {
 }
 
 fn merge(a: MergeArgs) -> anyhow::Result<()> {
+    check_outputs(a.json.as_deref(), a.plot.as_deref())?;
     let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let parts: Vec<RunResult> = a
         .files
@@ -258,8 +379,29 @@ fn report(
 
 type Cell = fn(&Summary) -> String;
 
-fn pct(x: f64) -> String {
-    format!("{:.2} %", 100.0 * x)
+/// `value [lo, hi]` with `digits` decimals, `value [±?]` without an interval.
+fn est(e: &Estimate, digits: usize) -> String {
+    if e.lo.is_finite() && e.hi.is_finite() {
+        format!(
+            "{:.digits$} [{:.digits$}, {:.digits$}]",
+            e.value, e.lo, e.hi
+        )
+    } else {
+        format!("{:.digits$} [±?]", e.value)
+    }
+}
+
+/// An estimate of a share, in percent.
+fn pct(e: &Estimate) -> String {
+    est(&e.map(|x| 100.0 * x), 2) + " %"
+}
+
+fn cause(s: &Summary, c: usize) -> String {
+    est(&s.interruptions_by_cause[planner::CAUSES[c]], 3)
+}
+
+fn class(s: &Summary, c: usize) -> String {
+    est(&s.failures_per_day[planner::CLASSES[c]], 3)
 }
 
 const ROWS: &[(&str, Cell)] = &[
@@ -270,36 +412,35 @@ const ROWS: &[(&str, Cell)] = &[
     ("healthy busbw (GB/s)", |s| {
         format!("{:.1}", s.healthy_busbw_gbytes)
     }),
-    ("busbw / healthy p50", |s| format!("{:.3}", s.rel_p50)),
-    ("busbw / healthy p99", |s| format!("{:.3}", s.rel_p99)),
-    ("busbw / healthy worst", |s| format!("{:.3}", s.rel_worst)),
-    ("busbw / healthy mean", |s| format!("{:.4}", s.rel_mean)),
-    ("time with unreachable NICs", |s| pct(s.unreachable_share)),
-    ("unreachable NICs (mean)", |s| {
-        format!("{:.3}", s.unreachable_mean)
-    }),
+    ("busbw / healthy p50", |s| est(&s.rel_p50, 3)),
+    ("busbw / healthy p99", |s| est(&s.rel_p99, 3)),
+    ("busbw / healthy worst", |s| est(&s.rel_worst, 3)),
+    ("busbw / healthy mean", |s| est(&s.rel_mean, 4)),
+    ("time with unreachable NICs", |s| pct(&s.unreachable_share)),
     ("job interruptions / day", |s| {
-        format!("{:.3}", s.interruptions_per_day)
+        est(&s.interruptions_per_day, 3)
     }),
-    ("effective training time", |s| pct(s.effective_training)),
-    ("ECMP width lost (mean)", |s| pct(s.ecmp_width_lost_mean)),
-    ("ECMP width lost (max)", |s| pct(s.ecmp_width_lost_max)),
-    ("failures / day", |s| {
-        format!("{:.2}", s.failures_per_day.values().sum::<f64>())
+    ("  network: NIC cut off", |s| cause(s, 0)),
+    ("  network: re-route timeout", |s| cause(s, 1)),
+    ("  GPU", |s| cause(s, 2)),
+    ("  server", |s| cause(s, 3)),
+    ("  software", |s| cause(s, 4)),
+    ("lost to interruptions", |s| pct(&s.lost_to_interruptions)),
+    ("lost waiting (job cannot run)", |s| pct(&s.lost_waiting)),
+    ("effective training time", |s| pct(&s.effective_training)),
+    ("ECMP width lost (mean)", |s| pct(&s.ecmp_width_lost_mean)),
+    ("ECMP width lost (max)", |s| {
+        format!("{:.2} %", 100.0 * s.ecmp_width_lost_max)
     }),
-    ("  links", |s| {
-        format!(
-            "{:.2}",
-            s.failures_per_day["host_link"] + s.failures_per_day["fabric_link"]
-        )
-    }),
-    ("  switches", |s| {
-        format!(
-            "{:.3}",
-            s.failures_per_day["leaf"] + s.failures_per_day["spine"] + s.failures_per_day["core"]
-        )
-    }),
-    ("  NICs", |s| format!("{:.3}", s.failures_per_day["nic"])),
+    ("failures / day: host links", |s| class(s, 0)),
+    ("  fabric links", |s| class(s, 1)),
+    ("  leaves", |s| class(s, 2)),
+    ("  spines", |s| class(s, 3)),
+    ("  cores", |s| class(s, 4)),
+    ("  NICs", |s| class(s, 5)),
+    ("  GPUs", |s| class(s, 6)),
+    ("  servers", |s| class(s, 7)),
+    ("  software", |s| class(s, 8)),
     ("trials", |s| s.trials.to_string()),
     ("states evaluated / reused", |s| {
         format!("{} / {}", s.evaluations, s.cache_hits)
@@ -310,32 +451,41 @@ const ROWS: &[(&str, Cell)] = &[
 pub fn render_table(r: &RunResult) -> String {
     let c = &r.config;
     let mut out = format!(
-        "{}-GPU job, {} days × {} trials (seed {}, {:?}, {} channels per ring edge), checkpoint every {} h, restart {} min{}\n",
+        "{}-GPU job, {} days × {} trials (seed {}), {}, {} channels per ring edge; checkpoint every {} h, restart {} min; re-route interrupts with p = {} (assumption)\nfailures: {}; figures with 95 % intervals [lo, hi] over trials{}\n",
         c.job_gpus,
         c.days,
         c.trials,
         c.seed,
-        c.lb,
+        c.lb.describe(),
         c.channels,
         c.checkpoint_hours,
         c.restart_minutes,
+        c.reroute_interrupt,
+        c.scope.label(),
         if r.shard_count > 1 {
-            format!(", shards {:?} of {}", r.shards, r.shard_count)
+            format!("; shards {:?} of {}", r.shards, r.shard_count)
         } else {
             String::new()
         }
     );
+    if r.designs.iter().all(|d| d.aggregate.trials == 0) {
+        out.push_str(&format!(
+            "no trials: this result holds none of the {} trials (shards {:?} of {} hold trials t with t mod {} in {:?}); there are no figures to show\n",
+            c.trials, r.shards, r.shard_count, r.shard_count, r.shards
+        ));
+        return out;
+    }
     let names: Vec<&str> = r.designs.iter().map(|d| d.design.as_str()).collect();
     let cells: Vec<Vec<String>> = ROWS
         .iter()
         .map(|(_, f)| r.designs.iter().map(|d| f(&d.summary)).collect())
         .collect();
-    let w0 = ROWS.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let w0 = ROWS.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..names.len())
         .map(|i| {
             cells
                 .iter()
-                .map(|row| row[i].len())
+                .map(|row| row[i].chars().count())
                 .max()
                 .unwrap_or(0)
                 .max(names[i].len())
@@ -464,6 +614,9 @@ mod tests {
             job_gpus: 8,
             days: 10.0,
             trials: 6,
+            precision: None,
+            failures: "network".into(),
+            reroute_interrupt: 0.0,
             seed: 9,
             rates: Some(dir.join("rates.toml")),
             lb: "spray".into(),
@@ -509,7 +662,10 @@ mod tests {
             assert_eq!(a.aggregate.failures, b.aggregate.failures);
             assert_eq!(a.aggregate.interruptions, b.aggregate.interruptions);
             assert_eq!(a.summary.rel_p99, b.summary.rel_p99);
-            assert!((a.summary.unreachable_share - b.summary.unreachable_share).abs() < 1e-12);
+            assert!(
+                (a.summary.unreachable_share.value - b.summary.unreachable_share.value).abs()
+                    < 1e-12
+            );
             assert_eq!(a.timeline, b.timeline);
             assert!(a.aggregate.failures.iter().sum::<u64>() > 0);
         }
@@ -578,6 +734,138 @@ mod tests {
             &|a| a.shard = Some("2/2".into()),
             "--shard 2/2: expected i/N",
         );
+        check(
+            &|a| a.failures = "gpu".into(),
+            "--failures gpu: expected all or network",
+        );
+        check(
+            &|a| a.reroute_interrupt = 1.5,
+            "re-route interruption probability: 1.5: expected 0 to 1",
+        );
+        check(&|a| a.precision = Some(0.0), "--precision 0: expected");
+    }
+
+    #[test]
+    fn output_paths_are_checked_before_any_trial() {
+        let dir = std::env::temp_dir();
+        let mut a = args(&dir, None, "unused.json");
+        a.rates = None;
+        a.json = Some("/no/such/dir/r.json".into());
+        // a huge run: if the check came after the trials, this test would not finish
+        a.trials = 1_000_000;
+        a.days = 365.0;
+        let e = format!("{:#}", resilience(a).unwrap_err());
+        assert!(
+            e.contains("--json /no/such/dir/r.json: cannot write there"),
+            "{e}"
+        );
+        let mut a = args(&dir, None, "unused.json");
+        a.json = None;
+        a.trials = 1_000_000;
+        std::fs::write(
+            dir.join(format!("fabric-plan-file-{}", std::process::id())),
+            "",
+        )
+        .unwrap();
+        a.plot = Some(
+            dir.join(format!("fabric-plan-file-{}", std::process::id()))
+                .join("p"),
+        );
+        let e = format!("{:#}", resilience(a).unwrap_err());
+        assert!(e.contains("cannot create the directory"), "{e}");
+        std::fs::remove_file(dir.join(format!("fabric-plan-file-{}", std::process::id()))).ok();
+    }
+
+    #[test]
+    fn merge_refuses_changed_designs_and_tampered_counts_and_empty_shards_say_so() {
+        let dir = std::env::temp_dir().join(format!("fabric-plan-m-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("rates.toml"),
+            "[host_link]\nafr_percent = 3000\n[leaf]\nafr_percent = 2000\n",
+        )
+        .unwrap();
+        let spec = |servers: u32| {
+            format!(
+                "name = \"d\"\n[hosts]\nservers = {servers}\nrate = \"100G\"\n[[planes]]\nleaves_per_pod = 4\nleaf = {{ radix = 8, down = 4, up = 4 }}\nspine = {{ radix = 4 }}\n"
+            )
+        };
+        let design = dir.join("d.toml");
+        let shard = |i: u32, out: &str| {
+            let mut a = args(&dir, Some(&format!("{i}/2")), out);
+            a.designs = vec![design.display().to_string()];
+            resilience(a).unwrap();
+            dir.join(out)
+        };
+        std::fs::write(&design, spec(16)).unwrap();
+        let s0 = shard(0, "s0.json");
+        std::fs::write(&design, spec(12)).unwrap();
+        let s1 = shard(1, "s1.json");
+        let merge_files = |files: Vec<PathBuf>| {
+            merge(MergeArgs {
+                files,
+                json: None,
+                plot: None,
+            })
+            .map_err(|e| format!("{e:#}"))
+        };
+        let e = merge_files(vec![s0.clone(), s1]).unwrap_err();
+        assert!(e.contains("changed between shards [0] and [1]"), "{e}");
+        // tampered: an interruption count edited by hand
+        std::fs::write(&design, spec(16)).unwrap();
+        let s1 = shard(1, "s1.json");
+        assert!(merge_files(vec![s0.clone(), s1.clone()]).is_ok());
+        let mut r = read(&s1);
+        r.designs[0].aggregate.interruptions += 1;
+        std::fs::write(&s1, serde_json::to_string(&r).unwrap()).unwrap();
+        let e = merge_files(vec![s0.clone(), s1.clone()]).unwrap_err();
+        assert!(
+            e.contains("are not the sums of its per-trial records"),
+            "{e}"
+        );
+        // a trial dropped from the records
+        let mut r = read(&s0);
+        r.designs[0].aggregate.per_trial.pop();
+        std::fs::write(&s1, serde_json::to_string(&r).unwrap()).unwrap();
+        let e = merge_files(vec![s1]).unwrap_err();
+        assert!(e.contains("cover 2 trials, not the 3"), "{e}");
+        // an empty shard: 6 trials in 8 shards, shard 7 has none
+        let mut a = args(&dir, Some("7/8"), "s7.json");
+        a.designs = vec![design.display().to_string()];
+        resilience(a).unwrap();
+        let r = read(&dir.join("s7.json"));
+        let t = render_table(&r);
+        assert!(
+            t.contains("no trials: this result holds none of the 6 trials"),
+            "{t}"
+        );
+        assert!(!t.contains("100.00 %"), "{t}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_table_labels_scope_and_load_balancing_without_debug_text() {
+        let dir = std::env::temp_dir().join(format!("fabric-plan-l-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = args(&dir, None, "all.json");
+        a.rates = None;
+        a.failures = "all".into();
+        a.lb = "ecmp".into();
+        a.designs = vec!["fat-tree-k4".into()];
+        a.trials = 3;
+        resilience(a).unwrap();
+        let t = render_table(&read(&dir.join("all.json")));
+        assert!(
+            t.contains("failures: whole cluster (GPU, server, software and network failures)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("ECMP (flow hash)") && !t.contains("Ecmp {"),
+            "{t}"
+        );
+        assert!(t.contains("lost waiting (job cannot run)"), "{t}");
+        assert!(t.contains("95 % intervals"), "{t}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 mod cmd_build;
 mod cmd_export;
+mod cmd_flow;
 mod cmd_plan;
 mod cmd_routes;
 mod cmd_sim;
@@ -43,6 +44,9 @@ enum Command {
     },
     /// Packet-level simulation of congestion control and load balancing.
     Sim(cmd_sim::Args),
+    /// Flow-level model: a collective or traffic pattern on a design, with a load-balancing
+    /// policy and failed links: bus bandwidth and completion time.
+    Flow(Box<cmd_flow::Args>),
     /// Resilience planning: what component failures cost a design over weeks of training.
     Plan {
         #[command(subcommand)]
@@ -73,7 +77,7 @@ fn main() -> std::process::ExitCode {
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            eprintln!("Error: {}", common::error_line(&e));
             std::process::ExitCode::from(common::exit_status(&e))
         }
     }
@@ -99,6 +103,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             RoutesCommand::Export(a) => cmd_export::run(a),
         },
         Command::Sim(a) => cmd_sim::run(a),
+        Command::Flow(a) => cmd_flow::run(*a),
         Command::Plan { command } => cmd_plan::run(command),
         Command::Testbed { command } => cmd_testbed::run(command),
         Command::Serve(a) => serve::main(*a),

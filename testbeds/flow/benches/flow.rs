@@ -116,6 +116,8 @@ fn planner_case(name: &str, f: &Fabric, gpus: u64, trials: u32) {
         scale_up_gbps: 3600.0,
         channels: 4,
         rates: Rates::default(),
+        scope: planner::FailureScope::All,
+        reroute_interrupt: 0.5,
     };
     let (d, tp) = best(1, || Design::new(f, &cfg).unwrap());
     let t0 = Instant::now();

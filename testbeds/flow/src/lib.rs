@@ -43,6 +43,7 @@ pub mod paths;
 pub mod placement;
 pub mod planner;
 pub mod rates;
+pub mod stats;
 pub mod traffic;
 
 pub use paths::LoadBalance;

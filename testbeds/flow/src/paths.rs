@@ -60,6 +60,22 @@ impl LoadBalance {
             _ => None,
         }
     }
+
+    /// What the mode models, for reports: `spray` and `adaptive` are ideals (upper bounds
+    /// of what real spraying and adaptive routing reach), `ecmp` and `entropy` model the
+    /// hashes as NICs and switches do.
+    pub fn describe(&self) -> String {
+        match self {
+            LoadBalance::Ecmp { .. } => "ECMP (flow hash)".into(),
+            LoadBalance::Spray => "spray, ideal even split (an upper bound)".into(),
+            LoadBalance::Entropy { evs, .. } => {
+                format!("spray over {evs} hashed entropy values")
+            }
+            LoadBalance::Adaptive { .. } => {
+                "adaptive, ideal least-loaded path per flow (a bound)".into()
+            }
+        }
+    }
 }
 
 /// Directed link id (see the module docs).

@@ -112,8 +112,9 @@ pub fn health(f: &Fabric, routes: &Routes, attached: &[u64]) -> Health {
 }
 
 /// NICs of the servers a topology-aware scheduler gives a job of `gpus` GPUs, or `None`
-/// when there are not enough healthy servers.
-pub fn place(f: &Fabric, health: &Health, gpus: u64) -> Option<Vec<NodeId>> {
+/// when there are not enough healthy servers. `down[s] > 0` marks server `s` as down (a
+/// failed GPU domain or server); an empty `down` means none is.
+pub fn place(f: &Fabric, health: &Health, gpus: u64, down: &[u16]) -> Option<Vec<NodeId>> {
     let lay = f.host_layout();
     let need = gpus.div_ceil(lay.gpus_per_server.max(1) as u64) as usize;
     let nics = lay.nics_per_server as usize;
@@ -124,7 +125,7 @@ pub fn place(f: &Fabric, health: &Health, gpus: u64) -> Option<Vec<NodeId>> {
             break;
         }
         let r = s * nics..(s + 1) * nics;
-        if health.unreachable[r.clone()].iter().any(|&b| b) {
+        if down.get(s).is_some_and(|&n| n > 0) || health.unreachable[r.clone()].iter().any(|&b| b) {
             continue;
         }
         out.extend(r.map(|h| NodeId(h as u32)));
@@ -149,9 +150,14 @@ mod tests {
         assert_eq!(h.num_unreachable, 1);
         assert!(h.unreachable[5]);
         // 8 GPUs = 8 one-GPU servers; server 5 is skipped
-        let p = place(&f, &h, 8).unwrap();
+        let p = place(&f, &h, 8, &[]).unwrap();
         assert_eq!(p.len(), 8);
         assert!(!p.contains(&NodeId(5)) && p.contains(&NodeId(8)));
-        assert!(place(&f, &h, 16).is_none());
+        assert!(place(&f, &h, 16, &[]).is_none());
+        // server 2 down as well: skipped too
+        let mut down = vec![0u16; 16];
+        down[2] = 1;
+        let p = place(&f, &h, 8, &down).unwrap();
+        assert!(!p.contains(&NodeId(2)) && p.contains(&NodeId(9)));
     }
 }

@@ -1,8 +1,11 @@
 //! The resilience planner: seeded Monte-Carlo timelines of component failures and
 //! repairs, each state evaluated with the flow model.
 //!
-//! * **Components**: host links, fabric (switch–switch) links, leaves, spines
-//!   (aggregation), cores, NICs; each maps to the links it takes down.
+//! * **Components**: the network's (host links, fabric links, leaves, spines /
+//!   aggregation, cores, NICs; each maps to the links it takes down) and the rest of the
+//!   cluster's (GPUs: a failure takes its whole scale-up domain down; servers; software,
+//!   which restarts the job and takes nothing down). [`FailureScope::Network`] keeps only
+//!   the network's.
 //! * **A trial** draws, per class, a Poisson stream of failures over the horizon (rate =
 //!   components × AFR; a failure that hits a component already down is dropped, which
 //!   thins the stream to the rate of the components still up) and an exponential repair
@@ -11,9 +14,16 @@
 //!   healthy tables), reachability and placement ([`crate::placement`]), and the job's
 //!   hierarchical all-reduce ([`crate::traffic::Pattern::Hierarchical`]) relative to the
 //!   healthy fabric.
-//! * **Interruptions**: a failure that makes a NIC of the job's current placement
-//!   unreachable interrupts the job (it restarts on healthy servers). Failures the routing
-//!   survives (a spine, a fabric link, one ToR of a dual-ToR NIC) only cost bandwidth.
+//! * **Interruptions** ([`Cause`]): a failure that makes a NIC of the job's current
+//!   placement unreachable, takes down a GPU domain or server of it, or a software failure,
+//!   interrupts the job (it restarts on available servers). A network failure the routing
+//!   survives (a spine, a fabric link, one ToR of a dual-ToR NIC) interrupts the job with
+//!   probability [`PlanConfig::reroute_interrupt`] when it carried the job's traffic —
+//!   **an assumption**: the RoCE transport times out (NCCL_IB_TIMEOUT / NCCL_IB_RETRY_CNT)
+//!   before the re-route completes, e.g. a silent failure detected by a BGP hold timer.
+//! * **Lost time**: each interruption loses half a checkpoint interval plus the restart
+//!   cost; while there are not enough available servers for the job (waiting for repairs)
+//!   it cannot run at all, and all of that time is lost too.
 //! * **Trial `t`** is seeded from (`seed`, `t`) alone, so trials can run in any order, in
 //!   parallel or in shards (`t mod N = i`), and merged shards equal one run.
 
@@ -29,12 +39,73 @@ use topo::{Fabric, LinkId, NodeId, Routes, TIER_CORE, TIER_LEAF, TIER_SPINE};
 use crate::eval::{Evaluator, Job};
 use crate::paths::LoadBalance;
 use crate::placement::{self, Health};
-use crate::rates::{ClassRate, Rates};
+use crate::rates::{NUM_CLASSES, Rates};
+use crate::stats::{self, Estimate};
 use crate::traffic::Pattern;
 use crate::{Error, Result};
 
 /// Component class names, in [`Rates::classes`] order.
-pub const CLASSES: [&str; 6] = ["host_link", "fabric_link", "leaf", "spine", "core", "nic"];
+pub const CLASSES: [&str; NUM_CLASSES] = [
+    "host_link",
+    "fabric_link",
+    "leaf",
+    "spine",
+    "core",
+    "nic",
+    "gpu",
+    "host",
+    "software",
+];
+/// The first class that is not part of the network (the GPU class).
+pub const FIRST_CLUSTER_CLASS: usize = 6;
+const GPU: usize = 6;
+const HOST: usize = 7;
+const SOFTWARE: usize = 8;
+
+/// Which failures a run draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FailureScope {
+    /// The whole cluster: network, GPUs, servers, software.
+    All,
+    /// The network's share only: links, switches, NICs.
+    Network,
+}
+
+impl FailureScope {
+    /// What the figures cover, for labels.
+    pub fn label(self) -> &'static str {
+        match self {
+            FailureScope::All => "whole cluster (GPU, server, software and network failures)",
+            FailureScope::Network => "network only (links, switches, NICs)",
+        }
+    }
+}
+
+/// Why the job was interrupted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// A NIC of the job became unreachable (its link, ToR or the NIC failed).
+    NicCutOff = 0,
+    /// A failure on the job's paths outlasted the transport timeout (assumption).
+    Reroute = 1,
+    /// A GPU (its scale-up domain) of the job failed.
+    Gpu = 2,
+    /// A server of the job failed.
+    Host = 3,
+    /// Software.
+    Software = 4,
+}
+
+/// Number of [`Cause`]s.
+pub const NUM_CAUSES: usize = 5;
+/// Cause names, in [`Cause`] order.
+pub const CAUSES: [&str; NUM_CAUSES] = [
+    "network: NIC cut off",
+    "network: re-route timeout",
+    "GPU",
+    "server",
+    "software",
+];
 /// Bins of the relative-bandwidth histogram over [0, [`HIST_MAX`]].
 pub const HIST_BINS: usize = 1500;
 /// Upper end of the histogram (a re-placed job may beat the healthy placement a little).
@@ -66,6 +137,11 @@ pub struct PlanConfig {
     pub channels: u32,
     /// Failure and repair rates.
     pub rates: Rates,
+    /// Which failures are drawn.
+    pub scope: FailureScope,
+    /// Probability that a network failure on the job's paths that the routing survives
+    /// still interrupts the job (**assumption**; see the module docs).
+    pub reroute_interrupt: f64,
 }
 
 impl PlanConfig {
@@ -119,6 +195,12 @@ impl PlanConfig {
                 ),
             );
         }
+        if !(0.0..=1.0).contains(&self.reroute_interrupt) {
+            return bad(
+                "re-route interruption probability",
+                format!("{}: expected 0 to 1", self.reroute_interrupt),
+            );
+        }
         if !(self.scale_up_gbps.is_finite() && self.scale_up_gbps > 0.0) {
             return bad(
                 "scale-up bandwidth",
@@ -133,7 +215,7 @@ impl PlanConfig {
 #[derive(Debug, Clone)]
 pub struct Components {
     /// `class_start[c]..class_start[c + 1]` are the components of class `c`.
-    pub class_start: [u32; 7],
+    pub class_start: [u32; NUM_CLASSES + 1],
     off: Vec<u32>,
     links: Vec<LinkId>,
 }
@@ -142,7 +224,7 @@ impl Components {
     /// All components of `f`.
     pub fn of(f: &Fabric) -> Components {
         let mut c = Components {
-            class_start: [0; 7],
+            class_start: [0; NUM_CLASSES + 1],
             off: vec![0],
             links: Vec::new(),
         };
@@ -168,7 +250,14 @@ impl Components {
         for h in f.hosts() {
             push(&mut c, &mut f.ports(h).map(|(_, l)| l));
         }
-        c.class_start[6] = c.len() as u32;
+        // GPUs, servers and the one software component take no links down
+        let lay = f.host_layout();
+        let counts = [f.num_gpus() as usize, lay.servers as usize, 1];
+        for (ci, n) in (GPU..).zip(counts) {
+            c.class_start[ci] = c.len() as u32;
+            c.off.extend(std::iter::repeat_n(c.links.len() as u32, n));
+        }
+        c.class_start[NUM_CLASSES] = c.len() as u32;
         c
     }
     /// Number of components.
@@ -185,11 +274,39 @@ impl Components {
     }
     /// Class of component `i`.
     pub fn class_of(&self, i: u32) -> usize {
-        (0..6).find(|&c| i < self.class_start[c + 1]).unwrap_or(5)
+        (0..NUM_CLASSES)
+            .find(|&c| i < self.class_start[c + 1])
+            .unwrap_or(NUM_CLASSES - 1)
     }
     /// Links of component `i`.
     pub fn links(&self, i: u32) -> &[LinkId] {
         &self.links[self.off[i as usize] as usize..self.off[i as usize + 1] as usize]
+    }
+}
+
+/// The network part of a failure state: who can reach whom.
+#[derive(Debug, Clone)]
+pub struct NetState {
+    /// Per NIC.
+    pub health: Health,
+    /// Share of the healthy fabric's ECMP next hops lost.
+    pub width_lost: f64,
+}
+
+/// The job's bandwidth in one (network state, placement).
+#[derive(Debug, Clone)]
+pub struct JobState {
+    /// Job bus bandwidth / healthy (0 when a flow has no path).
+    pub rel_busbw: f64,
+    /// Bit set of the (undirected) links the job's flows use.
+    pub links: Vec<u64>,
+}
+
+impl JobState {
+    fn uses(&self, l: LinkId) -> bool {
+        self.links
+            .get(l.idx() / 64)
+            .is_some_and(|w| w >> (l.idx() % 64) & 1 == 1)
     }
 }
 
@@ -200,12 +317,23 @@ pub struct StateEval {
     pub rel_busbw: f64,
     /// Unreachable NICs.
     pub unreachable: usize,
-    /// Per NIC.
-    pub health: Health,
-    /// Share of the healthy fabric's ECMP next hops lost.
-    pub width_lost: f64,
-    /// The job's NICs (`None`: not enough healthy servers).
+    /// Reachability and ECMP width.
+    pub net: Arc<NetState>,
+    /// The job's NICs (`None`: not enough available servers, the job cannot run).
     pub placement: Option<Vec<NodeId>>,
+    /// The job's links (`None` when it cannot run).
+    pub job: Option<Arc<JobState>>,
+}
+
+impl StateEval {
+    /// Reachability of every NIC.
+    pub fn health(&self) -> &Health {
+        &self.net.health
+    }
+    /// Share of the healthy fabric's ECMP next hops lost.
+    pub fn width_lost(&self) -> f64 {
+        self.net.width_lost
+    }
 }
 
 /// A design ready for trials: the fabric, its healthy tables and healthy figures.
@@ -221,6 +349,8 @@ pub struct Design<'a> {
     healthy_next_hops: u64,
     /// Healthy job bus bandwidth (bytes/s).
     pub healthy_busbw: f64,
+    /// The rates drawn (the configuration's, restricted to its scope).
+    rates: Rates,
     cfg: PlanConfig,
 }
 
@@ -245,14 +375,25 @@ impl<'a> Design<'a> {
             });
         }
         let comps = Components::of(f);
-        let hours = cfg.days * 24.0;
-        let expected: f64 = cfg
-            .rates
-            .classes()
-            .iter()
-            .enumerate()
-            .map(|(c, (_, r))| comps.count(c) as f64 * r.per_hour() * hours)
-            .sum();
+        let rates = match cfg.scope {
+            FailureScope::All => cfg.rates,
+            FailureScope::Network => cfg.rates.network_only(),
+        };
+        let mut d = Design {
+            fabric: f,
+            healthy_next_hops: 0,
+            healthy: Routes::compute(f),
+            comps,
+            attached: placement::attached_masks(f),
+            healthy_busbw: 0.0,
+            rates,
+            cfg: cfg.clone(),
+        };
+        let expected: f64 = (0..NUM_CLASSES)
+            .map(|c| d.exposure(c) as f64 * d.rates.classes()[c].1.per_hour())
+            .sum::<f64>()
+            * cfg.days
+            * 24.0;
         if expected > MAX_EVENTS_PER_TRIAL {
             return Err(Error::Param {
                 what: "rates".into(),
@@ -262,19 +403,10 @@ impl<'a> Design<'a> {
                 ),
             });
         }
-        let healthy = Routes::compute(f);
-        let mut d = Design {
-            fabric: f,
-            healthy_next_hops: healthy.width_stats().total_next_hops,
-            healthy,
-            comps,
-            attached: placement::attached_masks(f),
-            healthy_busbw: 0.0,
-            cfg: cfg.clone(),
-        };
+        d.healthy_next_hops = d.healthy.width_stats().total_next_hops;
         let mut ev = Evaluator::default();
         let h = placement::health(f, &d.healthy, &d.attached);
-        let p = placement::place(f, &h, cfg.job_gpus).ok_or_else(|| Error::Param {
+        let p = placement::place(f, &h, cfg.job_gpus, &[]).ok_or_else(|| Error::Param {
             what: "job GPUs".into(),
             msg: format!(
                 "no placement for {} GPUs on the healthy {}",
@@ -282,7 +414,7 @@ impl<'a> Design<'a> {
                 f.name()
             ),
         })?;
-        d.healthy_busbw = d.busbw(&mut ev, &d.healthy, p);
+        d.healthy_busbw = d.job_state(&mut ev, &d.healthy, p).0;
         if d.healthy_busbw <= 0.0 {
             return Err(Error::Param {
                 what: "job".into(),
@@ -292,7 +424,40 @@ impl<'a> Design<'a> {
         Ok(d)
     }
 
-    fn busbw(&self, ev: &mut Evaluator, routes: &Routes, ranks: Vec<NodeId>) -> f64 {
+    /// Components of class `c` that can fail (the software class: the job's GPUs).
+    fn exposure(&self, c: usize) -> u64 {
+        if c == SOFTWARE {
+            self.cfg.job_gpus
+        } else {
+            self.comps.count(c) as u64
+        }
+    }
+
+    /// Servers a failed GPU or server component takes down (empty for the network's).
+    pub fn servers_down(&self, comp: u32) -> std::ops::Range<u32> {
+        let lay = self.fabric.host_layout();
+        match self.comps.class_of(comp) {
+            GPU => {
+                let server = (comp - self.comps.class_start[GPU]) / lay.gpus_per_server.max(1);
+                let per_domain = (lay.scale_up_domain / lay.gpus_per_server.max(1)).max(1);
+                let first = server / per_domain * per_domain;
+                first..(first + per_domain).min(lay.servers)
+            }
+            HOST => {
+                let s = comp - self.comps.class_start[HOST];
+                s..s + 1
+            }
+            _ => 0..0,
+        }
+    }
+
+    /// Bus bandwidth (bytes/s) of the job on these NICs, and the links it uses.
+    fn job_state(
+        &self,
+        ev: &mut Evaluator,
+        routes: &Routes,
+        ranks: Vec<NodeId>,
+    ) -> (f64, Vec<u64>) {
         let job = Job {
             name: "job".into(),
             pattern: Pattern::Hierarchical {
@@ -309,73 +474,150 @@ impl<'a> Design<'a> {
             self.cfg.lb,
             0,
         );
-        if r.jobs[0].unroutable > 0 {
+        let mut links = vec![0u64; self.fabric.num_links().div_ceil(64)];
+        for (i, u) in r.utilisation.iter().enumerate() {
+            if *u > 0.0 {
+                links[i / 2 / 64] |= 1 << (i / 2 % 64);
+            }
+        }
+        let bw = if r.jobs[0].unroutable > 0 {
             0.0
         } else {
             r.jobs[0].busbw_bytes_per_s
-        }
+        };
+        (bw, links)
     }
 
-    /// Evaluates the state with these components failed (sorted).
-    pub fn evaluate_state(&self, ev: &mut Evaluator, failed: &[u32]) -> StateEval {
-        let f = self.fabric;
+    fn routes_for(&self, net_failed: &[u32]) -> Routes {
         let mut routes = self.healthy.clone();
-        let links: Vec<LinkId> = failed
+        let links: Vec<LinkId> = net_failed
             .iter()
             .flat_map(|&c| self.comps.links(c).iter().copied())
             .collect();
         if !links.is_empty() {
-            routes.fail_links(f, &links);
+            routes.fail_links(self.fabric, &links);
         }
+        routes
+    }
+
+    fn net_state(&self, routes: &Routes) -> NetState {
         let nh = routes.width_stats().total_next_hops;
-        let width_lost = if self.healthy_next_hops > 0 {
-            1.0 - nh as f64 / self.healthy_next_hops as f64
-        } else {
-            0.0
-        };
-        let health = placement::health(f, &routes, &self.attached);
-        let placement = placement::place(f, &health, self.cfg.job_gpus);
-        let rel_busbw = match &placement {
-            Some(p) => self.busbw(ev, &routes, p.clone()) / self.healthy_busbw,
-            None => 0.0,
-        };
-        StateEval {
-            rel_busbw,
-            unreachable: health.num_unreachable,
-            health,
-            width_lost,
-            placement,
+        NetState {
+            health: placement::health(self.fabric, routes, &self.attached),
+            width_lost: if self.healthy_next_hops > 0 {
+                1.0 - nh as f64 / self.healthy_next_hops as f64
+            } else {
+                0.0
+            },
         }
+    }
+
+    /// Evaluates the state with these components failed (sorted), without a cache.
+    pub fn evaluate_state(&self, ev: &mut Evaluator, failed: &[u32]) -> StateEval {
+        let mut cache = Cache {
+            ev: std::mem::take(ev),
+            ..Cache::default()
+        };
+        let down = self.down_counts(failed);
+        let e = cache.state(self, failed, &down);
+        *ev = cache.ev;
+        e
+    }
+
+    /// Per server, how many failed components hold it down.
+    fn down_counts(&self, failed: &[u32]) -> Vec<u16> {
+        let mut down = vec![0u16; self.fabric.host_layout().servers as usize];
+        for &c in failed {
+            for s in self.servers_down(c) {
+                down[s as usize] += 1;
+            }
+        }
+        down
     }
 }
 
-/// Evaluations keyed by the sorted set of failed components.
+/// Evaluations of states (per thread): network states keyed by the failed network
+/// components, job bandwidth keyed by (network state, placement).
 #[derive(Debug, Default)]
 pub struct Cache {
-    map: HashMap<Vec<u32>, Arc<StateEval>>,
-    /// Evaluations computed.
+    net: HashMap<Vec<u32>, Arc<NetState>>,
+    jobs: HashMap<(Vec<u32>, u64), Arc<JobState>>,
+    routes: Option<(Vec<u32>, Routes)>,
+    /// Evaluations computed (network re-routes and flow-model runs).
     pub misses: u64,
     /// Evaluations reused.
     pub hits: u64,
     ev: Evaluator,
 }
 
-/// Most states a cache keeps before it starts over.
+/// Most entries a cache keeps before it starts over.
 const CACHE_CAP: usize = 4096;
 
+fn placement_key(p: &[NodeId]) -> u64 {
+    let mut s = topo::failures::SplitMix64(p.len() as u64);
+    let mut h = 0u64;
+    for n in p {
+        h = h.rotate_left(7) ^ s.next_u64() ^ n.0 as u64;
+    }
+    h
+}
+
 impl Cache {
-    fn get(&mut self, d: &Design<'_>, failed: &[u32]) -> Arc<StateEval> {
-        if let Some(e) = self.map.get(failed) {
-            self.hits += 1;
-            return e.clone();
+    fn routes(&mut self, d: &Design<'_>, net: &[u32]) -> &Routes {
+        if self.routes.as_ref().is_none_or(|(k, _)| k != net) {
+            self.routes = Some((net.to_vec(), d.routes_for(net)));
         }
-        self.misses += 1;
-        let e = Arc::new(d.evaluate_state(&mut self.ev, failed));
-        if self.map.len() >= CACHE_CAP {
-            self.map.clear();
+        &self.routes.as_ref().expect("just set").1
+    }
+
+    /// The state with `failed` components down (sorted; network components first, as
+    /// their ids are lower) and `down[s]` components holding server `s` down.
+    fn state(&mut self, d: &Design<'_>, failed: &[u32], down: &[u16]) -> StateEval {
+        let net_key = &failed[..failed.partition_point(|&c| c < d.comps.class_start[GPU])];
+        let net = match self.net.get(net_key) {
+            Some(n) => {
+                self.hits += 1;
+                n.clone()
+            }
+            None => {
+                self.misses += 1;
+                let n = Arc::new(d.net_state(self.routes(d, net_key)));
+                if self.net.len() >= CACHE_CAP {
+                    self.net.clear();
+                }
+                self.net.insert(net_key.to_vec(), n.clone());
+                n
+            }
+        };
+        let placement = placement::place(d.fabric, &net.health, d.cfg.job_gpus, down);
+        let job = placement.as_ref().map(|p| {
+            let key = (net_key.to_vec(), placement_key(p));
+            if let Some(j) = self.jobs.get(&key) {
+                self.hits += 1;
+                return j.clone();
+            }
+            self.misses += 1;
+            let mut ev = std::mem::take(&mut self.ev);
+            let routes = self.routes(d, net_key);
+            let (bw, links) = d.job_state(&mut ev, routes, p.clone());
+            self.ev = ev;
+            let j = Arc::new(JobState {
+                rel_busbw: bw / d.healthy_busbw,
+                links,
+            });
+            if self.jobs.len() >= CACHE_CAP {
+                self.jobs.clear();
+            }
+            self.jobs.insert(key, j.clone());
+            j
+        });
+        StateEval {
+            rel_busbw: job.as_ref().map_or(0.0, |j| j.rel_busbw),
+            unreachable: net.health.num_unreachable,
+            net,
+            placement,
+            job,
         }
-        self.map.insert(failed.to_vec(), e.clone());
-        e
     }
 }
 
@@ -384,7 +626,7 @@ impl Cache {
 pub struct TimelinePoint {
     /// Start of the state (hours).
     pub hour: f64,
-    /// Job bus bandwidth relative to healthy.
+    /// Job bus bandwidth relative to healthy (0 while the job cannot run).
     pub rel_busbw: f64,
     /// Unreachable NICs.
     pub unreachable: usize,
@@ -392,6 +634,40 @@ pub struct TimelinePoint {
     pub failed: usize,
     /// The event that began the state: `fail <class>` / `repair <class>` / `start`.
     pub event: String,
+}
+
+/// The figures of one trial (kept per trial for confidence intervals and merge checks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    /// Trial index.
+    pub trial: u32,
+    /// Interruptions by cause ([`CAUSES`] order).
+    pub interruptions: [u32; NUM_CAUSES],
+    /// Failures by class ([`CLASSES`] order).
+    pub failures: [u32; NUM_CLASSES],
+    /// Hours the job could not run (not enough available servers).
+    pub down_hours: f64,
+    /// Σ relative bus bandwidth × hours.
+    pub rel_hours: f64,
+    /// Hours with an unreachable NIC.
+    pub unreachable_hours: f64,
+    /// Σ ECMP width lost × hours.
+    pub width_lost_hours: f64,
+    /// Largest ECMP width lost.
+    pub width_lost_max: f64,
+    /// Lowest relative bus bandwidth.
+    pub min_rel: f64,
+    /// Hours per histogram bin, only the bins used.
+    pub hist: Vec<(u32, f64)>,
+}
+
+impl TrialRecord {
+    fn total_interruptions(&self) -> u32 {
+        self.interruptions.iter().sum()
+    }
+    fn network_interruptions(&self) -> u32 {
+        self.interruptions[Cause::NicCutOff as usize] + self.interruptions[Cause::Reroute as usize]
+    }
 }
 
 /// Mergeable totals over trials.
@@ -403,26 +679,19 @@ pub struct Aggregate {
     pub hours: f64,
     /// Hours spent with relative bus bandwidth in each bin of width HIST_MAX / HIST_BINS.
     pub hist_hours: Vec<f64>,
-    /// Lowest relative bus bandwidth seen.
+    /// Lowest relative bus bandwidth seen (NaN before any trial; `null` in JSON).
+    #[serde(with = "stats::non_finite_as_null")]
     pub min_rel: f64,
-    /// Σ rel × hours.
-    pub rel_hours: f64,
-    /// Hours with at least one unreachable NIC.
-    pub unreachable_hours: f64,
-    /// Σ unreachable NICs × hours.
-    pub unreachable_nic_hours: f64,
-    /// Job interruptions caused by the network.
+    /// Job interruptions, all causes.
     pub interruptions: u64,
     /// Failures per class (CLASSES order).
-    pub failures: [u64; 6],
-    /// Σ ECMP width lost × hours.
-    pub width_lost_hours: f64,
-    /// Largest ECMP width lost.
-    pub width_lost_max: f64,
+    pub failures: [u64; NUM_CLASSES],
     /// States evaluated.
     pub evaluations: u64,
     /// States taken from the cache.
     pub cache_hits: u64,
+    /// Per trial, in trial order.
+    pub per_trial: Vec<TrialRecord>,
 }
 
 impl Default for Aggregate {
@@ -431,38 +700,21 @@ impl Default for Aggregate {
             trials: 0,
             hours: 0.0,
             hist_hours: vec![0.0; HIST_BINS],
-            min_rel: f64::INFINITY,
-            rel_hours: 0.0,
-            unreachable_hours: 0.0,
-            unreachable_nic_hours: 0.0,
+            min_rel: f64::NAN,
             interruptions: 0,
-            failures: [0; 6],
-            width_lost_hours: 0.0,
-            width_lost_max: 0.0,
+            failures: [0; NUM_CLASSES],
             evaluations: 0,
             cache_hits: 0,
+            per_trial: Vec::new(),
         }
     }
 }
 
-impl Aggregate {
-    fn add_state(&mut self, e: &StateEval, hours: f64) {
-        if hours <= 0.0 {
-            return;
-        }
-        self.hours += hours;
-        let bin = ((e.rel_busbw / HIST_MAX * HIST_BINS as f64) as usize).min(HIST_BINS - 1);
-        self.hist_hours[bin] += hours;
-        self.min_rel = self.min_rel.min(e.rel_busbw);
-        self.rel_hours += e.rel_busbw * hours;
-        if e.unreachable > 0 {
-            self.unreachable_hours += hours;
-        }
-        self.unreachable_nic_hours += e.unreachable as f64 * hours;
-        self.width_lost_hours += e.width_lost * hours;
-        self.width_lost_max = self.width_lost_max.max(e.width_lost);
-    }
+fn bin_of(rel: f64) -> usize {
+    ((rel / HIST_MAX * HIST_BINS as f64) as usize).min(HIST_BINS - 1)
+}
 
+impl Aggregate {
     /// Adds another aggregate (trials of another shard or thread).
     pub fn merge(&mut self, o: &Aggregate) {
         self.trials += o.trials;
@@ -471,36 +723,101 @@ impl Aggregate {
             *a += b;
         }
         self.min_rel = self.min_rel.min(o.min_rel);
-        self.rel_hours += o.rel_hours;
-        self.unreachable_hours += o.unreachable_hours;
-        self.unreachable_nic_hours += o.unreachable_nic_hours;
         self.interruptions += o.interruptions;
-        for c in 0..6 {
+        for c in 0..NUM_CLASSES {
             self.failures[c] += o.failures[c];
         }
-        self.width_lost_hours += o.width_lost_hours;
-        self.width_lost_max = self.width_lost_max.max(o.width_lost_max);
         self.evaluations += o.evaluations;
         self.cache_hits += o.cache_hits;
+        self.per_trial.extend(o.per_trial.iter().cloned());
+        self.per_trial.sort_by_key(|r| r.trial);
+    }
+
+    fn add_trial(&mut self, r: TrialRecord, hours: f64) {
+        self.trials += 1;
+        self.hours += hours;
+        for &(b, h) in &r.hist {
+            self.hist_hours[b as usize] += h;
+        }
+        self.min_rel = self.min_rel.min(r.min_rel);
+        self.interruptions += r.total_interruptions() as u64;
+        for c in 0..NUM_CLASSES {
+            self.failures[c] += r.failures[c] as u64;
+        }
+        let at = self.per_trial.partition_point(|x| x.trial < r.trial);
+        self.per_trial.insert(at, r);
     }
 
     /// Relative bus bandwidth the job has at least `1 − q` of the time (q = 0.5: median;
     /// q = 0.99: the level it stays above 99 % of the time), from the histogram (bin
     /// width 0.001).
     pub fn rel_at_least(&self, q: f64) -> f64 {
-        if self.hours <= 0.0 {
-            return 0.0;
-        }
-        let target = (1.0 - q) * self.hours;
-        let mut acc = 0.0;
-        for (i, &h) in self.hist_hours.iter().enumerate() {
-            acc += h;
-            if acc >= target - 1e-12 * self.hours && h > 0.0 {
-                return i as f64 * HIST_MAX / HIST_BINS as f64;
-            }
-        }
-        HIST_MAX
+        let hist: Vec<(u32, f64)> = self
+            .hist_hours
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| **h > 0.0)
+            .map(|(i, &h)| (i as u32, h))
+            .collect();
+        quantile(&[&hist], q)
     }
+
+    /// Checks that the totals are the sums of the per-trial records and that the records
+    /// cover exactly `trials` (a tampered or truncated file fails here).
+    pub fn check(&self, trials: &[u32], days: f64) -> std::result::Result<(), String> {
+        let got: Vec<u32> = self.per_trial.iter().map(|r| r.trial).collect();
+        if got != trials {
+            return Err(format!(
+                "its per-trial records cover {} trials, not the {} its shards hold",
+                got.len(),
+                trials.len()
+            ));
+        }
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0);
+        let mut sum = Aggregate::default();
+        for r in &self.per_trial {
+            sum.add_trial(r.clone(), days * 24.0);
+        }
+        let hist_total: f64 = self.hist_hours.iter().sum();
+        let ok = sum.trials == self.trials
+            && sum.interruptions == self.interruptions
+            && sum.failures == self.failures
+            && close(sum.hours, self.hours)
+            && close(hist_total, self.hours)
+            && sum
+                .hist_hours
+                .iter()
+                .zip(&self.hist_hours)
+                .all(|(a, b)| close(*a, *b))
+            && self.per_trial.iter().all(|r| {
+                let h: f64 = r.hist.iter().map(|x| x.1).sum();
+                close(h, days * 24.0)
+            });
+        if ok {
+            Ok(())
+        } else {
+            Err("its totals (trials, hours, interruptions, failures or the histogram) are not the sums of its per-trial records".into())
+        }
+    }
+}
+
+/// Level of relative bandwidth the pooled histograms stay at or above `1 − q` of the time.
+fn quantile(hists: &[&Vec<(u32, f64)>], q: f64) -> f64 {
+    let mut all: Vec<(u32, f64)> = hists.iter().flat_map(|h| h.iter().copied()).collect();
+    let total: f64 = all.iter().map(|x| x.1).sum();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    all.sort_unstable_by_key(|x| x.0);
+    let target = (1.0 - q) * total;
+    let mut acc = 0.0;
+    for (b, h) in &all {
+        acc += h;
+        if acc >= target - 1e-12 * total {
+            return *b as f64 * HIST_MAX / HIST_BINS as f64;
+        }
+    }
+    HIST_MAX
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -535,9 +852,9 @@ fn trial_seed(seed: u64, t: u32) -> u64 {
 /// Failure arrivals of one trial, sorted by time.
 fn draw_failures(d: &Design<'_>, rng: &mut ChaCha8Rng, hours: f64) -> Vec<Ev> {
     let mut out = Vec::new();
-    for (c, (_, r)) in d.cfg.rates.classes().iter().enumerate() {
+    for (c, (_, r)) in d.rates.classes().iter().enumerate() {
         let n = d.comps.count(c);
-        let rate = n as f64 * r.per_hour();
+        let rate = d.exposure(c) as f64 * r.per_hour();
         if n == 0 || rate <= 0.0 {
             continue;
         }
@@ -555,6 +872,70 @@ fn draw_failures(d: &Design<'_>, rng: &mut ChaCha8Rng, hours: f64) -> Vec<Ev> {
     out
 }
 
+/// Accumulates one trial's record state by state.
+struct TrialAcc {
+    rec: TrialRecord,
+    hist: Vec<f64>,
+}
+
+impl TrialAcc {
+    fn add_state(&mut self, e: &StateEval, hours: f64) {
+        if hours <= 0.0 {
+            return;
+        }
+        let r = &mut self.rec;
+        self.hist[bin_of(e.rel_busbw)] += hours;
+        r.min_rel = r.min_rel.min(e.rel_busbw);
+        r.rel_hours += e.rel_busbw * hours;
+        if e.placement.is_none() {
+            r.down_hours += hours;
+        }
+        if e.unreachable > 0 {
+            r.unreachable_hours += hours;
+        }
+        r.width_lost_hours += e.width_lost() * hours;
+        r.width_lost_max = r.width_lost_max.max(e.width_lost());
+    }
+}
+
+/// Why the event `comp` failing, moving the state from `cur` to `next`, interrupts the
+/// job (`None`: it does not, or the job was not running).
+fn interruption(
+    d: &Design<'_>,
+    comp: u32,
+    cur: &StateEval,
+    next: &StateEval,
+    rng: &mut ChaCha8Rng,
+) -> Option<Cause> {
+    let (p, job) = (cur.placement.as_ref()?, cur.job.as_ref()?);
+    let class = d.comps.class_of(comp);
+    match class {
+        SOFTWARE => Some(Cause::Software),
+        GPU | HOST => {
+            let nics = d.fabric.host_layout().nics_per_server;
+            let r = d.servers_down(comp);
+            let first = p.partition_point(|h| h.0 < r.start * nics);
+            let hit = p.get(first).is_some_and(|h| h.0 < r.end * nics);
+            hit.then_some(if class == GPU {
+                Cause::Gpu
+            } else {
+                Cause::Host
+            })
+        }
+        _ => {
+            if p.iter().any(|h| next.health().unreachable[h.idx()]) {
+                Some(Cause::NicCutOff)
+            } else if d.comps.links(comp).iter().any(|&l| job.uses(l))
+                && rng.random::<f64>() < d.cfg.reroute_interrupt
+            {
+                Some(Cause::Reroute)
+            } else {
+                None
+            }
+        }
+    }
+}
+
 /// Runs trial `t`, adding it to `agg`; returns its timeline when `timeline` is set.
 pub fn run_trial(
     d: &Design<'_>,
@@ -566,11 +947,27 @@ pub fn run_trial(
     let hours = d.cfg.days * 24.0;
     let mut rng = ChaCha8Rng::seed_from_u64(trial_seed(d.cfg.seed, t));
     let failures = draw_failures(d, &mut rng, hours);
-    let rates: [(&str, ClassRate); 6] = d.cfg.rates.classes();
+    let rates = d.rates.classes();
     let mut repairs: BinaryHeap<Ev> = BinaryHeap::new();
     let mut failed: Vec<u32> = Vec::new();
+    let mut down = vec![0u16; d.fabric.host_layout().servers as usize];
     let (h0, m0) = (cache.hits, cache.misses);
-    let mut cur = cache.get(d, &failed);
+    let mut cur = cache.state(d, &failed, &down);
+    let mut acc = TrialAcc {
+        rec: TrialRecord {
+            trial: t,
+            interruptions: [0; NUM_CAUSES],
+            failures: [0; NUM_CLASSES],
+            down_hours: 0.0,
+            rel_hours: 0.0,
+            unreachable_hours: 0.0,
+            width_lost_hours: 0.0,
+            width_lost_max: 0.0,
+            min_rel: f64::INFINITY,
+            hist: Vec::new(),
+        },
+        hist: vec![0.0; HIST_BINS],
+    };
     let mut since = 0.0;
     let mut line = timeline.then(|| {
         vec![TimelinePoint {
@@ -591,84 +988,119 @@ pub fn run_trial(
             (Some(a), _) => (a, true),
             (None, Some(b)) => (b, false),
         };
+        let class = d.comps.class_of(ev.comp);
         if is_fail {
             fi += 1;
+            if class == SOFTWARE {
+                acc.rec.failures[class] += 1;
+                if cur.placement.is_some() {
+                    acc.rec.interruptions[Cause::Software as usize] += 1;
+                }
+                continue;
+            }
             let Err(pos) = failed.binary_search(&ev.comp) else {
                 continue; // already down: thinned
             };
             failed.insert(pos, ev.comp);
-            let c = d.comps.class_of(ev.comp);
-            agg.failures[c] += 1;
+            for s in d.servers_down(ev.comp) {
+                down[s as usize] += 1;
+            }
+            acc.rec.failures[class] += 1;
             repairs.push(Ev {
-                hour: ev.hour + exp(&mut rng, rates[c].1.mttr_hours),
+                hour: ev.hour + exp(&mut rng, rates[class].1.mttr_hours),
                 comp: ev.comp,
             });
         } else {
             repairs.pop();
             if let Ok(pos) = failed.binary_search(&ev.comp) {
                 failed.remove(pos);
+                for s in d.servers_down(ev.comp) {
+                    down[s as usize] -= 1;
+                }
             }
         }
-        agg.add_state(&cur, ev.hour - since);
+        acc.add_state(&cur, ev.hour - since);
         since = ev.hour;
-        let next = cache.get(d, &failed);
-        if is_fail
-            && let Some(p) = &cur.placement
-            && p.iter().any(|h| next.health.unreachable[h.idx()])
-        {
-            agg.interruptions += 1;
+        let next = cache.state(d, &failed, &down);
+        if is_fail && let Some(c) = interruption(d, ev.comp, &cur, &next, &mut rng) {
+            acc.rec.interruptions[c as usize] += 1;
         }
         cur = next;
         if let Some(l) = line.as_mut() {
-            let c = CLASSES[d.comps.class_of(ev.comp)];
             l.push(TimelinePoint {
                 hour: ev.hour,
                 rel_busbw: cur.rel_busbw,
                 unreachable: cur.unreachable,
                 failed: failed.len(),
-                event: format!("{} {c}", if is_fail { "fail" } else { "repair" }),
+                event: format!(
+                    "{} {}",
+                    if is_fail { "fail" } else { "repair" },
+                    CLASSES[class]
+                ),
             });
         }
     }
-    agg.add_state(&cur, hours - since);
-    agg.trials += 1;
+    acc.add_state(&cur, hours - since);
+    let mut rec = acc.rec;
+    rec.hist = acc
+        .hist
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| **h > 0.0)
+        .map(|(i, &h)| (i as u32, h))
+        .collect();
+    agg.add_trial(rec, hours);
     agg.cache_hits += cache.hits - h0;
     agg.evaluations += cache.misses - m0;
     line
 }
 
-/// Per-design figures, derived from an [`Aggregate`].
+fn hists<'a>(v: &[&'a TrialRecord]) -> Vec<&'a Vec<(u32, f64)>> {
+    v.iter().map(|r| &r.hist).collect()
+}
+
+/// Per-design figures, derived from an [`Aggregate`], each with its 95 % interval
+/// ([`crate::stats`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Design name.
     pub design: String,
     /// GPUs in the fabric.
     pub gpus: u64,
+    /// What the figures cover ([`FailureScope::label`]).
+    pub covers: String,
     /// Healthy job bus bandwidth (GB/s).
     pub healthy_busbw_gbytes: f64,
-    /// Median relative bus bandwidth (time-weighted).
-    pub rel_p50: f64,
+    /// Median relative bus bandwidth (time-weighted; 0 while the job cannot run).
+    pub rel_p50: Estimate,
     /// Relative bus bandwidth the job has at least 99 % of the time.
-    pub rel_p99: f64,
+    pub rel_p99: Estimate,
     /// Worst relative bus bandwidth.
-    pub rel_worst: f64,
+    pub rel_worst: Estimate,
     /// Time-weighted mean relative bus bandwidth.
-    pub rel_mean: f64,
+    pub rel_mean: Estimate,
     /// Share of time with an unreachable NIC.
-    pub unreachable_share: f64,
-    /// Mean unreachable NICs.
-    pub unreachable_mean: f64,
-    /// Network-caused job interruptions per day.
-    pub interruptions_per_day: f64,
-    /// Share of wall time left for training after interruptions (checkpoint interval / 2
-    /// lost plus the restart cost, per interruption).
-    pub effective_training: f64,
+    pub unreachable_share: Estimate,
+    /// Job interruptions per day, all causes in scope.
+    pub interruptions_per_day: Estimate,
+    /// Job interruptions per day caused by the network.
+    pub network_interruptions_per_day: Estimate,
+    /// Interruptions per day by cause ([`CAUSES`]).
+    pub interruptions_by_cause: HashMap<String, Estimate>,
+    /// Share of time lost to interruptions (half a checkpoint interval plus the restart
+    /// cost each).
+    pub lost_to_interruptions: Estimate,
+    /// Share of time the job cannot run: not enough available servers (waiting for
+    /// repairs).
+    pub lost_waiting: Estimate,
+    /// Share of wall time left for training: 1 − both losses.
+    pub effective_training: Estimate,
     /// Time-weighted mean share of ECMP next hops lost.
-    pub ecmp_width_lost_mean: f64,
+    pub ecmp_width_lost_mean: Estimate,
     /// Largest share of ECMP next hops lost.
     pub ecmp_width_lost_max: f64,
     /// Failures per day by class.
-    pub failures_per_day: HashMap<String, f64>,
+    pub failures_per_day: HashMap<String, Estimate>,
     /// Network cost per GPU (USD, topo's price list).
     pub cost_per_gpu_usd: f64,
     /// Trials.
@@ -688,33 +1120,45 @@ pub fn summarize(
     cfg: &PlanConfig,
     a: &Aggregate,
 ) -> Summary {
-    let days = a.trials as f64 * cfg.days;
-    let per_day = |x: f64| if days > 0.0 { x / days } else { 0.0 };
-    let ipd = per_day(a.interruptions as f64);
-    let lost_h = ipd * (cfg.checkpoint_hours / 2.0 + cfg.restart_minutes / 60.0);
-    let hours = a.hours.max(f64::MIN_POSITIVE);
+    let hours = cfg.days * 24.0;
+    let recs = &a.per_trial;
+    let per_trial = |f: &dyn Fn(&TrialRecord) -> f64| -> Estimate {
+        stats::mean_interval(&recs.iter().map(f).collect::<Vec<_>>())
+    };
+    let per_day = |n: u32| n as f64 / cfg.days;
+    let cost_h = cfg.checkpoint_hours / 2.0 + cfg.restart_minutes / 60.0;
+    let interrupt_share =
+        |r: &TrialRecord| (r.total_interruptions() as f64 * cost_h / hours).min(1.0);
+    let wait_share = |r: &TrialRecord| r.down_hours / hours;
     Summary {
         design: design.into(),
         gpus,
+        covers: cfg.scope.label().into(),
         healthy_busbw_gbytes: healthy_busbw / 1e9,
-        rel_p50: a.rel_at_least(0.5),
-        rel_p99: a.rel_at_least(0.99),
-        rel_worst: if a.min_rel.is_finite() {
-            a.min_rel
-        } else {
-            0.0
-        },
-        rel_mean: a.rel_hours / hours,
-        unreachable_share: a.unreachable_hours / hours,
-        unreachable_mean: a.unreachable_nic_hours / hours,
-        interruptions_per_day: ipd,
-        effective_training: (1.0 - lost_h / 24.0).max(0.0),
-        ecmp_width_lost_mean: a.width_lost_hours / hours,
-        ecmp_width_lost_max: a.width_lost_max,
+        rel_p50: stats::bootstrap(recs, |v| quantile(&hists(v), 0.5)),
+        rel_p99: stats::bootstrap(recs, |v| quantile(&hists(v), 0.99)),
+        rel_worst: stats::bootstrap(recs, |v| {
+            v.iter().map(|r| r.min_rel).fold(f64::INFINITY, f64::min)
+        })
+        .map(|x| if x.is_finite() { x } else { 0.0 }),
+        rel_mean: per_trial(&|r| r.rel_hours / hours),
+        unreachable_share: per_trial(&|r| r.unreachable_hours / hours),
+        interruptions_per_day: per_trial(&|r| per_day(r.total_interruptions())),
+        network_interruptions_per_day: per_trial(&|r| per_day(r.network_interruptions())),
+        interruptions_by_cause: CAUSES
+            .iter()
+            .enumerate()
+            .map(|(c, n)| (n.to_string(), per_trial(&|r| per_day(r.interruptions[c]))))
+            .collect(),
+        lost_to_interruptions: per_trial(&interrupt_share),
+        lost_waiting: per_trial(&wait_share),
+        effective_training: per_trial(&|r| (1.0 - interrupt_share(r) - wait_share(r)).max(0.0)),
+        ecmp_width_lost_mean: per_trial(&|r| r.width_lost_hours / hours),
+        ecmp_width_lost_max: recs.iter().map(|r| r.width_lost_max).fold(0.0, f64::max),
         failures_per_day: CLASSES
             .iter()
-            .zip(a.failures)
-            .map(|(c, n)| (c.to_string(), per_day(n as f64)))
+            .enumerate()
+            .map(|(c, n)| (n.to_string(), per_trial(&|r| per_day(r.failures[c]))))
             .collect(),
         cost_per_gpu_usd,
         trials: a.trials,
@@ -723,11 +1167,42 @@ pub fn summarize(
     }
 }
 
+/// A fingerprint of a fabric's structure (host layout, every link's ends, ports and
+/// rate): shards of a design file that changed between them do not merge.
+pub fn fingerprint(f: &Fabric) -> String {
+    // FNV-1a, 64 bit
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |x: u64| {
+        for b in x.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    let lay = f.host_layout();
+    for x in [
+        lay.servers,
+        lay.nics_per_server,
+        lay.gpus_per_server,
+        lay.scale_up_domain,
+    ] {
+        eat(x as u64);
+    }
+    eat(f.num_nodes() as u64);
+    for l in f.links() {
+        eat(l.a.0 as u64 | (l.a_port as u64) << 32);
+        eat(l.b.0 as u64 | (l.b_port as u64) << 32);
+        eat(l.rate_bps);
+    }
+    format!("{h:016x}")
+}
+
 /// One design's part of a (shard) result file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DesignResult {
     /// Design name (as given on the command line).
     pub design: String,
+    /// [`fingerprint`] of the fabric.
+    pub fingerprint: String,
     /// GPUs in the fabric.
     pub gpus: u64,
     /// Healthy job bus bandwidth (bytes/s).
@@ -760,27 +1235,44 @@ pub fn shard_trials(trials: u32, i: u32, n: u32) -> impl Iterator<Item = u32> {
     (i..trials).step_by(n.max(1) as usize)
 }
 
-/// Merges shard results of one sweep: same parameters, same designs, distinct shards.
+/// Checks one result file: histogram size, shard numbers, and every design's totals
+/// against its per-trial records and the trials its shards hold.
+fn check_part(p: &RunResult) -> Result<()> {
+    if p.shards.iter().any(|&s| s >= p.shard_count) {
+        return Err(Error::Merge(format!(
+            "shards {:?} are not all below the shard count {}",
+            p.shards, p.shard_count
+        )));
+    }
+    let mut trials: Vec<u32> = p
+        .shards
+        .iter()
+        .flat_map(|&s| shard_trials(p.config.trials, s, p.shard_count))
+        .collect();
+    trials.sort_unstable();
+    for d in &p.designs {
+        if d.aggregate.hist_hours.len() != HIST_BINS {
+            return Err(Error::Merge(format!(
+                "design {}: {} histogram bins, expected {HIST_BINS}",
+                d.design,
+                d.aggregate.hist_hours.len()
+            )));
+        }
+        d.aggregate.check(&trials, p.config.days).map_err(|e| {
+            Error::Merge(format!("design {} of shards {:?}: {e}", d.design, p.shards))
+        })?;
+    }
+    Ok(())
+}
+
+/// Merges shard results of one sweep: same parameters, same designs (names and
+/// fingerprints), distinct shards, totals that add up.
 pub fn merge(parts: &[RunResult]) -> Result<RunResult> {
     let Some(first) = parts.first() else {
         return Err(Error::Merge("no results given".into()));
     };
     for p in parts {
-        for d in &p.designs {
-            if d.aggregate.hist_hours.len() != HIST_BINS {
-                return Err(Error::Merge(format!(
-                    "design {}: {} histogram bins, expected {HIST_BINS}",
-                    d.design,
-                    d.aggregate.hist_hours.len()
-                )));
-            }
-        }
-        if p.shards.iter().any(|&s| s >= p.shard_count) {
-            return Err(Error::Merge(format!(
-                "shards {:?} are not all below the shard count {}",
-                p.shards, p.shard_count
-            )));
-        }
+        check_part(p)?;
     }
     let mut out = first.clone();
     for p in &parts[1..] {
@@ -808,6 +1300,14 @@ pub fn merge(parts: &[RunResult]) -> Result<RunResult> {
                 names(first),
                 names(p)
             )));
+        }
+        for (a, b) in first.designs.iter().zip(&p.designs) {
+            if a.fingerprint != b.fingerprint {
+                return Err(Error::Merge(format!(
+                    "design {} changed between shards {:?} and {:?} (fabric fingerprint {} vs {}): re-run every shard on one version of the design",
+                    a.design, first.shards, p.shards, a.fingerprint, b.fingerprint
+                )));
+            }
         }
         for s in &p.shards {
             if out.shards.contains(s) {

@@ -4,7 +4,7 @@
 use flow_model::LoadBalance;
 use flow_model::eval::Evaluator;
 use flow_model::placement;
-use flow_model::planner::{self, Aggregate, Cache, Design, PlanConfig, RunResult};
+use flow_model::planner::{self, Aggregate, Cache, Design, FailureScope, PlanConfig, RunResult};
 use flow_model::rates::{ClassRate, Rates};
 use topo::{Fabric, Routes, TIER_LEAF};
 
@@ -43,6 +43,8 @@ fn cfg(rates: Rates, trials: u32, seed: u64) -> PlanConfig {
         scale_up_gbps: 3600.0,
         channels: 2,
         rates,
+        scope: FailureScope::All,
+        reroute_interrupt: 0.0,
     }
 }
 
@@ -57,6 +59,9 @@ fn leaf_only() -> Rates {
         spine: zero(),
         core: zero(),
         nic: zero(),
+        gpu: zero(),
+        host: zero(),
+        software: zero(),
     }
 }
 
@@ -82,7 +87,7 @@ fn tor_failure_single_homed_loses_hosts_dual_tor_keeps_them() {
                     .as_ref()
                     .unwrap()
                     .iter()
-                    .all(|h| !e.health.unreachable[h.idx()])
+                    .all(|h| !e.health().unreachable[h.idx()])
             );
         }
         // with spraying, a healthy dual-ToR NIC uses both ports; with one ToR down, the
@@ -119,6 +124,7 @@ fn run(f: &Fabric, c: &PlanConfig, shard: (u32, u32)) -> RunResult {
         shard_count: shard.1,
         designs: vec![planner::DesignResult {
             design: f.name().into(),
+            fingerprint: planner::fingerprint(f),
             gpus: f.num_gpus(),
             healthy_busbw: d.healthy_busbw,
             cost_per_gpu_usd: 0.0,
@@ -136,22 +142,22 @@ fn planner_dual_tor_survives_what_single_homed_does_not() {
     let dual = run(&spec(true), &c, (0, 1));
     let (s, d) = (&single.designs[0].summary, &dual.designs[0].summary);
     assert!(
-        s.interruptions_per_day > 0.0 && s.unreachable_share > 0.0,
+        s.interruptions_per_day.value > 0.0 && s.unreachable_share.value > 0.0,
         "{s:?}"
     );
-    assert!(s.effective_training < 1.0);
+    assert!(s.effective_training.value < 1.0);
     // dual-ToR: only two ToRs of the same NIC down at once cut a host off
     assert!(
-        d.unreachable_share < s.unreachable_share / 5.0,
+        d.unreachable_share.value < s.unreachable_share.value / 5.0,
         "{d:?} vs {s:?}"
     );
     assert!(
-        d.interruptions_per_day < s.interruptions_per_day / 5.0,
+        d.interruptions_per_day.value < s.interruptions_per_day.value / 5.0,
         "{d:?} vs {s:?}"
     );
-    assert!(d.ecmp_width_lost_mean > 0.0);
+    assert!(d.ecmp_width_lost_mean.value > 0.0);
     // leaves fail, nothing else
-    assert!(s.failures_per_day["leaf"] > 0.0 && s.failures_per_day["spine"] == 0.0);
+    assert!(s.failures_per_day["leaf"].value > 0.0 && s.failures_per_day["spine"].value == 0.0);
 }
 
 #[test]
@@ -181,7 +187,7 @@ fn seeded_runs_are_deterministic_and_shards_merge_into_the_whole() {
     assert_eq!(x.aggregate.interruptions, y.aggregate.interruptions);
     assert_eq!(x.aggregate.failures, y.aggregate.failures);
     assert_eq!(x.aggregate.hist_hours.len(), y.aggregate.hist_hours.len());
-    assert!((x.summary.rel_mean - y.summary.rel_mean).abs() < 1e-9);
+    assert!((x.summary.rel_mean.value - y.summary.rel_mean.value).abs() < 1e-9);
     assert_eq!(x.summary.rel_p99, y.summary.rel_p99);
     assert_eq!(x.timeline, y.timeline);
     let e = planner::merge(&[parts[0].clone(), parts[0].clone()])
@@ -192,4 +198,122 @@ fn seeded_runs_are_deterministic_and_shards_merge_into_the_whole() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("different parameters"), "{e}");
+}
+
+fn only(class: &str, afr: f64, mttr: f64) -> Rates {
+    let mut r = leaf_only();
+    r.leaf = zero();
+    let c = ClassRate {
+        afr_percent: afr,
+        mttr_hours: mttr,
+    };
+    match class {
+        "gpu" => r.gpu = c,
+        "host" => r.host = c,
+        "software" => r.software = c,
+        "fabric_link" => r.fabric_link = c,
+        "spine" => r.spine = c,
+        other => panic!("{other}"),
+    }
+    r
+}
+
+#[test]
+fn time_the_job_cannot_run_is_lost_and_shown_on_its_own() {
+    // the job takes all 16 servers: any GPU failure leaves it waiting for the repair
+    let f = spec(false);
+    let mut c = cfg(only("gpu", 5000.0, 24.0), 20, 5);
+    c.job_gpus = 16;
+    let s = &run(&f, &c, (0, 1)).designs[0].summary;
+    assert!(s.lost_waiting.value > 0.05, "{s:?}");
+    assert!(s.rel_p50.value < 1.0 || s.rel_p99.value == 0.0, "{s:?}");
+    let want = 1.0 - s.lost_waiting.value - s.lost_to_interruptions.value;
+    assert!((s.effective_training.value - want).abs() < 1e-9, "{s:?}");
+    // with spare servers (a job of 8 on 16) it rarely waits
+    c.job_gpus = 8;
+    let spare = &run(&f, &c, (0, 1)).designs[0].summary;
+    assert!(
+        spare.lost_waiting.value < s.lost_waiting.value / 4.0,
+        "{spare:?}"
+    );
+}
+
+#[test]
+fn cluster_failures_interrupt_only_the_job_they_hit_and_scope_isolates_the_network() {
+    let f = spec(false);
+    let c = cfg(only("host", 2000.0, 1.0), 30, 3);
+    let s = &run(&f, &c, (0, 1)).designs[0].summary;
+    let hosts = s.failures_per_day["host"].value;
+    let hit = s.interruptions_by_cause["server"].value;
+    // half the servers run the job: about half the server failures interrupt it
+    assert!(
+        hosts > 0.0 && hit > 0.2 * hosts && hit < 0.8 * hosts,
+        "{s:?}"
+    );
+    assert_eq!(s.network_interruptions_per_day.value, 0.0);
+    // software failures always interrupt a running job
+    let s = &run(&f, &cfg(only("software", 2000.0, 1.0), 10, 3), (0, 1)).designs[0].summary;
+    assert!(s.interruptions_by_cause["software"].value > 0.0);
+    assert_eq!(s.lost_waiting.value, 0.0);
+    // the network scope draws no GPU, server or software failures
+    let mut c = cfg(only("gpu", 2000.0, 1.0), 10, 3);
+    c.scope = FailureScope::Network;
+    let s = &run(&f, &c, (0, 1)).designs[0].summary;
+    assert_eq!(s.failures_per_day["gpu"].value, 0.0);
+    assert_eq!(s.interruptions_per_day.value, 0.0);
+    assert!(s.covers.starts_with("network only"));
+}
+
+#[test]
+fn a_gpu_failure_takes_its_scale_up_domain_down() {
+    // 8 servers of 4 GPUs, NVLink domains of 8 GPUs (2 servers)
+    let text = "name = \"nvl\"\n[hosts]\nservers = 8\ngpus_per_server = 4\nscale_up_domain = 8\nrate = \"100G\"\n\
+                [[planes]]\nleaves_per_pod = 2\nleaf = { radix = 8, down = 4, up = 4 }\nspine = { radix = 2 }\n";
+    let f = topo::Spec::parse(text, topo::Format::Toml, "t")
+        .unwrap()
+        .build("t")
+        .unwrap();
+    let mut c = cfg(only("gpu", 1.0, 1.0), 1, 1);
+    c.job_gpus = 16;
+    let d = Design::new(&f, &c).unwrap();
+    // GPU 5 is on server 1, whose domain is servers 0 and 1
+    let gpu5 = d.comps.class_start[planner::FIRST_CLUSTER_CLASS] + 5;
+    assert_eq!(d.servers_down(gpu5), 0..2);
+    let e = d.evaluate_state(&mut Evaluator::default(), &[gpu5]);
+    let p = e.placement.unwrap();
+    assert!(p.iter().all(|h| f.server_of(*h) >= 2), "{p:?}");
+}
+
+#[test]
+fn reroutes_on_the_jobs_paths_interrupt_with_the_assumed_probability() {
+    let f = spec(false);
+    let mut c = cfg(only("fabric_link", 3000.0, 2.0), 20, 11);
+    c.job_gpus = 16;
+    let none = &run(&f, &c, (0, 1)).designs[0].summary;
+    let reroute =
+        |s: &planner::Summary| s.interruptions_by_cause["network: re-route timeout"].value;
+    // (a leaf whose uplinks all failed cuts its NICs off: that is the other cause)
+    assert_eq!(reroute(none), 0.0, "{none:?}");
+    c.reroute_interrupt = 1.0;
+    let all = &run(&f, &c, (0, 1)).designs[0].summary;
+    let r = reroute(all);
+    assert!(r > 0.0, "{all:?}");
+    // a 16-rank ring uses most but not necessarily all fabric links
+    assert!(r <= all.failures_per_day["fabric_link"].value + 1e-9);
+}
+
+#[test]
+fn every_figure_has_an_interval_that_narrows_with_trials() {
+    let f = spec(false);
+    let few = &run(&f, &cfg(only("host", 2000.0, 4.0), 4, 8), (0, 1)).designs[0].summary;
+    let many = &run(&f, &cfg(only("host", 2000.0, 4.0), 64, 8), (0, 1)).designs[0].summary;
+    for (a, b) in [
+        (few.interruptions_per_day, many.interruptions_per_day),
+        (few.effective_training, many.effective_training),
+    ] {
+        assert!(a.lo <= a.value && a.value <= a.hi, "{a:?}");
+        assert!(b.hi - b.lo < (a.hi - a.lo) / 2.0, "{a:?} vs {b:?}");
+    }
+    assert!(many.rel_mean.lo <= many.rel_mean.value && many.rel_mean.value <= many.rel_mean.hi);
+    assert!(many.rel_p99.lo <= many.rel_p99.value && many.rel_p99.value <= many.rel_p99.hi);
 }
