@@ -284,12 +284,16 @@ pub(crate) fn write_formats(
         fabric: f,
         addr: &c.addr,
         tables: c.tables(),
+        lanes: Some(&c.lanes),
     };
     let list: Vec<Format> = formats.iter().copied().collect();
     export::export_many(&routed, &list, sink).with_context(|| {
         let names: Vec<&str> = list.iter().map(|f| f.name()).collect();
         format!("exporting {} to {}", names.join(","), out.display())
     })?;
+    if let Some(w) = slurm_failure_warning(c, formats, sink.single) {
+        eprintln!("warning: {w}");
+    }
     if !c.failures.is_empty() && !sink.single {
         // The tables were made for a failed fabric: name every failed link and switch
         // beside them, one per line, as `--fail` accepts them.
@@ -312,6 +316,27 @@ pub(crate) fn write_formats(
         write_lanes(f, c, formats.contains(&Format::Opensm), sink)?;
     }
     Ok(())
+}
+
+/// What a `topology.conf` written after failures cannot say. The other single-file formats
+/// carry the failures (`routes.json`: `failed_links`, `failed_switches`, `lanes`;
+/// `fabric.dot`: failed links dashed red); Slurm's tree plugin has no link state.
+fn slurm_failure_warning(c: &Computed, formats: &BTreeSet<Format>, single: bool) -> Option<String> {
+    if !formats.contains(&Format::Slurm) || c.failures.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "topology.conf is the design's tree: Slurm's topology/tree has no link state, so the \
+         {} failed links and {} failed switches are not in it; {}",
+        c.failures.links.len(),
+        c.failures.switches.len(),
+        if single {
+            "written as one file they are recorded nowhere: export to a directory to get \
+             failures.txt beside it"
+        } else {
+            "failures.txt beside it lists them"
+        }
+    ))
 }
 
 /// `lanes.txt` and, with the OpenSM format, each plane's `qos-policy.conf` (path SL = lane).
@@ -505,6 +530,41 @@ mod tests {
         // Healthy: nothing to say.
         let healthy = Computed::new(&f, Engine::Ecmp, Failures::default()).unwrap();
         assert!(unreachable_verdict(&topo::verify::verify(&f, &healthy.routes), false).is_none());
+    }
+
+    /// Issue 21: a single-file export after failures carries them (JSON: failed links and
+    /// every pair's lane), and a topology.conf, which cannot, is warned about.
+    #[test]
+    fn single_file_json_carries_failures_and_lanes() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+        let fail = FailureArgs {
+            fail: topo::lanes::STRANDED_K4.map(String::from).to_vec(),
+            ..Default::default()
+        };
+        let c = Computed::new(&f, Engine::Ecmp, fail.resolve(&f).unwrap()).unwrap();
+        assert_eq!(c.lanes.used, 2);
+        let path = std::env::temp_dir().join(format!("fabric-r-{}.json", std::process::id()));
+        let json = parse_formats(&["json".into()]).unwrap();
+        let mut sink = sink_for(&path, &json).unwrap();
+        write_formats(&f, &c, &json, &mut sink, &path).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        let _ = fs::remove_file(&path);
+        assert_eq!(doc["failed_links"].as_array().unwrap().len(), 3, "{doc}");
+        assert_eq!(doc["lanes"]["used"], 2);
+        assert_eq!(
+            doc["lanes"]["pairs"].as_array().unwrap().len(),
+            c.lanes.pairs().len()
+        );
+        let slurm = parse_formats(&["slurm".into()]).unwrap();
+        let w = slurm_failure_warning(&c, &slurm, true).unwrap();
+        assert!(
+            w.contains("3 failed links") && w.contains("recorded nowhere"),
+            "{w}"
+        );
+        assert!(slurm_failure_warning(&c, &json, true).is_none());
+        let healthy = Computed::new(&f, Engine::Ecmp, Failures::default()).unwrap();
+        assert!(slurm_failure_warning(&healthy, &slurm, true).is_none());
     }
 
     #[test]

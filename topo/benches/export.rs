@@ -85,6 +85,7 @@ fn run_case(case: &str, formats: &[Format]) {
             fabric: &f,
             addr: &a,
             tables,
+            lanes: None,
         };
         let mut sink = CountingSink::default();
         let before = vm_hwm_mib();
@@ -113,6 +114,7 @@ fn run_baselines() {
         fabric: &f,
         addr: &a,
         tables: Tables::Ecmp(&r),
+        lanes: None,
     };
     let case = "k32 ip";
     let before = vm_hwm_mib();

@@ -94,6 +94,7 @@ fn compare(name: &str, share: u32, engines: &[String]) -> Result<()> {
         fabric: &f,
         addr: &addr,
         tables: Tables::SinglePath(&routes, &ours),
+        lanes: None,
     };
     let mut sink = MemSink::new();
     export::export(&routed, Format::Opensm, &mut sink).map_err(|e| e.to_string())?;

@@ -28,6 +28,7 @@ fn export_all(f: &Fabric, tables: Tables<'_>, addr: &AddressPlan) -> MemSink {
         fabric: f,
         addr,
         tables,
+        lanes: None,
     };
     let mut sink = MemSink::new();
     for fmt in Format::ALL {
@@ -140,7 +141,26 @@ struct Doc {
     engine: String,
     planes: u32,
     hosts: u32,
+    failed_links: Vec<String>,
+    failed_switches: Vec<String>,
+    lanes: JLanes,
     switches: Vec<Switch>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JLanes {
+    used: u8,
+    pairs: Vec<JLanePair>,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct JLanePair {
+    plane: u16,
+    src_leaf: String,
+    dst_leaf: String,
+    lane: u8,
 }
 
 #[derive(Debug, Deserialize)]
@@ -193,6 +213,8 @@ fn json_round_trips_and_matches_the_tables() {
         ("fabric-routes/v1", "fat-tree-k4", "ecmp")
     );
     assert_eq!((doc.planes, doc.hosts, doc.switches.len()), (1, 16, 20));
+    assert!(doc.failed_links.is_empty() && doc.failed_switches.is_empty());
+    assert_eq!((doc.lanes.used, doc.lanes.pairs.len()), (1, 0));
     let names = f.name_index();
     for s in &doc.switches {
         let id = names[s.name.as_str()];
@@ -472,3 +494,58 @@ fn weighted_ecmp_after_a_core_link_failure() {
     let bgp = sink.text("frr/bgp/pod0-leaf0.conf").unwrap();
     assert!(bgp.contains("set extcommunity bandwidth num-multipaths"));
 }
+
+/// Issue 21: `--format json --out r.json` after failures printed that pairs were routed on
+/// further lanes, but the file had no lane and no failure field. The single-file formats
+/// now carry what they can hold: `routes.json` the failed links, failed switches and every
+/// pair's lane; `fabric.dot` the failed links, dashed red.
+#[test]
+fn single_file_exports_carry_failures_and_lanes() {
+    let (f, mut r, a) = k4();
+    let set = topo::failures::resolve(&f, &topo::lanes::STRANDED_K4.map(String::from)).unwrap();
+    r.fail_links(&f, &set.links);
+    let agg = f.name_index()["pod3-agg1"];
+    r.fail_nodes(&f, &[agg]);
+    let lanes = topo::lanes::route_around(&f, &mut r, 8).unwrap();
+    assert_eq!(lanes.used, 2);
+    let routed = Routed {
+        fabric: &f,
+        addr: &a,
+        tables: Tables::Ecmp(&r),
+        lanes: Some(&lanes),
+    };
+    let mut sink = MemSink::new();
+    export::export_many(&routed, &[Format::Json, Format::Dot], &mut sink).unwrap();
+    let doc: Doc = serde_json::from_str(sink.text("routes.json").unwrap()).unwrap();
+    let mut want: Vec<String> = r
+        .failed_links()
+        .map(|l| topo::failures::link_name(&f, l))
+        .collect();
+    want.sort();
+    let mut got = doc.failed_links.clone();
+    got.sort();
+    assert_eq!(got, want);
+    for name in STRANDED_NAMES {
+        assert!(doc.failed_links.iter().any(|l| l == name), "{name}");
+    }
+    assert_eq!(doc.failed_switches, vec!["pod3-agg1".to_string()]);
+    assert_eq!(doc.lanes.used, 2);
+    let pairs: Vec<JLanePair> = lanes
+        .pairs()
+        .iter()
+        .map(|&(s, d, lane)| JLanePair {
+            plane: 0,
+            src_leaf: f.node_name(s).into(),
+            dst_leaf: f.node_name(d).into(),
+            lane,
+        })
+        .collect();
+    assert!(!pairs.is_empty());
+    assert_eq!(doc.lanes.pairs, pairs);
+    let dot = sink.text("fabric.dot").unwrap();
+    let dashed = dot.lines().filter(|l| l.contains("style=dashed")).count();
+    assert_eq!(dashed, want.len(), "{dot}");
+    assert!(dot.contains(&format!("// {} failed links", want.len())));
+}
+
+const STRANDED_NAMES: [&str; 3] = topo::lanes::STRANDED_K4;

@@ -222,6 +222,7 @@ fn opensm_export(
         fabric: f,
         addr: &addr,
         tables: Tables::SinglePath(routes, &lft),
+        lanes: None,
     };
     let mut sink = MemSink::new();
     export::export(&routed, Format::Opensm, &mut sink).unwrap();
@@ -395,6 +396,7 @@ fn ibsim_builds_every_switch_with_its_radix() {
         fabric: &f,
         addr: &addr,
         tables: Tables::Ecmp(&routes),
+        lanes: None,
     };
     let mut sink = MemSink::new();
     export::export(&routed, Format::Opensm, &mut sink).unwrap();
@@ -469,6 +471,7 @@ fn k4_ecmp_failed(
             fabric: &f,
             addr: &addr,
             tables: Tables::Ecmp(&routes),
+            lanes: None,
         };
         for &fmt in formats {
             export::export(&routed, fmt, &mut sink).unwrap();

@@ -49,6 +49,7 @@ fn opensm(f: &Fabric, addr: &AddressPlan, tables: Tables<'_>) -> MemSink {
         fabric: f,
         addr,
         tables,
+        lanes: None,
     };
     let mut sink = MemSink::new();
     export::export(&routed, Format::Opensm, &mut sink).unwrap();

@@ -40,13 +40,27 @@ pub fn tier<'a, W: Write>(
     w.write_all(b"  }\n")
 }
 
-/// Writes one link, `a` port `pa` to `b` port `pb`.
-pub fn edge<W: Write>(w: &mut W, a: &str, pa: u32, b: &str, pb: u32) -> io::Result<()> {
+/// Writes one link, `a` port `pa` to `b` port `pb`; a failed link is dashed and red.
+pub fn edge<W: Write>(
+    w: &mut W,
+    a: &str,
+    pa: u32,
+    b: &str,
+    pb: u32,
+    failed: bool,
+) -> io::Result<()> {
     w.write_all(b"  ")?;
     quote(w, a)?;
     w.write_all(b" -- ")?;
     quote(w, b)?;
-    writeln!(w, " [taillabel={pa}, headlabel={pb}];")
+    if failed {
+        writeln!(
+            w,
+            " [taillabel={pa}, headlabel={pb}, style=dashed, color=\"#e31a1c\", comment=failed];"
+        )
+    } else {
+        writeln!(w, " [taillabel={pa}, headlabel={pb}];")
+    }
 }
 
 /// Closes the graph.

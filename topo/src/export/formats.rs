@@ -532,11 +532,13 @@ pub fn export_json<S: Sink>(
         json::write_str(w, f.name())?;
         write!(
             w,
-            ",\n  \"engine\": \"{}\",\n  \"planes\": {},\n  \"hosts\": {},\n  \"switches\": [",
+            ",\n  \"engine\": \"{}\",\n  \"planes\": {},\n  \"hosts\": {},\n",
             r.tables.engine(),
             f.num_planes(),
             f.num_hosts()
         )?;
+        write_json_state(w, r)?;
+        w.write_all(b",\n  \"switches\": [")?;
         let mut line = Vec::with_capacity(4096);
         for (i, s) in f.switches().enumerate() {
             w.write_all(if i == 0 { b"\n" } else { b",\n" })?;
@@ -545,6 +547,51 @@ pub fn export_json<S: Sink>(
         w.write_all(b"\n  ]\n}\n")?;
         Ok(())
     })
+}
+
+/// The state the tables were made for: `failed_links` (names as `--fail` takes them),
+/// `failed_switches` (every link down) and `lanes` (pairs routed on a lane ≥ 1).
+fn write_json_state<W: Write>(w: &mut W, r: &Routed<'_>) -> Result<(), ExportError> {
+    let f = r.fabric;
+    let routes = r.tables.routes();
+    w.write_all(b"  \"failed_links\": [")?;
+    for (i, l) in routes.failed_links().enumerate() {
+        w.write_all(if i == 0 { b"" } else { b", " })?;
+        json::write_str(w, &crate::failures::link_name(f, l))?;
+    }
+    w.write_all(b"],\n  \"failed_switches\": [")?;
+    let dead = f
+        .switches()
+        .filter(|&s| f.degree(s) > 0 && f.ports(s).all(|(_, l)| !routes.link_is_up(l)));
+    for (i, s) in dead.enumerate() {
+        w.write_all(if i == 0 { b"" } else { b", " })?;
+        json::write_str(w, f.node_name(s))?;
+    }
+    let none = crate::lanes::Lanes::none();
+    let lanes = r.lanes.unwrap_or(&none);
+    write!(
+        w,
+        "],\n  \"lanes\": {{\"used\": {}, \"pairs\": [",
+        lanes.used
+    )?;
+    for (i, &(src, dst, lane)) in lanes.pairs().iter().enumerate() {
+        w.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
+        write!(
+            w,
+            "{{\"plane\": {}, \"src_leaf\": ",
+            f.plane(src).unwrap_or(0)
+        )?;
+        json::write_str(w, f.node_name(src))?;
+        w.write_all(b", \"dst_leaf\": ")?;
+        json::write_str(w, f.node_name(dst))?;
+        write!(w, ", \"lane\": {lane}}}")?;
+    }
+    w.write_all(if lanes.pairs().is_empty() {
+        b"]}"
+    } else {
+        b"\n  ]}"
+    })?;
+    Ok(())
 }
 
 fn write_json_switch<W: Write>(
@@ -628,6 +675,7 @@ mod tests {
             fabric: &f,
             addr: &a,
             tables: Tables::Ecmp(&r),
+            lanes: None,
         };
         let mut sink = MemSink::new();
         export(&routed, crate::export::Format::IpBatch, &mut sink).unwrap();

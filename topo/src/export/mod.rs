@@ -24,7 +24,7 @@
 //! let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
 //! let routes = topo::Routes::compute(&f);
 //! let addr = AddressPlan::new(&f).unwrap();
-//! let routed = Routed { fabric: &f, addr: &addr, tables: Tables::Ecmp(&routes) };
+//! let routed = Routed { fabric: &f, addr: &addr, tables: Tables::Ecmp(&routes), lanes: None };
 //! let mut sink = MemSink::new(); // fabric-manager streams to files instead
 //! export::export(&routed, Format::IpBatch, &mut sink).unwrap();
 //! let leaf = sink.text("ip/pod0-leaf0.batch").unwrap();
@@ -186,7 +186,9 @@ pub fn export_topology<S: Sink>(
     sink: &mut S,
 ) -> Result<(), ExportError> {
     match format {
-        Format::Dot => sink::with_file(sink, "fabric.dot", |w| topology::write_dot(w, f)),
+        Format::Dot => {
+            sink::with_file(sink, "fabric.dot", |w| topology::write_dot(w, f, &|_| true))
+        }
         Format::Slurm => sink::with_file(sink, "topology.conf", |w| topology::write_slurm(w, f)),
         other => Err(ExportError::NeedsRoutes(other)),
     }
@@ -201,6 +203,9 @@ pub struct Routed<'a> {
     pub addr: &'a AddressPlan,
     /// The tables to export.
     pub tables: Tables<'a>,
+    /// The lanes of pairs routed around on further lanes ([`crate::lanes::route_around`]);
+    /// `None`: every pair on lane 0. `routes.json` carries them.
+    pub lanes: Option<&'a crate::lanes::Lanes>,
 }
 
 /// Writes one format of a routed fabric into `sink` (file names in the module table).
@@ -242,7 +247,11 @@ fn export_with<S: Sink>(
         Format::FrrStatic => formats::export_frr_static(r, wt, sink),
         Format::Sonic => formats::export_sonic(r, wt, sink),
         Format::Opensm => export_opensm(r, sink),
-        Format::Dot | Format::Slurm => export_topology(r.fabric, format, sink),
+        Format::Dot => sink::with_file(sink, "fabric.dot", |w| {
+            let routes = r.tables.routes();
+            topology::write_dot(w, r.fabric, &|l| routes.link_is_up(l))
+        }),
+        Format::Slurm => export_topology(r.fabric, format, sink),
     }
 }
 

@@ -4,11 +4,22 @@
 use std::io::Write;
 
 use super::{ExportError, dot, slurm};
-use crate::model::{Fabric, NodeId};
+use crate::model::{Fabric, LinkId, NodeId};
 
-/// Writes the whole fabric as a DOT graph (all planes, one rank per tier).
-pub fn write_dot<W: Write>(w: &mut W, f: &Fabric) -> Result<(), ExportError> {
+/// Writes the whole fabric as a DOT graph (all planes, one rank per tier); links that
+/// `link_up` rejects are drawn as failed (dashed, red) and counted in a comment.
+pub fn write_dot<W: Write>(
+    w: &mut W,
+    f: &Fabric,
+    link_up: &dyn Fn(LinkId) -> bool,
+) -> Result<(), ExportError> {
     dot::start(w, f.name())?;
+    let failed = (0..f.num_links() as u32)
+        .filter(|&l| !link_up(LinkId(l)))
+        .count();
+    if failed > 0 {
+        writeln!(w, "  // {failed} failed links, drawn dashed red")?;
+    }
     dot::tier(w, 0, "hosts (NICs)", f.hosts().map(|h| f.node_name(h)))?;
     for t in 1..=3u8 {
         let label = ["leaves", "spines / aggregation", "cores"][usize::from(t) - 1];
@@ -17,13 +28,14 @@ pub fn write_dot<W: Write>(w: &mut W, f: &Fabric) -> Result<(), ExportError> {
             dot::tier(w, usize::from(t), label, it.map(|s| f.node_name(s)))?;
         }
     }
-    for l in f.links() {
+    for (i, l) in f.links().iter().enumerate() {
         dot::edge(
             w,
             f.node_name(l.a),
             u32::from(l.a_port),
             f.node_name(l.b),
             u32::from(l.b_port),
+            !link_up(LinkId(i as u32)),
         )?;
     }
     dot::finish(w)?;

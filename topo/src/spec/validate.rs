@@ -47,6 +47,8 @@ fn limits() -> String {
     )
 }
 
+/// Most GPUs one server may hold (a scale-up rack is `scale_up_domain`, not a server).
+pub const MAX_GPUS_PER_SERVER: u32 = 1024;
 /// Most ports (links) one switch can have.
 pub const MAX_PORTS: u32 = u16::MAX as u32 / 2;
 
@@ -85,6 +87,15 @@ impl Checker<'_> {
             if v == 0 {
                 return Err(self.err(format!("hosts.{name}"), "must be at least 1"));
             }
+        }
+        if h.gpus_per_server > MAX_GPUS_PER_SERVER {
+            return Err(self.err(
+                "hosts.gpus_per_server",
+                format!(
+                    "{} GPUs per server; expected 1 to {MAX_GPUS_PER_SERVER}",
+                    h.gpus_per_server
+                ),
+            ));
         }
         if h.nics_per_server as u64 > MAX_HOSTS {
             return Err(self.err(
@@ -594,6 +605,17 @@ mod tests {
             build_err(t),
             "f.toml: hosts.nics_per_server: 4294967295 NICs per server; \
              the largest fabric this tool builds has 1048576 hosts, 262144 switches and 4194304 links"
+        );
+    }
+
+    /// Issue 21: `gpus_per_server = 4294967295` was accepted.
+    #[test]
+    fn absurd_gpus_per_server_is_refused_with_the_limit() {
+        let t = "name = \"t\"\n[hosts]\nrate = \"100G\"\ngpus_per_server = 4294967295\n\
+             [[planes]]\nleaves_per_pod = 4\nleaf = { radix = 64, down = 32, up = 32 }\nspine = { radix = 64 }\n";
+        assert_eq!(
+            build_err(t),
+            "f.toml: hosts.gpus_per_server: 4294967295 GPUs per server; expected 1 to 1024"
         );
     }
 

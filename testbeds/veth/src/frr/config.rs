@@ -20,6 +20,7 @@ pub fn frr_configs(f: &Fabric, plan: &AddressPlan) -> Result<Vec<(String, String
         fabric: f,
         addr: plan,
         tables: Tables::Ecmp(&routes),
+        lanes: None,
     };
     let mut sink = MemSink::new();
     export::export(&routed, Format::FrrBgp, &mut sink)
