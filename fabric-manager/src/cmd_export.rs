@@ -44,8 +44,8 @@ pub struct Args {
     /// as `fabric build` does).
     #[arg(long)]
     pub allow_unreachable: bool,
-    /// Routing engine. The OpenSM LFT is single-path either way: with `ecmp` each entry
-    /// takes the same d-mod-k member of the ECMP group as `single-path` does.
+    /// Routing engine. The OpenSM LFT is single-path either way: with `ecmp` the export
+    /// computes the same single-path table `single-path` writes.
     #[arg(long, value_enum, default_value_t = Engine::Ecmp)]
     pub engine: Engine,
     /// Formats to write, comma-separated or repeated: json, ip, ip-nhg, frr-bgp,

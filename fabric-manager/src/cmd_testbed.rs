@@ -555,7 +555,81 @@ fn print_verdict(r: &routed::VerifyReport) {
 /// served by one host loop).
 const MAX_STAR_HOSTS: usize = 64;
 
+/// The most either rate flag accepts (a typo, not a link, beyond it).
+const MAX_RATE_FLAG: u64 = 1_000_000;
+
+/// `--link-mbps` and `--virtual-gbps`: both positive, the virtual rate a whole multiple
+/// of the link rate (the time scale).
+fn check_rates(link_mbps: u64, virtual_gbps: u64) -> anyhow::Result<()> {
+    if !(1..=MAX_RATE_FLAG).contains(&link_mbps) {
+        bail!(
+            "--link-mbps {link_mbps}: the real rate the engine paces every veth link at must be 1..={MAX_RATE_FLAG} Mb/s (default 1000; the engine keeps up with about 1000 here)"
+        );
+    }
+    if !(1..=MAX_RATE_FLAG).contains(&virtual_gbps) {
+        bail!(
+            "--virtual-gbps {virtual_gbps}: the rate the congestion control is tuned for must be 1..={MAX_RATE_FLAG} Gb/s and a whole multiple of --link-mbps (default 100)"
+        );
+    }
+    let virtual_mbps = virtual_gbps * 1000;
+    if virtual_mbps < link_mbps || !virtual_mbps.is_multiple_of(link_mbps) {
+        bail!(
+            "--virtual-gbps {virtual_gbps} --link-mbps {link_mbps}: the virtual rate must be at least the link rate and a whole multiple of it (the time scale), e.g. --virtual-gbps 100 --link-mbps 1000"
+        );
+    }
+    Ok(())
+}
+
+/// Spraying needs more than one path: on the star every pair of hosts has one.
+fn check_spray(topology: veth::congestion::fabric::Topology, spray: bool) -> anyhow::Result<()> {
+    if spray && topology == veth::congestion::fabric::Topology::Star {
+        bail!(
+            "--spray on the star: its hosts have one path between them, so spraying only reorders nothing; give a multi-path --topology (leaf-spine:2x2x4, fat-tree:4)"
+        );
+    }
+    Ok(())
+}
+
+/// The signal that stopped a run (0: none), written by the signal thread.
+static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Why a run ended before every sized flow finished, and with which exit status:
+/// `None` when it finished.
+fn interruption(
+    r: &veth::congestion::CongestionReport,
+    signal: i32,
+    wall_limit_hit: bool,
+) -> Option<crate::common::Interrupted> {
+    let unfinished = r.unfinished();
+    if unfinished.is_empty() && signal == 0 {
+        return None;
+    }
+    let (status, why) = match signal {
+        libc::SIGINT => (130, "interrupted by SIGINT".to_string()),
+        libc::SIGTERM => (143, "stopped by SIGTERM".to_string()),
+        _ if wall_limit_hit => (124, "stopped at its --wall-limit".to_string()),
+        _ => (3, "ended before every flow finished".to_string()),
+    };
+    let ids: Vec<String> = unfinished.iter().map(|i| i.to_string()).collect();
+    Some(crate::common::Interrupted {
+        status,
+        what: format!(
+            "the run was {why} after {:.0} µs (virtual): {} of {} flows did not finish{}",
+            r.duration_us,
+            unfinished.len(),
+            r.flows.len(),
+            if ids.is_empty() {
+                String::new()
+            } else {
+                format!(" (flows {})", ids.join(", "))
+            }
+        ),
+    })
+}
+
 fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
+    check_rates(a.link_mbps, a.virtual_gbps)?;
+    check_spray(a.topology, a.spray.is_some())?;
     let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let scenario = Scenario::from_file(&a.scenario)?;
     let virtual_rate = Rate::gbps(a.virtual_gbps);
@@ -640,7 +714,11 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     // to it.
     let stopper = veth::congestion::Stopper::default();
     let on_signal = stopper.clone();
-    netns::on_signal(move |_| on_signal.stop())?;
+    netns::on_signal(move |sig| {
+        STOP_SIGNAL.store(sig, std::sync::atomic::Ordering::Relaxed);
+        on_signal.stop()
+    })?;
+    let started = std::time::Instant::now();
     let run = veth::congestion::spawn_with(&cfg, &plan, stopper)?;
     let r = match &a.record {
         Some(out) => crate::record::record_live(run, out)?,
@@ -650,12 +728,19 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
             run.join()?
         }
     };
+    let interrupted = interruption(
+        &r,
+        STOP_SIGNAL.load(std::sync::atomic::Ordering::Relaxed),
+        started.elapsed() >= cfg.wall_limit,
+    );
     println!(
-        "ran {:.0} µs (virtual); drops: switch {}, kernel {}, veth {}; ECN marks {}; PFC pauses sent {}; CNPs {}; credit grants {}; max buffer {} B; max PFC headroom used {} B",
+        "ran {:.0} µs (virtual); drops: {} (switch {}, kernel {}, veth {}, PFC watchdog {}); ECN marks {}; PFC pauses sent {}; CNPs {}; credit grants {}; max buffer {} B; max PFC headroom used {} B",
         r.duration_us,
+        r.total_drops(),
         r.switch_drops,
         r.kernel_drops,
         r.veth_drops,
+        r.pfcwd_drops,
         r.ecn_marks,
         r.pauses_sent,
         r.cnps_sent,
@@ -697,20 +782,21 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         );
     }
     println!("Jain fairness of mean rates: {:.3}", jain(&means));
+    print_reactions(&r);
     for (p, c) in r.ports.iter().enumerate() {
         if c.tx_packets + c.rx_packets > 0 {
             let name = r.port_names.get(p).map_or(String::new(), |n| {
                 format!(" ({}:p{} → {})", n.switch, n.port, n.peer)
             });
             println!(
-                "port {p}{name}: tx {} pkts, rx {} pkts, marks {}, drops {}, pauses sent {}, PFC received {}, paused {}, max queue {} B, headroom used {} B",
+                "port {p}{name}: tx {} pkts, rx {} pkts, marks {}, drops {}, pauses sent {}, PFC received {}, paused {:.1} µs (virtual), max queue {} B, headroom used {} B",
                 c.tx_packets,
                 c.rx_packets,
                 c.ecn_marks,
                 c.drops,
                 c.pauses_sent,
                 c.pfc_received,
-                c.paused_time,
+                r.paused_virtual_us.get(p).copied().unwrap_or(0.0),
                 c.max_queue_bytes,
                 c.max_headroom_bytes
             );
@@ -737,10 +823,40 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
             println!("plot {}", p.display());
         }
     }
+    if let Some(i) = interrupted {
+        if a.compare_sim {
+            println!(
+                "not compared with the simulator: the veth run is truncated and the simulator's would be complete"
+            );
+        }
+        return Err(i.into());
+    }
     if a.compare_sim {
         compare_with_sim(&cfg, &plan, &r)?;
     }
     Ok(())
+}
+
+/// How the flows' controllers reacted; a warning when a congested run's never moved.
+fn print_reactions(r: &veth::congestion::CongestionReport) {
+    let judged: Vec<_> = r.flows.iter().filter_map(|f| f.reaction.as_ref()).collect();
+    if let Some(first) = judged.first() {
+        let cut = judged.iter().filter(|x| x.cut).count();
+        let both = judged.iter().filter(|x| x.cut && x.recovered).count();
+        println!(
+            "controller ({}): {cut} of {} flows cut it below half, {both} cut it and raised it again",
+            first.signal,
+            judged.len()
+        );
+    }
+    if r.controller_inert() {
+        println!(
+            "WARNING: the run was congested (ECN marks {}, pauses {}, drops {}) but no flow's congestion control ever changed its rate, window or credit: the algorithm did not run, and no comparison with the simulator means anything",
+            r.ecn_marks,
+            r.pauses_sent,
+            r.total_drops()
+        );
+    }
 }
 
 /// SVG plots of a congestion run: delivered throughput and controller rate per flow,
@@ -825,13 +941,25 @@ fn compare_with_sim(
     );
     let c = report::compare::compare(&s.outcome(), &veth.outcome())?;
     print!("{}", comparison_table(&c));
+    if veth.controller_inert() {
+        println!(
+            "NOT COMPARABLE: the veth run's congestion control never reacted (see the warning above); the figures above do not show agreement"
+        );
+    }
     Ok(())
 }
 
 /// The comparison as the CLI prints it: counters side by side, then per-flow FCTs.
 fn comparison_table(c: &report::compare::Comparison) -> String {
     let (a, b) = &c.counts;
-    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
+    let fmt = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{x:.0}"));
+    // A side that finished nothing has no FCT (`–`), and no ratio is made with it.
+    let both = c.a_fct.finished > 0 && c.b_fct.finished > 0;
+    let fct = |finished: usize, us: f64, ratio: Option<f64>| match (finished, ratio) {
+        (0, _) => "–".to_string(),
+        (_, Some(x)) => format!("{us:.0} ({x:.2}×)"),
+        (_, None) => format!("{us:.0}"),
+    };
     let mut rows = vec![
         vec!["drops".into(), a.drops.to_string(), b.drops.to_string()],
         vec![
@@ -852,13 +980,21 @@ fn comparison_table(c: &report::compare::Comparison) -> String {
         ],
         vec![
             "median FCT (µs)".into(),
-            format!("{:.0}", c.a_fct.p50_us),
-            format!("{:.0} ({:.2}×)", c.b_fct.p50_us, c.median_ratio()),
+            fct(c.a_fct.finished, c.a_fct.p50_us, None),
+            fct(
+                c.b_fct.finished,
+                c.b_fct.p50_us,
+                both.then(|| c.median_ratio()),
+            ),
         ],
         vec![
             "last FCT (µs)".into(),
-            format!("{:.0}", c.a_fct.max_us),
-            format!("{:.0} ({:.2}×)", c.b_fct.max_us, c.last_ratio()),
+            fct(c.a_fct.finished, c.a_fct.max_us, None),
+            fct(
+                c.b_fct.finished,
+                c.b_fct.max_us,
+                both.then(|| c.last_ratio()),
+            ),
         ],
         vec![
             "Jain of mean rates".into(),
@@ -876,7 +1012,7 @@ fn comparison_table(c: &report::compare::Comparison) -> String {
                 format!("{}→{}", f.src, f.dst),
                 fmt(f.a_fct_us),
                 fmt(f.b_fct_us),
-                f.ratio.map_or("-".into(), |r| format!("{r:.2}")),
+                f.ratio.map_or("–".into(), |r| format!("{r:.2}")),
             ]
         })
         .collect();
@@ -977,5 +1113,111 @@ mod tests {
                 format!("--leaf-spine {bad}: expected LEAVESxSPINESxHOSTS_PER_LEAF, e.g. 4x2x2")
             );
         }
+    }
+
+    #[test]
+    fn zero_or_mismatched_rates_name_the_flag_and_the_valid_range() {
+        let e = check_rates(0, 100).unwrap_err().to_string();
+        assert!(e.contains("--link-mbps 0") && e.contains("1..="), "{e}");
+        let e = check_rates(1000, 0).unwrap_err().to_string();
+        assert!(e.contains("--virtual-gbps 0") && e.contains("1..="), "{e}");
+        let e = check_rates(3000, 100).unwrap_err().to_string();
+        assert!(e.contains("whole multiple"), "{e}");
+        assert!(check_rates(1000, 100).is_ok());
+        assert!(check_rates(500, 100).is_ok());
+    }
+
+    #[test]
+    fn spraying_on_the_one_path_star_is_refused() {
+        use veth::congestion::fabric::Topology;
+        let e = check_spray(Topology::Star, true).unwrap_err().to_string();
+        assert!(e.contains("one path"), "{e}");
+        assert!(check_spray(Topology::Star, false).is_ok());
+        assert!(check_spray("leaf-spine:2x2x4".parse().unwrap(), true).is_ok());
+    }
+
+    #[test]
+    fn run_help_names_every_topology() {
+        use clap::CommandFactory;
+        let mut cmd = Run::command();
+        let help = cmd.render_long_help().to_string();
+        for t in ["star", "leaf-spine:", "fat-tree:"] {
+            assert!(
+                help.contains(t),
+                "`testbed run --help` does not name {t}: {help}"
+            );
+        }
+    }
+
+    fn outcome(source: &str, fcts: &[Option<f64>]) -> report::outcome::RunOutcome {
+        report::outcome::RunOutcome {
+            source: source.into(),
+            duration_us: 100.0,
+            flows: fcts
+                .iter()
+                .enumerate()
+                .map(|(i, &fct_us)| report::outcome::FlowOutcome {
+                    id: i as u32,
+                    size: Some(1000),
+                    fct_us,
+                    ..Default::default()
+                })
+                .collect(),
+            counts: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_side_that_finished_nothing_shows_a_dash_not_zero() {
+        let c = report::compare::compare(
+            &outcome("sim", &[Some(10.0), Some(20.0)]),
+            &outcome("veth", &[None, None]),
+        )
+        .unwrap();
+        let t = comparison_table(&c);
+        let median = t.lines().find(|l| l.contains("median FCT")).unwrap();
+        assert!(median.contains('–') && !median.contains("0.00×"), "{t}");
+    }
+
+    fn report_with(unfinished: bool) -> veth::congestion::CongestionReport {
+        veth::congestion::CongestionReport {
+            duration_us: 500.0,
+            flows: vec![veth::congestion::FlowResult {
+                id: 4,
+                size: Some(1000),
+                completed_us: (!unfinished).then_some(50.0),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_interrupted_run_names_its_unfinished_flows_and_its_status() {
+        let i = interruption(&report_with(true), libc::SIGINT, false).unwrap();
+        assert_eq!(i.status, 130);
+        assert!(
+            i.what.contains("flows 4") && i.what.contains("SIGINT"),
+            "{}",
+            i.what
+        );
+        assert_eq!(
+            interruption(&report_with(true), libc::SIGTERM, false)
+                .unwrap()
+                .status,
+            143
+        );
+        assert_eq!(
+            interruption(&report_with(true), 0, true).unwrap().status,
+            124
+        );
+        // A signal after every flow finished still says the run was stopped.
+        assert_eq!(
+            interruption(&report_with(false), libc::SIGINT, false)
+                .unwrap()
+                .status,
+            130
+        );
+        assert!(interruption(&report_with(false), 0, false).is_none());
     }
 }

@@ -19,13 +19,52 @@ impl std::fmt::Display for CheckFailed {
 
 impl std::error::Error for CheckFailed {}
 
-/// Exit status for an error: 1 when a check found a violation, 2 otherwise.
+/// A run stopped before it finished: by SIGINT (exit 130), SIGTERM (143) or its own
+/// wall-clock limit (124, as timeout(1) does).
+#[derive(Debug)]
+pub struct Interrupted {
+    /// The exit status.
+    pub status: u8,
+    /// What stopped it and what did not finish.
+    pub what: String,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Exit status for an error: 1 when a check found a violation, 130/143/124 for an
+/// interrupted run ([`Interrupted`]), 2 otherwise.
 pub fn exit_status(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<CheckFailed>().is_some() {
         1
+    } else if let Some(i) = e.downcast_ref::<Interrupted>() {
+        i.status
     } else {
         2
     }
+}
+
+/// An error and its causes on one line (`a: b: c`), leaving out a cause whose text the
+/// line already ends with (an error that prints its source, as `veth::Error::Os` does,
+/// would otherwise show the OS error twice).
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// The one `--json [OUT]` convention of every command: `--json FILE` writes the JSON to
@@ -263,6 +302,32 @@ pub fn prices(path: Option<&Path>) -> anyhow::Result<topo::analysis::PriceList> 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_os_error_is_printed_once() {
+        let os = std::io::Error::from_raw_os_error(libc::EPERM);
+        let e = anyhow::Error::new(veth::Error::Os {
+            what: "create netns fab-1-sw".into(),
+            source: os,
+        })
+        .context("build the testbed");
+        let line = super::error_line(&e);
+        assert_eq!(line.matches("Operation not permitted").count(), 1, "{line}");
+        assert!(
+            line.starts_with("build the testbed: create netns fab-1-sw: "),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_run_exits_with_its_status() {
+        let e = anyhow::Error::new(super::Interrupted {
+            status: 130,
+            what: "interrupted".into(),
+        });
+        assert_eq!(super::exit_status(&e), 130);
+        assert_eq!(super::exit_status(&anyhow::anyhow!("bad input")), 2);
+    }
+
     use super::*;
 
     fn temp(name: &str, text: &str) -> PathBuf {

@@ -77,7 +77,7 @@ fn main() -> std::process::ExitCode {
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            eprintln!("Error: {}", common::error_line(&e));
             std::process::ExitCode::from(common::exit_status(&e))
         }
     }

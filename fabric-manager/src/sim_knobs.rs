@@ -54,6 +54,10 @@ pub struct Knobs {
     /// Propagation delay of every link, e.g. 500ns (network.link_delay).
     #[arg(long, value_name = "TIME")]
     pub link_delay: Option<String>,
+    /// Retransmission timeout: a time such as 1ms, or `htsim` (the default: 15 µs plus
+    /// six queue drain times, as htsim's UEC runs) (network.rto).
+    #[arg(long, value_name = "TIME|htsim")]
+    pub rto: Option<String>,
 }
 
 /// Parse a kebab-case name into one of the scenario's `[network]` enums, as the file would.
@@ -119,6 +123,9 @@ impl Knobs {
             n.link_delay =
                 Some(scenario::units::parse_time(d).map_err(|e| anyhow!("--link-delay: {e}"))?);
         }
+        if let Some(r) = &self.rto {
+            n.rto = Some(scenario::RtoSetting::parse(r).map_err(|e| anyhow!("--rto: {e}"))?);
+        }
         Ok(())
     }
 
@@ -137,6 +144,7 @@ impl Knobs {
             ("--trim-victim", self.trim_victim.is_some()),
             ("--trim-threshold", self.trim_threshold.is_some()),
             ("--link-delay", self.link_delay.is_some()),
+            ("--rto", self.rto.is_some()),
         ]
         .into_iter()
         .filter_map(|(f, on)| on.then_some(f))
@@ -177,9 +185,14 @@ mod tests {
             buffer_model: Some("per-port".into()),
             queue_bdp: Some(1.5),
             trim_victim: Some("htsim".into()),
+            rto: Some("250us".into()),
             ..Knobs::default()
         };
         k.overlay(&mut n).unwrap();
+        assert_eq!(
+            n.rto,
+            Some(scenario::RtoSetting::Fixed(cc_algos::Duration::micros(250)))
+        );
         assert_eq!(n.evs, Some(256));
         assert_eq!((n.init_window, n.init_window_pkts), (None, Some(10)));
         assert_eq!(n.ack_every, Some(cc_algos::Bytes(16_000)));
@@ -192,6 +205,12 @@ mod tests {
         };
         let e = bad.overlay(&mut n).unwrap_err().to_string();
         assert_eq!(e, "--base-rtt: `largest` is not one of: path, network-max");
+        let bad = Knobs {
+            rto: Some("soon".into()),
+            ..Knobs::default()
+        };
+        let e = bad.overlay(&mut n).unwrap_err().to_string();
+        assert!(e.starts_with("--rto: ") && e.contains("htsim"), "{e}");
         let bad = Knobs {
             ack_every: Some("lots".into()),
             ..Knobs::default()

@@ -999,3 +999,72 @@ fn netlink_errors_while_repairing_are_logged_counted_and_survived() {
         "routed-testbed"
     );
 }
+
+/// Runs in a mount namespace of its own, with a fresh tmpfs on `/run` (so `/run/netns`
+/// starts as a plain directory, as on a freshly booted machine) and the namespace check
+/// after the daemon's exit; everything mounted there dies with that mount namespace.
+const FRESH_RUN: &str = r#"
+mount -t tmpfs fabric-test /run || exit 97
+mkdir /run/netns
+"$0" "$@" &
+wait $!
+echo "daemon exit $?"
+ip netns del "$OUTSIDE"
+echo "left: $(ls -A /run/netns | tr '\n' ' ')"
+echo "mounts: $(grep -c ' /run/netns/' /proc/self/mountinfo)"
+"#;
+
+/// `ip netns add` after the daemon built its testbed bind-mounts `/run/netns` onto itself
+/// (it was not a mount point) and copies the daemon's namespace mounts; a daemon that
+/// unmounted once left every namespace behind on SIGTERM, and said nothing.
+#[test]
+fn sigterm_deletes_every_namespace_even_after_an_outside_ip_netns_add() {
+    if !enabled() {
+        return;
+    }
+    let outside = format!(
+        "{}{}-outside",
+        veth::netns::PREFIX,
+        veth::netns::new_run_id()
+    );
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c", FRESH_RUN])
+        .arg(env!("CARGO_BIN_EXE_fabric"))
+        .env("OUTSIDE", &outside);
+    let file = token_file("fresh-run");
+    let mut d = Daemon::start_cmd(
+        "fresh-run",
+        cmd,
+        &[
+            "--testbed",
+            "--fabric",
+            "fat-tree-k4",
+            "--interval",
+            "100ms",
+            "--token-file",
+            file.to_str().unwrap(),
+        ],
+    );
+    let sh = d.child.id();
+    let children = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children")).unwrap();
+    let daemon: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    let ip = std::process::Command::new("nsenter")
+        .arg(format!("--mount=/proc/{daemon}/ns/mnt"))
+        .args(["ip", "netns", "add", &outside])
+        .output()
+        .unwrap();
+    assert!(ip.status.success(), "{ip:?}");
+    // SAFETY: a signal to the daemon this test started.
+    assert_eq!(unsafe { libc::kill(daemon, libc::SIGTERM) }, 0);
+    let mut report = String::new();
+    std::io::Read::read_to_string(&mut d.stdout, &mut report).unwrap();
+    let status = d.child.wait().unwrap();
+    assert!(status.success(), "{status}: {report}\n{}", d.stderr());
+    assert!(
+        report.contains("daemon exit 0\n"),
+        "{report}\n{}",
+        d.stderr()
+    );
+    assert!(report.contains("left: \n"), "{report}\n{}", d.stderr());
+    assert!(report.contains("mounts: 0\n"), "{report}\n{}", d.stderr());
+}

@@ -276,6 +276,13 @@ proptest! {
         }
         check(&f, &r)?;
         lft_consistent(&f, &r, &lft)?;
+        // the incremental updates leave the table a full compute writes (re-spreads included)
+        let fresh_lft = Lft::compute(&f, &r);
+        for s in f.switches() {
+            for h in f.hosts() {
+                prop_assert_eq!(lft.port(&f, s, h), fresh_lft.port(&f, s, h), "{} -> {}", f.node_name(s), f.node_name(h));
+            }
+        }
         // restoring everything gives back the original tables
         let down: Vec<LinkId> = r.failed_links().collect();
         r.restore_links(&f, &down);

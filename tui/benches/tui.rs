@@ -320,7 +320,7 @@ fn hour() {
     let (mut app, mut agg, view, info, _) = app_for(&f);
     let mut g = Gen::new(&info, 1_000_000_000);
     let path = std::env::temp_dir().join(format!("fabric-tui-hour-{}.rec", std::process::id()));
-    let mut rec = Recorder::new(&path);
+    let mut rec = Recorder::create(&path).unwrap();
     rec.frame(&Frame::Fabric(info.clone())).unwrap();
     let before = rss_kib();
     let t = Instant::now();
@@ -354,7 +354,7 @@ fn hour() {
 fn record(path: &str, secs: u64) {
     let f = topo::generators::fat_tree(24, topo::Rate::gbps(400)).unwrap();
     let info = FabricInfo::from_topo(&f, 8);
-    let mut rec = Recorder::new(std::path::Path::new(path));
+    let mut rec = Recorder::create(std::path::Path::new(path)).unwrap();
     rec.frame(&Frame::Fabric(info.clone())).unwrap();
     let mut g = Gen::new(&info, 100_000_000);
     for _ in 0..secs * 10 {

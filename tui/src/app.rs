@@ -112,6 +112,8 @@ pub enum Msg {
     Resize(u16, u16),
     /// The links table's rows for a sample and query (from the rows worker).
     Rows(Arc<Rows>),
+    /// A recording started (its file name) or stopped (`None`).
+    Recording(Option<String>),
 }
 
 /// Start-up options.
@@ -157,6 +159,10 @@ pub struct App {
     pub frozen: bool,
     /// Quit requested.
     pub quit: bool,
+    /// The recording being written (`--record`), by file name.
+    pub recording: Option<String>,
+    /// Suspend requested (the terminal's owner stops the process and clears this).
+    pub suspend: bool,
     /// Source state.
     pub status: SourceStatus,
     /// Totals over time (for sparklines and charts).
@@ -225,6 +231,8 @@ impl App {
             help: false,
             frozen: false,
             quit: false,
+            suspend: false,
+            recording: None,
             status: SourceStatus::Connecting(String::new()),
             history: History::new(600),
             events: VecDeque::new(),
@@ -324,6 +332,10 @@ impl App {
             }
             Msg::Resize(w, h) => {
                 self.size = (w, h);
+                self.dirty = true;
+            }
+            Msg::Recording(r) => {
+                self.recording = r;
                 self.dirty = true;
             }
         }
@@ -468,6 +480,9 @@ impl App {
                 f.text.pop();
             }
             KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
+            KeyCode::Char('z') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.suspend = true
+            }
             KeyCode::Char('u') if k.modifiers.contains(KeyModifiers::CONTROL) => f.text.clear(),
             KeyCode::Char(c) if f.text.len() < crate::filter::MAX_LEN => f.text.push(c),
             _ => {}
@@ -495,12 +510,14 @@ impl App {
             match a {
                 Action::Help | Action::Back => self.help = false,
                 Action::Quit => self.quit = true,
+                Action::Suspend => self.suspend = true,
                 _ => {}
             }
             return;
         }
         match a {
             Action::Quit => self.quit = true,
+            Action::Suspend => self.suspend = true,
             Action::Help => self.help = true,
             Action::NextView | Action::PrevView => {
                 let i = Tab::ALL.iter().position(|t| *t == self.tab).unwrap_or(0);

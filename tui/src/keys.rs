@@ -64,10 +64,12 @@ pub enum Action {
     Faster,
     /// Replay: play slower.
     Slower,
+    /// Suspend to the shell (`fg` resumes).
+    Suspend,
 }
 
 /// (action, config name, help text, default keys).
-pub const ACTIONS: [(Action, &str, &str, &[&str]); 28] = [
+pub const ACTIONS: [(Action, &str, &str, &[&str]); 29] = [
     (Action::Quit, "quit", "quit", &["q", "ctrl-c"]),
     (Action::Help, "help", "show / hide this help", &["?", "f1"]),
     (Action::NextView, "next-view", "next view", &["tab"]),
@@ -146,6 +148,12 @@ pub const ACTIONS: [(Action, &str, &str, &[&str]); 28] = [
     ),
     (Action::Faster, "faster", "replay: twice as fast", &["+"]),
     (Action::Slower, "slower", "replay: half as fast", &["-"]),
+    (
+        Action::Suspend,
+        "suspend",
+        "suspend to the shell (fg resumes)",
+        &["ctrl-z"],
+    ),
 ];
 
 /// A key with its modifiers.

@@ -21,7 +21,7 @@ use fabric_tui::driver::Ui;
 use fabric_tui::source::{self, Control, Recorder, Replay};
 use fabric_tui::theme::Theme;
 use fabric_tui::units::Units;
-use fabric_tui::{App, FabricView, prometheus};
+use fabric_tui::{Action, App, FabricView, prometheus};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use std::path::PathBuf;
@@ -125,6 +125,9 @@ fn main() -> Result<()> {
     {
         bail!("--speed {x}: expected a number from 0.000001 to 1024");
     }
+    // before the screen opens: a path that cannot be written is an error here
+    let rec = a.record.as_deref().map(Recorder::create).transpose()?;
+    let rec_name = rec.as_ref().map(Recorder::name);
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctl_tx, ctl_rx) = mpsc::channel::<Control>();
     let (view, worker): (FabricView, Box<dyn FnOnce() + Send>) = if let Some(path) = &a.replay {
@@ -133,7 +136,6 @@ fn main() -> Result<()> {
         let tx = tx.clone();
         (r.view().clone(), Box::new(move || r.run(speed, tx, ctl_rx)))
     } else if let Some(addr) = a.connect.clone() {
-        let rec = a.record.as_deref().map(Recorder::new);
         let tx2 = tx.clone();
         let _ = tx.send(Msg::Status(SourceStatus::Connecting(format!(
             "fabric serve {addr}"
@@ -172,7 +174,6 @@ fn main() -> Result<()> {
         };
         let d = Demo::new(&cfg)?;
         let view = FabricView::from_info(&d.info()).0;
-        let rec = a.record.as_deref().map(Recorder::new);
         let tx2 = tx.clone();
         (view, Box::new(move || demo::run(d, &cfg, tx2, ctl_rx, rec)))
     };
@@ -182,6 +183,7 @@ fn main() -> Result<()> {
         let _ = done_tx.send(());
     });
     let mut app = App::new(view, opts);
+    app.recording = rec_name;
     app.set_worker(fabric_tui::rows::Worker::spawn(tx.clone()));
     let res = run_terminal(app, tx, rx, &ctl_tx);
     let _ = ctl_tx.send(Control::Stop);
@@ -220,12 +222,57 @@ fn restore() {
     );
 }
 
+/// SIGTERM, SIGHUP and SIGINT end the program as `q` does (terminal restored, recording
+/// finished); SIGTSTP suspends it as Ctrl-Z does.
+fn watch_signals(tx: mpsc::Sender<Msg>) -> Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGTSTP};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT, SIGTSTP])
+        .context("installing the signal handlers")?;
+    std::thread::spawn(move || {
+        for sig in signals.forever() {
+            let a = if sig == SIGTSTP {
+                Action::Suspend
+            } else {
+                Action::Quit
+            };
+            if tx.send(Msg::Action(a)).is_err() {
+                return;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Hand the terminal back to the shell and stop (as SIGTSTP's default action does); on
+/// `fg` take it again and redraw everything.
+fn suspend(ui: &mut Ui<CrosstermBackend<Out>>) -> Result<()> {
+    restore();
+    signal_hook::low_level::emulate_default_handler(signal_hook::consts::SIGTSTP)
+        .context("suspending")?;
+    // resumed (SIGCONT)
+    terminal::enable_raw_mode().context("raw mode after resuming")?;
+    execute!(
+        std::io::stdout(),
+        terminal::EnterAlternateScreen,
+        terminal::Clear(terminal::ClearType::All),
+        crossterm::cursor::Hide
+    )?;
+    // both buffers empty: the next draw writes every cell (not `Terminal::clear`, which
+    // asks the terminal for the cursor position while the input thread reads the replies)
+    ui.term.swap_buffers();
+    if let Ok(s) = ui.term.size() {
+        ui.handle(Msg::Resize(s.width, s.height));
+    }
+    Ok(())
+}
+
 fn run_terminal(
     app: App,
     tx: mpsc::Sender<Msg>,
     rx: mpsc::Receiver<Msg>,
     ctl: &mpsc::Sender<Control>,
 ) -> Result<()> {
+    watch_signals(tx.clone())?;
     let term = setup()?;
     std::thread::spawn(move || {
         loop {
@@ -271,6 +318,9 @@ fn event_loop(
         }
         if ui.app.quit {
             return Ok(());
+        }
+        if std::mem::take(&mut ui.app.suspend) {
+            suspend(ui)?;
         }
         ui.draw_due(Instant::now())?;
     }

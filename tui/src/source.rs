@@ -32,16 +32,25 @@ pub enum Control {
 #[derive(Debug)]
 pub struct Recorder {
     path: PathBuf,
+    /// The file, created at once (so a path that cannot be written is an error before
+    /// the screen opens), until the fabric map arrives and the writer takes it.
+    file: Option<File>,
     w: Option<Writer<BufWriter<File>>>,
 }
 
 impl Recorder {
-    /// A recorder that creates `path` when the fabric map arrives.
-    pub fn new(path: &Path) -> Recorder {
-        Recorder {
+    /// A recorder writing to `path`, created now (an error names the path); the
+    /// recording starts when the fabric map arrives.
+    pub fn create(path: &Path) -> Result<Recorder> {
+        let file = File::create(path).map_err(|error| Error::Io {
+            path: format!("--record {}", path.display()),
+            error,
+        })?;
+        Ok(Recorder {
             path: path.to_path_buf(),
+            file: Some(file),
             w: None,
-        }
+        })
     }
 
     /// Record one frame (the first fabric map opens the file).
@@ -53,10 +62,9 @@ impl Recorder {
         };
         match (f, &mut self.w) {
             (Frame::Fabric(info), None) => {
-                let file = File::create(&self.path).map_err(|error| Error::Io {
-                    path: path.clone(),
-                    error,
-                })?;
+                let Some(file) = self.file.take() else {
+                    return Ok(());
+                };
                 self.w = Some(Writer::new(BufWriter::new(file), info).map_err(rec)?);
             }
             (Frame::Fabric(_), Some(_)) => {}
@@ -64,6 +72,31 @@ impl Recorder {
             (_, None) => {}
         }
         Ok(())
+    }
+
+    /// The recording's file name (for the REC indicator).
+    pub fn name(&self) -> String {
+        self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+
+    /// Record `f`; on an error tell the UI (an event, the REC indicator off) and stop
+    /// recording.
+    pub fn record_or_stop(rec: &mut Option<Recorder>, f: &Frame, tx: &Sender<Msg>) {
+        if let Some(r) = rec
+            && let Err(e) = r.frame(f)
+        {
+            let _ = tx.send(Msg::Event(crate::metrics::EventRow {
+                at_ns: 0,
+                severity: crate::metrics::Severity::Bad,
+                text: format!("recording stopped: {e}"),
+                link: None,
+            }));
+            let _ = tx.send(Msg::Recording(None));
+            *rec = None;
+        }
     }
 
     /// Write the index and close the file.
@@ -317,17 +350,7 @@ pub fn connect(addr: String, tx: Sender<Msg>, ctl: Receiver<Control>, mut rec: O
                             if let Frame::Snapshot(s) = &f {
                                 from = s.seq + 1;
                             }
-                            if let Some(r) = &mut rec
-                                && let Err(e) = r.frame(&f)
-                            {
-                                let _ = tx.send(Msg::Event(crate::metrics::EventRow {
-                                    at_ns: 0,
-                                    severity: crate::metrics::Severity::Bad,
-                                    text: format!("recording stopped: {e}"),
-                                    link: None,
-                                }));
-                                rec = None;
-                            }
+                            Recorder::record_or_stop(&mut rec, &f, &tx);
                             if !deliver(&mut state, f, &tx) {
                                 finish(rec);
                                 return;

@@ -86,3 +86,66 @@ fn traffic_failure_and_repair_deterministically() {
     let (_, again) = run(40, &[5, 15, 40]);
     assert_eq!(screens, again, "same seed, same screens");
 }
+
+/// Every preset runs the built-in workload (deepseek-mpft, alibaba-hpn and dragonfly-plus
+/// asked for 134,201,344 flows before it was scaled to the fabric), and on the
+/// multi-plane fabric every plane carries traffic.
+#[test]
+fn builtin_workload_fits_every_preset_and_fills_every_plane() {
+    for preset in [
+        "deepseek-mpft",
+        "alibaba-hpn",
+        "dragonfly-plus",
+        "superpod-h100",
+    ] {
+        let c = DemoConfig {
+            preset: preset.into(),
+            ..DemoConfig::default()
+        };
+        let mut d = Demo::new(&c).unwrap_or_else(|e| panic!("{preset}: {e}"));
+        if preset != "deepseek-mpft" {
+            continue;
+        }
+        let (mut agg, view) = Aggregator::new(d.info());
+        let mut last = None;
+        for _ in 0..4 {
+            for f in d.step().unwrap() {
+                for m in agg.frame(f, &view) {
+                    if let Msg::Sample(s) = m {
+                        last = Some(s);
+                    }
+                }
+            }
+        }
+        let s = last.expect("samples");
+        let mut busy = vec![false; view.planes.len()];
+        for (l, r) in view.links.iter().zip(&s.links) {
+            if r.util > 0.1 {
+                busy[l.plane.unwrap_or(0) as usize] = true;
+            }
+        }
+        assert_eq!(busy, vec![true; 8], "traffic in every plane of {preset}");
+    }
+}
+
+/// A simulation that reaches its stop time is followed by a new epoch: the demo runs on,
+/// its clock never going back (the demo used to end after about 52 s).
+#[test]
+fn demo_runs_on_past_the_end_of_a_simulation() {
+    let mut d = Demo::new(&DemoConfig {
+        stop: Duration::micros(300),
+        ..cfg()
+    })
+    .unwrap();
+    let mut last = 0;
+    for _ in 0..40 {
+        for f in d.step().expect("runs on") {
+            if let fabric_api::Frame::Snapshot(s) = f {
+                assert!(s.time.ns > last, "time goes on: {} after {last}", s.time.ns);
+                last = s.time.ns;
+            }
+        }
+    }
+    assert!(d.epochs() >= 2, "epochs {}", d.epochs());
+    assert_eq!(last, 800_000);
+}

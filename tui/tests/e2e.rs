@@ -148,6 +148,28 @@ fn replay_in_tmux() {
     std::fs::remove_dir_all(rec.parent().unwrap()).ok();
 }
 
+/// `--record` to a path that cannot be written fails before the screen opens, naming
+/// the path (it used to record nothing and exit 0).
+#[test]
+fn unwritable_record_path_is_an_error_before_the_screen_opens() {
+    let out = Command::new(env!("CARGO_BIN_EXE_fabric-tui"))
+        .args([
+            "--preset",
+            "fat-tree-k4",
+            "--record",
+            "/nonexistent/dir/x.rec",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--record /nonexistent/dir/x.rec: No such file or directory"),
+        "{err}"
+    );
+    assert!(!err.contains("terminal"), "{err}");
+}
+
 #[test]
 fn bad_recording_is_a_clear_error_not_a_panic() {
     let out = Command::new(env!("CARGO_BIN_EXE_fabric-tui"))
@@ -265,4 +287,154 @@ fn demo_in_tmux() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The simulated time in the header (`t=4.38ms`), in ns.
+fn header_time_ns(screen: &str) -> Option<u64> {
+    let first = screen.lines().next()?;
+    let t = first.rsplit("t=").next()?.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| c.is_alphabetic())?);
+    let scale = match unit {
+        "ns" => 1.0,
+        "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    };
+    Some((num.parse::<f64>().ok()? * scale) as u64)
+}
+
+/// `fabric-tui` with no arguments runs until it is quit: its workload repeats and its
+/// failure/repair cycle goes on (it used to stop after about 52 s, "the simulation ended").
+#[test]
+fn demo_runs_until_quit_in_tmux() {
+    let bin = env!("CARGO_BIN_EXE_fabric-tui");
+    let Some(s) = Session::start("forever", bin, 120, 36) else {
+        return;
+    };
+    s.wait_for("● LIVE demo fat-tree-k8");
+    std::thread::sleep(Duration::from_secs(62));
+    let before = s.screen();
+    std::thread::sleep(Duration::from_secs(4));
+    let after = s.screen();
+    assert!(after.contains("● LIVE demo fat-tree-k8"), "{after}");
+    assert!(!after.contains("DISCONNECTED"), "{after}");
+    let (t0, t1) = (header_time_ns(&before), header_time_ns(&after));
+    assert!(
+        t0.is_some() && t1 > t0,
+        "simulated time goes on: {t0:?} then {t1:?}\n{after}"
+    );
+    s.keys(&["q"]);
+    let t = Instant::now();
+    while s.screen().contains("fabric-tui") {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "still running after q"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn tmux_format(s: &Session, fmt: &str) -> String {
+    let o = Command::new("tmux")
+        .args(["display-message", "-p", "-t", &s.0, fmt])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+fn wait_file(path: &std::path::Path, what: &str) -> String {
+    let t = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path)
+            && !s.is_empty()
+        {
+            return s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "{what} never came");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The recording ends with its index (a recording the writer finished).
+fn assert_finished_recording(path: &std::path::Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let last = text.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("{\"index_at\":"),
+        "{} has no index: last line {last:?}",
+        path.display()
+    );
+    let r = fabric_tui::source::Replay::open(path).unwrap();
+    assert!(r.simulated());
+}
+
+/// SIGTERM and SIGHUP end the TUI as `q` does: the shell gets its terminal back (cooked
+/// mode, main screen, cursor shown) and the recording has its index. They used to leave
+/// raw mode, the alternate screen and a recording without index behind.
+#[test]
+fn sigterm_and_sighup_restore_the_terminal_and_finish_the_recording() {
+    let bin = env!("CARGO_BIN_EXE_fabric-tui");
+    let dir = std::env::temp_dir().join(format!("fabric-tui-sig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for sig in ["TERM", "HUP"] {
+        let (pid, stty, rec) = (
+            dir.join(format!("{sig}.pid")),
+            dir.join(format!("{sig}.stty")),
+            dir.join(format!("{sig}.rec")),
+        );
+        let cmd = format!(
+            "sh -c 'echo $$ > {}; exec {bin} --preset fat-tree-k4 --record {}'; stty -a > {}",
+            pid.display(),
+            rec.display(),
+            stty.display()
+        );
+        let Some(s) = Session::start(&format!("sig{sig}"), &cmd, 120, 36) else {
+            return;
+        };
+        let screen = s.wait_for("host–leaf p99");
+        assert!(screen.contains(&format!("● REC {sig}.rec")), "{screen}");
+        std::thread::sleep(Duration::from_secs(1)); // a few snapshots recorded
+        let pid = wait_file(&pid, "the pid file");
+        let ok = Command::new("kill")
+            .args([&format!("-{sig}"), pid.trim()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{sig} {pid}");
+        let modes = wait_file(&stty, "stty after exit");
+        assert!(
+            modes.contains(" icanon") && modes.contains(" echo "),
+            "SIG{sig}: the terminal is left in raw mode: {modes}"
+        );
+        assert_eq!(
+            tmux_format(&s, "#{alternate_on} #{cursor_flag}"),
+            "0 1",
+            "SIG{sig}: main screen, cursor shown"
+        );
+        assert_finished_recording(&rec);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Ctrl-Z suspends to the shell with the terminal restored; `fg` redraws the TUI.
+#[test]
+fn ctrl_z_suspends_and_fg_resumes() {
+    let bin = env!("CARGO_BIN_EXE_fabric-tui");
+    let Some(s) = Session::start("suspend", "bash --norc --noprofile -i", 120, 36) else {
+        return;
+    };
+    s.keys(&[&format!("{bin} --preset fat-tree-k4"), "Enter"]);
+    s.wait_for("host–leaf p99");
+    s.keys(&["C-z"]);
+    let screen = s.wait_for("Stopped");
+    assert!(!screen.contains("host–leaf p99"), "{screen}");
+    assert_eq!(tmux_format(&s, "#{alternate_on} #{cursor_flag}"), "0 1");
+    s.keys(&["fg", "Enter"]);
+    s.wait_for("host–leaf p99");
+    assert_eq!(tmux_format(&s, "#{alternate_on}"), "1");
+    s.keys(&["q"]);
+    s.keys(&["echo MODE=$(stty -a | grep -o -- '-\\?icanon')", "Enter"]);
+    let screen = s.wait_for("\nMODE=");
+    assert!(screen.contains("MODE=icanon"), "{screen}");
 }

@@ -224,6 +224,10 @@ impl RcccSender {
     }
     /// Credit owed: bytes sent beyond the credit held (less than one packet when the
     /// driver sends only while `credit() > 0`).
+    /// Credit received from the receiver so far (cumulative).
+    pub fn received(&self) -> Bytes {
+        Bytes(self.received)
+    }
     pub fn overdraft(&self) -> Bytes {
         Bytes((-self.credit).max(0) as u64)
     }

@@ -61,6 +61,8 @@ pub enum SourceKind {
     RoutedTestbed,
     /// A Linux host's (or namespaces') own links.
     LinuxHost,
+    /// An InfiniBand subnet (OpenSM; counters from PerfMgt).
+    Infiniband,
     /// A source this reader does not know (newer writer).
     #[serde(other)]
     Unknown,

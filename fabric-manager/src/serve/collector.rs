@@ -20,7 +20,7 @@ use super::health::{DaemonHealth, RouteDrift, TopologyCheck};
 use super::hub::Hub;
 use super::log;
 use super::routes::{RouteView, Update};
-use super::source::{Sample, Source};
+use super::source::{Actuator, OBSERVE_ONLY, Sample, Source};
 
 /// A command to the collector.
 #[derive(Debug)]
@@ -283,8 +283,8 @@ impl Worker {
 
     fn command(&mut self, c: Control) -> Result<String, String> {
         match c {
-            Control::FailLink(l) => self.source.fail_link(l),
-            Control::RestoreLink(l) => self.source.restore_link(l),
+            Control::FailLink(l) => self.act()?.fail_link(l),
+            Control::RestoreLink(l) => self.act()?.restore_link(l),
             Control::Reroute => {
                 let view = self
                     .routes
@@ -326,6 +326,13 @@ impl Worker {
         }
     }
 
+    /// The source's write capability, or the refusal an observe-only source gives.
+    fn act(&mut self) -> Result<&mut dyn Actuator, String> {
+        self.source
+            .actuator()
+            .ok_or_else(|| OBSERVE_ONLY.to_string())
+    }
+
     /// A source's answer to a check: its error counted and logged as `what`; `None`
     /// (the source has no `lacks`) an error too.
     fn answer<T>(
@@ -349,7 +356,7 @@ impl Worker {
     /// `routes-repaired` event with the next snapshot and records the drift left.
     fn repair_drift(&mut self) -> Result<(veth::routed::DriftRepair, veth::routed::Drift), String> {
         self.last_drift = Instant::now();
-        let r = self.source.repair_drift();
+        let r = self.act()?.repair_drift();
         let (r, after) = self.answer(r, "route drift repair", "kernel routes to repair")?;
         log::info(&format!(
             "route drift repaired: {} missing re-added, {} extra removed, {} different re-programmed ({} routes in {:.2} ms); {} extra routes of other protocols left; {} entries still differ",

@@ -32,6 +32,12 @@ pub enum SourceSpec {
         /// Namespace name prefix.
         prefix: String,
     },
+    /// An InfiniBand subnet of `fabric` the daemon starts: ibsim simulating it, a real
+    /// OpenSM routing it on fabric's tables (no root; see `ib_source`).
+    Infiniband {
+        /// Fabric spec file or preset name (single-plane).
+        fabric: String,
+    },
     /// The namespace the daemon runs in, as switch `switch` of `fabric` (a Linux
     /// router): its routes programmed, its links watched (root).
     HostNetns {

@@ -7,7 +7,8 @@
 //! # Layout
 //! * [`config`] — [`Config`] and its checks (a non-loopback address needs a token).
 //! * [`source`] — the [`source::Source`] trait; [`sim_source`] — the embedded simulator;
-//!   [`testbed_source`] — a routed veth testbed the daemon builds, watches and repairs.
+//!   [`testbed_source`] — a routed veth testbed the daemon builds, watches and repairs;
+//!   [`ib_source`] — an InfiniBand subnet (ibsim + OpenSM) routed on fabric's tables.
 //! * [`collector`] — the thread that owns the source, samples it every interval and
 //!   takes commands; [`hub`] — what it publishes (latest snapshot, bounded history,
 //!   broadcast ring, events, counters).
@@ -30,6 +31,7 @@ pub mod damping;
 pub mod health;
 pub mod http;
 pub mod hub;
+pub mod ib_source;
 pub mod log;
 pub mod metrics;
 pub mod routes;
@@ -116,6 +118,16 @@ pub async fn run(
     )
     .await;
     collector.stop().await;
+    // The source is gone; a namespace it created and could not delete is a leak the
+    // operator must hear about (each was logged with its reason).
+    let left = veth::netns::live();
+    if !left.is_empty() {
+        anyhow::bail!(
+            "stopped, leaving {} namespace(s) behind: {}",
+            left.len(),
+            left.join(", ")
+        );
+    }
     log::info("stopped");
     Ok(())
 }
@@ -135,6 +147,11 @@ pub struct Args {
     /// of --fabric (root; e.g. `fab-RUNID-` from `fabric testbed up`); not deleted on exit.
     #[arg(long, value_name = "PREFIX", conflicts_with_all = ["sim", "testbed"])]
     pub netns_prefix: Option<String>,
+    /// Start an InfiniBand subnet of --fabric: ibsim simulating it, a real OpenSM
+    /// (`-s 1 -R file`) routing it on fabric's tables; cable changes are detected (OpenSM's
+    /// traps, ibnetdiscover) and answered with new tables OpenSM loads (no root).
+    #[arg(long, conflicts_with_all = ["sim", "testbed", "netns_prefix", "host_netns"])]
+    pub infiniband: bool,
     /// Program and watch the namespace the daemon runs in as switch --switch of
     /// --fabric (root; a Linux router, or a namespace entered with `ip netns exec`):
     /// ports are the interfaces p<port>.
@@ -265,6 +282,10 @@ impl Args {
             SourceSpec::Netns {
                 fabric: self.fabric.clone(),
                 prefix: prefix.clone(),
+            }
+        } else if self.infiniband {
+            SourceSpec::Infiniband {
+                fabric: self.fabric.clone(),
             }
         } else if self.testbed {
             SourceSpec::Testbed {

@@ -23,7 +23,7 @@ use sim::{CcChoice, RunState, Sim, SimConfig};
 use topo::{Fabric, LinkId};
 
 use super::config::SourceSpec;
-use super::source::{Sample, Source, SourceMap};
+use super::source::{Actuator, Sample, Source, SourceMap};
 
 /// The built-in demo: a ring all-reduce over every host, 256 KB per rank.
 pub const DEMO_SCENARIO: &str = "name = \"demo: looping ring all-reduce\"\n\n[[workload]]\nkind = \"ring_allreduce\"\nsize = \"256KB\"\n";
@@ -105,6 +105,10 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
             Ok(Box::new(super::testbed_source::TestbedSource::adopt(
                 f, prefix,
             )?))
+        }
+        SourceSpec::Infiniband { fabric } => {
+            let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
+            Ok(Box::new(super::ib_source::IbSource::open(f)?))
         }
         SourceSpec::HostNetns { fabric, switch } => {
             let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
@@ -356,6 +360,12 @@ impl Source for SimSource {
         })
     }
 
+    fn actuator(&mut self) -> Option<&mut dyn Actuator> {
+        Some(self)
+    }
+}
+
+impl Actuator for SimSource {
     fn fail_link(&mut self, link: LinkId) -> Result<String, String> {
         if self.failed.contains_key(&link) {
             return Err(format!("link {} is already down", link.0));

@@ -1,5 +1,10 @@
 //! [`Source`]: what the collector owns and samples — the simulator
 //! ([`super::sim_source`]) or the routed veth testbed ([`super::testbed_source`]).
+//!
+//! Reading and acting are separate capabilities: every source reports (snapshots,
+//! events, drift, cabling); only a source that may write hands out an [`Actuator`]
+//! through [`Source::actuator`]. An observe-only source returns `None` there, so no
+//! request can fail a link or rewrite a route through it: it has no code that could.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +57,20 @@ pub trait Source: Send {
     fn drift(&mut self) -> Option<Result<veth::routed::Drift, String>> {
         None
     }
+    /// Checks the cabling against the spec (LLDP on every port); `None` when the source
+    /// has no cables to check.
+    fn check_topology(&mut self) -> Option<Result<veth::routed::NeighbourReport, String>> {
+        None
+    }
+    /// The source's write capability; `None` for a source that only observes.
+    fn actuator(&mut self) -> Option<&mut dyn Actuator> {
+        None
+    }
+}
+
+/// What a source that may act on its fabric can do. Only sources that own their fabric
+/// (the simulator, a testbed the daemon built or adopted) implement it.
+pub trait Actuator {
     /// Reprograms the routes that drifted (see [`veth::routed::RoutedTestbed::repair_drift`])
     /// and compares again: the repair and the drift left after it; `None` when there is
     /// nothing to compare.
@@ -60,13 +79,12 @@ pub trait Source: Send {
     ) -> Option<Result<(veth::routed::DriftRepair, veth::routed::Drift), String>> {
         None
     }
-    /// Checks the cabling against the spec (LLDP on every port); `None` when the source
-    /// has no cables to check.
-    fn check_topology(&mut self) -> Option<Result<veth::routed::NeighbourReport, String>> {
-        None
-    }
     /// Fails a link (as a real failure would: the source detects and reacts on its own).
     fn fail_link(&mut self, link: LinkId) -> Result<String, String>;
     /// Restores a failed link.
     fn restore_link(&mut self, link: LinkId) -> Result<String, String>;
 }
+
+/// The answer to a request to act on a source that only observes.
+pub const OBSERVE_ONLY: &str =
+    "this daemon only observes its fabric: it never fails links or writes routes";

@@ -34,7 +34,7 @@ use topo::{Fabric, LinkId};
 use veth::routed::{LinkChange, LinkWatcher, RoutedOptions, RoutedTestbed, ifname};
 
 use super::log;
-use super::source::{Sample, Source, SourceMap};
+use super::source::{Actuator, Sample, Source, SourceMap};
 
 /// How long the watcher waits for link events before looking at its stop flag.
 const WATCH_POLL: Duration = Duration::from_millis(50);
@@ -358,6 +358,11 @@ impl Drop for TestbedSource {
         let id = rt.testbed().run_id().to_string();
         match rt.teardown() {
             Ok(()) => log::info(&format!("testbed {id}: namespaces deleted")),
+            Err(veth::Error::Leaked(left)) => {
+                for l in left {
+                    log::warn(&format!("testbed {id}: namespace left behind: {l}"));
+                }
+            }
             Err(e) => log::warn(&format!("testbed {id}: teardown: {e}")),
         }
     }
@@ -398,6 +403,22 @@ impl Source for TestbedSource {
         Some(rt.drift().map_err(|e| e.to_string()))
     }
 
+    fn check_topology(&mut self) -> Option<Result<veth::routed::NeighbourReport, String>> {
+        if !self.lldp {
+            return None;
+        }
+        Some(
+            veth::routed::check_neighbours(&self.fabric, &self.namespaces, LLDP_WAIT)
+                .map_err(|e| e.to_string()),
+        )
+    }
+
+    fn actuator(&mut self) -> Option<&mut dyn Actuator> {
+        Some(self)
+    }
+}
+
+impl Actuator for TestbedSource {
     fn repair_drift(
         &mut self,
     ) -> Option<Result<(veth::routed::DriftRepair, veth::routed::Drift), String>> {
@@ -408,16 +429,6 @@ impl Source for TestbedSource {
             Ok((r, rt.drift()?))
         };
         Some(run().map_err(|e| e.to_string()))
-    }
-
-    fn check_topology(&mut self) -> Option<Result<veth::routed::NeighbourReport, String>> {
-        if !self.lldp {
-            return None;
-        }
-        Some(
-            veth::routed::check_neighbours(&self.fabric, &self.namespaces, LLDP_WAIT)
-                .map_err(|e| e.to_string()),
-        )
     }
 
     fn fail_link(&mut self, link: LinkId) -> Result<String, String> {

@@ -13,7 +13,8 @@ pub struct Daemon {
     pub child: Child,
     pub addr: String,
     pub stderr_path: PathBuf,
-    _stdout: BufReader<ChildStdout>,
+    /// The rest of the daemon's stdout (after the `listening on` line).
+    pub stdout: BufReader<ChildStdout>,
 }
 
 pub fn temp_dir(name: &str) -> PathBuf {
@@ -38,7 +39,7 @@ impl Daemon {
     }
 
     /// Starts `CMD serve --listen 127.0.0.1:0 ARGS…` and waits for its address.
-    fn start_cmd(name: &str, mut cmd: Command, args: &[&str]) -> Daemon {
+    pub fn start_cmd(name: &str, mut cmd: Command, args: &[&str]) -> Daemon {
         let dir = temp_dir(name);
         let stderr_path = dir.join("stderr.log");
         let mut child = cmd
@@ -64,7 +65,7 @@ impl Daemon {
             child,
             addr,
             stderr_path,
-            _stdout: out,
+            stdout: out,
         };
         d.wait_for(
             |d| d.get("/api/v1/telemetry").status == 200,

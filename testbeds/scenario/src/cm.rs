@@ -1,4 +1,5 @@
-//! htsim connection matrices (`.cm`), so one workload runs in htsim and here.
+//! htsim connection matrices (`.cm`, and the `.tm` traffic-matrix files of its UEC
+//! build, the same format), so one workload runs in htsim and here.
 //!
 //! The format (htsim `datacenter/connection_matrix.cpp`):
 //!
@@ -11,12 +12,25 @@
 //!
 //! `start` is in microseconds, `size` in bytes. htsim's trigger extensions
 //! (`trigger`, `send_done_trigger`, `recv_done_trigger`, `Triggers`) are rejected
-//! with a precise error rather than silently ignored.
+//! with a precise error rather than silently ignored. Every number is bounded (file
+//! size, nodes, connections, start, size), each with an error that names its limit.
 
 use super::{Result, ScenarioError, Workplan};
+use crate::MAX_FLOWS;
+use crate::units::{MAX_HOST_INDEX, MAX_SIZE, MAX_TIME};
 use cc_algos::{Bytes, Duration};
 use std::fmt::Write as _;
+use std::io::Read as _;
 use std::path::Path;
+
+/// The largest matrix file read: 256 MiB (about 6 M connection lines; a 1,024-host
+/// all-to-all is 1 M lines, ~40 MB).
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// Whether `path` names an htsim connection matrix by its extension (`.cm`, `.tm`).
+pub fn is_matrix_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "cm" || e == "tm")
+}
 
 /// One connection.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,13 +57,32 @@ pub struct ConnectionMatrix {
 }
 
 impl ConnectionMatrix {
-    /// Read a `.cm` file.
+    /// Read a `.cm` / `.tm` file (at most [`MAX_FILE_BYTES`]).
     pub fn from_file(path: &Path) -> Result<ConnectionMatrix> {
+        Self::from_file_capped(path, MAX_FILE_BYTES)
+    }
+
+    fn from_file_capped(path: &Path, cap: u64) -> Result<ConnectionMatrix> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+        let io = |source| ScenarioError::Io {
             file: file.clone(),
             source,
-        })?;
+        };
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .map_err(io)?
+            .take(cap + 1)
+            .read_to_string(&mut text)
+            .map_err(io)?;
+        if text.len() as u64 > cap {
+            return Err(ScenarioError::Parse {
+                file,
+                message: format!(
+                    "larger than {} bytes, the most a connection matrix may be",
+                    cap
+                ),
+            });
+        }
         Self::parse(&text, &file)
     }
 
@@ -76,6 +109,12 @@ impl ConnectionMatrix {
                         .get(1)
                         .and_then(|t| t.parse::<u32>().ok())
                         .ok_or_else(|| err(ln, "expected `Nodes N` with N a node count".into()))?;
+                    if v == 0 || v > MAX_HOST_INDEX + 1 {
+                        return Err(err(
+                            ln,
+                            format!("`Nodes {v}`: expected 1 to {} nodes", MAX_HOST_INDEX + 1),
+                        ));
+                    }
                     nodes = Some(v);
                     continue;
                 }
@@ -144,6 +183,13 @@ impl ConnectionMatrix {
                             .ok_or_else(|| {
                                 err(ln, format!("start `{val}` is not a time in microseconds"))
                             })?;
+                        let max_us = MAX_TIME.as_picos() / 1_000_000;
+                        if us > max_us as f64 {
+                            return Err(err(
+                                ln,
+                                format!("start {val} µs is beyond the limit of {max_us} µs"),
+                            ));
+                        }
                         start = Some(Duration::from_secs_f64(us * 1e-6));
                     }
                     "size" => {
@@ -152,6 +198,12 @@ impl ConnectionMatrix {
                         })?;
                         if b == 0 {
                             return Err(err(ln, "size 0: a connection must carry bytes".into()));
+                        }
+                        if b > MAX_SIZE.0 {
+                            return Err(err(
+                                ln,
+                                format!("size {b} B is beyond the limit of {} B", MAX_SIZE.0),
+                            ));
                         }
                         size = Some(Bytes(b));
                     }
@@ -164,6 +216,12 @@ impl ConnectionMatrix {
                     _ => return Err(err(ln, format!("unknown field `{key}`"))),
                 }
                 k += 2;
+            }
+            if connections.len() >= MAX_FLOWS {
+                return Err(err(
+                    ln,
+                    format!("more than {MAX_FLOWS} connections, the most a scenario may have"),
+                ));
             }
             connections.push(Connection {
                 src,
@@ -261,6 +319,48 @@ mod tests {
         assert!(e("Nodes 4\n1->2 size 4 trigger 3\n").contains("not supported"));
     }
 
+    #[test]
+    fn a_tm_file_reads_as_a_cm_file_and_huge_values_name_their_limit() {
+        let dir = std::env::temp_dir().join(format!("scenario-tm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // htsim's incast_2-1.tm, as its UEC build ships it.
+        let p = dir.join("incast_2-1.tm");
+        std::fs::write(
+            &p,
+            "Nodes 16\nConnections 2\n8->0 id 1 start 0 size 2000000\n9->0 id 2 start 0 size 2000000\n",
+        )
+        .unwrap();
+        assert!(is_matrix_file(&p));
+        let m = ConnectionMatrix::from_file(&p).unwrap();
+        assert_eq!((m.nodes, m.connections.len()), (16, 2));
+        assert_eq!(m.connections[1].size, Bytes(2_000_000));
+        std::fs::remove_dir_all(&dir).ok();
+        let e = |t: &str| ConnectionMatrix::parse(t, "x.tm").unwrap_err().to_string();
+        assert_eq!(
+            e("Nodes 4294967295\n"),
+            "x.tm:1: `Nodes 4294967295`: expected 1 to 16777216 nodes"
+        );
+        assert_eq!(
+            e("Nodes 4\n0->1 size 18446744073709551615\n"),
+            "x.tm:2: size 18446744073709551615 B is beyond the limit of 1099511627776 B"
+        );
+        assert_eq!(
+            e("Nodes 4\n0->1 start 1e300 size 5\n"),
+            "x.tm:2: start 1e300 µs is beyond the limit of 3600000000 µs"
+        );
+        // A device that never ends is read up to the cap (256 MiB; 4 KiB here), then
+        // refused.
+        if Path::new("/dev/zero").exists() {
+            let e = ConnectionMatrix::from_file_capped(Path::new("/dev/zero"), 4096)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                "/dev/zero: larger than 4096 bytes, the most a connection matrix may be"
+            );
+        }
+    }
+
     proptest! {
         #[test]
         fn roundtrip(conns in proptest::collection::vec((0u32..50, 1u32..50, 1u64..1_000_000_000, 0u64..1_000_000), 1..40)) {
@@ -271,6 +371,36 @@ mod tests {
                 }).collect(),
             };
             prop_assert_eq!(ConnectionMatrix::parse(&m.to_text(), "p.cm").unwrap(), m);
+        }
+
+        /// Any numbers in any field: a matrix whose every value is within its limit, or
+        /// an error that names the line.
+        #[test]
+        fn any_numbers_parse_to_a_bounded_matrix_or_a_line_error(
+            nodes in prop_oneof![0u64..40, any::<u64>()],
+            conns in proptest::collection::vec(
+                (prop_oneof![0u64..40, any::<u64>()], prop_oneof![0u64..40, any::<u64>()],
+                 prop_oneof![0u64..1_000_000, any::<u64>()], prop_oneof![0.0f64..1e6, any::<f64>()]),
+                0..8),
+        ) {
+            let mut t = format!("Nodes {nodes}\n");
+            for (s, d, b, us) in &conns {
+                t += &format!("{s}->{d} id 1 start {us} size {b}\n");
+            }
+            match ConnectionMatrix::parse(&t, "n.tm") {
+                Ok(m) => {
+                    prop_assert!(m.nodes <= MAX_HOST_INDEX + 1);
+                    for c in &m.connections {
+                        prop_assert!(c.src < m.nodes && c.dst < m.nodes);
+                        prop_assert!(c.size <= MAX_SIZE && c.size.0 > 0);
+                        prop_assert!(c.start <= MAX_TIME);
+                    }
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    prop_assert!(e.starts_with("n.tm:"), "{}", e);
+                }
+            }
         }
 
         #[test]

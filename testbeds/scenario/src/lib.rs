@@ -157,6 +157,10 @@ pub struct NetworkOverrides {
     /// Propagation delay of every link (default 500 ns).
     #[serde(default, deserialize_with = "de_opt_time")]
     pub link_delay: Option<Duration>,
+    /// Retransmission timeout: a time (e.g. "1ms"), or "htsim" to derive it from the
+    /// network as htsim does (the simulator's default).
+    #[serde(default, deserialize_with = "de_opt_rto")]
+    pub rto: Option<RtoSetting>,
     /// Entropy values a sprayed flow uses (htsim `-paths`; a power of two).
     #[serde(default)]
     pub evs: Option<u16>,
@@ -209,6 +213,38 @@ pub struct LinkOverride {
     /// Its one-way propagation delay (e.g. "2us").
     #[serde(default, deserialize_with = "de_opt_time")]
     pub delay: Option<Duration>,
+}
+
+/// `network.rto` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum RtoSetting {
+    /// Derived from the network as htsim's UEC runs do (15 µs + 6 queue drain times).
+    Htsim,
+    /// A fixed timeout.
+    Fixed(Duration),
+}
+
+impl RtoSetting {
+    /// Parse `"htsim"` or a time such as `"1ms"`.
+    pub fn parse(s: &str) -> std::result::Result<RtoSetting, String> {
+        match s.trim() {
+            "htsim" | "auto" => Ok(RtoSetting::Htsim),
+            t => match units::parse_time(t) {
+                Ok(d) if d > Duration::ZERO => Ok(RtoSetting::Fixed(d)),
+                Ok(_) => Err("a retransmit timeout must be positive".into()),
+                Err(e) => Err(format!("{e}; or \"htsim\" to derive it from the network")),
+            },
+        }
+    }
+}
+
+fn de_opt_rto<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<RtoSetting>, D::Error> {
+    let s = String::deserialize(d)?;
+    RtoSetting::parse(&s)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 /// `network.base_rtt` values.
@@ -651,10 +687,10 @@ pub struct Workplan {
 }
 
 impl Scenario {
-    /// Read a scenario file, by its extension: an htsim connection matrix (`.cm`, see
-    /// [`Scenario::from_connection_matrix`]) or TOML (anything else).
+    /// Read a scenario file, by its extension: an htsim connection matrix (`.cm` or
+    /// `.tm`, see [`Scenario::from_connection_matrix`]) or TOML (anything else).
     pub fn from_file(path: &Path) -> Result<Scenario> {
-        if path.extension().is_some_and(|e| e == "cm") {
+        if cm::is_matrix_file(path) {
             return Scenario::from_connection_matrix(path);
         }
         let file = path.display().to_string();
@@ -860,6 +896,14 @@ impl Scenario {
             || n.queue_bdp.is_some()
             || n.header_queue.is_some()
             || n.trim_victim.is_some();
+        if n.trim_threshold.is_some() && n.buffer_model == Some(BufferModelName::PerPort) {
+            return Err(self.invalid(
+                "network.trim_threshold".into(),
+                "per-port queues trim a packet when the queue is full (htsim's composite queue), \
+                 so a trim threshold would be ignored: size the queue with `queue` or \
+                 `queue_bdp` instead, or use buffer_model = \"shared\"",
+            ));
+        }
         if per_port_only && n.buffer_model != Some(BufferModelName::PerPort) {
             return Err(self.invalid(
                 "network.buffer_model".into(),
@@ -1048,6 +1092,11 @@ mod tests {
             e.contains("declares 4 nodes but the fabric has 2 hosts"),
             "{e}"
         );
+        // htsim's UEC build names the same files `.tm`.
+        let tm = dir.join("two.tm");
+        std::fs::copy(&p, &tm).unwrap();
+        let plan = Scenario::from_file(&tm).unwrap().compile(&ctx(4)).unwrap();
+        assert_eq!(plan.flows.len(), 2);
         std::fs::remove_dir_all(&dir).ok();
     }
 

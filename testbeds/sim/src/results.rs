@@ -271,6 +271,23 @@ pub struct RunInfo {
     pub events_by_kind: Vec<(String, u64)>,
     /// Most packets alive at once (slab size).
     pub peak_packets: u64,
+    /// Links that ran below their rate (`[[degrade]]`, `SimConfig::degraded`).
+    pub degraded: Vec<DegradedLink>,
+}
+
+/// One degraded link of a run, as given.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DegradedLink {
+    /// Node ids of the link's ends (from → to).
+    pub link: [u32; 2],
+    /// Both directions (else only from → to).
+    pub both: bool,
+    /// Fraction of the rate left.
+    pub fraction: f64,
+    /// Start, µs.
+    pub at_us: f64,
+    /// End, µs (none: to the end of the run).
+    pub until_us: Option<f64>,
 }
 
 /// Everything a run produced.

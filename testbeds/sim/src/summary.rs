@@ -33,6 +33,21 @@ pub fn summary(r: &SimResults) -> String {
         "simulated {:.1} µs, {} events, goodput {:.1} Gb/s",
         r.run.end_us, r.run.events, r.goodput_gbps
     );
+    for d in &r.run.degraded {
+        let _ = writeln!(
+            s,
+            "degraded link n{}{}n{} at {:.0} % of its rate from {:.1} µs{}",
+            d.link[0],
+            if d.both { "↔" } else { "→" },
+            d.link[1],
+            d.fraction * 100.0,
+            d.at_us,
+            match d.until_us {
+                Some(u) => format!(" until {u:.1} µs"),
+                None => " to the end".into(),
+            }
+        );
+    }
     let f = &r.fct;
     let _ = writeln!(
         s,

@@ -154,7 +154,7 @@ fn cases() -> Vec<Case> {
         cfg: SimConfig {
             seed: 11,
             lb: LbScheme::Spray,
-            rto: Duration::micros(100),
+            rto: Some(Duration::micros(100)),
             ..bench_cfg(11, LbScheme::Spray)
         },
         seed: 11,
@@ -182,7 +182,10 @@ const GOLDEN: &[(&str, u64, u64)] = &[
 #[test]
 fn results_unchanged_for_the_same_seed() {
     let mut got = Vec::new();
-    for c in cases() {
+    for mut c in cases() {
+        // The goldens were recorded with the 1 ms retransmit timeout that was the
+        // default then (the default is now derived from the network, as htsim's).
+        c.cfg.rto = c.cfg.rto.or(Some(Duration::millis(1)));
         let f = fat_tree(c.k);
         let p = plan(&c.toml, f.num_hosts() as u32, c.seed);
         let r = Sim::from_fabric(&f, c.cfg, &p).unwrap().run();

@@ -86,6 +86,12 @@ fn a_degraded_link_runs_at_its_fraction_with_scaled_thresholds() {
     assert!((ratio - 4.0).abs() < 0.1, "fct ratio {ratio}");
     let port = r.links.iter().find(|l| l.node == 2 && l.peer == 0).unwrap();
     assert!((port.rate_gbps - 25.0).abs() < 1e-9, "{}", port.rate_gbps);
+    // The text summary says so, not only the JSON.
+    let text = sim::summary::summary(&r);
+    assert!(
+        text.contains("degraded link n2→n0 at 25 % of its rate from 0.0 µs to the end"),
+        "{text}"
+    );
     // Only the other direction degraded: data are not slowed (ACKs are tiny).
     let r = degraded("[[degrade]]\nlink = [0, 2]\nfraction = 0.25\none_way = true\n");
     let ratio = r.flows[0].fct_us.unwrap() / full.flows[0].fct_us.unwrap();
@@ -94,6 +100,10 @@ fn a_degraded_link_runs_at_its_fraction_with_scaled_thresholds() {
     let r =
         degraded("[[degrade]]\nlink = [2, 0]\nfraction = 0.25\nat = \"40us\"\nuntil = \"80us\"\n");
     let extra = r.flows[0].fct_us.unwrap() - full.flows[0].fct_us.unwrap();
+    assert!(
+        sim::summary::summary(&r)
+            .contains("degraded link n2↔n0 at 25 % of its rate from 40.0 µs until 80.0 µs")
+    );
     // 40 µs at 25 % instead of 100 %: 30 µs of the transfer is left over.
     assert!((extra - 30.0).abs() < 1.5, "extra {extra} µs");
     // A link that does not exist is a precise error.
@@ -179,13 +189,31 @@ fn initial_window_limits_the_first_round_trip() {
 #[test]
 fn ack_coalescing_sends_one_ack_per_16kb() {
     let p = plan(&incast(4, "1MB"), 5);
-    let base = SimConfig::default().with_cc_defaults("nscc".parse().unwrap());
+    // No ECN marks here: htsim's sink ACKs a CE-marked packet at once (checked below).
+    let base = SimConfig {
+        ecn: None,
+        ..SimConfig::default().with_cc_defaults("nscc".parse().unwrap())
+    };
     let per_pkt = run(star(5), base.clone(), &p);
     let cfg = SimConfig {
         ack_every: Some(Bytes(16_384)),
         ..base
     };
-    let co = run(star(5), cfg, &p);
+    let co = run(star(5), cfg.clone(), &p);
+    // With marking, every marked packet is ACKed at once.
+    let marked = run(
+        star(5),
+        SimConfig {
+            ecn: SimConfig::default()
+                .with_cc_defaults("nscc".parse().unwrap())
+                .ecn,
+            ..cfg
+        },
+        &p,
+    );
+    assert!(marked.totals.ecn_marks > 100, "{}", marked.totals.ecn_marks);
+    assert!(marked.totals.acks >= marked.totals.ecn_marks);
+    assert!(marked.totals.acks > co.totals.acks);
     assert_eq!(co.fct.finished, 4);
     assert_eq!(per_pkt.totals.acks, per_pkt.totals.data_pkts);
     // 16 KiB = 4 packets of 4 KiB: a quarter of the ACKs, plus the ones the senders ask
@@ -325,7 +353,31 @@ fn scenario_network_knobs_reach_the_config() {
             victim: TrimVictim::Htsim
         }
     );
+    // The retransmit timeout: a time, or derived as htsim's.
     for (toml, want) in [
+        ("rto = \"250us\"", Some(Duration::micros(250))),
+        ("rto = \"htsim\"", None),
+    ] {
+        let s = Scenario::from_toml_str(&format!("[network]\n{toml}\n{W}"), "n.toml").unwrap();
+        let p = s.compile(&CompileCtx::new(4, Rate::gbps(100), 1)).unwrap();
+        let mut cfg = SimConfig {
+            rto: Some(Duration::millis(3)),
+            ..SimConfig::default()
+        };
+        cfg.apply(&p.network).unwrap();
+        assert_eq!(cfg.rto, want, "{toml}");
+    }
+    for bad in ["rto = \"soon\"", "rto = \"0us\""] {
+        let e = Scenario::from_toml_str(&format!("[network]\n{bad}\n{W}"), "n.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rto"), "{bad}: {e}");
+    }
+    for (toml, want) in [
+        (
+            "buffer_model = \"per-port\"\ntrim_threshold = \"100KB\"",
+            "network.trim_threshold: per-port queues trim a packet when the queue is full",
+        ),
         ("evs = 100", "network.evs"),
         ("queue = \"1MB\"", "need buffer_model = \"per-port\""),
         ("init_window = \"8KB\"\ninit_window_pkts = 2", "not both"),
@@ -395,4 +447,100 @@ fn link_overrides_change_one_links_rate_and_delay() {
         e.contains("network.link[0]: no link between nodes 0 and 1 (3 nodes)"),
         "{e}"
     );
+}
+
+/// htsim's settings on the two incasts where ACK coalescing used to stall flows until
+/// the retransmit timeout with no packet lost: all 15 senders of a 16-host fat-tree into
+/// one host, and 8 senders on one leaf into a host on the other leaf of a leaf–spine,
+/// plus the same 8:1 on one switch. With the 1 ms timeout of before, 16 KiB ACK
+/// coalescing took 1–10 timeouts per run (up to 3× the last FCT); the receiver now
+/// ACKs at once as htsim's sink does (CE, first packet, AR, drained out-of-order,
+/// duplicate) and while a packet it NACKed is missing.
+#[test]
+fn ack_coalescing_never_waits_for_the_retransmit_timeout() {
+    let htsim = |ack_every: Option<Bytes>| SimConfig {
+        ack_every,
+        lb: LbScheme::Mixed,
+        evs: 256,
+        base_rtt: sim::config::BaseRttMode::NetworkMax,
+        init_window: Some(InitWindow::Packets(50)),
+        // The old fixed timeout, so that a stall shows in the FCT.
+        rto: Some(Duration::millis(1)),
+        ..per_port(TrimVictim::Htsim, None)
+    };
+    let senders = |from: u32, n: u32| {
+        format!(
+            "[[workload]]\nkind = \"incast\"\nsenders = \"{from}..{}\"\nreceiver = 0\nsize = \"2MB\"\n",
+            from + n
+        )
+    };
+    let ft = topo::generators::fat_tree(4, topo::Rate::gbps(100)).unwrap();
+    let ls = topo::generators::leaf_spine(2, 8, 8, topo::Rate::gbps(100)).unwrap();
+    type Runner<'a> = Box<dyn Fn(SimConfig) -> SimResults + 'a>;
+    let cases: Vec<(&str, Runner<'_>)> = vec![
+        (
+            "16-host fat-tree, 15:1",
+            Box::new(|c| {
+                Sim::from_fabric(&ft, c, &plan(&senders(1, 15), 16))
+                    .unwrap()
+                    .run()
+            }),
+        ),
+        (
+            "leaf-spine 2x8, 8:1 across leaves",
+            Box::new(|c| {
+                Sim::from_fabric(&ls, c, &plan(&senders(8, 8), 16))
+                    .unwrap()
+                    .run()
+            }),
+        ),
+        (
+            "one switch, 8:1",
+            Box::new(|c| run(star(9), c, &plan(&senders(1, 8), 9))),
+        ),
+    ];
+    for (name, go) in cases {
+        let every = go(htsim(None));
+        let co = go(htsim(Some(Bytes(16_384))));
+        assert_eq!(co.fct.finished, every.fct.finished, "{name}");
+        assert_eq!(co.totals.drops, 0, "{name}");
+        assert!(co.totals.trims > 0, "{name}: the case trims");
+        assert_eq!(co.totals.timeouts, 0, "{name}: timeouts without loss");
+        let (a, b) = (co.fct.max_us, every.fct.max_us);
+        assert!((a - b).abs() / b < 0.03, "{name}: last FCT {a} vs {b} µs");
+    }
+}
+
+/// The retransmit timeout is derived from the network as htsim's (`main_uec.cpp`: 15 µs
+/// plus six drain times of one port's queue at the host rate) unless one is given.
+#[test]
+fn retransmit_timeout_is_derived_like_htsim() {
+    let ft = topo::generators::fat_tree(4, topo::Rate::gbps(100)).unwrap();
+    let p = plan(&incast(2, "100KB"), 16);
+    let sim = |cfg| Sim::from_fabric(&ft, cfg, &p).unwrap();
+    let drain = |q: Bytes| Rate::gbps(100).tx_time(q).as_picos();
+    // Per-port queues: the queue is the per-port one (1 BDP in whole packets, as
+    // htsim's ceil(BDP / packet)).
+    let pp = sim(per_port(TrimVictim::Arriving, None));
+    let q = pp.per_port_queue().unwrap();
+    let wire = 4096 + 64;
+    assert_eq!(q.0 % wire, 0, "{q:?} is whole packets");
+    let rtt = pp.assumed_base_rtt(0, 15);
+    let bdp = Rate::gbps(100).bdp(rtt).0;
+    assert_eq!(q.0, bdp.div_ceil(wire) * wire, "bdp {bdp}");
+    assert_eq!(
+        pp.rto().as_picos(),
+        Duration::micros(15).as_picos() + 6 * drain(q)
+    );
+    // Shared buffer: htsim's trimming default, one BDP.
+    let shared = sim(SimConfig::default().with_cc_defaults("nscc".parse().unwrap()));
+    assert_eq!(shared.rto(), pp.rto());
+    let us = shared.rto().as_picos() as f64 / 1e6;
+    assert!((50.0..100.0).contains(&us), "derived RTO {us} µs");
+    // Given: taken as it is.
+    let fixed = sim(SimConfig {
+        rto: Some(Duration::micros(700)),
+        ..SimConfig::default()
+    });
+    assert_eq!(fixed.rto(), Duration::micros(700));
 }

@@ -135,7 +135,7 @@ fn drops_without_pfc_none_with_pfc() {
         buffer: Bytes(400_000),
         pfc_xoff: Bytes(16_000),
         pfc_xon: Bytes(8_000),
-        rto: Duration::micros(200),
+        rto: Some(Duration::micros(200)),
         ..SimConfig::default()
     };
     let lossy = run(star(9), base.clone(), &p);
@@ -290,7 +290,7 @@ fn link_failure_reroutes_and_flows_finish() {
     );
     let cfg = SimConfig {
         lb: LbScheme::Spray,
-        rto: Duration::micros(100),
+        rto: Some(Duration::micros(100)),
         ..SimConfig::default()
     };
     let r = Sim::from_fabric(&f, cfg, &p).unwrap().run();

@@ -234,7 +234,7 @@ fn injected_failure_is_rerouted_and_reported() {
     let p = plan("[[workload]]\nkind = \"permutation\"\nsize = \"1MB\"\n", 16);
     let cfg = SimConfig {
         lb: LbScheme::Spray,
-        rto: Duration::micros(100),
+        rto: Some(Duration::micros(100)),
         ..SimConfig::default()
     };
     let inject = Inject {

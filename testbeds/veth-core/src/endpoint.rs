@@ -48,6 +48,7 @@ use cc_algos::{
     ReceiverCc, SenderCc,
 };
 
+use crate::int;
 use crate::spray::{Arrival, Echo, ReorderWindow, SprayConfig, Sprayer};
 use crate::wire::ethernet::{self, ETHERTYPE_IPV4, ETHERTYPE_MAC_CONTROL, Mac};
 use crate::wire::ib::{AethRepr, BthRepr, DEFAULT_PKEY, Syndrome, opcode};
@@ -261,6 +262,10 @@ pub struct HostConfig {
     /// Spray every flow this host sends and accept reordering on every flow it
     /// receives (`None`: one entropy value per flow and go-back-N).
     pub spray: Option<SprayConfig>,
+    /// The switches stamp INT records on data ([`crate::int`], for HPCC): every ACK and
+    /// NAK this host sends ends in the INT trailer, and every one it receives is read
+    /// with it (both ends of a run agree).
+    pub int: bool,
 }
 
 /// One host: its flows, its receiver state, its NIC pacing and PFC state.
@@ -508,6 +513,15 @@ impl Host {
                 };
                 let payload_sz = self.cfg.payload as u64;
                 let scale = self.cfg.scale;
+                let (payload, records) = if self.cfg.int {
+                    let Some(split) = int::split_trailer(payload) else {
+                        self.c.malformed += 1;
+                        return;
+                    };
+                    split
+                } else {
+                    (payload, &[][..])
+                };
                 let Some(f) = self.flows.iter_mut().find(|f| f.id == flow) else {
                     self.c.unknown_flow += 1;
                     return;
@@ -537,14 +551,22 @@ impl Host {
                             let rtt = ts.map(|t| {
                                 scale.dur_to_virtual(Duration::nanos(now.nanos().saturating_sub(t)))
                             });
-                            f.cc.on_ack(
-                                vnow,
-                                Ack {
-                                    acked: Bytes(newly),
-                                    ecn_echo: ce > 0,
-                                    rtt,
-                                },
-                            );
+                            let ack = Ack {
+                                acked: Bytes(newly),
+                                ecn_echo: ce > 0,
+                                rtt,
+                            };
+                            if records.is_empty() {
+                                f.cc.on_ack(vnow, ack);
+                            } else {
+                                let mut hops = [cc_algos::IntHop::default(); int::MAX_HOPS];
+                                let mut n = 0;
+                                for (slot, h) in hops.iter_mut().zip(int::hops(records)) {
+                                    *slot = h.to_virtual(scale);
+                                    n += 1;
+                                }
+                                f.cc.on_ack_int(vnow, ack, &hops[..n]);
+                            }
                         }
                     }
                     Syndrome::Nak { .. } => {
@@ -596,7 +618,7 @@ impl Host {
             if r.bth.psn >= rf.expected_psn && !rf.nak_outstanding {
                 rf.nak_outstanding = true;
                 let msn = rf.expected_psn;
-                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, msn, &[0u8; 12]);
+                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, msn, &[0u8; 12], &[]);
             }
         } else if r.bth.psn == rf.expected_psn {
             rf.expected_psn += 1;
@@ -618,14 +640,22 @@ impl Host {
                 pl[8..].copy_from_slice(&rf.ce_since_ack.to_be_bytes());
                 rf.ce_since_ack = 0;
                 let msn = rf.expected_psn;
-                self.push_aeth(src, flow, Syndrome::Ack { credits: 0x1f }, msn, &pl);
+                let records = int::records_of_data(payload);
+                self.push_aeth(
+                    src,
+                    flow,
+                    Syndrome::Ack { credits: 0x1f },
+                    msn,
+                    &pl,
+                    records,
+                );
             }
         } else if r.bth.psn > rf.expected_psn {
             rf.out_of_order += 1;
             if !rf.nak_outstanding {
                 rf.nak_outstanding = true;
                 let msn = rf.expected_psn;
-                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, msn, &[0u8; 12]);
+                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, msn, &[0u8; 12], &[]);
             }
         } else if r.bth.ack_req {
             // A duplicate asking for an ACK (a retransmission after a lost ACK or a
@@ -633,7 +663,15 @@ impl Host {
             let mut pl = [0u8; 12];
             pl[..8].copy_from_slice(&payload[..8.min(payload.len())]);
             let msn = rf.expected_psn;
-            self.push_aeth(src, flow, Syndrome::Ack { credits: 0x1f }, msn, &pl);
+            let records = int::records_of_data(payload);
+            self.push_aeth(
+                src,
+                flow,
+                Syndrome::Ack { credits: 0x1f },
+                msn,
+                &pl,
+                records,
+            );
         }
         // Other duplicates (psn < expected) are ignored.
         self.drain_feedback(now, src);
@@ -665,7 +703,7 @@ impl Host {
                 rf.nak_outstanding = true;
                 let mut pl = [0u8; 14];
                 pl[12..].copy_from_slice(&r.udp_src.to_be_bytes());
-                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, expected, &pl);
+                self.push_aeth(src, flow, Syndrome::Nak { code: 0 }, expected, &pl, &[]);
             }
             self.drain_feedback(now, src);
             return;
@@ -698,16 +736,17 @@ impl Host {
             _ => {}
         }
         if ack {
-            self.sprayed_ack(flow, &payload[..8.min(payload.len())]);
+            let records = int::records_of_data(payload);
+            self.sprayed_ack(flow, &payload[..8.min(payload.len())], records);
         } else if new {
             rf.unacked_since.get_or_insert(now);
         }
         self.drain_feedback(now, src);
     }
 
-    /// The cumulative ACK of sprayed flow `flow`, echoing timestamp `ts` (empty: none)
-    /// and the entropies received since the previous ACK.
-    fn sprayed_ack(&mut self, flow: u32, ts: &[u8]) {
+    /// The cumulative ACK of sprayed flow `flow`, echoing timestamp `ts` (empty: none),
+    /// the entropies received since the previous ACK and INT `records` (empty: none).
+    fn sprayed_ack(&mut self, flow: u32, ts: &[u8], records: &[u8]) {
         let Some(rf) = self.recv.get_mut(&flow) else {
             return;
         };
@@ -730,6 +769,7 @@ impl Host {
             Syndrome::Ack { credits: 0x1f },
             expected,
             &pl[..len],
+            records,
         );
     }
 
@@ -738,7 +778,8 @@ impl Host {
         Duration::picos(self.cfg.rto.as_picos() / ACK_DELAY_OF_RTO)
     }
 
-    /// Queue an RC ACK or NAK (AETH with `syndrome` and `msn`) for `flow` and count it.
+    /// Queue an RC ACK or NAK (AETH with `syndrome` and `msn`) for `flow` and count it;
+    /// in a run with INT its payload ends in the trailer echoing `records`.
     fn push_aeth(
         &mut self,
         dst: Ipv4Addr,
@@ -746,9 +787,19 @@ impl Host {
         syndrome: Syndrome,
         msn: u32,
         payload: &[u8],
+        records: &[u8],
     ) {
         let nak = matches!(syndrome, Syndrome::Nak { .. });
         let aeth = AethRepr { syndrome, msn };
+        let mut buf = [0u8; 12 + 2 * crate::spray::MAX_ECHO + int::TRAILER_MAX];
+        let payload = if self.cfg.int {
+            let n = payload.len();
+            buf[..n].copy_from_slice(payload);
+            let t = int::write_trailer(records, &mut buf[n..]);
+            &buf[..n + t]
+        } else {
+            payload
+        };
         let f = self.feedback_frame(dst, flow, opcode::RC_ACK, Some(aeth), payload);
         self.control.push(f);
         if nak {
@@ -798,7 +849,7 @@ impl Host {
             .collect();
         late.sort_unstable();
         for id in late {
-            self.sprayed_ack(id, &[]);
+            self.sprayed_ack(id, &[], &[]);
         }
         let totals: Vec<Option<u32>> = self.flows.iter().map(|f| self.packets_of(f)).collect();
         for (f, total) in self.flows.iter_mut().zip(totals) {
@@ -1082,6 +1133,7 @@ mod tests {
                 rto: Duration::millis(40),
                 pacing_burst: Duration::ZERO,
                 spray: None,
+                int: false,
             },
             Box::new(DcqcnNp::new(Duration::micros(50))),
         )
@@ -1148,6 +1200,77 @@ mod tests {
         }
         assert!(a.senders_done(t(now + 5)));
         assert_eq!(a.c.malformed + b.c.malformed, 0);
+    }
+
+    /// An HPCC sender and its receiver; `int`: the run stamps and echoes INT.
+    fn hpcc_pair(int: bool) -> (Host, Host) {
+        let (mut a, mut b) = (host(1), host(2));
+        a.cfg.int = int;
+        b.cfg.int = int;
+        let hpcc = "hpcc"
+            .parse::<CcKind>()
+            .unwrap()
+            .build(&PathParams {
+                line_rate: Rate::gbps(100),
+                base_rtt: Duration::micros(10),
+                mtu: Bytes(1082),
+            })
+            .unwrap();
+        let size = 1 << 20;
+        a.add_send_flow(7, b.cfg.ip, 3, Some(size), t(0), None, vec![], hpcc);
+        b.add_recv_flow(7, a.cfg.ip, Some(size));
+        (a, b)
+    }
+
+    /// Send for `us` µs through one switch hop whose queue holds `qlen` bytes (stamped
+    /// on every data frame when `stamp`), ACKs straight back; the sender's final window.
+    fn hpcc_through_a_queue(a: &mut Host, b: &mut Host, stamp: bool, qlen: u32) -> u64 {
+        let done = Completed::new();
+        let mut tx_bytes = 0;
+        for now in 0..2_000u64 {
+            let mut out = Vec::new();
+            a.poll_transmit(t(now), &done, &mut out, 64);
+            for mut f in out {
+                tx_bytes += f.len() as u64;
+                if stamp {
+                    let hop = int::Hop {
+                        ts_ns: t(now).nanos(),
+                        tx_bytes,
+                        qlen,
+                        rate_mbps: 1000,
+                    };
+                    assert!(int::stamp(&mut f, hop));
+                }
+                b.on_frame(t(now), &f);
+            }
+            let mut acks = Vec::new();
+            b.poll_transmit(t(now), &done, &mut acks, 64);
+            for f in &acks {
+                a.on_frame(t(now + 1), f);
+            }
+        }
+        assert_eq!(a.c.malformed + b.c.malformed, 0);
+        a.flows[0].cc.window().expect("HPCC has a window").0
+    }
+
+    #[test]
+    fn hpcc_cuts_its_window_on_echoed_int_of_a_deep_queue() {
+        let w0 = hpcc_pair(true).0.flows[0].cc.window().unwrap().0;
+        let (mut a, mut b) = hpcc_pair(true);
+        let deep = hpcc_through_a_queue(&mut a, &mut b, true, 200_000);
+        assert!(
+            deep < w0 / 2,
+            "a 200 KB queue (1.6 BDP) must cut the window: {deep} of {w0} B"
+        );
+        let (mut a, mut b) = hpcc_pair(true);
+        let empty = hpcc_through_a_queue(&mut a, &mut b, true, 0);
+        assert!(
+            empty > deep,
+            "an empty queue at 1/100 of the link rate keeps a larger window: {empty} vs {deep} B"
+        );
+        // Without INT (before: the engine's only mode) HPCC never hears of the queue.
+        let (mut a, mut b) = hpcc_pair(false);
+        assert_eq!(hpcc_through_a_queue(&mut a, &mut b, false, 200_000), w0);
     }
 
     #[test]

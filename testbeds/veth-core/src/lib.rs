@@ -24,6 +24,7 @@
 
 pub mod endpoint;
 pub mod fabric;
+pub mod int;
 pub mod pcap;
 pub mod spray;
 pub mod switch;

@@ -79,6 +79,8 @@ pub struct SwitchConfig {
     /// `cc_algos::pfcwd` logic the daemon runs, polled every `detection / 4` of the
     /// switch's (real) time.
     pub pfcwd: Option<WatchdogConfig>,
+    /// Stamp an INT record ([`crate::int`], for HPCC) on every data frame each port sends.
+    pub int: bool,
 }
 
 impl SwitchConfig {
@@ -105,6 +107,7 @@ impl SwitchConfig {
             seed: 1,
             pacing_burst: Duration::ZERO,
             pfcwd: None,
+            int: false,
         }
     }
 }
@@ -138,7 +141,9 @@ pub struct PortCounters {
     /// peer to pause. A real switch must reserve this much per port and priority to
     /// stay lossless (802.1Qbb headroom: cable, MTU and the peer's reaction time).
     pub max_headroom_bytes: u64,
-    /// Time this port's egress had data but was held by a received PAUSE.
+    /// Time this port's egress had data but was held by a received PAUSE (the
+    /// switch's clock: real time on veth; reports give it in virtual time too).
+    #[serde(rename = "paused_real_ps")]
     pub paused_time: Duration,
     /// Bytes queued now (all priorities).
     pub queue_bytes: u64,
@@ -622,8 +627,19 @@ impl Switch {
         // so OS wake-up latency does not lower the link rate.
         let tx = rate.tx_time(Bytes(len + WIRE_OVERHEAD));
         p.free_at = p.free_at.max(now - self.cfg.pacing_burst) + tx;
-        self.used -= len;
         let in_port = q.in_port;
+        let mut frame = q.frame;
+        if self.cfg.int {
+            // HPCC's INT: what the frame leaves behind, the counter with it included.
+            let hop = crate::int::Hop {
+                ts_ns: now.nanos(),
+                tx_bytes: p.c.tx_bytes,
+                qlen: p.c.queue_bytes.min(u64::from(u32::MAX)) as u32,
+                rate_mbps: (rate.as_bps() / 1_000_000).min(u64::from(u32::MAX)) as u32,
+            };
+            crate::int::stamp(&mut frame, hop);
+        }
+        self.used -= len;
         let resume = self.ports[in_port]
             .pfc_in
             .as_mut()
@@ -631,7 +647,7 @@ impl Switch {
         if let Some(f) = resume {
             self.pfc_frame(in_port, f);
         }
-        Some(q.frame)
+        Some(frame)
     }
 
     /// PFC refresh timers; call at [`Switch::next_wakeup`].
@@ -764,6 +780,37 @@ mod tests {
         assert_eq!(s.counters(2).tx_packets, 3);
         assert_eq!(s.counters(0).rx_packets, 3);
         assert_eq!(s.buffer_used(), 0);
+    }
+
+    #[test]
+    fn int_records_the_queue_left_behind_the_tx_counter_and_the_departure() {
+        let mut c = cfg(3);
+        c.int = true;
+        let mut s = Switch::new(c);
+        let dst = Ipv4Addr::new(10, 0, 0, 3);
+        let f = data_frame(dst, 1000, Ecn::Ect0);
+        let len = f.len() as u64;
+        s.on_frame(t(0), 0, f.clone());
+        s.on_frame(t(0), 1, f);
+        let first = s.poll_transmit(t(0), 2).unwrap();
+        let second = s.poll_transmit(t(9), 2).unwrap();
+        let hop = |f: &[u8]| {
+            let (_, payload) = roce::Repr::parse(f).expect("valid ICRC after the stamp");
+            let v: Vec<crate::int::Hop> =
+                crate::int::hops(crate::int::records_of_data(payload)).collect();
+            assert_eq!(v.len(), 1);
+            v[0]
+        };
+        let (a, b) = (hop(&first), hop(&second));
+        assert_eq!((a.qlen, a.tx_bytes, a.ts_ns), (len as u32, len, 0));
+        assert_eq!((b.qlen, b.tx_bytes, b.ts_ns), (0, 2 * len, 9_000));
+        assert_eq!(a.rate_mbps, 1000);
+        // Without INT the switch leaves the payload alone.
+        let mut s = Switch::new(cfg(3));
+        s.on_frame(t(0), 0, data_frame(dst, 1000, Ecn::Ect0));
+        let f = s.poll_transmit(t(0), 2).unwrap();
+        let (_, payload) = roce::Repr::parse(&f).unwrap();
+        assert!(crate::int::records_of_data(payload).is_empty());
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! - [`afpacket`]: AF_PACKET sockets: TPACKET_V2 receive rings, `sendmmsg` batches.
 //! - [`congestion`]: the congestion testbed: a userspace switch and RoCEv2 endpoints in a
 //!   star of namespaces, run by two real-time I/O loops.
+//! - [`frr`]: the FRR testbed: switches running FRR (BGP, BFD), lldpd and node_exporter on a
+//!   management network, a Prometheus scraping them.
 //! - [`host`]: read-only telemetry of namespaces (or a host) the project did not create.
 //! - [`routed`]: the routed testbed (kernel forwarding, ECMP routes, probes, failover).
 //!
@@ -25,6 +27,7 @@
 
 pub mod afpacket;
 pub mod congestion;
+pub mod frr;
 pub mod host;
 pub mod lldp;
 pub mod netlink;
@@ -60,6 +63,9 @@ pub enum Error {
     /// A bad argument or configuration.
     #[error("{0}")]
     Invalid(String),
+    /// Namespaces that could not be deleted, each as `name: reason`.
+    #[error("{} namespace(s) left behind: {}", .0.len(), .0.join("; "))]
+    Leaked(Vec<String>),
 }
 
 /// Result of the veth testbeds.
@@ -158,18 +164,21 @@ impl Testbed {
         self.links.clear();
     }
 
-    /// Delete everything now (also done on drop). Returns the first error.
+    /// Delete everything now (also done on drop). Tries every namespace; the error
+    /// lists each one left behind with its reason.
     pub fn teardown(&mut self) -> Result<()> {
-        let mut first = Ok(());
+        let mut left = Vec::new();
         for ns in self.namespaces.drain(..).rev() {
-            if let Err(e) = ns.delete()
-                && first.is_ok()
-            {
-                first = Err(e);
+            if let Err(e) = ns.delete() {
+                left.push(format!("{}: {e}", ns.name()));
             }
         }
         self.links.clear();
-        first
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Leaked(left))
+        }
     }
 }
 

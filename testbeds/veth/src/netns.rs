@@ -1,11 +1,15 @@
 //! Named network namespaces created and destroyed by our own code (no `ip`).
 //!
-//! A namespace is created the way `ip netns add` does it: a helper thread calls
-//! `unshare(CLONE_NEWNET)`, then its `/proc/thread-self/ns/net` is bind-mounted on
-//! `/run/netns/NAME` so the namespace outlives the thread. Deleting is `umount2` +
-//! `unlink`; the kernel then destroys the namespace and every veth inside it (a veth
-//! pair dies when either end's namespace dies), so deleting our namespaces removes
-//! every link we made.
+//! A namespace is created the way `ip netns add` does it (iproute2 ip/ipnetns.c,
+//! `netns_add`): `/run/netns` is first made a shared mount point (bind-mounted onto
+//! itself if it is not one yet), then a helper thread calls `unshare(CLONE_NEWNET)` and
+//! its `/proc/thread-self/ns/net` is bind-mounted on `/run/netns/NAME` so the namespace
+//! outlives the thread. Without the first step, an `ip netns add` run later bind-mounts
+//! `/run/netns` onto itself recursively, copying our mounts, and our single unmount then
+//! leaves a copy behind (the unlink fails with EBUSY and the namespace lives on).
+//! Deleting is `umount2` until nothing is mounted there, then `unlink`; the kernel then
+//! destroys the namespace and every veth inside it (a veth pair dies when either end's
+//! namespace dies), so deleting our namespaces removes every link we made.
 //!
 //! Names are `fab-<pid36>_<seq>-<role>`: prefixed (so `fabric testbed clean` touches only
 //! ours) and unique per process and run (so parallel runs never collide). The owning
@@ -98,10 +102,7 @@ impl Netns {
                 "namespace name {name:?}: expected 1..=64 characters without '/'"
             )));
         }
-        std::fs::create_dir_all(NETNS_DIR).map_err(|e| Error::Os {
-            what: format!("create {NETNS_DIR}"),
-            source: e,
-        })?;
+        prepare_run_dir()?;
         let path = Path::new(NETNS_DIR).join(name);
         // O_EXCL: never adopt someone else's namespace.
         std::fs::OpenOptions::new()
@@ -202,8 +203,10 @@ impl Netns {
         })?
     }
 
-    /// Unmount and remove the namespace file. The kernel destroys the namespace (and
-    /// its veths) once nothing else holds it. Missing namespaces are not an error.
+    /// Unmount (until nothing is mounted there any more) and remove the namespace file.
+    /// The kernel destroys the namespace (and its veths) once nothing else holds it.
+    /// Missing namespaces are not an error; a namespace that could not be removed stays
+    /// in [`live`].
     pub fn delete(&self) -> Result<()> {
         if self.name.starts_with('/') {
             return Err(Error::Invalid(format!(
@@ -212,24 +215,19 @@ impl Netns {
             )));
         }
         let path = self.path();
-        let c = cstr(&path);
-        // SAFETY: valid C string.
-        let rc = unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-        let umount_err = (rc != 0).then(std::io::Error::last_os_error);
+        let umount_err = unmount_all(&path).err();
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
+                let also = umount_err.map_or(String::new(), |u| format!(" (umount: {u})"));
                 return Err(Error::Os {
-                    what: format!("remove {}", path.display()),
+                    what: format!("remove {}{also}", path.display()),
                     source: e,
                 });
             }
         }
-        if let Some(e) = umount_err
-            && e.raw_os_error() != Some(libc::EINVAL)
-            && e.raw_os_error() != Some(libc::ENOENT)
-        {
+        if let Some(e) = umount_err {
             return Err(Error::Os {
                 what: format!("umount {}", path.display()),
                 source: e,
@@ -240,6 +238,80 @@ impl Netns {
             .retain(|n| n != &self.name);
         Ok(())
     }
+}
+
+/// Make [`NETNS_DIR`] a shared mount point, as iproute2's `netns_add` does before it
+/// mounts a namespace: mark it `MS_SHARED | MS_REC`; if that fails with EINVAL (not a
+/// mount point), bind-mount the directory onto itself (`MS_BIND | MS_REC`) and mark it
+/// again. Once it is a shared mount point, a later `ip netns add` finds nothing to copy,
+/// and an unmount done here propagates to every mount namespace that sees it.
+pub fn prepare_run_dir() -> Result<()> {
+    std::fs::create_dir_all(NETNS_DIR).map_err(|e| Error::Os {
+        what: format!("create {NETNS_DIR}"),
+        source: e,
+    })?;
+    let dir = cstr(Path::new(NETNS_DIR));
+    let none = CString::new("none").expect("static");
+    let empty = CString::new("").expect("static");
+    let mut made_mount_point = false;
+    loop {
+        // SAFETY: valid C strings; changes the propagation of an existing mount.
+        let rc = unsafe {
+            libc::mount(
+                empty.as_ptr(),
+                dir.as_ptr(),
+                none.as_ptr(),
+                libc::MS_SHARED | libc::MS_REC,
+                std::ptr::null(),
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINVAL) || made_mount_point {
+            return Err(Error::Os {
+                what: format!("make {NETNS_DIR} a shared mount"),
+                source: e,
+            });
+        }
+        // SAFETY: valid C strings; bind-mounts the directory onto itself.
+        let rc = unsafe {
+            libc::mount(
+                dir.as_ptr(),
+                dir.as_ptr(),
+                none.as_ptr(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            )
+        };
+        if rc != 0 {
+            return Err(os_err(format!("bind-mount {NETNS_DIR} onto itself")));
+        }
+        made_mount_point = true;
+    }
+}
+
+/// Most mounts stacked on one namespace file that [`unmount_all`] takes off.
+const MAX_STACKED_MOUNTS: usize = 64;
+
+/// Unmount `path` until nothing is mounted there (EINVAL: not a mount point; ENOENT:
+/// no such file). A mount stacked by someone else is taken off too.
+fn unmount_all(path: &Path) -> std::io::Result<()> {
+    let c = cstr(path);
+    for _ in 0..MAX_STACKED_MOUNTS {
+        // SAFETY: valid C string.
+        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EINVAL) | Some(libc::ENOENT) => Ok(()),
+                _ => Err(e),
+            };
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "still mounted after {MAX_STACKED_MOUNTS} unmounts"
+    )))
 }
 
 /// Run `f` with the current thread inside `ns`, then switch back (also on panic).
@@ -308,12 +380,23 @@ pub fn forget_live(name: &str) {
     }
 }
 
-/// Delete every namespace this process created and has not deleted yet.
-pub fn delete_all_live() {
-    let names: Vec<String> = LIVE.lock().map(|v| v.clone()).unwrap_or_default();
-    for n in names {
-        let _ = Netns::from_name(&n).delete();
-    }
+/// Namespaces this process created and has not deleted (or failed to delete).
+pub fn live() -> Vec<String> {
+    LIVE.lock().map(|v| v.clone()).unwrap_or_default()
+}
+
+/// Delete every namespace this process created and has not deleted yet; every failure
+/// (`name: error`), empty when nothing is left.
+pub fn delete_all_live() -> Vec<String> {
+    live()
+        .into_iter()
+        .filter_map(|n| {
+            Netns::from_name(&n)
+                .delete()
+                .err()
+                .map(|e| format!("{n}: {e}"))
+        })
+        .collect()
 }
 
 /// Install a SIGINT/SIGTERM handler (once) that deletes this process's namespaces and
@@ -323,9 +406,12 @@ pub fn delete_all_live() {
 /// [`on_signal`] instead.
 pub fn install_signal_cleanup() -> Result<()> {
     on_signal(|_| {
-        delete_all_live();
-        // SAFETY: ends the process; every namespace of ours is gone.
-        unsafe { libc::_exit(130) }
+        let failures = delete_all_live();
+        for f in &failures {
+            eprintln!("fabric: namespace left behind: {f}");
+        }
+        // SAFETY: ends the process (1 if a namespace of ours is left, else 130).
+        unsafe { libc::_exit(if failures.is_empty() { 130 } else { 1 }) }
     })
 }
 

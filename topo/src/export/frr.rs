@@ -13,6 +13,13 @@
 //!   multipaths (`set extcommunity bandwidth num-multipaths`, FRR "Weighted ECMP using
 //!   BGP link bandwidth"), so a neighbour that lost paths onward gets a smaller share
 //!   (FRR does weighted ECMP when every multipath carries the community).
+//!   BFD (RFC 5880/5881) on every fabric session, [`BFD_INTERVAL_MS`] × [`BFD_MULTIPLIER`]
+//!   (profile `FABRIC`): a failure that keeps carrier (a silent drop) is detected in
+//!   under a second instead of the 9 s hold timer. `no zebra nexthop kernel enable`
+//!   keeps zebra on plain multipath routes: FRR 8.4's kernel next-hop groups keep a
+//!   shrunken group after a link flap (stale routes). The operator's part is a sysctl:
+//!   `net.ipv6.conf.all.keep_addr_on_down=1`, or a flapped link loses its IPv6 address
+//!   and session (see docs/observe.md).
 //! - **static**: the computed table as `ip route PREFIX GATEWAY IFNAME`, one
 //!   line per ECMP member (FRR installs equal static routes as ECMP); written
 //!   by the adapter after [`write_preamble`] (`ipv6 route` for IPv6). FRR's static
@@ -46,6 +53,12 @@ pub struct Neighbor {
     /// The neighbour's name.
     pub description: String,
 }
+
+/// BFD transmit and receive interval on fabric sessions, ms (profile `FABRIC`).
+pub const BFD_INTERVAL_MS: u32 = 300;
+/// BFD detection multiplier: a session is down after this many missed intervals
+/// (300 ms × 3 = 0.9 s, against the 9 s BGP hold timer of `timers 3 9`).
+pub const BFD_MULTIPLIER: u32 = 3;
 
 /// Everything one switch's configuration needs.
 #[derive(Debug, Clone)]
@@ -130,6 +143,16 @@ pub fn write_bgp<W: Write>(w: &mut W, r: &Router, b: &Bgp) -> io::Result<()> {
     if !b.host_routes.is_empty() || !b.host_routes6.is_empty() {
         writeln!(w, "!")?;
     }
+    // FRR 8.4's kernel next-hop groups keep a shrunken group after a link flap.
+    w.write_all(b"no zebra nexthop kernel enable\n!\n")?;
+    if !b.neighbors.is_empty() || !b.neighbors6.is_empty() {
+        writeln!(
+            w,
+            "bfd\n profile FABRIC\n  detect-multiplier {BFD_MULTIPLIER}\n  \
+             receive-interval {BFD_INTERVAL_MS}\n  transmit-interval {BFD_INTERVAL_MS}\n \
+             exit\nexit\n!"
+        )?;
+    }
     w.write_all(
         b"route-map FABRIC-OUT permit 10\n set extcommunity bandwidth num-multipaths\nexit\n!\n",
     )?;
@@ -151,7 +174,8 @@ pub fn write_bgp<W: Write>(w: &mut W, r: &Router, b: &Bgp) -> io::Result<()> {
         writeln!(
             w,
             " neighbor {group} peer-group\n neighbor {group} advertisement-interval 0\n \
-             neighbor {group} timers 3 9"
+             neighbor {group} timers 3 9\n neighbor {group} bfd\n \
+             neighbor {group} bfd profile FABRIC"
         )?;
         for n in ns {
             writeln!(w, " neighbor {} remote-as {}", n.address, n.remote_as)?;

@@ -14,7 +14,9 @@ use std::io::{self, Write};
 use super::opensm::{self, IbKind, NetNode, NetPort};
 use super::{ExportError, fastfmt};
 use crate::addressing::AddressPlan;
+use crate::lft::Lft;
 use crate::model::{Fabric, LinkId, NodeId, Port};
+use crate::routing::{NO_ROUTE, Routes};
 
 /// LIDs of one plane (one IB subnet), from the addressing plan.
 #[derive(Debug, Clone)]
@@ -118,22 +120,123 @@ fn bfs_to(
     }
 }
 
-/// Writes the OpenSM LFT dump of one plane. `next_hops(switch, host, out)`
-/// must fill `out` with the switch's ECMP next-hop ports (model numbering)
-/// toward host NIC `host` in this plane; when it gives several, the entry
-/// uses `out[lid % out.len()]` (destination-mod-k spreading, as OpenSM's
-/// ftree engine does); when it gives none (the host is cut off by failures)
-/// the LID is left out of the switch's table, as OpenSM leaves unrouted LIDs.
-/// Routes to switch LIDs are min-hop paths over the links `link_up` accepts,
-/// spread the same way; they carry management traffic only.
+/// Ports toward a destination leaf from the switches whose tables have no entry for it.
+///
+/// After failures a switch can have no route toward a leaf that it still reaches over live
+/// links: no up*/down* path and no source whose detour passes it
+/// ([`crate::lanes::route_around`] writes entries only on detour paths). Data between hosts
+/// never reaches such a switch, but the switch itself is an end node on InfiniBand (its port 0
+/// answers the subnet manager, sends traps), so OpenSM's `updn` and `minhop` give every
+/// switch an entry for every LID it can reach, and an LFT without one breaks, e.g., `ibroute`
+/// from a subnet manager on a host of that leaf. For such a switch the dump takes the
+/// neighbours that are one hop closer, over live links, to the nearest switch that has an
+/// entry: the hop count falls by one per hop until a switch with an entry is reached, whose
+/// route then delivers, so these entries add no loop, and no pair's data path uses them.
+#[derive(Debug, Default)]
+pub struct UnroutedLeaves {
+    /// `(switch, destination leaf)` → the range of `ports` to choose from.
+    at: std::collections::HashMap<(NodeId, NodeId), (u32, u32)>,
+    ports: Vec<Port>,
+}
+
+impl UnroutedLeaves {
+    /// Collects the ports for every (switch, leaf) of `plane` where `routes` has none and
+    /// the switch reaches the leaf over live links.
+    pub fn new(f: &Fabric, routes: &Routes, plane: u16) -> UnroutedLeaves {
+        let mut out = UnroutedLeaves::default();
+        let info = f.plane_info(plane);
+        let switches: Vec<NodeId> = info.switches().map(NodeId).collect();
+        let base = info.switches().start;
+        let mut dist = vec![u32::MAX; switches.len()];
+        let mut queue: Vec<NodeId> = Vec::new();
+        for (li, leaf) in info.leaves().map(NodeId).enumerate() {
+            let unrouted = |s: NodeId| routes.row_entries(s)[li] == NO_ROUTE;
+            if !switches.iter().any(|&s| unrouted(s)) {
+                continue;
+            }
+            // Multi-source BFS from every switch with an entry, over live switch links.
+            dist.fill(u32::MAX);
+            queue.clear();
+            for &s in &switches {
+                if !unrouted(s) {
+                    dist[(s.0 - base) as usize] = 0;
+                    queue.push(s);
+                }
+            }
+            let mut head = 0;
+            while head < queue.len() {
+                let n = queue[head];
+                head += 1;
+                let dn = dist[(n.0 - base) as usize];
+                for (peer, l) in f.ports(n) {
+                    if f.is_host(peer) || f.plane(peer) != Some(plane) || !routes.link_is_up(l) {
+                        continue;
+                    }
+                    let d = &mut dist[(peer.0 - base) as usize];
+                    if *d == u32::MAX {
+                        *d = dn + 1;
+                        queue.push(peer);
+                    }
+                }
+            }
+            for &s in &switches {
+                let ds = dist[(s.0 - base) as usize];
+                if ds == 0 || ds == u32::MAX {
+                    continue; // has an entry, or cannot reach the leaf at all
+                }
+                let start = out.ports.len() as u32;
+                for (p, (peer, l)) in f.ports(s).enumerate() {
+                    if !f.is_host(peer)
+                        && f.plane(peer) == Some(plane)
+                        && routes.link_is_up(l)
+                        && dist[(peer.0 - base) as usize] == ds - 1
+                    {
+                        out.ports.push(p as Port);
+                    }
+                }
+                out.at.insert((s, leaf), (start, out.ports.len() as u32));
+            }
+        }
+        out
+    }
+
+    /// Ports of `switch` toward `leaf` if its tables have no entry (empty otherwise).
+    pub fn ports(&self, switch: NodeId, leaf: NodeId) -> &[Port] {
+        self.at
+            .get(&(switch, leaf))
+            .map_or(&[], |&(a, b)| &self.ports[a as usize..b as usize])
+    }
+
+    /// Number of (switch, leaf) pairs filled in.
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    /// True when every switch had an entry for every leaf it reaches.
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+}
+
+/// Writes the OpenSM LFT dump of one plane: every switch's entry for every LID it reaches
+/// over live links.
+///
+/// - A host LID takes the single-path table's port ([`Lft`]; the same table whichever
+///   engine computed `routes`, so the dump is balanced as `fabric routes balance` reports).
+///   Where the tables have no route to the host's leaf but the switch still reaches it, the
+///   entry takes a min-hop way to the nearest switch with a route ([`UnroutedLeaves`]),
+///   spread by `lid mod ways`; a host cut off by failures has no entry.
+/// - A switch LID takes a min-hop path over live links, spread the same way; these carry
+///   management traffic only.
 pub fn write_lfts<W: Write>(
     w: &mut W,
     f: &Fabric,
     addr: &AddressPlan,
     plan: &LidPlan,
-    link_up: &dyn Fn(LinkId) -> bool,
-    mut next_hops: impl FnMut(NodeId, NodeId, &mut Vec<Port>),
+    routes: &Routes,
+    lft: &Lft,
 ) -> Result<(), ExportError> {
+    let link_up = |l: LinkId| routes.link_is_up(l);
     let info = f.plane_info(plan.plane);
     let switches: Vec<NodeId> = info.switches().map(NodeId).collect();
     // out_port[s_index * nswitch + t_index]: IB port from switch s toward switch t.
@@ -144,7 +247,7 @@ pub fn write_lfts<W: Write>(
     let mut queue = Vec::new();
     let mut cand: Vec<Port> = Vec::new();
     for (ti, &t) in switches.iter().enumerate() {
-        bfs_to(f, plan.plane, t, link_up, &mut dist, &mut queue);
+        bfs_to(f, plan.plane, t, &link_up, &mut dist, &mut queue);
         let tlid = u32::from(plan.lid(t));
         for (si, &s) in switches.iter().enumerate() {
             if s == t {
@@ -164,6 +267,7 @@ pub fn write_lfts<W: Write>(
             to_switch[si * ns + ti] = ib_port(port)?;
         }
     }
+    let unrouted = UnroutedLeaves::new(f, routes, plan.plane);
     let max_lid = plan.max_lid();
     // The part of an entry after the port depends only on the destination: render it
     // once per plane, not once per (switch, destination).
@@ -183,7 +287,6 @@ pub fn write_lfts<W: Write>(
             b.split_off(b.iter().position(|&c| c == b'#').unwrap_or(0) - 1)
         })
         .collect();
-    let mut hops = Vec::new();
     let mut block = Vec::new();
     for (si, &s) in switches.iter().enumerate() {
         let slid = plan.lid(s);
@@ -195,11 +298,17 @@ pub fn write_lfts<W: Write>(
             let port = if d == s {
                 0
             } else if f.is_host(d) {
-                hops.clear();
-                next_hops(s, d, &mut hops);
-                match hops.len() {
-                    0 => continue, // no route: the LID stays unrouted on this switch
-                    n => ib_port(hops[usize::from(dlid) % n])?,
+                match lft.port(f, s, d) {
+                    Some(p) => ib_port(p)?,
+                    None => {
+                        let ways = routes
+                            .host_leaf(d, plan.plane)
+                            .map_or(&[][..], |leaf| unrouted.ports(s, leaf));
+                        match ways.len() {
+                            0 => continue, // cut off: the LID stays unrouted on this switch
+                            n => ib_port(ways[usize::from(dlid) % n])?,
+                        }
+                    }
                 }
             } else {
                 match to_switch[si * ns + (d.0 - base) as usize] {

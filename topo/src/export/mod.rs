@@ -249,30 +249,29 @@ fn export_with<S: Sink>(
 /// Writes `opensm/plane<p>/{lfts.dump,fabric.net,guid2lid}` for every plane.
 pub fn export_opensm<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportError> {
     let (f, addr) = (r.fabric, r.addr);
+    let routes = r.tables.routes();
+    // An LFT is single-path whatever the engine: from ECMP tables, the single-path engine's
+    // table, so both engines write the same balanced file.
+    let computed;
+    let lft = match r.tables {
+        Tables::SinglePath(_, lft) => lft,
+        Tables::Ecmp(routes) => {
+            computed = crate::lft::Lft::compute(f, routes);
+            &computed
+        }
+    };
     for p in 0..f.num_planes() as u16 {
         let plan = ib::LidPlan::new(f, addr, p)?;
         let dir = format!("opensm/plane{p}");
         sink::with_file(sink, &format!("{dir}/fabric.net"), |w| {
-            let up = |l| r.tables.routes().link_is_up(l);
+            let up = |l| routes.link_is_up(l);
             ib::write_net(w, f, addr, &plan, &up)
         })?;
         sink::with_file(sink, &format!("{dir}/guid2lid"), |w| {
             Ok(ib::write_guid2lid(w, f, addr, &plan)?)
         })?;
         sink::with_file(sink, &format!("{dir}/lfts.dump"), |w| {
-            let up = |l| r.tables.routes().link_is_up(l);
-            // An LFT is single-path whatever the engine: from ECMP tables take the same
-            // d-mod-k member the single-path engine takes, so it balances at every tier.
-            let dmodk = crate::lft::DModK::new(f, p);
-            ib::write_lfts(w, f, addr, &plan, &up, |s, d, out| {
-                r.tables.next_hops(f, s, d, out);
-                if out.len() > 1
-                    && let Some(port) = dmodk.pick(f, s, d, out)
-                {
-                    out.clear();
-                    out.push(port);
-                }
-            })
+            ib::write_lfts(w, f, addr, &plan, routes, lft)
         })?;
     }
     Ok(())

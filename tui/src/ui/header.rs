@@ -56,6 +56,10 @@ fn status_line(app: &App, width: u16) -> Line<'static> {
         ),
     };
     s.push(Span::styled(text, style));
+    if let Some(rec) = &app.recording {
+        s.push(Span::raw(" "));
+        s.push(Span::styled(format!("● REC {rec}"), t.bad()));
+    }
     if app.frozen {
         s.push(Span::raw(" "));
         s.push(Span::styled(" ❚❚ FROZEN ", t.banner()));

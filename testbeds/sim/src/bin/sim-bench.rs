@@ -7,6 +7,7 @@
 //! ```text
 //! sim-bench                      # the anchor workload (k=16 fat-tree, 1024 hosts)
 //! sim-bench --k 8 --k 16 --k 32  # scaling table
+//! sim-bench --rto-us 1000        # the 1 ms timeout the recorded digests were taken with
 //! sim-bench --queue heap         # compare event queues (calendar: 1,024 ps buckets,
 //!                                # the default; adaptive: adaptive width; heap)
 //! ```
@@ -63,6 +64,9 @@ struct Opts {
     size: String,
     stop_us: Option<u64>,
     seed: u64,
+    /// A fixed retransmit timeout (the digests recorded before the timeout was derived
+    /// from the network were taken with 1,000 µs).
+    rto_us: Option<u64>,
 }
 
 /// One run's measurements.
@@ -83,6 +87,7 @@ fn parse_args() -> Result<Opts, String> {
         queue: "calendar".into(),
         size: "2MB".into(),
         stop_us: None,
+        rto_us: None,
         seed: 1,
     };
     let mut it = std::env::args().skip(1);
@@ -96,9 +101,10 @@ fn parse_args() -> Result<Opts, String> {
             "--size" => o.size = val()?,
             "--stop-us" => o.stop_us = Some(val()?.parse().map_err(|e| format!("--stop-us: {e}"))?),
             "--seed" => o.seed = val()?.parse().map_err(|e| format!("--seed: {e}"))?,
+            "--rto-us" => o.rto_us = Some(val()?.parse().map_err(|e| format!("--rto-us: {e}"))?),
             "-h" | "--help" => {
                 println!(
-                    "sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue calendar|adaptive|heap] [--size 2MB] [--stop-us N] [--seed N]"
+                    "sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue calendar|adaptive|heap] [--size 2MB] [--stop-us N] [--seed N] [--rto-us N]"
                 );
                 std::process::exit(0);
             }
@@ -138,6 +144,7 @@ fn run_one<Q: EventQueue>(k: u32, o: &Opts, q: Q) -> Result<Measured, String> {
             cc_algos::TrimPolicy::new(cc_algos::Bytes(200_000), cc_algos::Bytes(64)).unwrap(),
         ),
         stop: o.stop_us.map(|us| Instant::ZERO + Duration::micros(us)),
+        rto: o.rto_us.map(Duration::micros),
         ..SimConfig::default()
     };
     let c0 = cpu_seconds();

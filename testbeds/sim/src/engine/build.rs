@@ -248,5 +248,10 @@ pub(super) fn flow_state(
         rx_pending: Vec::new(),
         rx_pending_bytes: 0,
         rx_ce: false,
+        rx_next: 0,
+        rx_ooo: 0,
+        rx_ack_request: false,
+        rx_last: Pkt::default(),
+        rx_holes: Vec::new(),
     }
 }

@@ -96,6 +96,18 @@ impl<Q: EventQueue> Sim<Q> {
                     .map(|(k, n)| (k.to_string(), n))
                     .collect(),
                 peak_packets: self.pkts.len() as u64,
+                degraded: self
+                    .kx
+                    .degrades
+                    .iter()
+                    .map(|(d, _)| crate::results::DegradedLink {
+                        link: [d.from, d.to],
+                        both: d.both,
+                        fraction: d.fraction,
+                        at_us: d.at.picos() as f64 / 1e6,
+                        until_us: d.until.map(|u| u.picos() as f64 / 1e6),
+                    })
+                    .collect(),
             },
             flows,
             links,

@@ -168,12 +168,12 @@ impl<Q: EventQueue> Sim<Q> {
     pub(super) fn make_data(&mut self, f: u32, p: u32) -> Option<u32> {
         let fu = f as usize;
         // Next sequence: a retransmission first.
-        let seq = loop {
+        let (seq, retransmission) = loop {
             match self.flows[fu].retx.pop_front() {
                 Some(s) if self.flows[fu].pstate[s as usize] == S_RETXQ => {
                     self.flows[fu].retransmits += 1;
                     self.t.retransmits += 1;
-                    break s;
+                    break (s, true);
                 }
                 Some(_) => continue,
                 None => {
@@ -184,7 +184,7 @@ impl<Q: EventQueue> Sim<Q> {
                     let s = fl.next_seq;
                     fl.next_seq += 1;
                     fl.pstate.push(0);
-                    break s;
+                    break (s, false);
                 }
             }
         };
@@ -207,7 +207,7 @@ impl<Q: EventQueue> Sim<Q> {
         }
         let req = fl.to_request.min(u32::MAX as u64);
         fl.to_request -= req;
-        let ar = if self.wants_ack(&self.flows[fu]) {
+        let ar = if self.wants_ack(&self.flows[fu], retransmission) {
             F_AR
         } else {
             0
@@ -229,7 +229,7 @@ impl<Q: EventQueue> Sim<Q> {
             round: fl.round,
         };
         if fl.rto_at == u64::MAX {
-            fl.rto_at = self.now + self.cfg.rto.as_picos();
+            fl.rto_at = self.now + self.kx.rto;
             self.q.push(fl.rto_at, EV_RTO, f);
         }
         self.t.data_pkts += 1;
@@ -275,9 +275,9 @@ impl<Q: EventQueue> Sim<Q> {
         self.kick_host(src);
     }
 
-    pub(super) fn rto(&mut self, f: u32) {
+    pub(super) fn on_rto(&mut self, f: u32) {
         let fu = f as usize;
-        let rto = self.cfg.rto.as_picos();
+        let rto = self.kx.rto;
         if self.flows[fu].rto_at != self.now {
             return;
         }
@@ -360,6 +360,22 @@ impl<Q: EventQueue> Sim<Q> {
                 let hash = self.flows[fu].hash;
                 let ctrl = self.cfg.ctrl_size.0 as u32;
                 if pk.flags & F_TRIM != 0 {
+                    // With ACK coalescing, a trimmed header also flushes the ACK of
+                    // what was received before it, and the receiver remembers the hole
+                    // (beyond htsim's sink, see docs/sim.md): the NACK shrinks the
+                    // sender's window, and without these ACKs the retransmission can
+                    // wait behind packets already delivered until the timeout.
+                    if self.cfg.ack_every.is_some() {
+                        self.flush_ack(h, f);
+                        let fl = &mut self.flows[fu];
+                        let have = fl
+                            .rcvd
+                            .get(pk.seq as usize / 64)
+                            .is_some_and(|w| w & (1u64 << (pk.seq % 64)) != 0);
+                        if !have && !fl.rx_holes.contains(&pk.seq) {
+                            fl.rx_holes.push(pk.seq);
+                        }
+                    }
                     self.receiver_data(h, &pk, true);
                     self.t.nacks += 1;
                     let nack = Pkt {

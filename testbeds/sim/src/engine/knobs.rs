@@ -29,6 +29,8 @@ pub(super) struct KnobState {
     pub nominal: Vec<Rate>,
     /// The network's largest unloaded RTT, ps (0: not needed by this run).
     pub net_max_rtt: u64,
+    /// The retransmission timeout in force, ps (`SimConfig::rto`, or derived).
+    pub rto: u64,
     /// ACK coalescing: the sequence numbers each coalesced ACK covers (an ACK's
     /// `req` is its slot + 1), and the free slots.
     pub ack_sets: Vec<Vec<u32>>,
@@ -52,6 +54,7 @@ impl<Q: EventQueue> Sim<Q> {
             return Err(SimError::Config("init_window must be positive".into()));
         }
         let needs_max = self.cfg.base_rtt == BaseRttMode::NetworkMax
+            || self.cfg.rto.is_none()
             || matches!(
                 self.cfg.buffer_model,
                 BufferModel::PerPort {
@@ -68,18 +71,12 @@ impl<Q: EventQueue> Sim<Q> {
             victim,
         } = self.cfg.buffer_model
         {
+            let wire = self.cfg.mtu.0 + self.cfg.header.0;
             let q = match queue {
                 QueueSize::Bytes(b) => b.0,
-                QueueSize::Bdp(f) => {
-                    let rate = (0..self.net.hosts)
-                        .map(|h| self.net.nic_rate(h))
-                        .max()
-                        .unwrap_or(Rate::gbps(100));
-                    let bdp = rate.bdp(Duration::picos(self.kx.net_max_rtt)).0;
-                    (f * bdp as f64).round() as u64
-                }
+                // htsim (`main_uec.cpp`): ceil(BDP / packet) packets, times the factor.
+                QueueSize::Bdp(f) => (f * self.bdp_packets() as f64).round() as u64 * wire,
             };
-            let wire = self.cfg.mtu.0 + self.cfg.header.0;
             if q < wire {
                 return Err(SimError::Config(format!(
                     "per-port queue of {q} B cannot hold one {wire} B packet"
@@ -91,6 +88,10 @@ impl<Q: EventQueue> Sim<Q> {
             self.kx.victim = victim;
             self.kx.ctrl_bytes = vec![0; np];
         }
+        self.kx.rto = match self.cfg.rto {
+            Some(d) => d.as_picos(),
+            None => self.htsim_rto(),
+        };
         let specs: Vec<DegradeSpec> = self
             .cfg
             .degraded
@@ -188,6 +189,39 @@ impl<Q: EventQueue> Sim<Q> {
         self.kx.per_port.then_some(Bytes(self.kx.pp_queue))
     }
 
+    /// The network's bandwidth-delay product in whole packets, rounded up as htsim's
+    /// `calculate_bdp_pkt`: the largest host rate × the largest unloaded RTT.
+    fn bdp_packets(&self) -> u64 {
+        let wire = self.cfg.mtu.0 + self.cfg.header.0;
+        let bdp = self.host_rate().bdp(Duration::picos(self.kx.net_max_rtt)).0;
+        bdp.div_ceil(wire).max(1)
+    }
+
+    /// The largest host NIC rate.
+    fn host_rate(&self) -> Rate {
+        (0..self.net.hosts)
+            .map(|h| self.net.nic_rate(h))
+            .max()
+            .unwrap_or(Rate::gbps(100))
+    }
+
+    /// htsim's minimum RTO (`main_uec.cpp`): 15 µs plus six times the time one port's
+    /// queue takes to drain at the host rate; the queue is the per-port model's, or
+    /// one BDP (in whole packets) with the shared buffer.
+    fn htsim_rto(&self) -> u64 {
+        let queue = if self.kx.per_port {
+            self.kx.pp_queue
+        } else {
+            self.bdp_packets() * (self.cfg.mtu.0 + self.cfg.header.0)
+        };
+        Duration::micros(15).as_picos() + 6 * links::tx_ps(self.host_rate(), queue)
+    }
+
+    /// The retransmission timeout in force (`SimConfig::rto`, or derived as htsim's).
+    pub fn rto(&self) -> Duration {
+        Duration::picos(self.kx.rto)
+    }
+
     /// The base RTT a flow's algorithm is built with.
     pub(super) fn base_rtt_for(&self, src: u32, dst: u32) -> u64 {
         match self.cfg.base_rtt {
@@ -218,39 +252,76 @@ impl<Q: EventQueue> Sim<Q> {
         }
     }
 
-    /// ACK a data packet, or (ACK coalescing) remember it until `ack_every` bytes are
-    /// pending, the sender asked for an ACK (AR), the packet was a duplicate, or the
-    /// flow is complete; a coalesced ACK covers every pending packet and echoes CE if
-    /// any of them carried it.
+    /// ACK a data packet, or (ACK coalescing) remember it until htsim's UEC sink
+    /// (`UecSink::processData`) would ACK: `ack_every` bytes are pending, the packet
+    /// carried CE, it is the flow's first packet, the sender asked for an ACK (AR), an
+    /// AR arrived while packets were out of order and they have now drained, the packet
+    /// was a duplicate, or the flow is complete. Beyond htsim, it also ACKs at once
+    /// while a packet it NACKed has not arrived again (docs/sim.md says why). A
+    /// coalesced ACK covers every pending packet and echoes CE if any of them had it.
     pub(super) fn send_ack(&mut self, h: u32, pk: &Pkt, ce: bool, dup: bool) {
+        let Some(n) = self.cfg.ack_every else {
+            self.emit_ack(h, pk, ce, 0);
+            return;
+        };
+        let fu = pk.flow as usize;
+        let pl = self.payload_of(&self.flows[fu], pk.seq);
+        let drained = !dup && self.track_in_order(fu, pk.seq, pk.flags & F_AR != 0);
+        let fl = &mut self.flows[fu];
+        fl.rx_pending.push(pk.seq);
+        fl.rx_pending_bytes += pl;
+        fl.rx_ce |= ce;
+        fl.rx_last = *pk;
+        let complete = fl.size != u64::MAX && fl.recvd >= fl.size;
+        let first = !dup && fl.recvd == pl;
+        if let Some(i) = fl.rx_holes.iter().position(|&s| s == pk.seq) {
+            fl.rx_holes.swap_remove(i);
+        }
+        let hole = !fl.rx_holes.is_empty();
+        let at_once = fl.rx_pending_bytes >= n.0
+            || pk.flags & F_AR != 0
+            || ce
+            || first
+            || drained
+            || hole
+            || dup
+            || complete;
+        if at_once {
+            self.flush_ack(h, pk.flow);
+        }
+    }
+
+    /// ACK coalescing: send one ACK for every packet of flow `f` received and not yet
+    /// ACKed (nothing if there is none). It carries the newest one's send time and
+    /// entropy value, and CE if any of them had it.
+    pub(super) fn flush_ack(&mut self, h: u32, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        if fl.rx_pending.is_empty() {
+            return;
+        }
+        let echo = fl.rx_ce;
+        let last = fl.rx_last;
+        fl.rx_pending_bytes = 0;
+        fl.rx_ce = false;
+        let slot = match self.kx.ack_free.pop() {
+            Some(s) => s as usize,
+            None => {
+                self.kx.ack_sets.push(Vec::new());
+                self.kx.ack_sets.len() - 1
+            }
+        };
+        std::mem::swap(
+            &mut self.kx.ack_sets[slot],
+            &mut self.flows[f as usize].rx_pending,
+        );
+        self.flows[f as usize].rx_pending.clear();
+        self.emit_ack(h, &last, echo, slot as u32 + 1);
+    }
+
+    /// Send an ACK for data packet `pk` (`set` 0), or for the coalesced set `set`.
+    fn emit_ack(&mut self, h: u32, pk: &Pkt, echo: bool, set: u32) {
         let fu = pk.flow as usize;
         let (src, hash) = (self.flows[fu].src, self.flows[fu].hash);
-        let mut set = 0u32;
-        let mut echo = ce;
-        if let Some(n) = self.cfg.ack_every {
-            let pl = self.payload_of(&self.flows[fu], pk.seq);
-            let fl = &mut self.flows[fu];
-            fl.rx_pending.push(pk.seq);
-            fl.rx_pending_bytes += pl;
-            fl.rx_ce |= ce;
-            let complete = fl.size != u64::MAX && fl.recvd >= fl.size;
-            if fl.rx_pending_bytes < n.0 && pk.flags & F_AR == 0 && !dup && !complete {
-                return;
-            }
-            echo = fl.rx_ce;
-            fl.rx_pending_bytes = 0;
-            fl.rx_ce = false;
-            let slot = match self.kx.ack_free.pop() {
-                Some(s) => s as usize,
-                None => {
-                    self.kx.ack_sets.push(Vec::new());
-                    self.kx.ack_sets.len() - 1
-                }
-            };
-            std::mem::swap(&mut self.kx.ack_sets[slot], &mut self.flows[fu].rx_pending);
-            self.flows[fu].rx_pending.clear();
-            set = slot as u32 + 1;
-        }
         self.t.acks += 1;
         let ack = Pkt {
             kind: K_ACK,
@@ -284,9 +355,39 @@ impl<Q: EventQueue> Sim<Q> {
         self.kx.ack_free.push(slot as u32);
     }
 
-    /// Whether the sender should ask for an ACK at once with this packet (its last new
-    /// packet, or its window is now full): only matters with ACK coalescing.
-    pub(super) fn wants_ack(&self, f: &FlowState) -> bool {
+    /// Receiver side of ACK coalescing: advance the in-order point past `seq` (a new
+    /// packet, already in the `rcvd` bitmap) and count packets held out of order.
+    /// Returns true when an earlier AR asked for an ACK once the out-of-order packets
+    /// drained and they now have (htsim's `_ack_request`).
+    fn track_in_order(&mut self, fu: usize, seq: u32, ar: bool) -> bool {
+        let fl = &mut self.flows[fu];
+        let has = |rcvd: &[u64], s: u32| {
+            rcvd.get(s as usize / 64)
+                .is_some_and(|w| w & (1u64 << (s % 64)) != 0)
+        };
+        if ar {
+            fl.rx_ack_request = true;
+        }
+        if seq == fl.rx_next {
+            fl.rx_next += 1;
+            while has(&fl.rcvd, fl.rx_next) {
+                fl.rx_next += 1;
+                fl.rx_ooo -= 1;
+            }
+            if fl.rx_ooo == 0 && fl.rx_ack_request {
+                fl.rx_ack_request = false;
+                return true;
+            }
+        } else if seq > fl.rx_next {
+            fl.rx_ooo += 1;
+        }
+        false
+    }
+
+    /// Whether the sender asks for an ACK at once with this packet (htsim's UEC source
+    /// sets AR on every retransmission, on its last new packet, and when the packet
+    /// fills its window): only matters with ACK coalescing.
+    pub(super) fn wants_ack(&self, f: &FlowState, retransmission: bool) -> bool {
         if self.cfg.ack_every.is_none() {
             return false;
         }
@@ -294,8 +395,8 @@ impl<Q: EventQueue> Sim<Q> {
         let full =
             f.cc.as_ref()
                 .and_then(|c| c.window())
-                .is_some_and(|w| f.inflight + self.cfg.mtu.0 > w.0);
-        last || full
+                .is_some_and(|w| f.inflight + self.cfg.mtu.0 >= w.0);
+        retransmission || last || full
     }
 
     /// Per-port buffer model: admit a packet into egress port `e`'s queues.

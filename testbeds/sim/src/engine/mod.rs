@@ -294,6 +294,17 @@ struct FlowState {
     rx_pending: Vec<u32>,
     rx_pending_bytes: u64,
     rx_ce: bool,
+    /// ACK coalescing: the next in-order sequence number the receiver waits for, how
+    /// many packets beyond it arrived out of order, and whether an AR arrived while
+    /// packets were out of order (htsim's `_ack_request`: ACK again once they drain).
+    rx_next: u32,
+    rx_ooo: u32,
+    rx_ack_request: bool,
+    /// ACK coalescing: the newest packet received and not yet ACKed (its send time and
+    /// entropy value go into the coalesced ACK).
+    rx_last: Pkt,
+    /// ACK coalescing: packets the receiver NACKed (trimmed) and has not received since.
+    rx_holes: Vec<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -787,7 +798,7 @@ impl<Q: EventQueue> Sim<Q> {
                 }
             }
             EV_CCTIMER => self.cc_timer(id),
-            EV_RTO => self.rto(id),
+            EV_RTO => self.on_rto(id),
             EV_PORTWAKE => {
                 if self.port[id as usize].wake_at == self.now {
                     self.port[id as usize].wake_at = u64::MAX;

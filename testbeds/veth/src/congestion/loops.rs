@@ -14,6 +14,7 @@ use veth_core::pcap::PcapWriter;
 use veth_core::switch::PortCounters;
 
 use super::CongestionConfig;
+use super::reaction::CcSample;
 use super::star::Sockets;
 use super::telemetry::Live;
 use crate::afpacket::{self, PacketSocket};
@@ -123,8 +124,8 @@ pub(super) struct HostsRan {
     pub sockets: Vec<PacketSocket>,
     /// Bytes delivered per flow per sample.
     pub delivered_series: HashMap<u32, Vec<u64>>,
-    /// Controller rate (Gb/s) per flow per sample.
-    pub rate_series: HashMap<u32, Vec<f64>>,
+    /// Controller state per flow per sample.
+    pub cc_series: HashMap<u32, Vec<CcSample>>,
     pub completed: Completed,
     /// When the run ended (real clock of the run).
     pub end: Instant,
@@ -379,7 +380,7 @@ impl HostsLoop {
         let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); self.hosts.len()];
         let mut delivered_series: HashMap<u32, Vec<u64>> =
             self.flow_ids.iter().map(|&f| (f, Vec::new())).collect();
-        let mut rate_series: HashMap<u32, Vec<f64>> =
+        let mut cc_series: HashMap<u32, Vec<CcSample>> =
             self.flow_ids.iter().map(|&f| (f, Vec::new())).collect();
         let wall_start = std::time::Instant::now();
         let mut late = Lateness::default();
@@ -389,7 +390,7 @@ impl HostsLoop {
             let now = clock.now();
             self.note_completions(&mut completed);
             if now >= next_sample {
-                self.sample(now, &mut delivered_series, &mut rate_series);
+                self.sample(now, &mut delivered_series, &mut cc_series);
                 next_sample += self.sample_real;
             }
             let all_done = completed.len() == self.sized.len()
@@ -421,7 +422,7 @@ impl HostsLoop {
             hosts: self.hosts,
             sockets: self.sockets,
             delivered_series,
-            rate_series,
+            cc_series,
             completed,
             end,
             late_us: late.max_us(),
@@ -480,9 +481,8 @@ impl HostsLoop {
         &mut self,
         now: Instant,
         delivered: &mut HashMap<u32, Vec<u64>>,
-        rates: &mut HashMap<u32, Vec<f64>>,
+        cc: &mut HashMap<u32, Vec<CcSample>>,
     ) {
-        use cc_algos::SenderCc;
         for h in &self.hosts {
             for (id, r) in &h.recv {
                 if let Some(v) = delivered.get_mut(id) {
@@ -490,8 +490,8 @@ impl HostsLoop {
                 }
             }
             for f in &h.flows {
-                if let Some(v) = rates.get_mut(&f.id) {
-                    v.push(f.cc.rate().as_gbps_f64());
+                if let Some(v) = cc.get_mut(&f.id) {
+                    v.push(CcSample::of(&f.cc));
                 }
             }
         }

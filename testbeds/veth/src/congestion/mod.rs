@@ -23,6 +23,7 @@
 
 pub mod fabric;
 mod loops;
+pub mod reaction;
 mod results;
 pub mod star;
 pub mod telemetry;
@@ -152,6 +153,11 @@ impl CongestionConfig {
         c
     }
 
+    /// Whether the switches stamp INT and the hosts echo it: the algorithm needs it (HPCC).
+    pub fn int(&self) -> bool {
+        matches!(self.cc, CcKind::Hpcc)
+    }
+
     /// The time scale `virtual_rate / link_rate`.
     pub fn scale(&self) -> Result<TimeScale> {
         let (v, r) = (self.virtual_rate.as_bps(), self.link_rate.as_bps());
@@ -257,7 +263,7 @@ impl StormConfig {
 }
 
 /// Per-flow results (virtual time).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct FlowResult {
     pub id: u32,
     pub src: u32,
@@ -274,6 +280,12 @@ pub struct FlowResult {
     pub gbps: Vec<f64>,
     /// The sender's congestion-control rate at each sample, Gb/s (virtual).
     pub cc_rate_gbps: Vec<f64>,
+    /// The sender's window at each sample, bytes (empty: not a window-based controller).
+    pub cc_window_bytes: Vec<f64>,
+    /// Credit granted to the sender per sample, Gb/s (virtual; empty: not credit-based).
+    pub cc_credit_gbps: Vec<f64>,
+    /// How the controller reacted while the flow was active (`None`: too short to judge).
+    pub reaction: Option<reaction::Reaction>,
     pub cnps: u64,
     pub naks: u64,
     pub timeouts: u64,
@@ -284,7 +296,7 @@ pub struct FlowResult {
 }
 
 /// The result of a run.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct CongestionReport {
     pub scale: u64,
     pub link_rate_gbps: f64,
@@ -296,6 +308,8 @@ pub struct CongestionReport {
     pub flows: Vec<FlowResult>,
     /// Switch counters per port (global ports; see [`fabric`]).
     pub ports: Vec<PortCounters>,
+    /// Time each port of `ports` was held by a received PAUSE, µs of virtual time.
+    pub paused_virtual_us: Vec<f64>,
     /// What each port of `ports` is (switch, port, peer).
     pub port_names: Vec<fabric::PortName>,
     /// Topology the run was on.
@@ -347,6 +361,28 @@ impl CongestionReport {
     pub fn faithful(&self) -> bool {
         self.switch_max_late_us <= MAX_FAITHFUL_LATE_US
             && self.hosts_max_late_us <= MAX_FAITHFUL_LATE_US
+    }
+
+    /// Whether the run was congested (ECN marks, pauses or drops) and yet no flow's
+    /// controller ever moved its rate, window or credit: then the algorithm did not run
+    /// (as HPCC did not before the switch stamped INT), and agreement with the
+    /// simulator means nothing.
+    pub fn controller_inert(&self) -> bool {
+        let congested = self.ecn_marks > 0 || self.pauses_sent > 0 || self.total_drops() > 0;
+        congested
+            && self
+                .flows
+                .iter()
+                .all(|f| f.reaction.as_ref().is_none_or(|r| !r.changed))
+    }
+
+    /// Flows with a size that did not complete (ids).
+    pub fn unfinished(&self) -> Vec<u32> {
+        self.flows
+            .iter()
+            .filter(|f| f.size.is_some() && f.completed_us.is_none())
+            .map(|f| f.id)
+            .collect()
     }
 
     /// All drops: switch buffer, kernel sockets, veths, failed links, no route, watchdog.
@@ -453,6 +489,28 @@ pub fn check(cfg: &CongestionConfig, plan: &Workplan) -> Result<()> {
         return Err(Error::Invalid(format!(
             "payload {} must be a multiple of 4 in 16..=8192",
             cfg.payload
+        )));
+    }
+    if cfg.int() && cfg.payload < veth_core::int::MIN_PAYLOAD {
+        return Err(Error::Invalid(format!(
+            "payload {} B: {} needs INT records in every data packet, at least {} B of payload",
+            cfg.payload,
+            cfg.cc,
+            veth_core::int::MIN_PAYLOAD
+        )));
+    }
+    Ok(())
+}
+
+/// `--pcap-port` must name a port of the switches built (`ports` of them, global
+/// numbering: on the star, port `i` faces host `i`).
+pub fn check_pcap_port(cfg: &CongestionConfig, ports: usize) -> Result<()> {
+    if cfg.pcap.is_some() && cfg.pcap_port >= ports {
+        return Err(Error::Invalid(format!(
+            "pcap port {}: the {} has switch ports 0..={} (on the star port i faces host i)",
+            cfg.pcap_port,
+            cfg.topology,
+            ports.saturating_sub(1)
         )));
     }
     Ok(())
@@ -570,6 +628,7 @@ fn run(
     info: FabricInfo,
 ) -> Result<CongestionReport> {
     let built = fabric::build(cfg, plan, scale)?;
+    check_pcap_port(cfg, built.port_names.len())?;
     let mut hosts = star::hosts(cfg, plan, &built.host_links, scale)?;
     if let Some(s) = cfg.storm {
         hosts[s.host].storm(scale.to_real(Instant::ZERO + s.at), s.every, s.priority);
@@ -624,6 +683,57 @@ mod tests {
     fn jain_index() {
         assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
         assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
+    }
+
+    fn flow(id: u32, reaction: Option<reaction::Reaction>) -> FlowResult {
+        FlowResult {
+            id,
+            size: Some(1000),
+            reaction,
+            ..FlowResult::default()
+        }
+    }
+
+    #[test]
+    fn a_congested_run_whose_controllers_never_moved_is_inert() {
+        let flat = reaction::Reaction::judge("window_bytes", &[125e3; 5], 0..5, None);
+        let moved = reaction::Reaction::judge("window_bytes", &[125e3, 9e3, 2e4], 0..3, None);
+        let mut r = CongestionReport {
+            ecn_marks: 3834,
+            flows: vec![flow(1, flat.clone()), flow(2, flat)],
+            ..CongestionReport::default()
+        };
+        assert!(r.controller_inert());
+        r.flows[1].reaction = moved;
+        assert!(!r.controller_inert());
+        // Without congestion a flat controller is right.
+        r.flows[1].reaction = r.flows[0].reaction.clone();
+        r.ecn_marks = 0;
+        assert!(!r.controller_inert());
+    }
+
+    #[test]
+    fn unfinished_names_sized_flows_without_completion() {
+        let mut done = flow(1, None);
+        done.completed_us = Some(10.0);
+        let mut endless = flow(3, None);
+        endless.size = None;
+        let r = CongestionReport {
+            flows: vec![done, flow(2, None), endless],
+            ..CongestionReport::default()
+        };
+        assert_eq!(r.unfinished(), vec![2]);
+    }
+
+    #[test]
+    fn a_pcap_port_the_switches_lack_is_refused() {
+        let mut c = CongestionConfig::new(9);
+        c.pcap = Some("x.pcap".into());
+        c.pcap_port = 99;
+        let e = check_pcap_port(&c, 9).unwrap_err().to_string();
+        assert!(e.contains("pcap port 99") && e.contains("0..=8"), "{e}");
+        c.pcap_port = 8;
+        assert!(check_pcap_port(&c, 9).is_ok());
     }
 
     #[test]

@@ -5,6 +5,7 @@ use veth_core::endpoint::TimeScale;
 use veth_core::switch::PortCounters;
 
 use super::loops::Ran;
+use super::reaction::{self, Reaction};
 use super::{CongestionConfig, CongestionReport, FlowResult};
 use scenario::Workplan;
 
@@ -41,7 +42,7 @@ pub(super) fn assemble(
     let flows = plan
         .flows
         .iter()
-        .map(|f| flow_result(f, ran, sample_us, &to_us))
+        .map(|f| flow_result(f, ran, sample_us, cfg.virtual_rate, &to_us))
         .collect();
     let ports: Vec<PortCounters> = (0..sw.switch.num_ports())
         .map(|p| sw.switch.counters(p).clone())
@@ -71,6 +72,10 @@ pub(super) fn assemble(
             .map(|p| p.max_headroom_bytes)
             .max()
             .unwrap_or(0),
+        paused_virtual_us: ports
+            .iter()
+            .map(|p| scale.dur_to_virtual(p.paused_time).as_micros_f64())
+            .collect(),
         ports,
         port_names: Vec::new(),
         topology: cfg.topology.to_string(),
@@ -88,6 +93,7 @@ fn flow_result(
     f: &scenario::FlowSpec,
     ran: &Ran,
     sample_us: f64,
+    line_rate: cc_algos::Rate,
     to_us: &dyn Fn(Instant) -> f64,
 ) -> FlowResult {
     let h = &ran.hosts;
@@ -103,6 +109,26 @@ fn flow_result(
         gbps.push(b.saturating_sub(prev) as f64 * 8.0 / (sample_us * 1e3));
         prev = b;
     }
+    let cc = h.cc_series.get(&f.id).map_or(&[][..], |v| &v[..]);
+    let cc_rate_gbps: Vec<f64> = cc.iter().map(|s| s.rate_gbps).collect();
+    let cc_window_bytes: Vec<f64> = cc
+        .iter()
+        .filter_map(|s| s.window_bytes.map(|w| w as f64))
+        .collect();
+    let received: Vec<u64> = cc.iter().filter_map(|s| s.credit_received).collect();
+    let cc_credit_gbps = reaction::credit_gbps(&received, sample_us);
+    let start_us = f.start.picos() as f64 / 1e6;
+    let completed_us = rx.completed.map(to_us);
+    let active = (start_us / sample_us) as usize
+        ..completed_us.map_or(usize::MAX, |t| (t / sample_us).ceil() as usize + 1);
+    let reaction = if !cc_window_bytes.is_empty() {
+        Reaction::judge("window_bytes", &cc_window_bytes, active, None)
+    } else if !cc_credit_gbps.is_empty() {
+        let line = line_rate.as_gbps_f64();
+        Reaction::judge("credit_gbps", &cc_credit_gbps, active, Some(line))
+    } else {
+        Reaction::judge("rate_gbps", &cc_rate_gbps, active, None)
+    };
     FlowResult {
         id: f.id,
         src: f.src,
@@ -110,10 +136,13 @@ fn flow_result(
         size: f.size.map(|b| b.0),
         priority: f.priority,
         delivered: rx.bytes,
-        start_us: f.start.picos() as f64 / 1e6,
-        completed_us: rx.completed.map(to_us),
+        start_us,
+        completed_us,
         gbps,
-        cc_rate_gbps: h.rate_series.get(&f.id).cloned().unwrap_or_default(),
+        cc_rate_gbps,
+        cc_window_bytes,
+        cc_credit_gbps,
+        reaction,
         cnps: sf.map_or(0, |s| s.cnps),
         naks: sf.map_or(0, |s| s.naks),
         timeouts: sf.map_or(0, |s| s.timeouts),

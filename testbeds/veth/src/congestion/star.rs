@@ -110,6 +110,7 @@ pub fn switch_config(
     c.seed = cfg.seed;
     c.pacing_burst = cfg.switch_pacing_burst;
     c.pfcwd = cfg.pfcwd;
+    c.int = cfg.int();
     c
 }
 
@@ -146,6 +147,7 @@ pub fn hosts(
                     rto: scale.dur_to_real(cfg.rto),
                     pacing_burst: cfg.pacing_burst,
                     spray,
+                    int: cfg.int(),
                 },
                 np,
             )

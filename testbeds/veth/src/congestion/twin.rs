@@ -30,7 +30,7 @@ pub fn sim_config(cfg: &CongestionConfig) -> SimConfig {
         buffer: cfg.buffer,
         ecn: cfg.ecn,
         trim: cfg.trim,
-        rto: cfg.rto,
+        rto: Some(cfg.rto),
         seed: cfg.seed,
         lb: lb_scheme(cfg.spray),
         evs: cfg.evs,

@@ -1,0 +1,158 @@
+//! The FRR testbed on a k=4 fat-tree (root, and Debian's frr, lldpd,
+//! prometheus-node-exporter and prometheus): BGP converges to the tables topo computes
+//! on every switch (both families, from BGP alone), lldpd hears every fabric port's
+//! neighbour, Prometheus scrapes every node_exporter over the management network, a
+//! link set down by the test is routed around by BGP to the tables of the live
+//! topology — and every daemon, directory, bridge and namespace is gone afterwards.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use topo::{NodeId, Rate, Routes, generators};
+use veth::frr::{FrrOptions, FrrTestbed};
+use veth::root_tests_enabled;
+use veth::routed::ifname;
+
+fn enabled() -> bool {
+    match root_tests_enabled() {
+        Ok(false) => return false,
+        Ok(true) => {}
+        Err(why) => panic!("{why}"),
+    }
+    let missing: Vec<&str> = [
+        "/usr/lib/frr/zebra",
+        "/usr/lib/frr/bgpd",
+        "/usr/lib/frr/bfdd",
+        "/usr/lib/frr/staticd",
+        "/usr/bin/vtysh",
+        "/usr/sbin/lldpd",
+        "/usr/bin/prometheus-node-exporter",
+        "/usr/bin/prometheus",
+    ]
+    .into_iter()
+    .filter(|p| !std::path::Path::new(p).exists())
+    .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
+        return false;
+    }
+    panic!(
+        "missing {missing:?}: run scripts/install-deps.sh as root, or set FABRIC_SKIP_TOOLS=1 to skip"
+    );
+}
+
+/// `GET path` on `addr`, the body.
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    r.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or(r)
+}
+
+fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
+}
+
+#[test]
+fn frr_fabric_converges_is_watched_and_routes_around_a_failed_link() {
+    if !enabled() {
+        return;
+    }
+    let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
+    let tb = FrrTestbed::build(f.clone(), &FrrOptions::default()).unwrap();
+    let healthy = Routes::compute(&f);
+    let d = tb
+        .wait_converged(&healthy, Duration::from_secs(90))
+        .unwrap();
+    assert!(d.entries.is_empty(), "not converged: {:?}", d.entries);
+    // 20 switches × 8 leaves × 2 families.
+    assert_eq!(d.checked, 320);
+    let bgp = tb.vtysh(0, "show bgp summary").unwrap();
+    assert!(bgp.contains("Total number of neighbors"), "{bgp}");
+    let bfd = tb.vtysh(0, "show bfd peers brief").unwrap();
+    assert!(bfd.contains("up"), "{bfd}");
+
+    // lldpd: every fabric port of a leaf hears its neighbour, port ids are ifnames.
+    let leaf = &tb.agents()[0];
+    let sock = leaf.lldp_socket.clone().unwrap();
+    let ok = veth::frr::wait_for(Duration::from_secs(30), || {
+        veth::frr::procs::run(
+            None,
+            "lldpcli",
+            &[
+                "-u",
+                &sock.to_string_lossy(),
+                "-f",
+                "json",
+                "show",
+                "neighbors",
+            ],
+        )
+        .map(|j| j.matches("\"ifname\"").count() >= 2)
+        .unwrap_or(false)
+    });
+    assert!(ok, "lldpd on {} heard no neighbours", leaf.name);
+
+    // Prometheus scrapes every node_exporter through the management network.
+    let prom = tb.prometheus().unwrap();
+    let ok = veth::frr::wait_for(Duration::from_secs(60), || {
+        let b = http_get(prom, "/api/v1/query?query=count(up%3D%3D1)");
+        b.contains("\"value\":[") && b.contains("\"20\"")
+    });
+    assert!(ok, "Prometheus does not see 20 exporters up");
+    let b = http_get(
+        prom,
+        "/api/v1/query?query=count(node_network_transmit_bytes_total%7Bdevice%3D~%22p.*%22%7D)",
+    );
+    // 16 leaf ports... every fabric port: 4 per switch.
+    assert!(b.contains("\"80\""), "{b}");
+
+    // A link set down by the test: BGP (with BFD) converges to the live topology's tables.
+    let link = f
+        .links()
+        .iter()
+        .position(|l| !f.is_host(l.a) && !f.is_host(l.b))
+        .unwrap();
+    let l = *f.link(topo::LinkId(link as u32));
+    tb.routed().nl(l.a).set_down(&ifname(l.a_port)).unwrap();
+    let mut failed = healthy.clone();
+    failed.fail_links(&f, &[topo::LinkId(link as u32)]);
+    let d = tb.wait_converged(&failed, Duration::from_secs(60)).unwrap();
+    assert!(d.entries.is_empty(), "not re-converged: {:?}", d.entries);
+
+    // Teardown removes every daemon, directory, the bridge and the namespaces.
+    let pids = tb.daemon_pids();
+    assert_eq!(pids.len(), 20 * 6 + 1);
+    let dirs = tb.frr_dirs().to_vec();
+    let dir = tb.dir().to_path_buf();
+    let bridge = tb.mgmt().bridge().to_string();
+    let ns: Vec<String> = f
+        .switches()
+        .map(|s: NodeId| tb.routed().netns(s).name().to_string())
+        .collect();
+    tb.teardown().unwrap();
+    for p in pids {
+        assert!(!alive(p), "daemon {p} still running");
+    }
+    for d in dirs.iter().chain([&dir]) {
+        assert!(!d.exists(), "{} left", d.display());
+    }
+    assert!(
+        !std::path::Path::new("/sys/class/net")
+            .join(&bridge)
+            .exists()
+    );
+    for n in ns {
+        assert!(
+            !std::path::Path::new("/run/netns").join(&n).exists(),
+            "{n} left"
+        );
+    }
+}
