@@ -746,6 +746,31 @@ mod tests {
     }
 
     #[test]
+    fn precision_chooses_the_trials() {
+        let dir = std::env::temp_dir().join(format!("fabric-plan-p-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("rates.toml"), "[host]\nafr_percent = 3000\n").unwrap();
+        let mut a = args(&dir, None, "p.json");
+        a.failures = "all".into();
+        a.designs = vec!["fat-tree-k4".into()];
+        a.trials = 400;
+        a.precision = Some(20.0);
+        resilience(a).unwrap();
+        let r = read(&dir.join("p.json"));
+        let s = &r.designs[0].summary;
+        let lost = s.effective_training.map(|x| 1.0 - x);
+        // more than the first round of 16, fewer than the cap, and precise enough
+        assert!(
+            r.config.trials > 16 && r.config.trials < 400,
+            "{}",
+            r.config.trials
+        );
+        assert!(lost.relative_half_width() <= 0.2, "{lost:?}");
+        assert_eq!(s.trials, r.config.trials as u64);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
     fn output_paths_are_checked_before_any_trial() {
         let dir = std::env::temp_dir();
         let mut a = args(&dir, None, "unused.json");

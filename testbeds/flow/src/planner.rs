@@ -354,6 +354,9 @@ pub struct Design<'a> {
     cfg: PlanConfig,
 }
 
+/// GPUs per server of the Llama 3 cluster the server failure rate comes from.
+const LLAMA3_GPUS_PER_SERVER: f64 = 8.0;
+
 /// Bytes per rank of the evaluated all-reduce (a bandwidth model: bus bandwidth does not
 /// depend on it).
 const JOB_BYTES: f64 = 1e9;
@@ -390,7 +393,7 @@ impl<'a> Design<'a> {
             cfg: cfg.clone(),
         };
         let expected: f64 = (0..NUM_CLASSES)
-            .map(|c| d.exposure(c) as f64 * d.rates.classes()[c].1.per_hour())
+            .map(|c| d.exposure(c) * d.rates.classes()[c].1.per_hour())
             .sum::<f64>()
             * cfg.days
             * 24.0;
@@ -424,12 +427,18 @@ impl<'a> Design<'a> {
         Ok(d)
     }
 
-    /// Components of class `c` that can fail (the software class: the job's GPUs).
-    fn exposure(&self, c: usize) -> u64 {
-        if c == SOFTWARE {
-            self.cfg.job_gpus
-        } else {
-            self.comps.count(c) as u64
+    /// Components of class `c` exposed to its rate: the software class counts the job's
+    /// GPUs; the server class counts servers scaled to the 8-GPU servers its rate was
+    /// measured on (Llama 3), so a design of 1-GPU servers is not charged 8× the host
+    /// failures per GPU (an assumption: host parts scale with the GPUs they serve).
+    fn exposure(&self, c: usize) -> f64 {
+        match c {
+            SOFTWARE => self.cfg.job_gpus as f64,
+            HOST => {
+                let g = self.fabric.host_layout().gpus_per_server.max(1) as f64;
+                self.comps.count(c) as f64 * g / LLAMA3_GPUS_PER_SERVER
+            }
+            _ => self.comps.count(c) as f64,
         }
     }
 
@@ -854,7 +863,7 @@ fn draw_failures(d: &Design<'_>, rng: &mut ChaCha8Rng, hours: f64) -> Vec<Ev> {
     let mut out = Vec::new();
     for (c, (_, r)) in d.rates.classes().iter().enumerate() {
         let n = d.comps.count(c);
-        let rate = d.exposure(c) as f64 * r.per_hour();
+        let rate = d.exposure(c) * r.per_hour();
         if n == 0 || rate <= 0.0 {
             continue;
         }
@@ -1122,8 +1131,11 @@ pub fn summarize(
 ) -> Summary {
     let hours = cfg.days * 24.0;
     let recs = &a.per_trial;
+    // every figure here is a count or a share: an interval never goes below 0
     let per_trial = |f: &dyn Fn(&TrialRecord) -> f64| -> Estimate {
-        stats::mean_interval(&recs.iter().map(f).collect::<Vec<_>>())
+        let mut e = stats::mean_interval(&recs.iter().map(f).collect::<Vec<_>>());
+        e.lo = e.lo.max(0.0);
+        e
     };
     let per_day = |n: u32| n as f64 / cfg.days;
     let cost_h = cfg.checkpoint_hours / 2.0 + cfg.restart_minutes / 60.0;

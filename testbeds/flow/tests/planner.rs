@@ -317,3 +317,24 @@ fn every_figure_has_an_interval_that_narrows_with_trials() {
     assert!(many.rel_mean.lo <= many.rel_mean.value && many.rel_mean.value <= many.rel_mean.hi);
     assert!(many.rel_p99.lo <= many.rel_p99.value && many.rel_p99.value <= many.rel_p99.hi);
 }
+
+#[test]
+fn server_failures_scale_with_the_gpus_a_server_holds() {
+    // the same 16 GPUs as 16 one-GPU servers or as 2 eight-GPU servers: the same host
+    // failure rate per GPU
+    let eight = "name = \"s8\"\n[hosts]\nservers = 2\ngpus_per_server = 8\nrate = \"100G\"\n\
+                 [[planes]]\nleaves_per_pod = 2\nleaf = { radix = 2, down = 1, up = 1 }\nspine = { radix = 2 }\n";
+    let f8 = topo::Spec::parse(eight, topo::Format::Toml, "t")
+        .unwrap()
+        .build("t")
+        .unwrap();
+    let c = cfg(only("host", 20_000.0, 1.0), 40, 2);
+    let one = run(&spec(false), &c, (0, 1)).designs[0]
+        .summary
+        .failures_per_day["host"];
+    let per8 = run(&f8, &c, (0, 1)).designs[0].summary.failures_per_day["host"];
+    assert!(
+        (one.value - per8.value).abs() < 0.25 * one.value,
+        "{one:?} vs {per8:?}"
+    );
+}
