@@ -420,7 +420,7 @@ fn recordings_stay_inside_the_record_dir_within_their_caps() {
     error_of(&r);
     let r = d.request("PUT", "/api/v1/recording", &[], b"");
     assert_eq!(r.status, 405, "{}", r.text());
-    assert!(error_of(&r).contains("POST"), "{}", r.text());
+    assert!(!error_of(&r).is_empty(), "{}", r.text());
     // The size cap ends a recording on its own (a k=4 snapshot is several kB).
     let r = post(&bearer, json, &path("a.rec"));
     assert_eq!(r.status, 200, "{}", r.text());
