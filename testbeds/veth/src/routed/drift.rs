@@ -202,7 +202,6 @@ impl RoutedTestbed {
         }
         out
     }
-
 }
 
 /// Whether `dst` is a host route (`/32`, `/128`). On a leaf, inside its own prefix and with
