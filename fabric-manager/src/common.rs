@@ -213,10 +213,28 @@ pub fn read_spec_file(path: &Path) -> anyhow::Result<(topo::Spec, String)> {
     let format = topo::Format::from_path(&origin).with_context(|| {
         format!("{origin}: unknown spec format (expected a .toml, .yaml, .yml or .json file)")
     })?;
-    let text = std::fs::read_to_string(path)
+    let text = read_capped(path, MAX_SPEC_BYTES)
         .with_context(|| format!("cannot read fabric spec {origin}"))?;
     let spec = topo::Spec::parse(&text, format, &origin)?;
     Ok((spec, origin))
+}
+
+/// The largest fabric spec read (a 100k-GPU spec in any format is a few kB; a generated
+/// one listing every link is far below this).
+pub const MAX_SPEC_BYTES: u64 = 64 << 20;
+
+/// Reads a text file of at most `limit` bytes; a larger one (or an endless one such as
+/// `/dev/zero`) is an error naming the limit, read no further than the limit.
+fn read_capped(path: &Path, limit: u64) -> anyhow::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        anyhow::bail!("larger than the {} MiB a spec may have", limit >> 20);
+    }
+    Ok(text)
 }
 
 /// A preset's spec. The grammar, the same for every command: `NAME[-x<PLANES>]` where NAME
@@ -276,6 +294,10 @@ pub fn design_spec(arg: &str) -> anyhow::Result<(topo::Spec, String)> {
     let p = Path::new(arg);
     if p.exists() {
         read_spec_file(p)
+    } else if topo::Format::from_path(arg).is_some() || arg.contains('/') {
+        anyhow::bail!(
+            "{arg}: no such file (a design is a spec file, .toml/.yaml/.yml/.json, or a preset of `fabric topo presets`)"
+        )
     } else {
         preset_spec(arg)
     }
@@ -363,7 +385,28 @@ mod tests {
         assert!(e.contains("--fabric SPEC_FILE or --preset NAME"), "{e}");
         let e = load_design("no-such-design").unwrap_err().to_string();
         assert!(e.starts_with("unknown preset `no-such-design`"), "{e}");
+        // A file name that does not exist is a missing file, not an unknown preset.
+        let e = load_design("nonexistent.toml").unwrap_err().to_string();
+        assert!(e.starts_with("nonexistent.toml: no such file"), "{e}");
         std::fs::remove_dir_all(p.parent().unwrap()).ok();
+    }
+
+    #[test]
+    fn an_endless_spec_file_is_refused_at_the_size_limit() {
+        let e = read_spec_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.to_string().contains("unknown spec format"), "{e:#}");
+        // Through a spec-named link to /dev/zero: read up to the limit, then refused.
+        let dir = std::env::temp_dir().join(format!("fabric-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let link = dir.join("zero.toml");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let e = format!("{:#}", read_spec_file(&link).unwrap_err());
+        assert!(
+            e.contains("cannot read fabric spec") && e.contains("larger than the 64 MiB"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
