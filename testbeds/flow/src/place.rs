@@ -468,7 +468,7 @@ pub fn nics(f: &Fabric, servers: &[u32]) -> Vec<NodeId> {
 }
 
 /// Scores a placement: the job's collective alone on `routes` (failed links down there),
-/// link capacities scaled by `scale` (empty: none), `bytes` per rank, `scale_up_bps` per GPU.
+/// link capacities scaled by `scale` (empty: none), `bytes` per rank.
 #[allow(clippy::too_many_arguments)]
 pub fn score(
     f: &Fabric,
@@ -480,6 +480,12 @@ pub fn score(
     bytes: f64,
     ev: &mut Evaluator,
 ) -> Score {
+    score_among(f, routes, tree, scale, servers, coll, bytes, &[], ev)
+}
+
+/// The job `coll` runs as on `servers` (hierarchical: NVLink-class scale-up, 3.6 Tb/s per
+/// GPU one way, and 4 channels per ring edge).
+pub fn job(f: &Fabric, servers: &[u32], coll: Collective, bytes: f64) -> Job {
     let ranks = nics(f, servers);
     let pattern = match coll {
         Collective::Ring => Pattern::RingAllReduce { ranks },
@@ -490,23 +496,36 @@ pub fn score(
         },
         Collective::AllToAll => Pattern::AllToAll { hosts: ranks },
     };
-    let job = Job {
+    Job {
         name: "job".into(),
         pattern,
         bytes,
-    };
+    }
+}
+
+/// [`score`] with `background` jobs sharing the fabric: their flows compete with the
+/// job's for the links; only the job (evaluated last) is scored.
+#[allow(clippy::too_many_arguments)]
+pub fn score_among(
+    f: &Fabric,
+    routes: &Routes,
+    tree: &SchedTree,
+    scale: &[f64],
+    servers: &[u32],
+    coll: Collective,
+    bytes: f64,
+    background: &[Job],
+    ev: &mut Evaluator,
+) -> Score {
+    let mut jobs = background.to_vec();
+    jobs.push(job(f, servers, coll, bytes));
     ev.link_scale = scale.to_vec();
-    let e = ev.evaluate_paths(
-        f,
-        routes,
-        std::slice::from_ref(&job),
-        LoadBalance::Ecmp { seed: 1 },
-        0,
-    );
+    let (eval, ps) = ev.evaluate_paths(f, routes, &jobs, LoadBalance::Ecmp { seed: 1 }, 0);
     ev.link_scale.clear();
-    let (eval, ps) = e;
+    let ours = eval.jobs.len() - 1;
+    let first: usize = eval.jobs[..ours].iter().map(|j| j.flows).sum();
     let mut by_tier = [0.0f64; 3];
-    for i in 0..ps.len() {
+    for i in first..ps.len() {
         let (links, _) = ps.entries(i);
         let top = links
             .iter()
@@ -535,7 +554,7 @@ pub fn score(
     pods.sort_unstable();
     pods.dedup();
     Score {
-        busbw_bytes_per_s: eval.jobs[0].busbw_bytes_per_s,
+        busbw_bytes_per_s: eval.jobs[ours].busbw_bytes_per_s,
         tier_share,
         blocks: blocks.len(),
         pods: pods.len(),

@@ -10,16 +10,18 @@
 //!
 //! **The replay.** First come, first served, no backfill: the head job waits until its
 //! policy can place it. On every arrival and departure the free servers' fragmentation
-//! ([`crate::place::fragmentation`]) is sampled, time-weighted. Every placed job is
-//! scored once by the flow model (its collective alone on the fabric): mean bus bandwidth
-//! per policy. Run times do not depend on the placement (the replay measures what a
+//! ([`crate::place::fragmentation`]) is sampled, time-weighted up to the last arrival.
+//! Every placed job is scored once, when it starts, by the flow model: its collective
+//! together with the collectives of the jobs running then (they share the links); mean
+//! bus bandwidth per policy. Run times do not depend on the placement (the replay measures what a
 //! placement gives, not a feedback loop).
 
 use rand::{Rng, SeedableRng};
 use topo::{Fabric, Routes};
 
 use crate::eval::Evaluator;
-use crate::place::{Cluster, Collective, Policy, fragmentation, score};
+use crate::eval::Job;
+use crate::place::{Cluster, Collective, Policy, fragmentation, job, score_among};
 
 /// Probability of each size `8 · 2^k` GPUs, k = 0.. (8 GPUs to 4,096 GPUs).
 pub const SIZE_WEIGHTS: [f64; 10] = [0.30, 0.20, 0.15, 0.12, 0.09, 0.06, 0.04, 0.02, 0.015, 0.005];
@@ -109,14 +111,15 @@ pub fn replay(
     let mut c = Cluster::new(f);
     let mut ev = Evaluator::default();
     let block = c.tree.block_size() as usize;
-    // running: (end time, id, servers)
-    let mut running: Vec<(f64, u64, Vec<u32>)> = Vec::new();
+    // running: (end time, id, servers, its collective)
+    let mut running: Vec<(f64, u64, Vec<u32>, Job)> = Vec::new();
     let mut waits = Vec::with_capacity(trace.len());
     let mut busbw = Vec::with_capacity(trace.len());
     let mut blocks_large = Vec::new();
     let (mut now, mut frag_area, mut busy_area) = (0.0f64, 0.0f64, 0.0f64);
     let servers = c.tree.servers as f64;
     let mut next = 0usize;
+    let last_arrival = trace.last().map_or(0.0, |j| j.arrive_s);
     let mut queue: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
     loop {
         // start what fits, in order
@@ -130,12 +133,14 @@ pub fn replay(
                     queue.pop_front();
                     c.allocate(j as u64, &s, policy);
                     waits.push(now - trace[j].arrive_s);
-                    let sc = score(f, routes, &c.tree, &[], &s, coll, bytes, &mut ev);
+                    let bg: Vec<Job> = running.iter().map(|r| r.3.clone()).collect();
+                    let sc = score_among(f, routes, &c.tree, &[], &s, coll, bytes, &bg, &mut ev);
                     busbw.push(sc.busbw_bytes_per_s);
                     if s.len() > block {
                         blocks_large.push(sc.blocks as f64);
                     }
-                    running.push((now + trace[j].run_s, j as u64, s));
+                    let jb = job(f, &s, coll, bytes);
+                    running.push((now + trace[j].run_s, j as u64, s, jb));
                 }
                 Err(_) => break,
             }
@@ -152,13 +157,17 @@ pub fn replay(
         if !t.is_finite() {
             break;
         }
-        let busy = c.busy.iter().filter(|&&b| b).count() as f64;
-        frag_area += fragmentation(&c) * (t - now);
-        busy_area += busy / servers * (t - now);
+        // averages run to the last arrival (the drain-out after it is not steady state)
+        let until = t.min(last_arrival);
+        if until > now {
+            let busy = c.busy.iter().filter(|&&b| b).count() as f64;
+            frag_area += fragmentation(&c) * (until - now);
+            busy_area += busy / servers * (until - now);
+        }
         now = t;
         if t_dep <= t_arr {
             let (i, _) = dep.expect("a departure");
-            let (_, id, s) = running.swap_remove(i);
+            let (_, id, s, _) = running.swap_remove(i);
             c.release(id, &s);
         } else {
             queue.push_back(next);
@@ -183,8 +192,16 @@ pub fn replay(
         jobs: waits.len(),
         mean_wait_s: mean(&waits),
         p95_wait_s: p95,
-        fragmentation: if now > 0.0 { frag_area / now } else { 0.0 },
-        utilisation: if now > 0.0 { busy_area / now } else { 0.0 },
+        fragmentation: if last_arrival > 0.0 {
+            frag_area / last_arrival
+        } else {
+            0.0
+        },
+        utilisation: if last_arrival > 0.0 {
+            busy_area / last_arrival
+        } else {
+            0.0
+        },
         mean_busbw_bytes_per_s: mean(&busbw),
         mean_blocks_large: mean(&blocks_large),
     }
