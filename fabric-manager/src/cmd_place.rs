@@ -345,13 +345,14 @@ fn job(a: JobArgs) -> anyhow::Result<()> {
         }
     }
     println!(
-        "{}: {} GPUs ({need} servers), {} all-reduce/collective, {} link(s) failed, {} degraded, {} server(s) down",
+        "{}: {} GPUs ({need} servers), {}, {} link(s) failed, {} degraded, {} server(s) down, {} busy",
         f.name(),
         a.gpus,
         coll.name(),
         h.failed.len(),
         h.scale.iter().filter(|&&x| x > 0.0 && x < 1.0).count(),
-        c.down.iter().filter(|&&d| d).count()
+        c.down.iter().filter(|&&d| d).count(),
+        h.busy.len()
     );
     println!(
         "| policy | blocks | pods | busbw GB/s | traffic: leaf / spine / core | degraded servers | servers |"
@@ -400,7 +401,7 @@ fn run_trace(a: TraceArgs) -> anyhow::Result<()> {
         crate::common::JsonOut::new(Some(out))?.write(&rows)?;
     }
     println!(
-        "{}: {} GPUs, {} jobs, offered load {}, {} scored",
+        "{}: {} GPUs, {} jobs, offered load {}, {} scored among the running jobs",
         f.name(),
         f.num_gpus(),
         a.jobs,
