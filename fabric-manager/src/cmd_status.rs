@@ -29,7 +29,7 @@ pub struct Args {
 const MAX_BODY: usize = 512 << 20;
 
 /// `host:port` of an `http://host:port[/]` address.
-fn authority(url: &str) -> anyhow::Result<String> {
+pub(crate) fn authority(url: &str) -> anyhow::Result<String> {
     let rest = url.strip_prefix("http://").unwrap_or(url);
     let host = rest.trim_end_matches('/');
     if host.is_empty() || host.contains('/') {

@@ -8,6 +8,7 @@
 //! | GET | `/api/v1/telemetry/stream` | NDJSON / SSE of `Frame`s, `?from=SEQ` resumes |
 //! | GET | `/api/v1/events` | kept events, `?since=SEQ&limit=N` |
 //! | GET | `/api/v1/health` | daemon and fabric health |
+//! | GET | `/api/v1/drain` | servers to drain / resume in a scheduler (`serve::drain`) |
 //! | GET | `/api/v1/topology/check` | LLDP neighbours compared with the spec (`--testbed`) |
 //! | GET | `/api/v1/drift` | the kernel's routes compared with the tables (`--testbed`) |
 //! | GET | `/metrics` | Prometheus exposition; `?switch=A,B` / `?family=P,Q` filter it |
@@ -89,6 +90,7 @@ pub fn router(st: AppState, max_body: usize) -> Router {
         .route("/api/v1/telemetry", get(telemetry))
         .route("/api/v1/events", get(events))
         .route("/api/v1/health", get(health))
+        .route("/api/v1/drain", get(super::drain::drain))
         .route("/api/v1/drift", get(drift))
         .route("/api/v1/topology/check", get(topology_check))
         .route("/metrics", get(metrics))

@@ -30,6 +30,7 @@ pub mod alarms;
 pub mod collector;
 pub mod config;
 pub mod damping;
+pub mod drain;
 pub mod health;
 pub mod http;
 pub mod hub;
