@@ -42,6 +42,7 @@ pub mod ipbatch;
 pub mod json;
 pub mod lanes;
 pub mod opensm;
+pub mod partitions;
 pub mod routes;
 mod sink;
 pub mod slurm;
