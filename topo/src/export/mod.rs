@@ -49,6 +49,7 @@ pub mod slurm;
 pub mod sonic;
 mod tables;
 pub mod topology;
+pub mod vrf;
 
 pub use sink::{Counter, CountingSink, MemSink, Sink};
 pub use tables::Tables;

@@ -35,7 +35,7 @@ fn eight() -> u32 {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EntrySpec {
-    /// Name (letters, digits, `-`, `_`; at most 12 characters: it names a VRF device).
+    /// Name (letters, digits, `-`, `_`; at most 11 characters: it names a VRF device).
     pub name: String,
     /// Servers by index: numbers and ranges (`[0, "4-7"]`); all NICs of each server.
     #[serde(default)]

@@ -11,6 +11,7 @@
 //!   too many classes, PKey / VRF collisions, shares over 100 %).
 //! * [`enforce`] — what enforces it: InfiniBand partitions (PKeys, full and limited
 //!   members) and per-tenant VRFs on the leaves (which destinations each VRF routes).
+//! * [`leaf`] — those VRFs as routes on every leaf (for the VRF exports and the testbed).
 //! * [`proof`] — over every host pair, the tables plus that layer: no tenant reaches
 //!   another except through a service the file allows; every leak with its path.
 //!
@@ -45,6 +46,7 @@
 
 pub mod enforce;
 pub mod file;
+pub mod leaf;
 pub mod proof;
 
 use std::collections::{BTreeMap, HashMap};
@@ -56,8 +58,9 @@ use crate::{Error, Result};
 
 /// Most traffic classes a switch has (802.1Qbb priorities; data VLs in use on InfiniBand).
 pub const MAX_CLASSES: u32 = crate::lanes::MAX_LANES as u32;
-/// Longest entry name: VRF devices are named after it (`IFNAMSIZ` is 16 with the NUL).
-pub const MAX_NAME: usize = 12;
+/// Longest entry name: VRF devices are named `Vrf-<name>` (`IFNAMSIZ` is 16 with the NUL;
+/// SONiC wants the `Vrf` prefix).
+pub const MAX_NAME: usize = 11;
 /// The first VRF table id given to an entry without one.
 pub const FIRST_VRF: u32 = 1001;
 /// Routing tables Linux reserves (unspec, compat, default, main, local).

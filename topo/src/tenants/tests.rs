@@ -377,3 +377,55 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn vrf_exports_hold_each_leafs_tenants() {
+    let f = k4();
+    let t = resolve(GOOD).unwrap();
+    let addr = crate::addressing::AddressPlan::new(&f).unwrap();
+    let enf = Enforcement::from_tenants(&f, &t);
+    let routes = Routes::compute(&f);
+    let vrfs = leaf::leaf_vrfs(&f, &routes, &addr, &enf);
+    // pod0-leaf0 has host0, host1 (tenant a): one VRF, routing a's 6 hosts and storage's 2.
+    let l0: Vec<_> = vrfs
+        .iter()
+        .filter(|v| f.node_name(v.leaf) == "pod0-leaf0")
+        .collect();
+    assert_eq!(l0.len(), 1);
+    assert_eq!((l0[0].device.as_str(), l0[0].table), ("Vrf-a", 1002));
+    assert_eq!(l0[0].routes.len(), 8);
+    let mut sink = crate::export::MemSink::new();
+    for fmt in crate::export::vrf::VrfFormat::ALL {
+        crate::export::vrf::export(&f, &vrfs, fmt, &mut sink).unwrap();
+    }
+    let ip = sink.text("vrf/ip/pod0-leaf0.batch").unwrap();
+    assert!(ip.starts_with("link add Vrf-a type vrf table 1002\nlink set Vrf-a up\nroute replace table 1002 unreachable default metric 4278198272\n"), "{ip}");
+    assert!(ip.contains("link set swp1 master Vrf-a\n"), "{ip}");
+    assert!(ip.contains("route replace 10.0.0.2/32 dev swp1\n"), "{ip}");
+    assert!(
+        ip.contains("route replace table 1002 10.0.0.2/32 dev swp1\n"),
+        "{ip}"
+    );
+    assert!(
+        !ip.contains("10.0.1.10/32"),
+        "b's host6 is not routed in a's VRF: {ip}"
+    );
+    let frr = sink.text("vrf/frr/pod0-leaf0.conf").unwrap();
+    assert!(
+        frr.contains("vrf Vrf-a\n ip route 0.0.0.0/0 blackhole 255\n"),
+        "{frr}"
+    );
+    assert!(frr.contains("nexthop-vrf default\n"), "{frr}");
+    let sonic = sink.text("vrf/sonic/pod0-leaf0.json").unwrap();
+    let v: serde_json::Value = serde_json::from_str(sonic).unwrap();
+    assert!(
+        v.as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.get("INTF_TABLE:Ethernet0").is_some())
+    );
+    assert!(
+        sonic.contains("\"ROUTE_TABLE:Vrf-a:10.0.0.2/32\""),
+        "{sonic}"
+    );
+}
