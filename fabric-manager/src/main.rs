@@ -19,6 +19,7 @@ mod lane_args;
 mod record;
 mod serve;
 mod sim_knobs;
+mod tenant_args;
 
 use clap::{Parser, Subcommand};
 
