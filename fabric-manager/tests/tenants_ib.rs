@@ -88,14 +88,15 @@ fn path_record(net: &mut Subnet, s: u16, d: u16) -> Option<u8> {
     if !out.contains("PathRecord") {
         return None;
     }
+    // `sl......0x1` (not `slid`): decimal or hex.
     let sl = out
         .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("sl")
-                .map(|r| r.trim_start_matches('.'))
-        })
-        .and_then(|v| v.trim().parse().ok());
+        .filter_map(|l| l.trim().strip_prefix("sl"))
+        .map(|r| r.trim_start_matches('.').trim())
+        .find_map(|v| match v.strip_prefix("0x") {
+            Some(h) => u8::from_str_radix(h, 16).ok(),
+            None => v.parse().ok(),
+        });
     Some(sl.unwrap_or(u8::MAX))
 }
 

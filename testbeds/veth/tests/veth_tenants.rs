@@ -88,11 +88,11 @@ fn tenants_reach_their_own_and_storage_and_never_each_other() {
     let rep = proof::prove(&f, tb.routes(), &t, &enf);
     assert!(rep.ok(), "{:?}", rep.leaks);
     let vrfs = leaf::leaf_vrfs(&f, tb.routes(), &addr, &enf);
-    // Every leaf has both tenants or a tenant and storage.
-    assert_eq!(vrfs.len(), 4 + 3);
+    // Tenant tables per leaf: a+b, a+b, a+b+storage, b+storage.
+    assert_eq!(vrfs.len(), 2 + 2 + 3 + 2);
     let v6 = fams.contains(&Family::V6);
     let done = veth::tenant_vrf::apply(&tb, &vrfs, v6).unwrap();
-    assert_eq!((done.tables, done.ports), (7, 12));
+    assert_eq!((done.tables, done.ports), (9, 12));
 
     // After: every allowed pair answers in every family…
     for r in tb.probe_rounds(&fams, &allowed, retry, patient) {
