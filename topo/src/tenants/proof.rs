@@ -99,48 +99,41 @@ pub fn prove(f: &Fabric, routes: &Routes, t: &Tenants, enf: &Enforcement) -> Rep
                 continue;
             };
             let may = t.allowed(s, d).is_some();
-            let vrf = vrf_passes(f, routes, enf, s, d);
+            // Booleans first: text only for what is reported.
+            let vrf = enf.vrf(s).is_none_or(|v| v.routes(d));
             let part = enf.shared_partition(s, d);
-            let finding = |layer: Layer, via: String| Finding {
-                layer,
-                src: f.node_name(s).to_string(),
-                src_entry: entry(s),
-                dst: f.node_name(d).to_string(),
-                dst_entry: entry(d),
-                via,
-                path: path(f, routes, s, d, plane),
-            };
             let mut clean = true;
-            for (layer, pass) in [
-                (Layer::Vrf, vrf.clone()),
-                (
-                    Layer::Partition,
-                    part.map(|p| format!("partition {} {:#06x}", p.name, p.pkey)),
-                ),
-            ] {
-                match (may, pass) {
-                    (false, Some(via)) => {
-                        clean = false;
-                        rep.leak_count += 1;
-                        if rep.leaks.len() < MAX_LISTED {
-                            rep.leaks.push(finding(layer, via));
-                        }
-                    }
-                    (true, None) => {
-                        clean = false;
-                        rep.blocked_count += 1;
-                        if rep.blocked.len() < MAX_LISTED {
-                            let why = match layer {
-                                Layer::Vrf => "no route in the source's VRF".to_string(),
-                                Layer::Partition => {
-                                    "no shared partition with a full member".to_string()
-                                }
-                            };
-                            rep.blocked.push(finding(layer, why));
-                        }
-                    }
-                    _ => {}
+            for (layer, pass) in [(Layer::Vrf, vrf), (Layer::Partition, part.is_some())] {
+                if may == pass {
+                    continue;
                 }
+                clean = false;
+                let (count, list) = if pass {
+                    (&mut rep.leak_count, &mut rep.leaks)
+                } else {
+                    (&mut rep.blocked_count, &mut rep.blocked)
+                };
+                *count += 1;
+                if list.len() >= MAX_LISTED {
+                    continue;
+                }
+                let via = match (layer, part) {
+                    (Layer::Vrf, _) if pass => vrf_text(f, routes, enf, s, plane),
+                    (Layer::Vrf, _) => "no route in the source's VRF".to_string(),
+                    (Layer::Partition, Some(p)) => format!("partition {} {:#06x}", p.name, p.pkey),
+                    (Layer::Partition, None) => {
+                        "no shared partition with a full member".to_string()
+                    }
+                };
+                list.push(Finding {
+                    layer,
+                    src: f.node_name(s).to_string(),
+                    src_entry: entry(s),
+                    dst: f.node_name(d).to_string(),
+                    dst_entry: entry(d),
+                    via,
+                    path: path(f, routes, s, d, plane),
+                });
             }
             if clean {
                 if may {
@@ -154,29 +147,13 @@ pub fn prove(f: &Fabric, routes: &Routes, t: &Tenants, enf: &Enforcement) -> Rep
     rep
 }
 
-/// What routes `s → d` at `s`'s ingress leaves: its VRF if it has a route to `d`, or the
-/// default VRF when `s`'s port is in none (`None`: dropped at ingress on every plane).
-fn vrf_passes(
-    f: &Fabric,
-    routes: &Routes,
-    enf: &Enforcement,
-    s: NodeId,
-    d: NodeId,
-) -> Option<String> {
-    let leaf = |p: u16| routes.host_leaf(s, p).map(|l| f.node_name(l).to_string());
-    let plane = (0..f.num_planes() as u16).find(|&p| routes.plane_reaches(s, d, p))?;
+/// What routes `s`'s traffic at its ingress leaf in `plane`: its VRF, or the default
+/// VRF when its port is in none.
+fn vrf_text(f: &Fabric, routes: &Routes, enf: &Enforcement, s: NodeId, plane: u16) -> String {
+    let leaf = routes.host_leaf(s, plane).map_or("-", |l| f.node_name(l));
     match enf.vrf(s) {
-        None => Some(format!(
-            "default VRF at {} (host in no tenant)",
-            leaf(plane).unwrap_or_default()
-        )),
-        Some(v) if v.routes(d) => Some(format!(
-            "VRF {} (table {}) at {}",
-            v.name,
-            v.table,
-            leaf(plane).unwrap_or_default()
-        )),
-        Some(_) => None,
+        None => format!("default VRF at {leaf} (host in no tenant)"),
+        Some(v) => format!("VRF {} (table {}) at {leaf}", v.name, v.table),
     }
 }
 
