@@ -20,6 +20,7 @@ mod lane_args;
 mod record;
 mod serve;
 mod sim_knobs;
+mod tenant_args;
 mod veth_plots;
 
 use clap::{Parser, Subcommand};

@@ -47,6 +47,7 @@ pub mod json;
 pub mod k8s;
 pub mod lanes;
 pub mod opensm;
+pub mod partitions;
 pub mod routes;
 pub mod sched;
 mod sink;
@@ -54,6 +55,7 @@ pub mod slurm;
 pub mod sonic;
 mod tables;
 pub mod topology;
+pub mod vrf;
 
 pub use sink::{Counter, CountingSink, MemSink, Sink};
 pub use tables::Tables;
