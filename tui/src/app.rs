@@ -67,8 +67,13 @@ pub enum SourceStatus {
     Replay {
         /// File name.
         name: String,
-        /// Playback speed.
+        /// Playback speed relative to the recording's cadence (1: as recorded; for a
+        /// simulated recording, one snapshot per 100 ms frame).
         speed: f64,
+        /// Playback is paused (Space), the position held.
+        paused: bool,
+        /// How far one seek moves, ns (a twentieth of the recording).
+        step_ns: u64,
         /// Position, ns from the recording's start.
         at_ns: u64,
         /// Length of the recording, ns.
@@ -87,13 +92,16 @@ pub enum SourceStatus {
     },
 }
 
-/// A request from the UI to the source (replay seeks and speed).
+/// A request from the UI to the source (replay: pause, seeks and speed).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Request {
-    /// Move by this many nanoseconds (negative: back).
-    Seek(i64),
+    /// Move by this many seek steps (negative: back); a step is a twentieth of the
+    /// recording.
+    Seek(i32),
     /// Multiply the playback speed.
     Speed(f64),
+    /// Pause playback, or resume it where it stopped.
+    TogglePause,
 }
 
 /// A message to the app.
@@ -551,6 +559,8 @@ impl App {
                 self.selected = 0;
             }
             Action::SortReverse => self.ascending = !self.ascending,
+            // a replay pauses like a video: the source holds its position
+            Action::Freeze if self.replaying() => self.requests.push(Request::TogglePause),
             Action::Freeze => {
                 self.frozen = !self.frozen;
                 if self.frozen {
@@ -583,11 +593,16 @@ impl App {
             }
             Action::SideBySide => self.side_by_side = !self.side_by_side,
             Action::YScale => self.y_fixed = !self.y_fixed,
-            Action::SeekBack => self.requests.push(Request::Seek(-10_000_000_000)),
-            Action::SeekForward => self.requests.push(Request::Seek(10_000_000_000)),
+            Action::SeekBack => self.requests.push(Request::Seek(-1)),
+            Action::SeekForward => self.requests.push(Request::Seek(1)),
             Action::Faster => self.requests.push(Request::Speed(2.0)),
             Action::Slower => self.requests.push(Request::Speed(0.5)),
         }
+    }
+
+    /// Is the source a recording being played back?
+    pub fn replaying(&self) -> bool {
+        matches!(self.status, SourceStatus::Replay { .. })
     }
 
     fn page(&self) -> usize {

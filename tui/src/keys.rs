@@ -110,7 +110,7 @@ pub const ACTIONS: [(Action, &str, &str, &[&str]); 29] = [
     (
         Action::Freeze,
         "freeze",
-        "freeze / unfreeze the display",
+        "freeze / unfreeze the display (replay: pause / play)",
         &["space"],
     ),
     (
@@ -137,13 +137,13 @@ pub const ACTIONS: [(Action, &str, &str, &[&str]); 29] = [
     (
         Action::SeekBack,
         "seek-back",
-        "replay: back 10 s",
+        "replay: back 1/20 of the recording",
         &["<", ","],
     ),
     (
         Action::SeekForward,
         "seek-forward",
-        "replay: forward 10 s",
+        "replay: forward 1/20 of the recording",
         &[">", "."],
     ),
     (Action::Faster, "faster", "replay: twice as fast", &["+"]),

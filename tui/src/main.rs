@@ -47,8 +47,9 @@ struct Args {
     /// Play a recording (from `fabric sim --record` or `fabric-tui --record`).
     #[arg(long, value_name = "FILE", conflicts_with = "connect")]
     replay: Option<PathBuf>,
-    /// Replay speed (× the recording's clock). Default: 1 for wall-clock recordings; for
-    /// simulated ones, one snapshot per 100 ms frame (the demo's 20 µs steps: 0.0002).
+    /// Replay speed, relative to the recording's cadence: 1 (the default) plays a
+    /// wall-clock recording in real time and a simulated one at one snapshot per 100 ms
+    /// frame; 4 plays either four times faster.
     #[arg(long, requires = "replay")]
     speed: Option<f64>,
     /// Follow a daemon's telemetry stream (`fabric serve`), HOST:PORT.
@@ -135,7 +136,7 @@ fn main() -> Result<()> {
     let (ctl_tx, ctl_rx) = mpsc::channel::<Control>();
     let (view, worker): (FabricView, Box<dyn FnOnce() + Send>) = if let Some(path) = &a.replay {
         let r = Replay::open(path)?;
-        let speed = a.speed.unwrap_or_else(|| r.default_speed());
+        let speed = a.speed.unwrap_or(1.0);
         let tx = tx.clone();
         (r.view().clone(), Box::new(move || r.run(speed, tx, ctl_rx)))
     } else if let Some(addr) = a.connect.clone() {
