@@ -190,6 +190,11 @@ pub struct App {
     pub faults_only: bool,
     /// Selected row of the links / flows / events / cell list.
     pub selected: usize,
+    /// The link selected in the links table: the cursor stays on it when rows re-sort
+    /// (None: the top row, nothing chosen yet).
+    pub selected_link: Option<u32>,
+    /// The link opened from the links table (Enter), shown in that view; Esc closes it.
+    pub link_open: Option<u32>,
     /// Plane shown in the heat map.
     pub plane: usize,
     /// All planes side by side.
@@ -225,6 +230,8 @@ pub struct App {
     requested: Option<Key>,
     /// The latest rows received.
     rows: Option<Arc<Rows>>,
+    /// The table order the links cursor was last placed in (sample serial, rows key).
+    followed: (u64, Option<Key>),
     worker: Option<Worker>,
     /// The heat map's bins, kept between frames ([`App::prepare`]).
     bins: Bins,
@@ -252,6 +259,8 @@ impl App {
             ascending: false,
             faults_only: false,
             selected: 0,
+            selected_link: None,
+            link_open: None,
             plane: 0,
             side_by_side: false,
             path: Vec::new(),
@@ -272,6 +281,7 @@ impl App {
             queued: None,
             requested: None,
             rows: None,
+            followed: (0, None),
             worker: None,
             bins: Bins::default(),
         }
@@ -307,6 +317,39 @@ impl App {
     pub fn update(&mut self, msg: Msg) {
         self.apply(msg);
         self.want_rows();
+        self.follow_link();
+    }
+
+    /// Keep the links table's cursor on the selected link when the table's order
+    /// changed (a new sample re-sorted it, another sort or filter arrived); a link that
+    /// left the table leaves the cursor on its row, now another link's.
+    fn follow_link(&mut self) {
+        let now = (self.serial, self.rows.as_ref().map(|r| r.key));
+        if now == self.followed {
+            return;
+        }
+        self.followed = now;
+        let Some(link) = self.selected_link else {
+            return;
+        };
+        let ids = self.table_ids();
+        let at = ids.iter().position(|&id| id == link);
+        let row = self.selected.min(ids.len().saturating_sub(1));
+        match at {
+            Some(i) => self.selected = i,
+            None => self.selected_link = ids.get(row).copied(),
+        }
+        self.dirty = true;
+    }
+
+    /// The user moved the links table's cursor: it now follows the link on that row.
+    fn choose_row(&mut self) {
+        if self.tab == Tab::Links && self.link_open.is_none() {
+            let ids = self.table_ids();
+            let row = self.selected.min(ids.len().saturating_sub(1));
+            let link = ids.get(row).copied();
+            (self.selected, self.selected_link) = (row, link);
+        }
     }
 
     fn apply(&mut self, msg: Msg) {
@@ -319,6 +362,8 @@ impl App {
                 self.history = History::new(HISTORY);
                 self.link_history.clear();
                 self.selected = 0;
+                self.selected_link = None;
+                self.link_open = None;
                 self.path.clear();
                 self.plane = 0;
                 self.cursor = (0, 0);
@@ -459,11 +504,11 @@ impl App {
     fn show(&mut self, serial: u64, s: Arc<Sample>) {
         self.serial = serial;
         self.history.push(&s);
-        if let Some(Level::Link(l)) = self.path.last() {
+        if let Some(l) = self.watched_link() {
             if self.link_history.len() == 300 {
                 self.link_history.pop_front();
             }
-            self.link_history.push_back(s.links[*l as usize]);
+            self.link_history.push_back(s.links[l as usize]);
         }
         self.prev = self.shown.replace(s);
         self.dirty = true;
@@ -541,23 +586,34 @@ impl App {
                 } else {
                     Tab::ALL.len() - 1
                 };
-                self.tab = Tab::ALL[(i + d) % Tab::ALL.len()];
-                self.selected = 0;
+                self.show_tab(Tab::ALL[(i + d) % Tab::ALL.len()]);
             }
-            Action::Up | Action::Down | Action::Left | Action::Right => self.arrow(a),
-            Action::PageUp => self.selected = self.selected.saturating_sub(self.page()),
-            Action::PageDown => self.selected = self.selected.saturating_add(self.page()),
-            Action::Home => self.selected = 0,
-            Action::End => self.selected = usize::MAX,
+            Action::Up | Action::Down | Action::Left | Action::Right => {
+                self.arrow(a);
+                self.choose_row();
+            }
+            Action::PageUp => {
+                self.selected = self.selected.saturating_sub(self.page());
+                self.choose_row();
+            }
+            Action::PageDown => {
+                self.selected = self.selected.saturating_add(self.page());
+                self.choose_row();
+            }
+            Action::Home => {
+                self.selected = 0;
+                self.choose_row();
+            }
+            Action::End => {
+                self.selected = usize::MAX;
+                self.choose_row();
+            }
             Action::Enter => self.enter(),
             Action::Back => self.back(),
             Action::Filter => {
                 self.filter.editing = true;
             }
-            Action::Sort => {
-                self.sort = self.sort.next();
-                self.selected = 0;
-            }
+            Action::Sort => self.sort = self.sort.next(),
             Action::SortReverse => self.ascending = !self.ascending,
             // a replay pauses like a video: the source holds its position
             Action::Freeze if self.replaying() => self.requests.push(Request::TogglePause),
@@ -597,6 +653,26 @@ impl App {
             Action::SeekForward => self.requests.push(Request::Seek(1)),
             Action::Faster => self.requests.push(Request::Speed(2.0)),
             Action::Slower => self.requests.push(Request::Speed(0.5)),
+        }
+    }
+
+    /// The one link on screen (opened from the links table, or the heat map's
+    /// drill-down to a link).
+    pub fn watched_link(&self) -> Option<u32> {
+        match (self.tab, self.path.last()) {
+            (Tab::Links, _) => self.link_open,
+            (Tab::Heatmap, Some(Level::Link(l))) => Some(*l),
+            _ => None,
+        }
+    }
+
+    /// Switch to view `tab`, at its top row.
+    pub fn show_tab(&mut self, tab: Tab) {
+        if tab != self.tab {
+            self.tab = tab;
+            self.selected = 0;
+            self.selected_link = None;
+            self.dirty = true;
         }
     }
 
@@ -731,16 +807,19 @@ impl App {
     fn enter(&mut self) {
         match self.tab {
             Tab::Heatmap => self.drill(),
-            Tab::Links => {
+            // the link opens in the links view, and Esc comes back to the table there
+            Tab::Links if self.link_open.is_none() => {
                 let ids = self.table_ids();
                 let id = ids
                     .get(self.selected.min(ids.len().saturating_sub(1)))
                     .copied();
                 if let Some(id) = id {
-                    self.open_link(id);
-                    self.tab = Tab::Heatmap;
+                    self.selected_link = Some(id);
+                    self.link_open = Some(id);
+                    self.start_link_history(id);
                 }
             }
+            Tab::Links => {}
             Tab::Flows | Tab::Events => {}
         }
     }
@@ -770,6 +849,10 @@ impl App {
 
     fn open_link(&mut self, id: u32) {
         self.path.push(Level::Link(id));
+        self.start_link_history(id);
+    }
+
+    fn start_link_history(&mut self, id: u32) {
         self.link_history.clear();
         if let Some(s) = &self.shown {
             self.link_history.push_back(s.links[id as usize]);
@@ -777,6 +860,9 @@ impl App {
     }
 
     fn back(&mut self) {
+        if self.tab == Tab::Links && self.link_open.take().is_some() {
+            return;
+        }
         let filtered = self.filter.expr.is_some() || self.filter.error.is_some();
         if filtered
             && (self.tab == Tab::Links || (self.tab == Tab::Heatmap && self.path.is_empty()))

@@ -79,14 +79,59 @@ fn drill_down_and_back_with_breadcrumb() {
 }
 
 #[test]
-fn links_table_enter_opens_the_link() {
+fn links_table_enter_opens_the_link_there_and_esc_comes_back() {
     let mut a = app(Theme::Full, true);
     a.update(Msg::Resize(120, 40));
     for x in [Action::NextView, Action::Sort, Action::Sort, Action::Enter] {
         a.update(Msg::Action(x));
     }
-    assert_eq!(a.tab, Tab::Heatmap);
-    assert_eq!(a.path.last(), Some(&Level::Link(DROP_LINK as u32)));
+    // opened in the view it was chosen from (it used to jump to the heat map)
+    assert_eq!(a.tab, Tab::Links);
+    assert_eq!(a.link_open, Some(DROP_LINK as u32));
+    assert!(a.path.is_empty());
+    let screen = text(&draw(&mut a, 120, 40));
+    assert!(screen.contains("Esc back to the table"), "{screen}");
+    a.update(Msg::Action(Action::Back));
+    assert_eq!((a.tab, a.link_open), (Tab::Links, None));
+    assert_eq!(a.table_ids()[a.selected], DROP_LINK as u32);
+}
+
+#[test]
+fn the_links_cursor_follows_the_link_when_rows_re_sort() {
+    let mut a = app(Theme::Full, true);
+    a.update(Msg::Resize(120, 40));
+    a.update(Msg::Action(Action::NextView));
+    for _ in 0..7 {
+        a.update(Msg::Action(Action::Down));
+    }
+    let link = a.table_ids()[7];
+    assert_eq!(a.selected_link, Some(link));
+    // another sort column: the cursor moves to the link's new row
+    for _ in 0..3 {
+        a.update(Msg::Action(Action::Sort));
+        assert_eq!(a.table_ids()[a.selected], link, "sort {:?}", a.sort);
+    }
+    a.update(Msg::Action(Action::SortReverse));
+    assert_eq!(a.table_ids()[a.selected], link);
+    // back to utilisation, then a new sample in which the link is the busiest of all
+    while a.sort != fabric_tui::table::SortKey::Util {
+        a.update(Msg::Action(Action::Sort));
+    }
+    a.update(Msg::Action(Action::SortReverse));
+    let mut s = a.current().unwrap().clone();
+    s.links[link as usize].util = 1.0;
+    s.by_util.clear();
+    s.finish(&a.fabric);
+    a.update(Msg::Sample(s));
+    assert_eq!(a.table_ids()[0], link);
+    assert_eq!((a.selected, a.selected_link), (0, Some(link)));
+    let screen = text(&draw(&mut a, 120, 40));
+    let name = a.fabric.link_name(link);
+    let row = screen.lines().find(|l| l.contains(&name)).unwrap();
+    assert!(
+        screen.lines().nth(6).unwrap().contains(&name),
+        "{row}\n{screen}"
+    );
 }
 
 #[test]

@@ -137,7 +137,10 @@ pub fn render(f: &mut Frame<'_>, app: &App) {
             Some(Level::Link(id)) => cell::render_link(f, a.body, app, *id),
             _ => heat::render(f, a.body, app),
         },
-        Tab::Links => links::render(f, a.body, app),
+        Tab::Links => match app.link_open {
+            Some(id) => cell::render_link(f, a.body, app, id),
+            None => links::render(f, a.body, app),
+        },
         Tab::Flows => flows::render(f, a.body, app),
         Tab::Events => events::render(f, a.body, app, false),
     }
