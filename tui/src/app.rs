@@ -166,6 +166,8 @@ pub struct App {
     pub tab: Tab,
     /// Help screen shown.
     pub help: bool,
+    /// First help line shown (the help scrolls).
+    pub help_scroll: usize,
     /// Display frozen.
     pub frozen: bool,
     /// Quit requested.
@@ -247,6 +249,7 @@ impl App {
             keys: o.keys,
             tab: Tab::Heatmap,
             help: false,
+            help_scroll: 0,
             frozen: false,
             quit: false,
             suspend: false,
@@ -567,18 +570,31 @@ impl App {
     pub fn act(&mut self, a: Action) {
         self.dirty = true;
         if self.help {
+            let page = self.page();
+            let s = &mut self.help_scroll;
             match a {
                 Action::Help | Action::Back => self.help = false,
+                Action::Up => *s = s.saturating_sub(1),
+                Action::Down => *s = s.saturating_add(1),
+                Action::PageUp => *s = s.saturating_sub(page),
+                Action::PageDown => *s = s.saturating_add(page),
+                Action::Home => *s = 0,
+                Action::End => *s = usize::MAX,
                 Action::Quit => self.quit = true,
                 Action::Suspend => self.suspend = true,
                 _ => {}
             }
+            self.help_scroll = self.help_scroll.min(crate::ui::help_max_scroll(self));
             return;
         }
         match a {
             Action::Quit => self.quit = true,
             Action::Suspend => self.suspend = true,
-            Action::Help => self.help = true,
+            Action::Help => (self.help, self.help_scroll) = (true, 0),
+            Action::ViewHeat => self.show_tab(Tab::Heatmap),
+            Action::ViewLinks => self.show_tab(Tab::Links),
+            Action::ViewFlows => self.show_tab(Tab::Flows),
+            Action::ViewEvents => self.show_tab(Tab::Events),
             Action::NextView | Action::PrevView => {
                 let i = Tab::ALL.iter().position(|t| *t == self.tab).unwrap_or(0);
                 let d = if a == Action::NextView {

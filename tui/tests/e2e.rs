@@ -121,11 +121,11 @@ fn replay_in_tmux() {
     let screen = s.wait_for("links 1–1 of 1 (of 384)");
     assert!(screen.contains("filter drops>0"), "{screen}");
     s.keys(&["?"]);
-    s.wait_for("help — ? or Esc to close");
+    s.wait_for("? or Esc to close");
     s.keys(&["Escape"]);
     // a key right after ESC would read as Alt+key: wait until the help is gone
     let t = Instant::now();
-    while s.screen().contains("help — ? or Esc to close") {
+    while s.screen().contains("? or Esc to close") {
         assert!(
             t.elapsed() < Duration::from_secs(30),
             "Esc did not close the help"

@@ -212,3 +212,69 @@ fn disconnected_greys_out_stale_values() {
     }
     insta::assert_snapshot!(s);
 }
+
+/// The footer comes from the key map and the view: a rebound key shows as bound, each
+/// view lists its own keys, and at 80 columns whole hints are dropped (never cut
+/// mid-word); `? help` and `q quit` always stay.
+#[test]
+fn footer_is_built_from_the_key_map_and_the_view() {
+    let mut a = app(Theme::Full, true);
+    a.keys.bind("freeze", &["z".into()]).unwrap();
+    a.keys.bind("sort", &["o".into()]).unwrap();
+    let footer = |a: &mut fabric_tui::App, w| {
+        let t = draw(a, w, 24);
+        text(&t).lines().last().unwrap().trim_end().to_string()
+    };
+    let heat = footer(&mut a, 80);
+    assert!(heat.starts_with(" ? help"), "{heat}");
+    assert!(heat.ends_with("q quit"), "{heat}");
+    assert!(
+        heat.contains("z freeze") && !heat.contains("space"),
+        "{heat}"
+    );
+    assert!(heat.contains("enter drill"), "{heat}");
+    a.update(Msg::Action(Action::NextView));
+    let links = footer(&mut a, 80);
+    assert!(
+        links.contains("o sort") && links.contains("S reverse"),
+        "{links}"
+    );
+    assert!(!links.contains("drill"), "{links}");
+    // narrow: fewer hints, each whole
+    let narrow = footer(&mut a, 40);
+    assert!(
+        narrow.starts_with(" ? help") && narrow.ends_with("q quit"),
+        "{narrow}"
+    );
+    let wide = footer(&mut a, 200);
+    for hint in narrow.trim().split("  ") {
+        assert!(
+            wide.contains(hint),
+            "`{hint}` is not a whole hint: {narrow}"
+        );
+    }
+    // unbinding an action drops its hint
+    a.keys.bind("sort", &[]).unwrap();
+    assert!(!footer(&mut a, 200).contains("sort"));
+}
+
+/// The help scrolls: at 80×24 every binding can be reached (a third was cut off).
+#[test]
+fn help_scrolls_at_80x24() {
+    let mut a = app(Theme::Full, true);
+    a.update(Msg::Resize(80, 24));
+    a.update(Msg::Action(Action::Help));
+    let first = text(&draw(&mut a, 80, 24));
+    assert!(first.contains("help 1–22 of "), "{first}");
+    assert!(!first.contains("suspend to the shell"), "{first}");
+    a.update(Msg::Action(Action::End));
+    let last = text(&draw(&mut a, 80, 24));
+    assert!(last.contains("suspend to the shell"), "{last}");
+    assert!(last.contains("glyphs: ✖ link down"), "{last}");
+    // Up from the end moves one line at once (the scroll is clamped)
+    a.update(Msg::Action(Action::Up));
+    let up = text(&draw(&mut a, 80, 24));
+    assert!(!up.contains("glyphs: ✖ link down"), "{up}");
+    a.update(Msg::Action(Action::Home));
+    assert_eq!(text(&draw(&mut a, 80, 24)), first);
+}

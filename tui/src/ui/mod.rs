@@ -103,6 +103,11 @@ pub fn areas(area: Rect, app: &App) -> Option<Areas> {
     })
 }
 
+/// The furthest the help screen scrolls at the app's terminal size.
+pub fn help_max_scroll(app: &App) -> usize {
+    help::max_scroll(app)
+}
+
 /// Grid bins the heat map can show now: (rows, columns).
 pub fn heat_capacity(app: &App) -> (u32, u32) {
     let area = Rect::new(0, 0, app.size.0, app.size.1);
