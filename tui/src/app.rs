@@ -12,7 +12,7 @@ use crate::heatmap::{self, Level, Window};
 use crate::keys::KeyMap;
 use crate::metrics::{EventRow, History, LinkRates, Sample};
 use crate::rows::{Job, Key, Query, Rows, Worker};
-use crate::table::SortKey;
+use crate::table::{FlowSort, SortKey};
 use crate::theme::Theme;
 use crate::units::Units;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -190,6 +190,10 @@ pub struct App {
     pub ascending: bool,
     /// Only faulty links.
     pub faults_only: bool,
+    /// The flows view's sort column.
+    pub flow_sort: FlowSort,
+    /// The flows view sorts smallest first.
+    pub flow_ascending: bool,
     /// Selected row of the links / flows / events / cell list.
     pub selected: usize,
     /// The link selected in the links table: the cursor stays on it when rows re-sort
@@ -261,6 +265,8 @@ impl App {
             sort: SortKey::Util,
             ascending: false,
             faults_only: false,
+            flow_sort: FlowSort::Rate,
+            flow_ascending: false,
             selected: 0,
             selected_link: None,
             link_open: None,
@@ -628,6 +634,10 @@ impl App {
             Action::Back => self.back(),
             Action::Filter => {
                 self.filter.editing = true;
+            }
+            Action::Sort if self.tab == Tab::Flows => self.flow_sort = self.flow_sort.next(),
+            Action::SortReverse if self.tab == Tab::Flows => {
+                self.flow_ascending = !self.flow_ascending
             }
             Action::Sort => self.sort = self.sort.next(),
             Action::SortReverse => self.ascending = !self.ascending,

@@ -278,3 +278,39 @@ fn help_scrolls_at_80x24() {
     a.update(Msg::Action(Action::Home));
     assert_eq!(text(&draw(&mut a, 80, 24)), first);
 }
+
+/// Flows view: `s` sorts there too, a finished flow shows no rate (not its last one),
+/// the utilisation chart has a legend and the time axes say when.
+#[test]
+fn flows_view_sorts_has_legends_and_finished_flows_send_nothing() {
+    let mut a = app(Theme::Full, true);
+    act(&mut a, &[Action::NextView, Action::NextView]);
+    let s = text(&draw(&mut a, 120, 40));
+    let row = |s: &str, id: &str| {
+        s.lines()
+            .find(|l| l.starts_with(&format!("│{id} ")))
+            .unwrap_or_else(|| panic!("no flow {id}:\n{s}"))
+            .to_string()
+    };
+    // flow 5 finished at 100 Gb/s: no rate, and last by rate
+    assert!(!row(&s, "5").contains("100Gb/s"), "{}", row(&s, "5"));
+    assert!(s.contains("rate▼") && s.contains("sort rate ▼"), "{s}");
+    let first = s.lines().position(|l| l.starts_with("│4 ")).unwrap();
+    let finished = s.lines().position(|l| l.starts_with("│5 ")).unwrap();
+    let zero = s.lines().position(|l| l.starts_with("│0 ")).unwrap();
+    assert!(first < zero && zero < finished, "{s}");
+    // legends name the tiers; the axes say when (11.00s … 12.00s)
+    for name in ["host–leaf", "leaf–spine", "spine–core"] {
+        assert!(s.matches(name).count() >= 2, "no legend `{name}`:\n{s}");
+    }
+    assert!(s.contains("11.00s") && s.contains("12.00s"), "{s}");
+    // `s`: by bytes delivered, largest first; `S` reverses
+    act(&mut a, &[Action::Sort]);
+    let s = text(&draw(&mut a, 120, 40));
+    assert!(s.contains("done▼"), "{s}");
+    let pos = |s: &str, id: &str| s.lines().position(|l| l.starts_with(&format!("│{id} ")));
+    assert!(pos(&s, "5") < pos(&s, "0"), "{s}");
+    act(&mut a, &[Action::SortReverse]);
+    let s = text(&draw(&mut a, 120, 40));
+    assert!(s.contains("done▲") && pos(&s, "0") < pos(&s, "5"), "{s}");
+}

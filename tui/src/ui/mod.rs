@@ -201,11 +201,15 @@ fn render_tabs(f: &mut Frame<'_>, r: Rect, app: &App) {
     if let Some(e) = &app.filter.expr {
         right.push(format!("filter {e}"));
     }
+    let arrow = |up: bool| if up { "▲" } else { "▼" };
     if app.tab == Tab::Links {
+        right.push(format!("sort {} {}", app.sort.name(), arrow(app.ascending)));
+    }
+    if app.tab == Tab::Flows {
         right.push(format!(
             "sort {} {}",
-            app.sort.name(),
-            if app.ascending { "▲" } else { "▼" }
+            app.flow_sort.name(),
+            arrow(app.flow_ascending)
         ));
     }
     let line = Line::from(spans);
