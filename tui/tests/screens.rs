@@ -314,3 +314,41 @@ fn flows_view_sorts_has_legends_and_finished_flows_send_nothing() {
     let s = text(&draw(&mut a, 120, 40));
     assert!(s.contains("done▲") && pos(&s, "0") < pos(&s, "5"), "{s}");
 }
+
+/// The 16-colour legend names every colour the heat map uses (it showed four of seven).
+#[test]
+fn ansi16_legend_names_every_colour_of_the_map() {
+    let mut a = app(Theme::Ansi16, true);
+    let t = draw(&mut a, 120, 40);
+    let b = t.backend().buffer();
+    let legend_y = (0..b.area.height)
+        .find(|&y| {
+            let line: String = (0..b.area.width).map(|x| b[(x, y)].symbol()).collect();
+            line.contains("! drops P PFC")
+        })
+        .expect("a legend line");
+    let mut legend = std::collections::BTreeSet::new();
+    let mut map = std::collections::BTreeSet::new();
+    for y in 0..b.area.height {
+        for x in 0..b.area.width {
+            let c = &b[(x, y)];
+            match c.symbol() {
+                "█" if y == legend_y => {
+                    legend.insert(format!("{:?}", c.fg));
+                }
+                "▀" | "▄" if y < legend_y => {
+                    map.insert(format!("{:?}", c.fg));
+                    map.insert(format!("{:?}", c.bg));
+                }
+                _ => {}
+            }
+        }
+    }
+    map.remove("Reset");
+    // white is the cursor, which the legend line describes (`▸ pod 0 × core 3: …`)
+    map.remove("White");
+    assert!(map.len() >= 4, "{map:?}");
+    let missing: Vec<_> = map.difference(&legend).collect();
+    assert!(missing.is_empty(), "not in the legend: {missing:?}");
+    assert_eq!(legend.len(), 7, "{legend:?}");
+}

@@ -394,7 +394,13 @@ fn legend_line(
         ));
         s.push(Span::raw("   "));
     }
-    if t.colours() {
+    if t == Theme::Ansi16 {
+        // every colour the map uses, from its lower bound
+        for (u, c) in theme::ANSI16_BANDS {
+            s.push(Span::styled("█", Style::new().fg(c)));
+            s.push(Span::styled(format!("{} ", pct(u)), t.dim()));
+        }
+    } else if t.colours() {
         for u in [0.0, 0.3, 0.7, 1.0] {
             s.push(Span::styled("█", Style::new().fg(t.util(u))));
             s.push(Span::styled(format!("{} ", pct(u)), t.dim()));
