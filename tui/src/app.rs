@@ -15,7 +15,7 @@ use crate::rows::{Job, Key, Query, Rows, Worker};
 use crate::table::{FlowSort, SortKey};
 use crate::theme::Theme;
 use crate::units::Units;
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -109,6 +109,8 @@ pub enum Request {
 pub enum Msg {
     /// A key press.
     Key(KeyEvent),
+    /// A mouse click or wheel turn.
+    Mouse(MouseEvent),
     /// An action (from a key or a test).
     Action(Action),
     /// A new fabric shape (the source's port map).
@@ -364,6 +366,7 @@ impl App {
     fn apply(&mut self, msg: Msg) {
         match msg {
             Msg::Key(k) => self.key(k),
+            Msg::Mouse(m) => self.mouse(m),
             Msg::Action(a) => self.act(a),
             Msg::Fabric(f) => {
                 // another fabric, or the same one from a restarted daemon: start afresh
@@ -530,6 +533,45 @@ impl App {
         }
         if let Some(a) = self.keys.action(&k) {
             self.act(a);
+        }
+    }
+
+    /// A click on a tab opens it, on a row selects it, on a column header sorts by
+    /// that column (again: the other way); the wheel moves three rows (or scrolls help).
+    fn mouse(&mut self, m: MouseEvent) {
+        use crate::ui::Hit;
+        match m.kind {
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+                let a = if m.kind == MouseEventKind::ScrollDown {
+                    Action::Down
+                } else {
+                    Action::Up
+                };
+                for _ in 0..3 {
+                    self.act(a);
+                }
+            }
+            MouseEventKind::Down(MouseButton::Left) if !self.help && !self.filter.editing => {
+                match crate::ui::hit(self, m.column, m.row) {
+                    Some(Hit::Tab(t)) => self.show_tab(t),
+                    Some(Hit::LinkRow(i)) => {
+                        self.selected = i;
+                        self.choose_row();
+                    }
+                    Some(Hit::LinkSort(k)) => {
+                        self.ascending = self.sort == k && !self.ascending;
+                        self.sort = k;
+                    }
+                    Some(Hit::FlowRow(i)) => self.selected = i,
+                    Some(Hit::FlowSort(k)) => {
+                        self.flow_ascending = self.flow_sort == k && !self.flow_ascending;
+                        self.flow_sort = k;
+                    }
+                    None => {}
+                }
+                self.dirty = true;
+            }
+            _ => {}
         }
     }
 

@@ -210,6 +210,7 @@ fn setup() -> Result<Terminal<CrosstermBackend<Out>>> {
     execute!(
         std::io::stdout(),
         terminal::EnterAlternateScreen,
+        event::EnableMouseCapture,
         crossterm::cursor::Hide
     )?;
     let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
@@ -221,6 +222,7 @@ fn restore() {
     let _ = terminal::disable_raw_mode();
     let _ = execute!(
         std::io::stdout(),
+        event::DisableMouseCapture,
         terminal::LeaveAlternateScreen,
         crossterm::cursor::Show
     );
@@ -258,6 +260,7 @@ fn suspend(ui: &mut Ui<CrosstermBackend<Out>>) -> Result<()> {
     execute!(
         std::io::stdout(),
         terminal::EnterAlternateScreen,
+        event::EnableMouseCapture,
         terminal::Clear(terminal::ClearType::All),
         crossterm::cursor::Hide
     )?;
@@ -283,6 +286,17 @@ fn run_terminal(
             let m = match event::read() {
                 Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => Msg::Key(k),
                 Ok(Event::Resize(w, h)) => Msg::Resize(w, h),
+                // clicks and the wheel (not every move or drag of the pointer)
+                Ok(Event::Mouse(m))
+                    if matches!(
+                        m.kind,
+                        event::MouseEventKind::Down(_)
+                            | event::MouseEventKind::ScrollUp
+                            | event::MouseEventKind::ScrollDown
+                    ) =>
+                {
+                    Msg::Mouse(m)
+                }
                 Ok(_) => continue,
                 Err(_) => return,
             };

@@ -217,3 +217,82 @@ fn replay_gives_the_same_screens() {
     assert!(e.starts_with(&path.display().to_string()), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn click(app: &mut App, x: u16, y: u16) {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    app.update(Msg::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: x,
+        row: y,
+        modifiers: KeyModifiers::NONE,
+    }));
+}
+
+fn wheel(app: &mut App, down: bool) {
+    use crossterm::event::{MouseEvent, MouseEventKind};
+    let kind = if down {
+        MouseEventKind::ScrollDown
+    } else {
+        MouseEventKind::ScrollUp
+    };
+    app.update(Msg::Mouse(MouseEvent {
+        kind,
+        column: 10,
+        row: 10,
+        modifiers: KeyModifiers::NONE,
+    }));
+}
+
+/// Where `needle` is on the screen (column, line).
+fn at(screen: &str, needle: &str) -> (u16, u16) {
+    for (y, line) in screen.lines().enumerate() {
+        if let Some(i) = line.find(needle) {
+            return (line[..i].chars().count() as u16, y as u16);
+        }
+    }
+    panic!("`{needle}` not on screen:\n{screen}")
+}
+
+/// Mouse: a click on a tab opens it, on a column header sorts by it (again: the other
+/// way), on a row selects it; the wheel moves three rows. Number keys open views.
+#[test]
+fn mouse_clicks_tabs_headers_and_rows_and_the_wheel_scrolls() {
+    let mut a = app(Theme::Full, true);
+    let s = text(&draw(&mut a, 120, 40));
+    let (x, y) = at(&s, "Links");
+    click(&mut a, x + 1, y);
+    assert_eq!(a.tab, Tab::Links);
+    let s = text(&draw(&mut a, 120, 40));
+    let (x, y) = at(&s, "PFC/s");
+    click(&mut a, x, y);
+    assert_eq!(
+        (a.sort, a.ascending),
+        (fabric_tui::table::SortKey::Pfc, false)
+    );
+    click(&mut a, x + 2, y);
+    assert_eq!(
+        (a.sort, a.ascending),
+        (fabric_tui::table::SortKey::Pfc, true)
+    );
+    let s = text(&draw(&mut a, 120, 40));
+    assert!(s.contains("PFC/s▲"), "{s}");
+    // the fourth row: selected, and the cursor follows its link
+    click(&mut a, 5, y + 4);
+    assert_eq!(a.selected, 3);
+    assert_eq!(a.selected_link, Some(a.table_ids()[3]));
+    wheel(&mut a, true);
+    assert_eq!(a.selected, 6);
+    wheel(&mut a, false);
+    assert_eq!(a.selected, 3);
+    // the flows table's headers sort it too
+    key(&mut a, KeyCode::Char('3'));
+    assert_eq!(a.tab, Tab::Flows);
+    let s = text(&draw(&mut a, 120, 40));
+    let (x, y) = at(&s, "CNPs");
+    click(&mut a, x + 1, y);
+    assert_eq!(a.flow_sort, fabric_tui::table::FlowSort::Cnps);
+    key(&mut a, KeyCode::Char('4'));
+    assert_eq!(a.tab, Tab::Events);
+    key(&mut a, KeyCode::Char('1'));
+    assert_eq!(a.tab, Tab::Heatmap);
+}

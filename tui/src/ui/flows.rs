@@ -15,11 +15,8 @@ use ratatui::widgets::{
 
 /// Draw the flows view.
 pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
-    let charts_h = if r.height >= 22 { r.height / 2 } else { 0 };
-    let table = Rect {
-        height: r.height - charts_h,
-        ..r
-    };
+    let table = table_area(r);
+    let charts_h = r.height - table.height;
     flows_table(f, table, app);
     if charts_h > 0 {
         let c = Rect {
@@ -49,6 +46,61 @@ pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
         );
     }
 }
+
+/// Where the flows table goes in the view's rectangle `r`.
+fn table_area(r: Rect) -> Rect {
+    let charts_h = if r.height >= 22 { r.height / 2 } else { 0 };
+    Rect {
+        height: r.height - charts_h,
+        ..r
+    }
+}
+
+/// The row (in sorted order) of the flows table at screen line `y` of the view in `r`.
+pub fn row_at(r: Rect, app: &App, y: u16) -> Option<usize> {
+    let r = table_area(r);
+    let total = app.current().map_or(0, |s| s.flows.len());
+    let height = r.height.saturating_sub(3) as usize;
+    let first = r.y + 2;
+    if y < first || y >= first + height as u16 || total == 0 {
+        return None;
+    }
+    let sel = app.selected.min(total - 1);
+    let row = (sel + 1).saturating_sub(height) + (y - first) as usize;
+    (row < total).then_some(row)
+}
+
+/// The sort column under screen column `x` of the flows table's header.
+pub fn column_at(r: Rect, x: u16) -> Option<FlowSort> {
+    let inner = Block::bordered().inner(table_area(r));
+    let cols = ratatui::layout::Layout::horizontal(WIDTHS)
+        .spacing(1)
+        .split(inner);
+    let keys = [
+        Some(FlowSort::Id),
+        None,
+        Some(FlowSort::Rate),
+        None,
+        Some(FlowSort::Cnps),
+        Some(FlowSort::Rtt),
+        Some(FlowSort::Bytes),
+        None,
+    ];
+    let i = cols.iter().position(|c| x >= c.x && x < c.right())?;
+    keys.get(i).copied().flatten()
+}
+
+/// The flows table's columns.
+const WIDTHS: [Constraint; 8] = [
+    Constraint::Length(6),
+    Constraint::Fill(1),
+    Constraint::Length(11),
+    Constraint::Length(8),
+    Constraint::Length(6),
+    Constraint::Length(9),
+    Constraint::Length(8),
+    Constraint::Length(6),
+];
 
 fn flows_table(f: &mut Frame<'_>, r: Rect, app: &App) {
     let t = app.theme;
@@ -125,17 +177,7 @@ fn flows_table(f: &mut Frame<'_>, r: Rect, app: &App) {
         "state".into(),
     ])
     .style(t.title());
-    let w = [
-        Constraint::Length(6),
-        Constraint::Fill(1),
-        Constraint::Length(11),
-        Constraint::Length(8),
-        Constraint::Length(6),
-        Constraint::Length(9),
-        Constraint::Length(8),
-        Constraint::Length(6),
-    ];
-    f.render_widget(Table::new(rows, w).header(header).block(block), r);
+    f.render_widget(Table::new(rows, WIDTHS).header(header).block(block), r);
 }
 
 /// The charts' time span, seconds on the source's clock.
