@@ -311,7 +311,7 @@ pub fn render_hottest(f: &mut Frame<'_>, r: Rect, app: &App) {
             ]));
         }
     }
-    let title = if tiers.iter().any(|&k| k == 0) {
+    let title = if tiers.contains(&0) {
         " hottest links "
     } else {
         " hottest fabric links per tier "
