@@ -577,3 +577,31 @@ fn ctrl_z_suspends_and_fg_resumes() {
     let screen = s.wait_for("\nMODE=");
     assert!(screen.contains("MODE=icanon"), "{screen}");
 }
+
+/// Mouse in the real terminal: tmux passes SGR mouse reports to the program as a
+/// terminal would; a click on the Links tab opens it, a click on a header sorts by it.
+#[test]
+fn mouse_clicks_a_tab_and_a_column_header() {
+    let bin = env!("CARGO_BIN_EXE_fabric-tui");
+    let Some(s) = Session::start("mouse", &format!("{bin} --preset fat-tree-k4"), 120, 36)
+    else {
+        return;
+    };
+    let screen = s.wait_for("LIVE");
+    let find = |screen: &str, needle: &str| -> (usize, usize) {
+        screen
+            .lines()
+            .enumerate()
+            .find_map(|(y, l)| l.find(needle).map(|i| (l[..i].chars().count(), y)))
+            .unwrap_or_else(|| panic!("`{needle}` not on screen:\n{screen}"))
+    };
+    // SGR reports count from 1
+    let click = |x: usize, y: usize| s.keys(&["-l", &format!("\x1b[<0;{};{}M", x + 2, y + 1)]);
+    let (x, y) = find(&screen, "Links");
+    click(x, y);
+    let screen = s.wait_for("links 1–");
+    let (x, y) = find(&screen, "PFC/s");
+    click(x, y);
+    s.wait_for("sort PFC/s ▼");
+    s.keys(&["q"]);
+}
