@@ -271,7 +271,13 @@ fn link_event(what: &EventKind, v: &FabricView) -> Option<Described> {
             unreachable_pairs,
             repaired_ns,
         } => {
-            let mut text = format!("reroute after {} link(s)", links.len());
+            let mut text = match links.as_slice() {
+                [] => "reroute (manual)".to_string(),
+                [l] => format!("reroute after {}", link(*l)),
+                [l, rest @ ..] => {
+                    format!("reroute after {} and {} more links", link(*l), rest.len())
+                }
+            };
             if let Some(s) = switches_changed {
                 text += &format!(", {} switches changed", s.len());
             }

@@ -583,8 +583,7 @@ fn ctrl_z_suspends_and_fg_resumes() {
 #[test]
 fn mouse_clicks_a_tab_and_a_column_header() {
     let bin = env!("CARGO_BIN_EXE_fabric-tui");
-    let Some(s) = Session::start("mouse", &format!("{bin} --preset fat-tree-k4"), 120, 36)
-    else {
+    let Some(s) = Session::start("mouse", &format!("{bin} --preset fat-tree-k4"), 120, 36) else {
         return;
     };
     let screen = s.wait_for("LIVE");
