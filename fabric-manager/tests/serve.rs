@@ -228,6 +228,10 @@ fn mutating_endpoints_need_the_token() {
         .map(|e| e["what"]["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["link-down", "reroute"], "{ev}");
+    // named `switch:port` too, for readers without the fabric map
+    let at = ev[0]["at"].as_array().unwrap();
+    assert!(at.iter().any(|p| p == "pod0-leaf0:2"), "{ev}");
+    assert_eq!(ev[1]["at"], ev[0]["at"], "{ev}");
     let link = ev[0]["what"]["link"].as_u64().unwrap() as u32;
     let routes = d.json("/api/v1/routes/pod0-leaf0");
     assert_eq!(routes["failed_links"], serde_json::json!([link]));
