@@ -220,6 +220,15 @@ fn mutating_endpoints_need_the_token() {
     let h = d.health();
     assert_eq!(h["status"], "degraded");
     assert_eq!(h["reroutes"]["count"], 1, "{h}");
+    // the events are published with the next snapshot, which may come after the health
+    d.wait_for(
+        |d| {
+            d.json("/api/v1/events")
+                .as_array()
+                .is_some_and(|a| a.len() >= 2)
+        },
+        Duration::from_secs(10),
+    );
     let ev = d.json("/api/v1/events");
     let kinds: Vec<&str> = ev
         .as_array()
