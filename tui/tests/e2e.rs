@@ -604,3 +604,26 @@ fn mouse_clicks_a_tab_and_a_column_header() {
     s.wait_for("sort PFC/s ▼");
     s.keys(&["q"]);
 }
+
+/// A config that binds one key to two actions is refused before the screen opens,
+/// naming the key and both actions (the key used to move to the second one silently).
+#[test]
+fn a_key_bound_twice_is_an_error_at_start_up() {
+    let dir = std::env::temp_dir().join(format!("fabric-tui-e2e-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("tui.toml");
+    std::fs::write(&cfg, "[keys]\nfreeze = [\"q\"]\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fabric-tui"))
+        .args(["--preset", "fat-tree-k4", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("[keys]: key `q` is bound to both `quit` and `freeze`"),
+        "{err}"
+    );
+    assert!(!err.contains("terminal"), "{err}");
+}
