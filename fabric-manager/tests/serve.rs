@@ -220,6 +220,15 @@ fn mutating_endpoints_need_the_token() {
     let h = d.health();
     assert_eq!(h["status"], "degraded");
     assert_eq!(h["reroutes"]["count"], 1, "{h}");
+    // the events are published with the next snapshot, which may come after the health
+    d.wait_for(
+        |d| {
+            d.json("/api/v1/events")
+                .as_array()
+                .is_some_and(|a| a.len() >= 2)
+        },
+        Duration::from_secs(10),
+    );
     let ev = d.json("/api/v1/events");
     let kinds: Vec<&str> = ev
         .as_array()
@@ -228,6 +237,10 @@ fn mutating_endpoints_need_the_token() {
         .map(|e| e["what"]["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["link-down", "reroute"], "{ev}");
+    // named `switch:port` too, for readers without the fabric map
+    let at = ev[0]["at"].as_array().unwrap();
+    assert!(at.iter().any(|p| p == "pod0-leaf0:2"), "{ev}");
+    assert_eq!(ev[1]["at"], ev[0]["at"], "{ev}");
     let link = ev[0]["what"]["link"].as_u64().unwrap() as u32;
     let routes = d.json("/api/v1/routes/pod0-leaf0");
     assert_eq!(routes["failed_links"], serde_json::json!([link]));
