@@ -268,13 +268,36 @@ impl PlaneLft {
 
     /// Destinations per output port of `switch` (index = port number).
     pub fn port_loads(&self, f: &Fabric, switch: NodeId) -> Vec<u32> {
-        let mut loads = vec![0u32; f.degree(switch)];
-        for c in 0..self.columns.len() {
-            if let Some(p) = self.get(switch, c) {
-                loads[p as usize] += 1;
-            }
+        // Counted by stored value (port + 1; 0 = no route), one pass over the row.
+        let mut loads = vec![0u32; f.degree(switch) + 1];
+        let row = self.row_range(switch, 0..self.columns.len());
+        match &self.ports {
+            LftPorts::U8(v) => v[row].iter().for_each(|&x| loads[x as usize] += 1),
+            LftPorts::U16(v) => v[row].iter().for_each(|&x| loads[x as usize] += 1),
         }
+        loads.remove(0);
         loads
+    }
+
+    /// Copies the stored values (port + 1; 0 = no route) of `switch`'s row at `cols` into
+    /// the start of `out`, for readers of whole rows.
+    pub fn raw_row(&self, switch: NodeId, cols: std::ops::Range<usize>, out: &mut [Port]) {
+        let row = self.row_range(switch, cols);
+        let out = &mut out[..row.len()];
+        match &self.ports {
+            LftPorts::U8(v) => {
+                for (o, &x) in out.iter_mut().zip(&v[row]) {
+                    *o = x as Port;
+                }
+            }
+            LftPorts::U16(v) => out.copy_from_slice(&v[row]),
+        }
+    }
+
+    /// Where `switch`'s entries at `cols` lie in the table.
+    fn row_range(&self, switch: NodeId, cols: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let row = (switch.0 - self.first_switch) as usize * self.columns.len();
+        row + cols.start..row + cols.end
     }
 
     /// Fills `switch`'s row (or only `only_leaf`'s columns): d-mod-k, except on a switch
