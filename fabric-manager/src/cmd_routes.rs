@@ -188,11 +188,12 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     json.write(&out)?;
     if !rep.ok() {
         eprintln!(
-            "fabric routes verify: verification failed ({})",
+            "{}routes verify: verification failed ({})",
+            crate::common::ERROR_PREFIX,
             problems(&rep)
         );
         if let Some(e) = &out.lanes.error {
-            eprintln!("fabric routes verify: {e}");
+            eprintln!("{}routes verify: {e}", crate::common::ERROR_PREFIX);
         }
         std::process::exit(1);
     }
