@@ -48,6 +48,9 @@ pub struct PlaneLft {
     pub ports: LftPorts,
     /// Leaf rows: the columns [`PlaneLft::rebalance_leaf`] moved off their d-mod-k port.
     moved: std::collections::HashMap<u32, Vec<u32>>,
+    /// Rows spread as a whole (degraded or narrowed when last filled): not plain d-mod-k
+    /// outside the columns a re-route changes, so an update rewrites them whole.
+    spread: std::collections::HashSet<u32>,
 }
 
 /// Single-path tables of all planes.
@@ -139,6 +142,7 @@ impl Lft {
                     LftPorts::U8(vec![0; rows * ncol])
                 },
                 moved: Default::default(),
+                spread: Default::default(),
             };
             let mut pat = Patterns::new(r);
             for s in sw {
@@ -187,10 +191,12 @@ impl Lft {
         let mut spread: std::collections::HashMap<NodeId, bool> = Default::default();
         for &(s, leaf) in changed {
             if let Some(pl) = f.plane(s) {
-                let whole = pat.failures
-                    && *spread
-                        .entry(s)
-                        .or_insert_with(|| degraded(f, r, s) || narrowed(f, r, s));
+                // Spread now, or spread before and maybe plain d-mod-k now: the whole row.
+                let t = &self.planes[pl as usize];
+                let was_spread = t.spread.contains(&(s.0 - t.first_switch));
+                let whole = *spread.entry(s).or_insert_with(|| {
+                    was_spread || pat.failures && (degraded(f, r, s) || narrowed(f, r, s))
+                });
                 if whole {
                     whole_rows.push(s); // spread over its live up ports: whole row, once
                 } else {
@@ -312,13 +318,19 @@ impl PlaneLft {
         only_leaf: Option<NodeId>,
         pat: &mut Patterns,
     ) {
+        let row = s.0 - self.first_switch;
         if pat.failures && degraded(f, r, s) {
-            self.moved.remove(&(s.0 - self.first_switch));
+            self.moved.remove(&row);
+            self.spread.insert(row);
             self.fill_row_balanced(f, r, s);
         } else if pat.failures && narrowed(f, r, s) {
+            self.spread.insert(row);
             self.fill_row_dmodk(f, r, s, None, pat);
             self.respread_narrowed(f, r, s);
         } else {
+            // A row spread before is rewritten whole (its other columns are not d-mod-k).
+            let was_spread = self.spread.remove(&row);
+            let only_leaf = if was_spread { None } else { only_leaf };
             self.fill_row_dmodk(f, r, s, only_leaf, pat);
             if f.tier(s) == TIER_LEAF {
                 self.rebalance_leaf(f, r, s, pat.failures);
