@@ -207,6 +207,18 @@ impl Lft {
                 }
             }
         }
+        // A switch whose own up link failed is spread whole even when none of its entries
+        // changed (e.g. a failed core leaves its aggregation switch's rows as they were).
+        if pat.failures {
+            for t in &self.planes {
+                for row in 0..t.rows {
+                    let s = NodeId(t.first_switch + row);
+                    if !t.spread.contains(&row) && degraded(f, r, s) {
+                        whole_rows.push(s);
+                    }
+                }
+            }
+        }
         whole_rows.sort_unstable();
         whole_rows.dedup();
         for s in whole_rows {
