@@ -215,7 +215,10 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         !proof.ok()
     });
     if leaks {
-        eprintln!("fabric routes verify: tenant isolation failed (leaks or blocked pairs above)");
+        eprintln!(
+            "{}routes verify: tenant isolation failed (leaks or blocked pairs above)",
+            crate::common::ERROR_PREFIX
+        );
     }
     if !rep.ok() {
         eprintln!(
