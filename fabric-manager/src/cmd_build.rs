@@ -152,7 +152,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 
     if !verify_step(&f, &c) {
-        eprintln!("fabric build: verification failed; not writing tables");
+        eprintln!(
+            "{}build: verification failed; not writing tables",
+            crate::common::ERROR_PREFIX
+        );
         std::process::exit(1);
     }
     let lines = crate::cmd_routes::balance_lines(&crate::cmd_routes::lft_balance(&f, &c.routes));

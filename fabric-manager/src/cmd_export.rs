@@ -186,10 +186,15 @@ impl Sink for DirSink {
 /// asked for and `out` is not an existing directory and has an extension.
 pub(crate) fn sink_for(out: &Path, formats: &BTreeSet<Format>) -> anyhow::Result<DirSink> {
     let one_file = formats.len() == 1 && formats.iter().all(|f| f.single_file().is_some());
-    let looks_like_file = !out.is_dir() && out.extension().is_some();
+    // An existing non-directory (a file, or a device such as /dev/full or /dev/stdout) is
+    // written as a file; so is a new path with an extension.
+    let looks_like_file = match std::fs::metadata(out) {
+        Ok(m) => !m.is_dir(),
+        Err(_) => out.extension().is_some(),
+    };
     if looks_like_file && !one_file {
         bail!(
-            "--out {}: looks like a file, but {} write several files; give a directory",
+            "--out {}: is (or looks like) a file, but {} write several files; give a directory",
             out.display(),
             formats
                 .iter()
@@ -406,7 +411,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         match unreachable_verdict(&v, args.allow_unreachable) {
             Some(Err(refusal)) => {
-                eprintln!("fabric routes export: {refusal}");
+                eprintln!("{}routes export: {refusal}", crate::common::ERROR_PREFIX);
                 std::process::exit(1);
             }
             Some(Ok(warning)) => println!("warning: {warning}"),

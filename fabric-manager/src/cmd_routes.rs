@@ -215,15 +215,19 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         !proof.ok()
     });
     if leaks {
-        eprintln!("fabric routes verify: tenant isolation failed (leaks or blocked pairs above)");
+        eprintln!(
+            "{}routes verify: tenant isolation failed (leaks or blocked pairs above)",
+            crate::common::ERROR_PREFIX
+        );
     }
     if !rep.ok() {
         eprintln!(
-            "fabric routes verify: verification failed ({})",
+            "{}routes verify: verification failed ({})",
+            crate::common::ERROR_PREFIX,
             problems(&rep)
         );
         if let Some(e) = &out.lanes.error {
-            eprintln!("fabric routes verify: {e}");
+            eprintln!("{}routes verify: {e}", crate::common::ERROR_PREFIX);
         }
         std::process::exit(1);
     }

@@ -49,6 +49,10 @@ pub fn exit_status(e: &anyhow::Error) -> u8 {
     }
 }
 
+/// How every `fabric` subcommand starts a message about an error on standard error (bad
+/// input, exit 2; a failed check, exit 1), as clap does for a bad command line.
+pub const ERROR_PREFIX: &str = "error: ";
+
 /// An error and its causes on one line (`a: b: c`), leaving out a cause whose text the
 /// line already ends with (an error that prints its source, as `veth::Error::Os` does,
 /// would otherwise show the OS error twice).

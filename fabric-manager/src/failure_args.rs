@@ -125,7 +125,7 @@ pub fn input<T>(r: anyhow::Result<T>) -> T {
     match r {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("error: {}", message(&e));
+            eprintln!("{}{}", crate::common::ERROR_PREFIX, message(&e));
             std::process::exit(2)
         }
     }

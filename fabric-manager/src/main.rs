@@ -88,7 +88,7 @@ fn main() -> std::process::ExitCode {
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {}", common::error_line(&e));
+            eprintln!("{}{}", common::ERROR_PREFIX, common::error_line(&e));
             std::process::ExitCode::from(common::exit_status(&e))
         }
     }

@@ -67,11 +67,12 @@ pub fn of_lft(f: &Fabric, r: &Routes, lft: &Lft) -> Vec<TierBalance> {
     let mut pairs: [Vec<u64>; 3] = Default::default();
     let mut worst: [Option<(NodeId, u32, u32)>; 3] = [None; 3];
     for (pi, t) in lft.planes.iter().enumerate() {
-        let load = pair_loads(f, r, t, pi as u16);
+        let (load, dest_count) = loads(f, r, t, pi as u16);
         for s in t.first_switch..t.first_switch + t.rows {
             let s = NodeId(s);
             let ti = f.tier(s) as usize - 1;
-            let per_port = t.port_loads(f, s);
+            let off = f.port_off[s.idx()] as usize - load_base(f, t);
+            let per_port = &dest_count[off..off + f.degree(s)];
             let live: Vec<Port> = (0..f.degree(s) as Port)
                 .filter(|&k| is_up(f, s, k) && r.link_is_up(f.port_link(s, k)))
                 .collect();
@@ -89,10 +90,9 @@ pub fn of_lft(f: &Fabric, r: &Routes, lft: &Lft) -> Vec<TierBalance> {
             if worst[ti].is_none_or(|(_, m, i)| r_new > ratio(m as f64, i as f64)) {
                 worst[ti] = Some((s, max, ideal));
             }
-            let off = f.port_off[s.idx()] as usize;
             for &k in &live {
                 dests[ti].push(per_port[k as usize]);
-                pairs[ti].push(load[off + k as usize - load_base(f, t)]);
+                pairs[ti].push(load[off + k as usize]);
             }
         }
     }
@@ -119,15 +119,24 @@ fn load_base(f: &Fabric, t: &crate::lft::PlaneLft) -> usize {
     f.port_off[t.first_switch as usize] as usize
 }
 
+/// Columns pushed through the tables together by [`loads`]: each switch's row is then
+/// read 256 entries at a time instead of one entry per column, a whole table apart.
+const BLOCK: usize = 256;
+
 /// All-to-all pairs per port slot of the plane's switches: for each destination column,
 /// the sources of every leaf (live host links) are pushed up through the tables, tier by
 /// tier; only up / global ports are counted (traffic going down never turns up again).
-fn pair_loads(f: &Fabric, r: &Routes, t: &crate::lft::PlaneLft, plane: u16) -> Vec<u64> {
+/// Columns go [`BLOCK`] at a time, so the row-major table is read along its rows. Also
+/// counts the destinations (columns) on every port slot in the same pass, which is
+/// [`crate::lft::PlaneLft::port_loads`] for every switch at once.
+fn loads(f: &Fabric, r: &Routes, t: &crate::lft::PlaneLft, plane: u16) -> (Vec<u64>, Vec<u32>) {
     let base = load_base(f, t);
     let end = f.port_off[(t.first_switch + t.rows) as usize] as usize;
     let mut load = vec![0u64; end - base];
+    let mut dests = vec![0u32; end - base];
     let info = f.plane_info(plane);
-    let sources: Vec<u64> = info
+    // Sources per leaf and the counts pushed up fit u32: at most the plane's hosts.
+    let sources: Vec<u32> = info
         .leaves()
         .map(|l| {
             let l = NodeId(l);
@@ -135,45 +144,69 @@ fn pair_loads(f: &Fabric, r: &Routes, t: &crate::lft::PlaneLft, plane: u16) -> V
                 .filter(|&k| {
                     f.direction(l, k) == Direction::Down && r.link_is_up(f.port_link(l, k))
                 })
-                .count() as u64
+                .count() as u32
         })
         .collect();
-    let mut inflow = vec![0u64; t.rows as usize];
+    // Per port slot: counted (up or global) and, if up, the row the traffic climbs to.
+    let climbs: Vec<(bool, Option<usize>)> = (t.first_switch..t.first_switch + t.rows)
+        .flat_map(|s| {
+            let s = NodeId(s);
+            (0..f.degree(s) as Port).map(move |k| {
+                let up = f.direction(s, k) == Direction::Up;
+                let to = up.then(|| (f.peer(s, k).0 - t.first_switch) as usize);
+                (is_up(f, s, k), to)
+            })
+        })
+        .collect();
+    let mut inflow = vec![0u32; t.rows as usize * BLOCK];
+    let mut entries = [0 as Port; BLOCK];
     let by_tier: Vec<Vec<u32>> = info
         .tiers
         .iter()
         .map(|range| range.clone().collect())
         .collect();
-    for (c, &d) in t.columns.iter().enumerate() {
+    let leaf_row = (info.leaves().start - t.first_switch) as usize;
+    for c0 in (0..t.columns.len()).step_by(BLOCK) {
+        let cols = c0..t.columns.len().min(c0 + BLOCK);
         inflow.fill(0);
         for (i, &n) in sources.iter().enumerate() {
-            inflow[(info.leaves().start + i as u32 - t.first_switch) as usize] = n;
+            inflow[(leaf_row + i) * BLOCK..][..cols.len()].fill(n);
         }
         // The destination's own host is not a source toward itself.
-        if let Some(a) = f.attachment(d, plane) {
-            let li = (a.leaf.0 - t.first_switch) as usize;
-            inflow[li] = inflow[li].saturating_sub(1);
+        for c in cols.clone() {
+            if let Some(a) = f.attachment(t.columns[c], plane) {
+                let x = &mut inflow[(a.leaf.0 - t.first_switch) as usize * BLOCK + c - c0];
+                *x = x.saturating_sub(1);
+            }
         }
         for tier in &by_tier {
             for &s in tier {
-                let s = NodeId(s);
-                let x = inflow[(s.0 - t.first_switch) as usize];
-                if x == 0 {
-                    continue;
-                }
-                let Some(k) = t.get(s, c) else { continue };
-                if !is_up(f, s, k) {
-                    continue;
-                }
-                load[f.port_off[s.idx()] as usize + k as usize - base] += x;
-                let w = f.peer(s, k);
-                if f.direction(s, k) == Direction::Up {
-                    inflow[(w.0 - t.first_switch) as usize] += x;
+                let row = (s - t.first_switch) as usize;
+                let slot0 = f.port_off[s as usize] as usize - base;
+                t.raw_row(NodeId(s), cols.clone(), &mut entries);
+                for (j, &v) in entries[..cols.len()].iter().enumerate() {
+                    if v == 0 {
+                        continue;
+                    }
+                    let k = slot0 + v as usize - 1;
+                    dests[k] += 1;
+                    let x = inflow[row * BLOCK + j];
+                    if x == 0 {
+                        continue;
+                    }
+                    let (counted, to) = climbs[k];
+                    if !counted {
+                        continue;
+                    }
+                    load[k] += x as u64;
+                    if let Some(w) = to {
+                        inflow[w * BLOCK + j] += x;
+                    }
                 }
             }
         }
     }
-    load
+    (load, dests)
 }
 
 #[cfg(test)]

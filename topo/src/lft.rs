@@ -48,6 +48,9 @@ pub struct PlaneLft {
     pub ports: LftPorts,
     /// Leaf rows: the columns [`PlaneLft::rebalance_leaf`] moved off their d-mod-k port.
     moved: std::collections::HashMap<u32, Vec<u32>>,
+    /// Rows spread as a whole (degraded or narrowed when last filled): not plain d-mod-k
+    /// outside the columns a re-route changes, so an update rewrites them whole.
+    spread: std::collections::HashSet<u32>,
 }
 
 /// Single-path tables of all planes.
@@ -139,6 +142,7 @@ impl Lft {
                     LftPorts::U8(vec![0; rows * ncol])
                 },
                 moved: Default::default(),
+                spread: Default::default(),
             };
             let mut pat = Patterns::new(r);
             for s in sw {
@@ -187,16 +191,30 @@ impl Lft {
         let mut spread: std::collections::HashMap<NodeId, bool> = Default::default();
         for &(s, leaf) in changed {
             if let Some(pl) = f.plane(s) {
-                let whole = pat.failures
-                    && *spread
-                        .entry(s)
-                        .or_insert_with(|| degraded(f, r, s) || narrowed(f, r, s));
+                // Spread now, or spread before and maybe plain d-mod-k now: the whole row.
+                let t = &self.planes[pl as usize];
+                let was_spread = t.spread.contains(&(s.0 - t.first_switch));
+                let whole = *spread.entry(s).or_insert_with(|| {
+                    was_spread || pat.failures && (degraded(f, r, s) || narrowed(f, r, s))
+                });
                 if whole {
                     whole_rows.push(s); // spread over its live up ports: whole row, once
                 } else {
                     self.planes[pl as usize].fill_row_dmodk(f, r, s, Some(leaf), &mut pat);
                     if f.tier(s) == TIER_LEAF {
                         leaf_rows.push(s); // re-balanced once, after all its columns
+                    }
+                }
+            }
+        }
+        // A switch whose own up link failed is spread whole even when none of its entries
+        // changed (e.g. a failed core leaves its aggregation switch's rows as they were).
+        if pat.failures {
+            for t in &self.planes {
+                for row in 0..t.rows {
+                    let s = NodeId(t.first_switch + row);
+                    if !t.spread.contains(&row) && degraded(f, r, s) {
+                        whole_rows.push(s);
                     }
                 }
             }
@@ -268,13 +286,36 @@ impl PlaneLft {
 
     /// Destinations per output port of `switch` (index = port number).
     pub fn port_loads(&self, f: &Fabric, switch: NodeId) -> Vec<u32> {
-        let mut loads = vec![0u32; f.degree(switch)];
-        for c in 0..self.columns.len() {
-            if let Some(p) = self.get(switch, c) {
-                loads[p as usize] += 1;
-            }
+        // Counted by stored value (port + 1; 0 = no route), one pass over the row.
+        let mut loads = vec![0u32; f.degree(switch) + 1];
+        let row = self.row_range(switch, 0..self.columns.len());
+        match &self.ports {
+            LftPorts::U8(v) => v[row].iter().for_each(|&x| loads[x as usize] += 1),
+            LftPorts::U16(v) => v[row].iter().for_each(|&x| loads[x as usize] += 1),
         }
+        loads.remove(0);
         loads
+    }
+
+    /// Copies the stored values (port + 1; 0 = no route) of `switch`'s row at `cols` into
+    /// the start of `out`, for readers of whole rows.
+    pub fn raw_row(&self, switch: NodeId, cols: std::ops::Range<usize>, out: &mut [Port]) {
+        let row = self.row_range(switch, cols);
+        let out = &mut out[..row.len()];
+        match &self.ports {
+            LftPorts::U8(v) => {
+                for (o, &x) in out.iter_mut().zip(&v[row]) {
+                    *o = x as Port;
+                }
+            }
+            LftPorts::U16(v) => out.copy_from_slice(&v[row]),
+        }
+    }
+
+    /// Where `switch`'s entries at `cols` lie in the table.
+    fn row_range(&self, switch: NodeId, cols: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let row = (switch.0 - self.first_switch) as usize * self.columns.len();
+        row + cols.start..row + cols.end
     }
 
     /// Fills `switch`'s row (or only `only_leaf`'s columns): d-mod-k, except on a switch
@@ -289,13 +330,19 @@ impl PlaneLft {
         only_leaf: Option<NodeId>,
         pat: &mut Patterns,
     ) {
+        let row = s.0 - self.first_switch;
         if pat.failures && degraded(f, r, s) {
-            self.moved.remove(&(s.0 - self.first_switch));
+            self.moved.remove(&row);
+            self.spread.insert(row);
             self.fill_row_balanced(f, r, s);
         } else if pat.failures && narrowed(f, r, s) {
+            self.spread.insert(row);
             self.fill_row_dmodk(f, r, s, None, pat);
             self.respread_narrowed(f, r, s);
         } else {
+            // A row spread before is rewritten whole (its other columns are not d-mod-k).
+            let was_spread = self.spread.remove(&row);
+            let only_leaf = if was_spread { None } else { only_leaf };
             self.fill_row_dmodk(f, r, s, only_leaf, pat);
             if f.tier(s) == TIER_LEAF {
                 self.rebalance_leaf(f, r, s, pat.failures);

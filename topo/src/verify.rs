@@ -162,6 +162,37 @@ struct Walk<'a> {
     d: NodeId,
     state: Vec<u8>,
     faults: Vec<(Fault, NodeId)>,
+    /// Per port slot of the plane's switches (from `slot0`): the peer, its tier and
+    /// whether the link is up, read together.
+    hops: Vec<Hop>,
+    slot0: usize,
+}
+
+/// A port as a walk needs it.
+#[derive(Clone, Copy)]
+struct Hop {
+    peer: NodeId,
+    tier: u8,
+    live: bool,
+}
+
+/// The [`Hop`]s of the switches `sw`, indexed by port slot from the first one's.
+fn plane_hops(f: &Fabric, r: &Routes, sw: std::ops::Range<u32>) -> (Vec<Hop>, usize) {
+    let slot0 = f.port_off[sw.start as usize] as usize;
+    let hops = sw
+        .flat_map(|v| {
+            let v = NodeId(v);
+            (0..f.degree(v) as Port).map(move |p| {
+                let peer = f.peer(v, p);
+                Hop {
+                    peer,
+                    tier: f.tier(peer),
+                    live: r.link_is_up(f.port_link(v, p)),
+                }
+            })
+        })
+        .collect();
+    (hops, slot0)
 }
 
 impl Walk<'_> {
@@ -191,10 +222,14 @@ impl Walk<'_> {
             ok = false;
         } else {
             let t = self.f.tier(v);
+            let off = self.f.port_off[v.idx()] as usize - self.slot0;
             for &p in self.r.groups().get(e) {
-                let w = self.f.peer(v, p);
-                let wt = self.f.tier(w);
-                if !self.r.link_is_up(self.f.port_link(v, p)) || wt == TIER_HOST {
+                let Hop {
+                    peer: w,
+                    tier: wt,
+                    live,
+                } = self.hops[off + p as usize];
+                if !live || wt == TIER_HOST {
                     self.faults.push((Fault::Hole, v));
                     ok = false;
                     continue;
@@ -216,6 +251,18 @@ impl Walk<'_> {
                     }
                     1
                 };
+                // Settled states answer without a call (most branches, once a destination's
+                // first few sources are walked).
+                if w != self.d {
+                    match self.state[((w.0 - self.first) * 2 + next_phase as u32) as usize] {
+                        GOOD => continue,
+                        BAD => {
+                            ok = false;
+                            continue;
+                        }
+                        _ => {}
+                    }
+                }
                 if !self.visit(w, next_phase) {
                     ok = false;
                 }
@@ -328,6 +375,7 @@ fn verify_leaf_pairs(f: &Fabric, r: &Routes, lanes: &Lanes, np: usize, rep: &mut
     for (pi, p) in f.planes().iter().enumerate() {
         let sw = p.switches();
         let leaves = p.leaves();
+        let (hops, slot0) = plane_hops(f, r, sw.clone());
         let new_walk = |turns| Walk {
             f,
             r,
@@ -336,6 +384,8 @@ fn verify_leaf_pairs(f: &Fabric, r: &Routes, lanes: &Lanes, np: usize, rep: &mut
             d: NodeId(0),
             state: vec![UNSEEN; sw.len() * 2],
             faults: Vec::new(),
+            hops: hops.clone(),
+            slot0,
         };
         // Lane 0 (up*/down*) and the further lanes (down-up turns allowed).
         let mut walks = [new_walk(false), new_walk(true)];
@@ -664,6 +714,66 @@ fn for_each_dependency(
     }
 }
 
+/// A peer switch, its row of entries, where the channel's bitset starts and its words.
+type NextRow<'a> = (NodeId, &'a [u32], usize, usize);
+
+/// The dependencies of every entry (what [`for_each_dependency`] gives with `lane: None`)
+/// as bitsets `dep[woff[w] + in_port * words(w)]` over `w`'s out ports, filled row by row:
+/// for each switch `u` and destination leaf `d`, every member `p` of `u`'s group toward `d`
+/// adds `w = peer(u, p)`'s whole group toward `d`, one OR per 64 ports from a mask made
+/// once per distinct group. `u`'s row and its neighbours' rows stay in cache (a k=48
+/// fat-tree: 2,880 rows of 1,152 entries, 63 M group members, 49 distinct groups).
+fn every_dependency(f: &Fabric, r: &Routes, woff: &[usize], dep: &mut [u64]) {
+    let words = f.max_degree().div_ceil(64).max(1);
+    let groups = r.groups();
+    let mut mask = vec![0u64; groups.len() * words];
+    for g in 0..groups.len() {
+        for &p in groups.get(g as u32) {
+            mask[g * words + p as usize / 64] |= 1 << (p % 64);
+        }
+    }
+    // Per port of `u`: the peer switch's row, and where the channel's bitset starts.
+    let mut next: Vec<Option<NextRow<'_>>> = Vec::new();
+    for pl in f.planes() {
+        let leaf0 = pl.leaves().start;
+        for u in pl.switches() {
+            let u = NodeId(u);
+            next.clear();
+            next.extend((0..f.degree(u) as Port).map(|p| {
+                let (w, in_port) = f.link(f.port_link(u, p)).other(u);
+                let wn = f.degree(w).div_ceil(64);
+                (!f.is_host(w)).then(|| {
+                    (
+                        w,
+                        r.row_entries(w),
+                        woff[w.idx()] + in_port as usize * wn,
+                        wn,
+                    )
+                })
+            }));
+            for (li, &e) in r.row_entries(u).iter().enumerate() {
+                if e == NO_ROUTE || e == LOCAL {
+                    continue;
+                }
+                let d = NodeId(leaf0 + li as u32);
+                for &p in groups.get(e) {
+                    let Some((w, row, base, wn)) = next[p as usize] else {
+                        continue;
+                    };
+                    let ew = row[li];
+                    if w == d || ew == NO_ROUTE || ew == LOCAL {
+                        continue;
+                    }
+                    let m = &mask[ew as usize * words..][..wn];
+                    for (x, &y) in dep[base..base + wn].iter_mut().zip(m) {
+                        *x |= y;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Marks in `reach` (indexed from the plane's first switch) the switches that the tables
 /// lead to from the source leaves `from` selects, toward leaf `d`.
 fn reached(
@@ -726,13 +836,16 @@ fn cdg(f: &Fabric, r: &Routes, lane: Option<(&Lanes, u8)>) -> CdgCheck {
             };
     }
     let mut dep = vec![0u64; woff[f.num_nodes()]];
-    for_each_dependency(f, r, lane, |_, _, w, in_port, outs| {
-        let wn = words_of(w);
-        let base = woff[w.idx()] + in_port as usize * wn;
-        for &o in outs {
-            dep[base + o as usize / 64] |= 1 << (o % 64);
-        }
-    });
+    match lane {
+        None => every_dependency(f, r, &woff, &mut dep),
+        Some(_) => for_each_dependency(f, r, lane, |_, _, w, in_port, outs| {
+            let wn = words_of(w);
+            let base = woff[w.idx()] + in_port as usize * wn;
+            for &o in outs {
+                dep[base + o as usize / 64] |= 1 << (o % 64);
+            }
+        }),
+    }
     // Kahn: channel c = (u, port) slot; edges c -> (w, o).
     let slot = |n: NodeId, p: Port| f.port_off[n.idx()] as usize + p as usize;
     let mut indeg = vec![0u32; nslots];

@@ -276,9 +276,23 @@ proptest! {
         }
         check(&f, &r)?;
         lft_consistent(&f, &r, &lft)?;
-        // (An incremental update is consistent with the routes, as checked above, but may
-        // differ from a full compute's table: the leaf re-spread does not yet give the same
-        // choice both ways.)
+        // The incremental update writes what a full compute writes (issue 21: a row spread
+        // in one batch and plain in the next kept its spread columns).
+        let full = Lft::compute(&f, &r);
+        for t in 0..full.planes.len() {
+            let (a, b) = (&lft.planes[t], &full.planes[t]);
+            for s in a.first_switch..a.first_switch + a.rows {
+                for c in 0..a.columns.len() {
+                    prop_assert_eq!(
+                        a.get(NodeId(s), c),
+                        b.get(NodeId(s), c),
+                        "{} column {}",
+                        f.node_name(NodeId(s)),
+                        c
+                    );
+                }
+            }
+        }
         // restoring everything gives back the original tables
         let down: Vec<LinkId> = r.failed_links().collect();
         r.restore_links(&f, &down);
@@ -466,6 +480,220 @@ proptest! {
         }
         if topo::wcmp::Weights::uniform(&f, &r) {
             prop_assert!(topo::wcmp::Weights::compute_all(&f, &r).is_empty());
+        }
+    }
+}
+
+/// What one walk of the tables from a source leaf toward a destination leaf finds, by the
+/// plain method: a breadth-first search of the (switch, phase) states reachable from the
+/// source, nothing shared with any other walk, then Kahn's algorithm on the states reached
+/// for a cycle. Phase 0 may still go up, phase 1 only down (lane 0, up*/down*).
+#[derive(Default)]
+struct PairWalk {
+    delivers: bool,
+    holes: Vec<NodeId>,
+    turns: Vec<NodeId>,
+    cyclic: bool,
+}
+
+fn walk_pair(f: &Fabric, r: &Routes, src: NodeId, dst: NodeId) -> PairWalk {
+    use std::collections::HashMap;
+    let mut w = PairWalk::default();
+    let mut index: HashMap<(NodeId, u8), usize> = HashMap::new();
+    let mut states = vec![(src, 0u8)];
+    let mut next: Vec<Vec<usize>> = vec![Vec::new()];
+    index.insert((src, 0), 0);
+    let mut i = 0;
+    while i < states.len() {
+        let (v, phase) = states[i];
+        i += 1;
+        if v == dst {
+            continue;
+        }
+        let e = r.entry(v, dst);
+        if e == NO_ROUTE || e == LOCAL {
+            if !(f.tier(v) == 1 && phase == 0) {
+                w.holes.push(v);
+            }
+            w.holes.push(NodeId(u32::MAX)); // marks "not delivered" even at the source
+            continue;
+        }
+        for &p in r.groups().get(e) {
+            let n = f.peer(v, p);
+            if !r.link_is_up(f.port_link(v, p)) || f.is_host(n) {
+                w.holes.push(v);
+                continue;
+            }
+            let (t, nt) = (f.tier(v), f.tier(n));
+            let np = if nt > t { 0 } else { 1 };
+            if phase == 1 && nt >= t {
+                w.turns.push(v);
+                continue;
+            }
+            let j = *index.entry((n, np)).or_insert_with(|| {
+                states.push((n, np));
+                next.push(Vec::new());
+                states.len() - 1
+            });
+            next[i - 1].push(j);
+        }
+    }
+    // Kahn over the states reached: whatever cannot be ordered lies on or behind a cycle.
+    let mut indeg = vec![0u32; states.len()];
+    for out in &next {
+        for &j in out {
+            indeg[j] += 1;
+        }
+    }
+    let mut queue: Vec<usize> = (0..states.len()).filter(|&j| indeg[j] == 0).collect();
+    let mut ordered = 0;
+    while let Some(j) = queue.pop() {
+        ordered += 1;
+        for &k in &next[j] {
+            indeg[k] -= 1;
+            if indeg[k] == 0 {
+                queue.push(k);
+            }
+        }
+    }
+    w.cyclic = ordered < states.len();
+    w.delivers = w.holes.is_empty() && w.turns.is_empty() && !w.cyclic;
+    w.holes.retain(|&v| v.0 != u32::MAX);
+    w
+}
+
+/// The all-pairs answer the verifier's shortcut (per destination leaf, states shared by
+/// every source, host pairs counted from leaf pairs, dependencies from each entry once)
+/// must equal: every (source leaf, destination leaf) walk on its own; every host pair on
+/// its own over its shared planes; every (switch, destination host) entry's dependencies
+/// into one explicit set, checked for a cycle by petgraph.
+struct AllPairs {
+    reachable: u64,
+    unreachable: u64,
+    holes: std::collections::BTreeSet<(NodeId, NodeId)>,
+    turns: std::collections::BTreeSet<(NodeId, NodeId)>,
+    loops: bool,
+    cdg_edges: u64,
+    cdg_acyclic: bool,
+}
+
+fn all_pairs(f: &Fabric, r: &Routes) -> AllPairs {
+    let mut a = AllPairs {
+        reachable: 0,
+        unreachable: 0,
+        holes: Default::default(),
+        turns: Default::default(),
+        loops: false,
+        cdg_edges: 0,
+        cdg_acyclic: true,
+    };
+    for p in f.planes() {
+        for d in p.leaves() {
+            for s in p.leaves() {
+                if s != d {
+                    let w = walk_pair(f, r, NodeId(s), NodeId(d));
+                    a.holes.extend(w.holes.iter().map(|&v| (v, NodeId(d))));
+                    a.turns.extend(w.turns.iter().map(|&v| (v, NodeId(d))));
+                    a.loops |= w.cyclic;
+                }
+            }
+        }
+    }
+    for x in f.hosts() {
+        for y in f.hosts() {
+            if x == y {
+                continue;
+            }
+            let (mut shared, mut ok) = (false, false);
+            for pl in 0..f.num_planes() as u16 {
+                let (Some(ax), Some(ay)) = (f.attachment(x, pl), f.attachment(y, pl)) else {
+                    continue;
+                };
+                shared = true;
+                ok |= r.link_is_up(ax.link)
+                    && r.link_is_up(ay.link)
+                    && (ax.leaf == ay.leaf || walk_pair(f, r, ax.leaf, ay.leaf).delivers);
+            }
+            a.reachable += (shared && ok) as u64;
+            a.unreachable += (shared && !ok) as u64;
+        }
+    }
+    // Channel dependencies: a packet for host `h` on channel (u, p) arrives at w and may
+    // leave on any of w's next hops toward h (none counted into the destination leaf).
+    let mut deps = std::collections::HashSet::new();
+    for u in f.switches() {
+        for h in f.hosts() {
+            for &p in r.next_hops(u, h) {
+                let w = f.peer(u, p);
+                let plane = f.plane(u).unwrap();
+                if f.is_host(w) || r.host_leaf(h, plane) == Some(w) {
+                    continue;
+                }
+                for &o in r.next_hops(w, h) {
+                    deps.insert(((u, p), (w, o)));
+                }
+            }
+        }
+    }
+    let mut g = petgraph::graphmap::DiGraphMap::<(NodeId, Port), ()>::new();
+    for &(c, d) in &deps {
+        g.add_edge(c, d, ());
+    }
+    a.cdg_edges = deps.len() as u64;
+    a.cdg_acyclic = !petgraph::algo::is_cyclic_directed(&g);
+    a
+}
+
+/// The verifier's report equals the all-pairs answer.
+fn verify_equals_all_pairs(f: &Fabric, r: &Routes) -> Result<bool, TestCaseError> {
+    let rep = topo::verify::verify(f, r);
+    let a = all_pairs(f, r);
+    prop_assert_eq!(rep.reachable_pairs, a.reachable);
+    prop_assert_eq!(rep.unreachable_pairs, a.unreachable);
+    prop_assert_eq!(rep.black_holes, a.holes.len() as u64);
+    prop_assert_eq!(rep.updown_violations, a.turns.len() as u64);
+    for e in &rep.black_hole_examples {
+        prop_assert!(a.holes.contains(&(e.switch, e.dest_leaf)));
+    }
+    for e in &rep.updown_examples {
+        prop_assert!(a.turns.contains(&(e.switch, e.dest_leaf)));
+    }
+    prop_assert_eq!(rep.loops > 0, a.loops);
+    prop_assert_eq!(rep.cdg_edges, a.cdg_edges);
+    prop_assert_eq!(rep.cdg_acyclic, a.cdg_acyclic);
+    Ok(rep.ok())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Issue 21: the verifier's shortcut gives the all-pairs answer — on random fabrics
+    /// after random failures, and after random entries are overwritten with random ports
+    /// (loops, bounces, black holes, dead links, cyclic dependencies), where both must
+    /// reject the tables the same way.
+    #[test]
+    fn verify_shortcut_equals_all_pairs(
+        spec in arb_spec(),
+        picks in prop::collection::vec(any::<u32>(), 0..6),
+        breaks in prop::collection::vec((any::<u32>(), any::<u32>(), prop::collection::vec(any::<u16>(), 0..3)), 0..4),
+    ) {
+        let f = spec.build("prop").unwrap();
+        let mut r = Routes::compute(&f);
+        let links: Vec<LinkId> = picks.iter().map(|&x| LinkId(x % f.num_links() as u32)).collect();
+        r.fail_links(&f, &links);
+        verify_equals_all_pairs(&f, &r)?;
+        for (s, d, ports) in &breaks {
+            let s = NodeId(f.num_hosts() as u32 + s % f.num_switches() as u32);
+            let leaves = f.plane_info(f.plane(s).unwrap()).leaves();
+            let d = NodeId(leaves.start + d % leaves.len() as u32);
+            let mut ports: Vec<Port> = ports.iter().map(|&p| p % f.degree(s) as Port).collect();
+            ports.sort_unstable();
+            ports.dedup();
+            r.set_entry(s, d, &ports);
+        }
+        let ok = verify_equals_all_pairs(&f, &r)?;
+        if breaks.is_empty() {
+            prop_assert!(ok || !links.is_empty());
         }
     }
 }
