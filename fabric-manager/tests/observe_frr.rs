@@ -240,6 +240,31 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
     assert_eq!(drift["checked"], 320, "{drift}");
     assert_eq!(drift["entries"], Value::Array(vec![]), "{drift}");
 
+    // The same FIBs read through FRR (`--fib-from vtysh`) by a second observer.
+    let mut vty = Daemon::start(
+        "observe-frr-vtysh",
+        &[
+            "--observe",
+            "--fabric",
+            "fat-tree-k4",
+            "--prometheus",
+            &prom,
+            "--fib-netns",
+            &prefix,
+            "--fib-from",
+            "vtysh",
+            "--drift-interval",
+            "1s",
+        ],
+    );
+    vty.wait_for(
+        |d| d.json("/api/v1/drift")["checked"] == 320,
+        Duration::from_secs(60),
+    );
+    let drift = vty.json("/api/v1/drift");
+    assert_eq!(drift["entries"], Value::Array(vec![]), "{drift}");
+    assert!(vty.terminate().success());
+
     // Counters flow from node_exporter through Prometheus.
     daemon.wait_for(
         |d| {

@@ -13,7 +13,9 @@
 //! loses carrier) and **silent** (`tc qdisc replace dev IF root pfifo limit 0` on both
 //! ends: carrier stays up, every packet is dropped — there is no netem here). The FRR
 //! times are observed by polling every FIB (a full check per round; its duration is the
-//! resolution, reported); central repair is synchronous, so its time is when the last
+//! resolution, reported) until every prefix leaves through the ports the live topology's
+//! tables want — shares aside, since BGP weights the survivors by link bandwidth (1:2
+//! after an aggregation–core failure) where topo's tables split equally; central repair is synchronous, so its time is when the last
 //! switch's routes were acknowledged. A failure not repaired within the timeout is
 //! counted as such, not timed.
 
@@ -150,8 +152,9 @@ fn set_link(rt: &RoutedTestbed, l: LinkId, kind: FailureKind, fail: bool) -> Res
     Ok(())
 }
 
-/// Polls `tb`'s FIBs until they equal `routes`: the time since `t0`, or `None` after
-/// `timeout`; raises `resolution` to the longest check round.
+/// Polls `tb`'s FIBs until every prefix leaves through the ports `routes` want (shares
+/// aside: BGP weights by link bandwidth, topo's tables split equally): the time since
+/// `t0`, or `None` after `timeout`; raises `resolution` to the longest check round.
 fn until_fibs(
     tb: &FrrTestbed,
     routes: &Routes,
@@ -161,7 +164,7 @@ fn until_fibs(
 ) -> Result<Option<f64>> {
     loop {
         let c = Instant::now();
-        let d = tb.fib_check(routes)?;
+        let d = tb.fib_check_ports(routes)?;
         *resolution = resolution.max(c.elapsed().as_secs_f64());
         if d.entries.is_empty() {
             return Ok(Some(t0.elapsed().as_secs_f64()));

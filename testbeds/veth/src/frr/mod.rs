@@ -469,6 +469,29 @@ impl FrrTestbed {
         fib::check(f, &self.plan, routes, &sw, true)
     }
 
+    /// [`Self::fib_check`] on the set of ports only: shares are ignored, so BGP's
+    /// link-bandwidth weights after a failure (1:2 written as 33:66 where topo's tables
+    /// split equally) do not count as a difference — the convergence measurement's
+    /// "every FIB repaired".
+    pub fn fib_check_ports(&self, routes: &Routes) -> Result<Drift> {
+        let f = self.rt.fabric();
+        let flat = |v: Vec<fib::FibRoute>| -> Vec<fib::FibRoute> {
+            v.into_iter()
+                .map(|mut r| {
+                    r.ports = fib::normalize(r.ports.iter().map(|&(p, _)| (p, 1)).collect());
+                    r
+                })
+                .collect()
+        };
+        fib::check_with(f, &self.plan, routes, self.ports.len(), |i| {
+            let (s, port_of) = &self.ports[i];
+            let nl = self.rt.nl(*s);
+            let v4 = flat(fib::FibRoute::from_dump(&nl.routes()?, port_of));
+            let v6 = flat(fib::FibRoute::from_dump(&nl.routes6()?, port_of));
+            Ok((*s, v4, v6))
+        })
+    }
+
     /// Every switch's FIB as FRR reports it (`vtysh … show ip[v6] route json`) against
     /// `routes`: the same check as [`Self::fib_check`], read from FRR instead of netlink.
     pub fn fib_check_vtysh(&self, routes: &Routes) -> Result<Drift> {
