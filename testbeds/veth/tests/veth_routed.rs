@@ -407,19 +407,33 @@ fn tbf_shaped_fabric_reads_back_and_holds_the_rate_in_both_families() {
     assert!(text.contains("qdisc tbf 1: root"), "{text}");
     assert!(text.contains("rate 100Mbit"), "{text}");
     assert!(text.contains("burst 32Kb"), "{text}");
-    // Measured: a blocking UDP sender through 4 shaped hops, 1 s per family.
+    // Measured: a blocking UDP sender through 4 shaped hops, 1 s per family. More than
+    // 110 Mb/s means the shaping is wrong, at once. Less than 90 Mb/s can also be a sender
+    // the OS did not run for a while (85.8 Mb/s once here on a machine busy with other
+    // work), so such a run is tried again, up to 3 times, before it counts as a failure.
     let h1 = NodeId(1);
     for fam in [Family::V4, Family::V6] {
-        let b = rt
-            .blast(fam, h0, h1, std::time::Duration::from_secs(1), 1400)
-            .unwrap();
-        eprintln!("{fam}: {b:?}");
+        let mut short = Vec::new();
+        for _ in 0..3 {
+            let b = rt
+                .blast(fam, h0, h1, std::time::Duration::from_secs(1), 1400)
+                .unwrap();
+            eprintln!("{fam}: {b:?}");
+            assert!(
+                b.rx_mbps <= 110.0,
+                "{fam}: received {:.1} Mb/s of frames through 100 Mb/s shapers: {b:?}",
+                b.rx_mbps
+            );
+            assert!(b.received > 0 && b.received <= b.sent);
+            if b.rx_mbps >= 90.0 {
+                break;
+            }
+            short.push(b.rx_mbps);
+        }
         assert!(
-            (b.rx_mbps - 100.0).abs() <= 10.0,
-            "{fam}: received {:.1} Mb/s of frames, expected 100 ± 10: {b:?}",
-            b.rx_mbps
+            short.len() < 3,
+            "{fam}: received {short:.1?} Mb/s of frames in 3 runs, expected 100 ± 10"
         );
-        assert!(b.received > 0 && b.received <= b.sent);
     }
     let prefix = rt.testbed().ns_name("");
     rt.teardown().unwrap();

@@ -50,9 +50,12 @@ pub struct Reaction {
     pub changed: bool,
     /// It fell below half the reference.
     pub cut: bool,
-    /// After its minimum it rose again: to at least 1.5× the minimum and by at least
-    /// 1 % of the reference (on an 8:1 incast DCQCN cuts to ~1 % of line rate and
-    /// climbs back to a few % before its 1 MB is sent).
+    /// After a cut it rose again: some value below half the reference was followed by
+    /// one at least 1.5× as high and higher by at least 1 % of the reference (on an 8:1
+    /// incast DCQCN cuts to ~1 % of line rate and climbs back to a few % before its
+    /// 1 MB is sent). Judged over every cut, not only the deepest: a controller in a
+    /// sawtooth (50 → 75 → 37 → 56 → … Gb/s) recovers after each cut even when the
+    /// flow ends on its lowest tooth.
     pub recovered: bool,
 }
 
@@ -85,9 +88,22 @@ impl Reaction {
             max_after_min,
             changed: s.iter().any(|&x| (x - s[0]).abs() > tol),
             cut: min < 0.5 * reference,
-            recovered: max_after_min >= 1.5 * min && max_after_min - min >= 0.01 * reference,
+            recovered: rose_after_a_cut(s, reference),
         })
     }
+}
+
+/// Whether some value of `s` below half of `reference` is followed by one at least 1.5×
+/// as high and higher by at least 1 % of `reference`.
+fn rose_after_a_cut(s: &[f64], reference: f64) -> bool {
+    let mut highest_after = f64::NEG_INFINITY;
+    s.iter().rev().any(|&x| {
+        let rose = x < 0.5 * reference
+            && highest_after >= 1.5 * x
+            && highest_after - x >= 0.01 * reference;
+        highest_after = highest_after.max(x);
+        rose
+    })
 }
 
 /// Credit granted per sample, Gb/s (virtual), from cumulative credit bytes.
@@ -121,6 +137,23 @@ mod tests {
         assert_eq!((r.min, r.max_after_min), (10.0, 45.0));
         // A cut that never climbs back did not recover.
         let r = Reaction::judge("rate_gbps", &s[..4], 0..4, None).unwrap();
+        assert!(r.cut && !r.recovered, "{r:?}");
+    }
+
+    /// DCQCN on the 8:1 incast, measured on veth: halved by each CNP and climbing back
+    /// in between; the flow ended on its lowest tooth. Before, only the rise after the
+    /// global minimum counted and this was judged "not recovered".
+    #[test]
+    fn a_sawtooth_that_ends_on_its_lowest_tooth_recovered() {
+        let s = [
+            100.0, 100.0, 50.0, 50.0, 75.0, 37.6, 56.3, 65.7, 33.2, 49.4, 29.3, 14.9, 22.1, 11.3,
+        ];
+        let r = Reaction::judge("rate_gbps", &s, 0..s.len(), None).unwrap();
+        assert!(r.cut && r.recovered, "{r:?}");
+        assert_eq!(r.min, 11.3);
+        // A rise that happens only above half the reference is not a recovery from a cut.
+        let s = [100.0, 60.0, 90.0, 40.0];
+        let r = Reaction::judge("rate_gbps", &s, 0..4, None).unwrap();
         assert!(r.cut && !r.recovered, "{r:?}");
     }
 
