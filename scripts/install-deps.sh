@@ -9,9 +9,11 @@
 # /metrics), and fabric-tui --prometheus reads one.
 # lldpd, prometheus-node-exporter (with frr and prometheus): the FRR testbed runs them per switch
 # namespace and `fabric serve --observe` reads what they report.
+# slurm-wlm, munge: a private slurmctld (nodes in the CLOUD state, no slurmd) reads the
+# Slurm topology export and places jobs (fabric-manager/tests/slurm.rs).
 set -euo pipefail
 need=()
-for pkg in iproute2 tshark tmux opensm ibsim-utils libumad2sim0 infiniband-diags graphviz frr prometheus lldpd prometheus-node-exporter; do
+for pkg in iproute2 tshark tmux opensm ibsim-utils libumad2sim0 infiniband-diags graphviz frr prometheus lldpd prometheus-node-exporter slurm-wlm munge; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -23,7 +25,7 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections || true
   apt-get update -qq
-  # Packages with daemons (frr, opensm, prometheus, lldpd, node_exporter) must not start them: the tests only run their
+  # Packages with daemons (frr, opensm, prometheus, lldpd, node_exporter, slurmctld, munged) must not start them: the tests only run their
   # tools. Deny service starts during the install unless a policy is already in place.
   policy_added=0
   if [ ! -e /usr/sbin/policy-rc.d ]; then

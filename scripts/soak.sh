@@ -3,9 +3,13 @@
 # arguments) and a TUI on the daemon's stream (`fabric-tui --connect`), each in tmux;
 # `fabric serve --sim` and `fabric serve --testbed` (root: a routed veth testbed in real
 # namespaces), each with stream clients; a real Prometheus scraping both daemons every 5 s;
-# a link of each daemon failed and restored every FLAP seconds. The RSS of every process is
-# sampled every SAMPLE seconds into rss.csv; errors (daemon WARN/ERROR lines, failed API
-# calls, failed scrapes, a process gone) into errors.log; a summary is printed at the end.
+# a link of each daemon failed and restored DOWN seconds later, every FLAP seconds (default
+# 15 and 5). The daemons keep EVENTS_KEPT events (default 200, `--events-kept`) and HISTORY
+# frames (default 600, `--history`), small enough that every bounded buffer is full within
+# the first 15 minutes, so the hour shows the plateau rather than buffers still filling.
+# The RSS of every process and the events each daemon keeps are sampled every SAMPLE
+# seconds into rss.csv; errors (daemon WARN/ERROR lines, failed API calls, failed scrapes,
+# a process gone) into errors.log; a summary is printed at the end.
 #
 #   sudo scripts/soak.sh BIN_DIR OUT_DIR [SECONDS]     # BIN_DIR holds fabric, fabric-tui
 #
@@ -16,7 +20,10 @@ set -uo pipefail
 bin=$(realpath "${1:?usage: soak.sh BIN_DIR OUT_DIR [SECONDS]}")
 out=$(realpath -m "${2:?usage: soak.sh BIN_DIR OUT_DIR [SECONDS]}")
 secs=${3:-3600}
-flap=${FLAP:-30}
+flap=${FLAP:-15}
+down=${DOWN:-5}
+events_kept=${EVENTS_KEPT:-200}
+history=${HISTORY:-600}
 sample=${SAMPLE:-30}
 streams=${STREAMS:-4}
 mkdir -p "$out"
@@ -38,7 +45,8 @@ trap cleanup EXIT
 start_daemon() { # NAME ARGS...
   local name=$1
   shift
-  "$bin/fabric" serve --listen 127.0.0.1:0 --token-file "$out/token" "$@" \
+  "$bin/fabric" serve --listen 127.0.0.1:0 --token-file "$out/token" \
+    --events-kept "$events_kept" --history "$history" "$@" \
     >"$out/$name.out" 2>"$out/$name.err" &
   pids+=($!)
   eval "${name}_pid=$!"
@@ -95,7 +103,9 @@ demo_pid=$(tmux list-panes -t "$tag-demo" -F '#{pane_pid}')
 connect_pid=$(tmux list-panes -t "$tag-connect" -F '#{pane_pid}')
 
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo gone; }
-echo "t_s,sim_kb,testbed_kb,prometheus_kb,tui_demo_kb,tui_connect_kb" >rss.csv
+# Events a daemon keeps now (reaches EVENTS_KEPT once its buffer is full).
+kept() { curl -s "http://$1/api/v1/events?since=0&limit=10000" | grep -o '"seq":' | wc -l; }
+echo "t_s,sim_kb,testbed_kb,prometheus_kb,tui_demo_kb,tui_connect_kb,sim_events,testbed_events" >rss.csv
 procs="sim:$sim_pid testbed:$testbed_pid prometheus:$prom_pid tui-demo:$demo_pid tui-connect:$connect_pid"
 
 start=$(date +%s)
@@ -108,7 +118,7 @@ while :; do
   t=$((now - start))
   [ $t -ge "$secs" ] && break
   if [ "$now" -ge "$next_sample" ]; then
-    echo "$t,$(rss "$sim_pid"),$(rss "$testbed_pid"),$(rss "$prom_pid"),$(rss "$demo_pid"),$(rss "$connect_pid")" >>rss.csv
+    echo "$t,$(rss "$sim_pid"),$(rss "$testbed_pid"),$(rss "$prom_pid"),$(rss "$demo_pid"),$(rss "$connect_pid"),$(kept "$sim_addr"),$(kept "$testbed_addr")" >>rss.csv
     for p in $procs; do
       [ -d "/proc/${p#*:}" ] || log_err "${p%%:*} (pid ${p#*:}) is gone"
     done
@@ -126,7 +136,7 @@ while :; do
       code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "$auth" "http://$d/api/v1/links/$l/fail")
       [ "$code" = 200 ] || log_err "$d fail link $l: HTTP $code"
     done
-    sleep 10
+    sleep "$down"
     for d in "$sim_addr" "$testbed_addr"; do
       code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "$auth" "http://$d/api/v1/links/$l/restore")
       [ "$code" = 200 ] || log_err "$d restore link $l: HTTP $code"

@@ -49,13 +49,17 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Engine::Ecmp)]
     pub engine: Engine,
     /// Formats to write, comma-separated or repeated: json, ip, ip-nhg, frr-bgp,
-    /// frr-static, sonic, opensm, dot, slurm, or all.
+    /// frr-static, sonic, opensm, dot, slurm, or all; with --tenants also
+    /// opensm-partitions, vrf-ip, vrf-frr, vrf-sonic.
     #[arg(long, value_delimiter = ',', required = true, value_name = "FORMAT")]
     pub format: Vec<String>,
     /// Output directory (created if missing), or a file path when exporting one
     /// single-file format (json, dot, slurm).
     #[arg(long, value_name = "DIR|FILE", default_value = "out")]
     pub out: PathBuf,
+    /// Tenant file (docs/tenants.md) for the tenant formats.
+    #[arg(long, value_name = "FILE")]
+    pub tenants: Option<PathBuf>,
 }
 
 /// Parses `--format` values into a sorted set of formats.
@@ -358,16 +362,33 @@ fn write_lanes(f: &Fabric, c: &Computed, opensm: bool, sink: &mut DirSink) -> an
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     use crate::failure_args::input;
-    let formats = input(parse_formats(&args.format));
+    let (names, tenant_formats) = crate::tenant_args::split_formats(&args.format);
+    if !tenant_formats.is_empty() && args.tenants.is_none() {
+        input::<()>(Err(anyhow::anyhow!(
+            "--format {}: needs --tenants FILE",
+            tenant_formats.join(",")
+        )));
+    }
+    let formats = input(parse_formats(&names));
     let fabric = input(args.fabric.load());
-    let mut sink = input(sink_for(&args.out, &formats));
+    let tenants = args
+        .tenants
+        .as_deref()
+        .map(|p| input(crate::tenant_args::load(p, &fabric)));
+    let mut sink = if tenant_formats.is_empty() {
+        input(sink_for(&args.out, &formats))
+    } else {
+        DirSink::dir(&args.out)
+    };
+    // The VRF formats write IP addresses.
+    let ip = tenant_formats.iter().any(|n| n.starts_with("vrf-"));
     let failures = input(args.fail.resolve(&fabric));
     let computed = input(Computed::for_formats(
         &fabric,
         args.engine,
         failures,
         args.lanes.lanes,
-        formats.iter(),
+        formats.iter().chain(ip.then_some(&Format::IpBatch)),
     ));
     if let Some(rep) = &computed.reroute {
         println!("failures: {}", computed.failures.summary(&fabric));
@@ -393,6 +414,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     write_formats(&fabric, &computed, &formats, &mut sink, &args.out)?;
+    if let Some(t) = &tenants {
+        crate::tenant_args::export(
+            &fabric,
+            &computed.routes,
+            &computed.addr,
+            t,
+            &tenant_formats,
+            &mut sink,
+        )?;
+    }
     print_written(&sink.written);
     Ok(())
 }

@@ -25,6 +25,16 @@ pub struct VerifyArgs {
     /// JSON: `--json FILE`, or `--json` alone for standard output (see `common::JsonOut`).
     #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<std::path::PathBuf>,
+    /// Tenant file (TOML/YAML/JSON, docs/tenants.md): also prove over every host pair that
+    /// no tenant reaches another except through the shared services it allows, on these
+    /// tables (after --fail-*, detours included) plus the VRFs and partitions; every leak
+    /// with its path. Exit 1 on a leak.
+    #[arg(long, value_name = "FILE")]
+    pub tenants: Option<std::path::PathBuf>,
+    /// With --tenants: prove a deployed OpenSM partitions.conf (plane 0) instead of the
+    /// partitions derived from the tenant file.
+    #[arg(long, value_name = "FILE", requires = "tenants")]
+    pub partitions: Option<std::path::PathBuf>,
 }
 
 /// Balance of the single-path tables, per tier.
@@ -163,6 +173,15 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         None => a.fabric.load(),
     });
     let set = input(a.fail.resolve(&f));
+    let tenants = a.tenants.as_deref().map(|p| {
+        let t = input(crate::tenant_args::load(p, &f));
+        let enf = input(crate::tenant_args::enforcement(
+            &f,
+            &t,
+            a.partitions.as_deref(),
+        ));
+        (t, enf)
+    });
     let mut routes = topo::Routes::compute(&f);
     let reroute = (!set.is_empty()).then(|| routes.fail_links(&f, &set.links));
     let (lanes, lane_error) = crate::lane_args::route_around(&f, &mut routes, a.lanes.lanes);
@@ -186,6 +205,18 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         print!("{}", render(&f, &out));
     }
     json.write(&out)?;
+    let leaks = tenants.as_ref().is_some_and(|(t, enf)| {
+        let (proof, text) = crate::tenant_args::prove(&f, &routes, t, enf);
+        if matches!(json, crate::common::JsonOut::Stdout(_)) {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+        !proof.ok()
+    });
+    if leaks {
+        eprintln!("fabric routes verify: tenant isolation failed (leaks or blocked pairs above)");
+    }
     if !rep.ok() {
         eprintln!(
             "fabric routes verify: verification failed ({})",
@@ -194,6 +225,9 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         if let Some(e) = &out.lanes.error {
             eprintln!("fabric routes verify: {e}");
         }
+        std::process::exit(1);
+    }
+    if leaks {
         std::process::exit(1);
     }
     Ok(())

@@ -29,7 +29,7 @@ pub struct Args {
 const MAX_BODY: usize = 512 << 20;
 
 /// `host:port` of an `http://host:port[/]` address.
-fn authority(url: &str) -> anyhow::Result<String> {
+pub(crate) fn authority(url: &str) -> anyhow::Result<String> {
     let rest = url.strip_prefix("http://").unwrap_or(url);
     let host = rest.trim_end_matches('/');
     if host.is_empty() || host.contains('/') {
@@ -92,15 +92,26 @@ struct Reroutes {
     sum: f64,
 }
 
-/// `a:p1 -- b:p2` for link `id` (its two ports in the map), or `link ID` when unknown.
-fn link_name(info: Option<&fabric_api::FabricInfo>, id: u32) -> String {
+/// Node name → the network namespace holding it (`GET /api/v1/namespaces`), for a
+/// daemon whose source has namespaces.
+type Places = std::collections::HashMap<String, String>;
+
+/// `a:p1 -- b:p2` for link `id` (its two ports in the map, each with its namespace when
+/// the daemon has them), or `link ID` when unknown.
+fn link_name(info: Option<&fabric_api::FabricInfo>, places: &Places, id: u32) -> String {
     let ends: Vec<String> = info
         .map(|i| {
             i.ports
                 .iter()
                 .enumerate()
                 .filter(|(_, p)| p.link.is_some_and(|l| l.0 == id))
-                .map(|(n, p)| format!("{}:p{}", i.port_node_name(n).unwrap_or("?"), p.port))
+                .map(|(n, p)| {
+                    let node = i.port_node_name(n).unwrap_or("?");
+                    match places.get(node) {
+                        Some(ns) => format!("{node}:p{} (netns {ns})", p.port),
+                        None => format!("{node}:p{}", p.port),
+                    }
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -111,9 +122,26 @@ fn link_name(info: Option<&fabric_api::FabricInfo>, id: u32) -> String {
     }
 }
 
+/// The `{"nodes": [{"node", "netns", …}]}` answer of `GET /api/v1/namespaces` as a map.
+fn places(body: &[u8]) -> Places {
+    #[derive(Deserialize)]
+    struct Node {
+        node: String,
+        netns: String,
+    }
+    #[derive(Deserialize)]
+    struct Nodes {
+        nodes: Vec<Node>,
+    }
+    serde_json::from_slice::<Nodes>(body)
+        .map(|n| n.nodes.into_iter().map(|n| (n.node, n.netns)).collect())
+        .unwrap_or_default()
+}
+
 fn summary(
     h: &Health,
     info: Option<&fabric_api::FabricInfo>,
+    places: &Places,
     totals: Option<&fabric_api::Snapshot>,
 ) -> String {
     let mut s = format!(
@@ -124,10 +152,20 @@ fn summary(
         h.latest_seq.map_or("-".to_string(), |q| q.to_string()),
         h.stream_clients
     );
+    if !places.is_empty() {
+        s += &format!(
+            "namespaces  {} (each node's namespace and interface names: GET /api/v1/namespaces)\n",
+            places.len()
+        );
+    }
     let down = if h.links_down.is_empty() {
         "none".to_string()
     } else {
-        let names: Vec<String> = h.links_down.iter().map(|&l| link_name(info, l)).collect();
+        let names: Vec<String> = h
+            .links_down
+            .iter()
+            .map(|&l| link_name(info, places, l))
+            .collect();
         format!("{}: {}", h.links_down.len(), names.join(", "))
     };
     s += &format!(
@@ -202,13 +240,19 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             } else {
                 None
             };
+            let (code, body) = get(&auth, "/api/v1/namespaces").await?;
+            let places = if code == 200 {
+                places(&body)
+            } else {
+                Places::new()
+            };
             let (code, body) = get(&auth, "/api/v1/telemetry").await?;
             let snap: Option<fabric_api::Snapshot> = if code == 200 {
                 Some(serde_json::from_slice(&body).context("the daemon's snapshot")?)
             } else {
                 None
             };
-            print!("{}", summary(&h, info.as_ref(), snap.as_ref()));
+            print!("{}", summary(&h, info.as_ref(), &places, snap.as_ref()));
             Ok(h.status)
         };
         let status = tokio::time::timeout(Duration::from_secs_f64(a.timeout), work)

@@ -841,8 +841,19 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     if let Some(p) = &a.pcap {
         println!("capture of switch port {} in {}", a.pcap_port, p.display());
     }
+    // The simulator twin (with its time series, for the plots) unless the veth run is
+    // truncated: a complete simulator run would not compare with it.
+    let twin = if a.compare_sim && interrupted.is_none() {
+        Some(veth::congestion::twin::run_sim(
+            &cfg,
+            &plan,
+            Some(cfg.sample),
+        )?)
+    } else {
+        None
+    };
     if let Some(dir) = &a.plot {
-        for p in write_plots(&r, &plan.name, dir)? {
+        for p in crate::veth_plots::write(&r, &cfg, twin.as_ref(), &plan.name, dir)? {
             println!("plot {}", p.display());
         }
     }
@@ -854,8 +865,8 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
         }
         return Err(i.into());
     }
-    if a.compare_sim {
-        compare_with_sim(&cfg, &plan, &r)?;
+    if let Some(s) = &twin {
+        compare_with_sim(&cfg, s, &r)?;
     }
     Ok(())
 }
@@ -882,132 +893,14 @@ fn print_reactions(r: &veth::congestion::CongestionReport) {
     }
 }
 
-/// SVG plots of a congestion run: delivered throughput and controller rate per flow,
-/// queue depth per switch port that held a queue (all in virtual time).
-fn write_plots(
-    r: &veth::congestion::CongestionReport,
-    name: &str,
-    dir: &std::path::Path,
-) -> anyhow::Result<Vec<PathBuf>> {
-    use report::plots::line_chart;
-    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    let t = |i: usize| i as f64 * r.sample_us;
-    let series = |f: &dyn Fn(&veth::congestion::FlowResult) -> &Vec<f64>| {
-        r.flows
-            .iter()
-            .map(|fl| {
-                let pts = f(fl).iter().enumerate().map(|(i, &v)| (t(i), v)).collect();
-                (format!("flow {} ({}→{})", fl.id, fl.src, fl.dst), pts)
-            })
-            .collect::<Vec<_>>()
-    };
-    let mut out = Vec::new();
-    let p = dir.join("throughput.svg");
-    line_chart(
-        &p,
-        &format!("delivered throughput per flow — {name} (veth)"),
-        "time (µs, virtual)",
-        "Gb/s (virtual)",
-        &series(&|f| &f.gbps),
-    )
-    .with_context(|| format!("write {}", p.display()))?;
-    out.push(p);
-    let p = dir.join("cc-rate.svg");
-    line_chart(
-        &p,
-        &format!("congestion-control rate per flow — {name} (veth)"),
-        "time (µs, virtual)",
-        "Gb/s (virtual)",
-        &series(&|f| &f.cc_rate_gbps),
-    )
-    .with_context(|| format!("write {}", p.display()))?;
-    out.push(p);
-    let queues: Vec<(String, Vec<(f64, f64)>)> = r
-        .queue_bytes
-        .iter()
-        .enumerate()
-        .filter(|(_, q)| q.iter().any(|&b| b > 0))
-        .map(|(port, q)| {
-            let pts = q
-                .iter()
-                .enumerate()
-                .map(|(i, &b)| (t(i), b as f64 / 1e3))
-                .collect();
-            (port_label(r, port), pts)
-        })
-        .collect();
-    // What window- and credit-based controllers control (their rate plot is flat).
-    for (file, what, unit, get) in [
-        (
-            "cc-window.svg",
-            "congestion window per flow",
-            "KB",
-            (|f: &veth::congestion::FlowResult| &f.cc_window_bytes)
-                as fn(&veth::congestion::FlowResult) -> &Vec<f64>,
-        ),
-        (
-            "cc-credit.svg",
-            "credit granted per flow",
-            "Gb/s (virtual)",
-            |f: &veth::congestion::FlowResult| &f.cc_credit_gbps,
-        ),
-    ] {
-        if r.flows.iter().all(|f| get(f).is_empty()) {
-            continue;
-        }
-        let scale = if unit == "KB" { 1e-3 } else { 1.0 };
-        let series: Vec<_> = r
-            .flows
-            .iter()
-            .map(|fl| {
-                let pts = get(fl)
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &v)| (t(i), v * scale))
-                    .collect();
-                (format!("flow {} ({}→{})", fl.id, fl.src, fl.dst), pts)
-            })
-            .collect();
-        let p = dir.join(file);
-        line_chart(
-            &p,
-            &format!("{what} — {name} (veth)"),
-            "time (µs, virtual)",
-            unit,
-            &series,
-        )
-        .with_context(|| format!("write {}", p.display()))?;
-        out.push(p);
-    }
-    let p = dir.join("queue.svg");
-    line_chart(
-        &p,
-        &format!("switch egress queue per port — {name} (veth)"),
-        "time (µs, virtual)",
-        "KB",
-        &queues,
-    )
-    .with_context(|| format!("write {}", p.display()))?;
-    out.push(p);
-    Ok(out)
-}
-
-/// A port as a plot legend names it: `sw:p3→h3`, `leaf1:p4→spine0`.
-fn port_label(r: &veth::congestion::CongestionReport, port: usize) -> String {
-    r.port_names.get(port).map_or(format!("port {port}"), |n| {
-        format!("{}:p{}→{}", n.switch, n.port, n.peer)
-    })
-}
-
-/// Run `plan` in the simulator (crate `sim`) on the twin of the veth run (the same star or
-/// fabric at the virtual rate, with the veth run's buffer, ECN, PFC, MTU and congestion
-/// control: `veth::congestion::twin`), and print both.
+/// Print the veth run beside `s`, the simulator's run (crate `sim`) on its twin (the same
+/// star or fabric at the virtual rate, with the veth run's buffer, ECN, PFC, MTU and
+/// congestion control: `veth::congestion::twin`).
 fn compare_with_sim(
     cfg: &CongestionConfig,
-    plan: &scenario::Workplan,
+    s: &sim::SimResults,
     veth: &veth::congestion::CongestionReport,
 ) -> anyhow::Result<()> {
-    let s = veth::congestion::twin::run_sim(cfg, plan, None)?;
     println!(
         "simulator: the same {} ({} hosts) at {} with the same buffer, ECN, PFC, MTU and cc",
         cfg.topology, cfg.hosts, cfg.virtual_rate
@@ -1292,21 +1185,5 @@ mod tests {
             130
         );
         assert!(interruption(&report_with(false), 0, false).is_none());
-    }
-
-    #[test]
-    fn queue_legends_name_the_switch_port_and_its_peer() {
-        let r = veth::congestion::CongestionReport {
-            port_names: vec![veth::congestion::fabric::PortName {
-                switch: "leaf1".into(),
-                port: 4,
-                peer: "spine0".into(),
-                tier: 1,
-                peer_tier: 2,
-            }],
-            ..Default::default()
-        };
-        assert_eq!(port_label(&r, 0), "leaf1:p4→spine0");
-        assert_eq!(port_label(&r, 7), "port 7");
     }
 }

@@ -5,6 +5,7 @@
 mod cmd_build;
 mod cmd_export;
 mod cmd_flow;
+mod cmd_place;
 mod cmd_plan;
 mod cmd_routes;
 mod cmd_sim;
@@ -19,6 +20,8 @@ mod lane_args;
 mod record;
 mod serve;
 mod sim_knobs;
+mod tenant_args;
+mod veth_plots;
 
 use clap::{Parser, Subcommand};
 
@@ -53,6 +56,12 @@ enum Command {
     Plan {
         #[command(subcommand)]
         command: cmd_plan::Command,
+    },
+    /// Topology-aware placement: place a job under several policies and score them with
+    /// the flow model, replay a job trace, print a daemon's drain suggestions.
+    Place {
+        #[command(subcommand)]
+        command: cmd_place::Command,
     },
     /// Run the daemon: own a fabric, serve its telemetry (HTTP API, stream, Prometheus).
     Serve(Box<serve::Args>),
@@ -107,6 +116,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sim(a) => cmd_sim::run(a),
         Command::Flow(a) => cmd_flow::run(*a),
         Command::Plan { command } => cmd_plan::run(command),
+        Command::Place { command } => cmd_place::run(command),
         Command::Testbed { command } => cmd_testbed::run(command),
         Command::Serve(a) => serve::main(*a),
         Command::Status(a) => cmd_status::run(a),

@@ -220,6 +220,15 @@ fn mutating_endpoints_need_the_token() {
     let h = d.health();
     assert_eq!(h["status"], "degraded");
     assert_eq!(h["reroutes"]["count"], 1, "{h}");
+    // the events are published with the next snapshot, which may come after the health
+    d.wait_for(
+        |d| {
+            d.json("/api/v1/events")
+                .as_array()
+                .is_some_and(|a| a.len() >= 2)
+        },
+        Duration::from_secs(10),
+    );
     let ev = d.json("/api/v1/events");
     let kinds: Vec<&str> = ev
         .as_array()
@@ -228,6 +237,10 @@ fn mutating_endpoints_need_the_token() {
         .map(|e| e["what"]["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["link-down", "reroute"], "{ev}");
+    // named `switch:port` too, for readers without the fabric map
+    let at = ev[0]["at"].as_array().unwrap();
+    assert!(at.iter().any(|p| p == "pod0-leaf0:2"), "{ev}");
+    assert_eq!(ev[1]["at"], ev[0]["at"], "{ev}");
     let link = ev[0]["what"]["link"].as_u64().unwrap() as u32;
     let routes = d.json("/api/v1/routes/pod0-leaf0");
     assert_eq!(routes["failed_links"], serde_json::json!([link]));
@@ -418,9 +431,16 @@ fn recordings_stay_inside_the_record_dir_within_their_caps() {
     let r = post(&bearer, json, "{\"file\": \"a.rec\"}");
     assert_eq!(r.status, 422, "{}", r.text());
     error_of(&r);
+    // A 405 names the allowed methods (RFC 9110 section 15.5.6), in `Allow` and in the
+    // JSON body (which said only "Method Not Allowed").
     let r = d.request("PUT", "/api/v1/recording", &[], b"");
     assert_eq!(r.status, 405, "{}", r.text());
-    assert!(!error_of(&r).is_empty(), "{}", r.text());
+    assert_eq!(r.header("allow"), Some("POST,DELETE"), "{}", r.text());
+    assert!(error_of(&r).contains("POST,DELETE"), "{}", r.text());
+    let r = d.request("DELETE", "/api/v1/health", &[], b"");
+    assert_eq!(r.status, 405, "{}", r.text());
+    assert_eq!(r.header("allow"), Some("GET,HEAD"), "{}", r.text());
+    assert!(error_of(&r).contains("GET,HEAD"), "{}", r.text());
     // The size cap ends a recording on its own (a k=4 snapshot is several kB).
     let r = post(&bearer, json, &path("a.rec"));
     assert_eq!(r.status, 200, "{}", r.text());
@@ -721,6 +741,11 @@ fn fabric_status_summarises_a_running_daemon() {
     assert!(text.contains("status      ok"), "{text}");
     assert!(text.contains("fat-tree-k4"), "{text}");
     assert!(text.contains("GB sent"), "{text}");
+    // The simulator has no namespaces to name.
+    assert!(!text.contains("namespaces"), "{text}");
+    let r = d.get("/api/v1/namespaces");
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert!(r.text().contains("no network namespaces"), "{}", r.text());
     drop(d);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"))
         .args(["status", "--daemon", "http://127.0.0.1:1"])
@@ -820,4 +845,57 @@ fn metrics_filters_keep_one_switchs_ports_or_some_families() {
     assert_eq!(d.get("/metrics?color=red").status, 400);
     let m = d.get("/metrics?family=fabric_daemon_bad_requests").text();
     assert!(m.contains("fabric_daemon_bad_requests_total 3"), "{m}");
+}
+
+/// A bad configuration or a source that cannot open: no readiness line on stdout, and
+/// the error said once on stderr.
+#[test]
+fn a_bad_configuration_is_refused_before_the_readiness_line_and_said_once() {
+    let missing = common::temp_dir("no-scenario").join("missing.toml");
+    for (args, said) in [
+        (vec!["--sim", "--history", "0"], "--history 0"),
+        (vec!["--sim", "--events-kept", "0"], "--events-kept 0"),
+        (vec!["--sim", missing.to_str().unwrap()], "missing.toml"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(!out.status.success(), "{args:?}: {stdout}{stderr}");
+        assert!(!stdout.contains("listening on"), "{args:?}: {stdout}");
+        assert_eq!(stderr.matches(said).count(), 1, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
+
+/// A source that fails at every sample (its Prometheus is not there) logged the same
+/// error at every sample, ten lines a second: said once now, every failure counted.
+#[test]
+fn a_source_error_that_repeats_is_logged_once_and_counted_every_time() {
+    let d = Daemon::launch(
+        "repeated-error",
+        &[
+            "--observe",
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "--interval",
+            "100ms",
+        ],
+    );
+    let errors = |d: &Daemon| {
+        common::metric(
+            &d.get("/metrics").text(),
+            "fabric_daemon_source_errors_total",
+        )
+        .unwrap_or(0.0)
+    };
+    d.wait_for(|d| errors(d) >= 5.0, Duration::from_secs(30));
+    let log = d.stderr();
+    let said = log.lines().filter(|l| l.contains(" WARN source: ")).count();
+    assert_eq!(said, 1, "{log}");
 }

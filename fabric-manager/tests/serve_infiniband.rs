@@ -13,53 +13,6 @@ use std::time::Duration;
 use common::{Daemon, metric};
 use serde_json::Value;
 
-const TOKEN: &str = "test-token-0123456789abcdef";
-
-fn post(d: &Daemon, path: &str) -> common::Response {
-    let auth = format!("Bearer {TOKEN}");
-    d.request("POST", path, &[("Authorization", auth.as_str())], b"")
-}
-
-fn events(d: &Daemon) -> Vec<Value> {
-    d.json("/api/v1/events?limit=1000")
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-/// Waits for a `reroute` event of `link` after event index `since`; the events after
-/// `since`.
-fn wait_reroute(d: &Daemon, since: usize, link: u64) -> Vec<Value> {
-    let t = std::time::Instant::now();
-    loop {
-        let ev = events(d)[since..].to_vec();
-        if ev
-            .iter()
-            .any(|e| e["what"]["kind"] == "reroute" && e["what"]["links"][0] == link)
-        {
-            return ev;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "no reroute of link {link} within 60 s; events {ev:?}; stderr:\n{}",
-            d.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Link id at `switch:port`, from the `fabric_link_info` series.
-fn link_at(d: &Daemon, switch: &str, port: u16) -> u64 {
-    let m = d.get("/metrics").text();
-    let prefix = format!("fabric_link_info{{switch=\"{switch}\",port=\"{port}\",");
-    let line = m
-        .lines()
-        .find(|l| l.starts_with(&prefix))
-        .unwrap_or_else(|| panic!("no fabric_link_info for {switch}:{port}"));
-    let at = line.find("link=\"").unwrap() + 6;
-    line[at..].split('"').next().unwrap().parse().unwrap()
-}
-
 /// Drift entries: (entries fabric's tables and the switches disagree on, LIDs a switch
 /// reaches that neither holds).
 fn drift(d: &Daemon) -> (Vec<Value>, Vec<Value>) {
@@ -87,10 +40,7 @@ fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
     if !ib_testbed::require_tools() {
         return;
     }
-    let dir = common::temp_dir("ib-token");
-    let token = dir.join("token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    let mut d = Daemon::start(
+    let mut d = Daemon::start_with_token(
         "infiniband",
         &[
             "--infiniband",
@@ -102,8 +52,6 @@ fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
             "60s",
             "--request-timeout",
             "60s",
-            "--token-file",
-            token.to_str().unwrap(),
         ],
     );
     let subnet = format!("fabric-ib-{}-", d.child.id());
@@ -131,11 +79,11 @@ fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
     );
 
     // A cable cut on ibsim's console (through the API): detected, answered, loaded.
-    let link = link_at(&d, "pod0-agg0", 2);
-    let n = events(&d).len();
-    let r = post(&d, "/api/v1/links/pod0-agg0:2/fail");
+    let link = d.link_at("pod0-agg0", 2);
+    let n = d.events_after(0).len();
+    let r = d.post("/api/v1/links/pod0-agg0:2/fail");
     assert_eq!(r.status, 200, "{}", r.text());
-    let ev = wait_reroute(&d, n, link);
+    let ev = d.wait_reroute(n, link, Duration::from_secs(60));
     assert!(
         ev.iter()
             .any(|e| e["what"]["kind"] == "link-down" && e["what"]["link"] == link),
@@ -158,10 +106,10 @@ fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
     assert_eq!(t["mismatches"], serde_json::json!([]), "{t}");
 
     // Restored: detected, answered, loaded; nothing left.
-    let n = events(&d).len();
-    let r = post(&d, "/api/v1/links/pod0-agg0:2/restore");
+    let n = d.events_after(0).len();
+    let r = d.post("/api/v1/links/pod0-agg0:2/restore");
     assert_eq!(r.status, 200, "{}", r.text());
-    let ev = wait_reroute(&d, n, link);
+    let ev = d.wait_reroute(n, link, Duration::from_secs(60));
     assert!(ev.iter().any(|e| e["what"]["kind"] == "link-up"), "{ev:?}");
     let (differ, unreached) = drift(&d);
     assert!(

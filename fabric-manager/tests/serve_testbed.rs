@@ -8,24 +8,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Daemon, metric};
+use common::{Daemon, metric, token_file};
 use serde_json::Value;
-
-const TOKEN: &str = "test-token-0123456789abcdef";
 
 fn enabled() -> bool {
     match veth::root_tests_enabled() {
         Ok(on) => on,
         Err(why) => panic!("{why}"),
     }
-}
-
-/// A file holding [`TOKEN`].
-fn token_file(name: &str) -> std::path::PathBuf {
-    let dir = common::temp_dir(&format!("{name}-token"));
-    let file = dir.join("token");
-    std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
-    file
 }
 
 /// `fabric serve SOURCE… --fabric fat-tree-k4` with a 100 ms interval, drift checks
@@ -62,42 +52,16 @@ fn namespaces_of(d: &Daemon) -> Vec<String> {
         .collect()
 }
 
-fn post(d: &Daemon, path: &str) -> common::Response {
-    let auth = format!("Bearer {TOKEN}");
-    d.request("POST", path, &[("Authorization", auth.as_str())], b"")
-}
-
-/// Events after `since` (exclusive).
-fn events_after(d: &Daemon, since: usize) -> Vec<Value> {
-    let all = d.json("/api/v1/events?limit=1000");
-    all.as_array().unwrap()[since.min(all.as_array().unwrap().len())..].to_vec()
-}
-
-/// Waits for a `reroute` event of `link` after event index `since`; its repaired time
-/// (ns) and the events seen (including it).
+/// Waits up to 5 s for a `reroute` event of `link` after event index `since`; its
+/// repaired time (ns) and the events seen (including it).
 fn wait_reroute(d: &Daemon, since: usize, link: u64) -> (u64, Vec<Value>) {
-    let t = std::time::Instant::now();
-    loop {
-        let ev = events_after(d, since);
-        if let Some(e) = ev.iter().find(|e| {
-            e["what"]["kind"] == "reroute" && e["what"]["links"].as_array().unwrap()[0] == link
-        }) {
-            return (e["what"]["repaired_ns"].as_u64().unwrap(), ev);
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "no reroute of link {link} within 5 s; events {ev:?}; stderr:\n{}",
-            d.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let ev = d.wait_reroute(since, link, Duration::from_secs(5));
+    let last = ev.last().unwrap();
+    (last["what"]["repaired_ns"].as_u64().unwrap(), ev)
 }
 
 fn event_count(d: &Daemon) -> usize {
-    d.json("/api/v1/events?limit=1000")
-        .as_array()
-        .unwrap()
-        .len()
+    d.events_after(0).len()
 }
 
 fn percentile(v: &mut [f64], q: f64) -> f64 {
@@ -154,7 +118,7 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     let outside = veth::netlink::Nl::open(&veth::netns::Netns::from_name(ns_core)).unwrap();
     let n0 = event_count(&d);
     outside.set_down("p0").unwrap();
-    let link = link_at(&d, "core1-1", 0);
+    let link = d.link_at("core1-1", 0);
     let (repaired_ns, ev) = wait_reroute(&d, n0, link);
     assert!(
         ev.iter().any(|e| e["what"]["kind"] == "link-down"),
@@ -191,18 +155,18 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
 
     // 2. A host link failed through the API: its host is cut off, the pairs are counted.
     let n2 = event_count(&d);
-    let r = post(&d, "/api/v1/links/pod0-leaf0:0/fail");
+    let r = d.post("/api/v1/links/pod0-leaf0:0/fail");
     assert_eq!(r.status, 200, "{}", r.text());
-    let host_link = link_at(&d, "pod0-leaf0", 0);
+    let host_link = d.link_at("pod0-leaf0", 0);
     wait_reroute(&d, n2, host_link);
     d.wait_for(
         |d| d.health()["unreachable_pairs"].as_u64() == Some(30),
         Duration::from_secs(3),
     );
-    let r = post(&d, "/api/v1/links/pod0-leaf0:0/fail");
+    let r = d.post("/api/v1/links/pod0-leaf0:0/fail");
     assert_eq!(r.status, 409, "{}", r.text());
     let n3 = event_count(&d);
-    let r = post(&d, "/api/v1/links/pod0-leaf0:0/restore");
+    let r = d.post("/api/v1/links/pod0-leaf0:0/restore");
     assert_eq!(r.status, 200, "{}", r.text());
     wait_reroute(&d, n3, host_link);
     d.wait_for(
@@ -219,14 +183,14 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
         .collect();
     for i in 0..20 {
         let (sw, port) = &uplinks[i % uplinks.len()];
-        let l = link_at(&d, sw, *port);
+        let l = d.link_at(sw, *port);
         let n = event_count(&d);
-        let r = post(&d, &format!("/api/v1/links/{sw}:{port}/fail"));
+        let r = d.post(&format!("/api/v1/links/{sw}:{port}/fail"));
         assert_eq!(r.status, 200, "{}", r.text());
         let (ns, _) = wait_reroute(&d, n, l);
         down_ms.push(ns as f64 * 1e-6);
         let n = event_count(&d);
-        let r = post(&d, &format!("/api/v1/links/{sw}:{port}/restore"));
+        let r = d.post(&format!("/api/v1/links/{sw}:{port}/restore"));
         assert_eq!(r.status, 200, "{}", r.text());
         wait_reroute(&d, n, l);
     }
@@ -362,18 +326,6 @@ fn topo_node(topo: &Value, name: &str) -> u32 {
         .unwrap_or_else(|| panic!("no node {name}")) as u32
 }
 
-/// Link id at `switch:port`, from the `fabric_link_info` series.
-fn link_at(d: &Daemon, switch: &str, port: u16) -> u64 {
-    let m = d.get("/metrics").text();
-    let prefix = format!("fabric_link_info{{switch=\"{switch}\",port=\"{port}\",");
-    let line = m
-        .lines()
-        .find(|l| l.starts_with(&prefix))
-        .unwrap_or_else(|| panic!("no fabric_link_info for {switch}:{port}"));
-    let at = line.find("link=\"").unwrap() + 6;
-    line[at..].split('"').next().unwrap().parse().unwrap()
-}
-
 #[test]
 fn the_daemon_adopts_existing_namespaces_survives_a_deleted_veth_and_leaves_them() {
     if !enabled() {
@@ -408,7 +360,7 @@ fn the_daemon_adopts_existing_namespaces_survives_a_deleted_veth_and_leaves_them
         },
         Duration::from_secs(3),
     );
-    let r = post(&d, "/api/v1/links/pod1-agg1:2/restore");
+    let r = d.post("/api/v1/links/pod1-agg1:2/restore");
     assert_eq!(r.status, 409, "{}", r.text());
     assert!(r.text().contains("p2"), "{}", r.text());
     let drift = d.json("/api/v1/drift");
@@ -480,6 +432,138 @@ fn has_link(ns: &str, ifname: &str) -> bool {
         .success()
 }
 
+/// The API names a port `NODE:PORT`, the exports `swp<PORT+1>`, the testbed's kernel
+/// `p<PORT>` in a namespace named after the daemon's run: nothing said which namespace
+/// held which node. `GET /api/v1/namespaces` does, and `fabric status` names the
+/// namespace of each end of a link that is down.
+#[test]
+fn the_daemon_says_which_namespace_holds_each_node_and_port() {
+    if !enabled() {
+        return;
+    }
+    let d = start("namespaces", &["--testbed"]);
+    let ns = namespaces_of(&d);
+    let topo = d.json("/api/v1/topology");
+    let v = d.json("/api/v1/namespaces");
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 36, "{v}");
+    for n in nodes {
+        let netns = n["netns"].as_str().unwrap();
+        assert!(ns.iter().any(|x| x == netns), "{n} not in {ns:?}");
+        for p in n["ports"].as_array().unwrap() {
+            let ifname = p["ifname"].as_str().unwrap();
+            assert!(has_link(netns, ifname), "{p}: no {ifname} in {netns}");
+            assert_eq!(
+                p["api"],
+                format!("{}:{}", n["node"].as_str().unwrap(), p["port"]),
+                "{p}"
+            );
+        }
+    }
+    let agg = nodes.iter().find(|n| n["node"] == "pod0-agg0").unwrap();
+    assert_eq!(agg["netns"], switch_ns(&ns, &topo, "pod0-agg0"), "{agg}");
+    // The name the API takes for a port is the one to fail it by.
+    let api = agg["ports"][0]["api"].as_str().unwrap();
+    let r = d.post(&format!("/api/v1/links/{api}/fail"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    d.wait_for(
+        |d| d.health()["status"] == "degraded",
+        Duration::from_secs(10),
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args(["status", "--daemon", &d.addr])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("namespaces  36"), "{text}");
+    let netns = agg["netns"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("pod0-agg0:p0 (netns {netns})")),
+        "{text}"
+    );
+}
+
+/// The peer `(switch, port)` of `switch:port`, from the `fabric_link_info` series.
+fn peer_of(d: &Daemon, switch: &str, port: u16) -> (String, u16) {
+    let m = d.get("/metrics").text();
+    let prefix = format!("fabric_link_info{{switch=\"{switch}\",port=\"{port}\",");
+    let line = m.lines().find(|l| l.starts_with(&prefix)).unwrap();
+    let label = |k: &str| {
+        let at = line.find(&format!("{k}=\"")).unwrap() + k.len() + 2;
+        line[at..].split('"').next().unwrap().to_string()
+    };
+    (label("peer_switch"), label("peer_port").parse().unwrap())
+}
+
+/// A veth deleted and made again under the same name was never tracked again (the
+/// watcher knew ports by the index seen at start): the link stayed down, with its alarm,
+/// for good. Ports are tracked by name now: the new veth's carrier brings the link back,
+/// the addresses the testbed gave its ends are added again, its next-hop objects written
+/// with the new interface (no drift), and the alarm clears.
+#[test]
+fn a_veth_made_again_under_the_same_name_is_tracked_again_and_its_alarm_clears() {
+    if !enabled() {
+        return;
+    }
+    let d = start("veth-again", &["--testbed"]);
+    let places = d.json("/api/v1/namespaces");
+    let netns = |node: &str| {
+        places["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node"] == node)
+            .unwrap_or_else(|| panic!("{node}: {places}"))["netns"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let link = d.link_at("pod0-agg0", 2);
+    let (core, core_port) = peer_of(&d, "pod0-agg0", 2);
+    let (agg_ns, core_ns) = (netns("pod0-agg0"), netns(&core));
+    let core_if = format!("p{core_port}");
+    let n = event_count(&d);
+    ip(&["-n", &agg_ns, "link", "del", "p2"]);
+    wait_reroute(&d, n, link);
+    d.wait_for(
+        |d| has_alarm(&d.health(), "link-down", "minor"),
+        Duration::from_secs(5),
+    );
+    let n = event_count(&d);
+    ip(&[
+        "-n", &agg_ns, "link", "add", "p2", "type", "veth", "peer", "name", &core_if, "netns",
+        &core_ns,
+    ]);
+    ip(&["-n", &agg_ns, "link", "set", "p2", "up"]);
+    ip(&["-n", &core_ns, "link", "set", &core_if, "up"]);
+    let (_, ev) = wait_reroute(&d, n, link);
+    assert!(
+        ev.iter()
+            .any(|e| e["what"]["kind"] == "link-up" && e["what"]["link"] == link),
+        "{ev:?}"
+    );
+    d.wait_for(
+        |d| {
+            let h = d.health();
+            h["status"] == "ok" && h["links_down"] == serde_json::json!([])
+        },
+        Duration::from_secs(10),
+    );
+    assert!(
+        !has_alarm(&d.health(), "link-down", "minor"),
+        "{}",
+        d.health()
+    );
+    let addrs = ip_out(&["-n", &agg_ns, "addr", "show", "p2"]);
+    assert!(
+        addrs.contains("inet ") && addrs.contains("inet6 fd00"),
+        "{addrs}"
+    );
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+}
+
 #[test]
 fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
     if !enabled() {
@@ -515,7 +599,7 @@ fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
     ip(&["netns", "del", switch_ns(&ns, &topo, "pod0-leaf0")]);
     let t = std::time::Instant::now();
     let ev = loop {
-        let ev = events_after(&d, n0);
+        let ev = d.events_after(n0);
         if ev.iter().any(|e| e["what"]["kind"] == "reroute") {
             break ev;
         }
@@ -605,7 +689,7 @@ fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
     let t = d.json("/api/v1/topology/check");
     assert_eq!(t["mismatches"], serde_json::json!([]), "{t}");
     // A command on one of its links is refused with the reason; the daemon goes on.
-    let r = post(&d, "/api/v1/links/pod0-leaf0:2/restore");
+    let r = d.post("/api/v1/links/pod0-leaf0:2/restore");
     assert_eq!(r.status, 409, "{}", r.text());
     assert!(r.text().contains("gone"), "{}", r.text());
     let seq = d.json("/api/v1/telemetry")["seq"].as_u64().unwrap();
@@ -740,7 +824,7 @@ fn drifted_routes_are_repaired_over_the_api_and_only_the_daemons_extra_routes_go
     // Repair needs the token; with it, three are repaired and the foreign route stays.
     let r = d.request("POST", "/api/v1/drift/repair", &[], b"");
     assert_eq!(r.status, 401, "{}", r.text());
-    let r = post(&d, "/api/v1/drift/repair");
+    let r = d.post("/api/v1/drift/repair");
     assert_eq!(r.status, 200, "{}", r.text());
     let v: Value = serde_json::from_slice(&r.body).unwrap();
     let rep = &v["repair"];
@@ -773,7 +857,7 @@ fn drifted_routes_are_repaired_over_the_api_and_only_the_daemons_extra_routes_go
     }
     d.wait_for(
         |d| {
-            events_after(d, 0)
+            d.events_after(0)
                 .iter()
                 .any(|e| e["what"]["kind"] == "routes-repaired" && e["what"]["skipped"] == 1)
         },
@@ -878,7 +962,7 @@ fn host_netns_the_daemon_programs_and_watches_the_namespace_it_runs_in() {
         assert_eq!(drift["entries"], serde_json::json!([]), "{drift}; {routes}");
         // Restored through the API (the end that is here): back in the tables.
         let n = event_count(&d);
-        let r = post(&d, "/api/v1/links/pod1-agg0:2/restore");
+        let r = d.post("/api/v1/links/pod1-agg0:2/restore");
         assert_eq!(r.status, 200, "{}", r.text());
         let (_, ev) = wait_reroute(&d, n, l);
         assert!(ev.iter().any(|e| e["what"]["kind"] == "link-up"), "{ev:?}");
@@ -947,7 +1031,7 @@ fn netlink_errors_while_repairing_are_logged_counted_and_survived() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     // A link of pod0-agg0 goes down: the repair's IPv6 writes there fail.
-    let l = link_at(&d, "pod0-agg0", 2);
+    let l = d.link_at("pod0-agg0", 2);
     ip(&["-n", &agg, "link", "set", "p2", "down"]);
     d.wait_for(
         |d| {
@@ -971,9 +1055,9 @@ fn netlink_errors_while_repairing_are_logged_counted_and_survived() {
     );
     // The daemon goes on: a failure elsewhere is repaired as usual.
     let n = event_count(&d);
-    let r = post(&d, "/api/v1/links/core1-1:0/fail");
+    let r = d.post("/api/v1/links/core1-1:0/fail");
     assert_eq!(r.status, 200, "{}", r.text());
-    wait_reroute(&d, n, link_at(&d, "core1-1", 0));
+    wait_reroute(&d, n, d.link_at("core1-1", 0));
     // The repair went on past the refusing switch: no switch drifted.
     let drift = d.json("/api/v1/drift");
     assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
@@ -990,7 +1074,7 @@ fn netlink_errors_while_repairing_are_logged_counted_and_survived() {
         "fabric_daemon_source_errors_total",
     )
     .unwrap();
-    let r = post(&d, "/api/v1/drift/repair");
+    let r = d.post("/api/v1/drift/repair");
     assert_eq!(r.status, 200, "{}", r.text());
     let v: Value = serde_json::from_slice(&r.body).unwrap();
     let failed = v["repair"]["failed"].as_array().unwrap();
@@ -1016,17 +1100,21 @@ fn netlink_errors_while_repairing_are_logged_counted_and_survived() {
 const FRESH_RUN: &str = r#"
 mount -t tmpfs fabric-test /run || exit 97
 mkdir /run/netns
+before=" $(awk '$5 ~ "^/run/netns/" {print $1}' /proc/self/mountinfo | tr '\n' ' ') "
 "$0" "$@" &
 wait $!
 echo "daemon exit $?"
 ip netns del "$OUTSIDE"
 echo "left: $(ls -A /run/netns | tr '\n' ' ')"
-echo "mounts: $(grep -c ' /run/netns/' /proc/self/mountinfo)"
+echo "mounts: $(awk -v b="$before" '$5 ~ "^/run/netns/" && !index(b, " " $1 " ")' /proc/self/mountinfo | wc -l)"
 "#;
 
 /// `ip netns add` after the daemon built its testbed bind-mounts `/run/netns` onto itself
 /// (it was not a mount point) and copies the daemon's namespace mounts; a daemon that
-/// unmounted once left every namespace behind on SIGTERM, and said nothing.
+/// unmounted once left every namespace behind on SIGTERM, and said nothing. Only mounts
+/// made after the daemon started count: the private mount namespace inherits, hidden
+/// under its fresh `/run`, the namespaces other tests and testbeds on the machine had
+/// mounted when it was made, and those come and go.
 #[test]
 fn sigterm_deletes_every_namespace_even_after_an_outside_ip_netns_add() {
     if !enabled() {
@@ -1088,9 +1176,10 @@ fn inside(prefix: &str, k: u8, to: u8) -> String {
     format!("{a}/{to}")
 }
 
-/// A `/32` or `/29` added by hand inside a ToR prefix wins by longest match and went
-/// unreported: every route inside the plan the tables do not hold is `extra`, while the
-/// leaves' own link routes to their hosts are not.
+/// A `/32` or `/29` added by hand inside the plan (inside one ToR prefix, or spanning
+/// several) changes forwarding and went unreported: every route inside the plan the
+/// tables do not hold is `extra`, while the leaves' own link routes to their hosts are
+/// not.
 #[test]
 fn more_specific_routes_inside_the_plan_are_extra_drift() {
     if !enabled() {
@@ -1126,6 +1215,54 @@ fn more_specific_routes_inside_the_plan_are_extra_drift() {
     ip(&["-n", &agg, "route", "del", &host32]);
     let drift = d.json("/api/v1/drift");
     assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
+
+    // A /29 over two leaves' /30s, with the daemon's own protocol (a stale route of its
+    // own): extra too (only routes inside one leaf's prefix were caught), and the
+    // repair deletes that route, not the leaves' /30s.
+    let p0 = leaf_prefix(&d, "pod0-agg0", "pod1-leaf0");
+    let p1 = leaf_prefix(&d, "pod0-agg0", "pod1-leaf1");
+    let span = masked(&p0, 29);
+    assert_eq!(span, masked(&p1, 29), "{p0} and {p1} are not in one /29");
+    assert_ne!(p0, p1);
+    ip(&[
+        "-n", &agg, "route", "add", &span, "dev", "p0", "proto", "251",
+    ]);
+    let drift = d.json("/api/v1/drift");
+    assert_eq!(drift["entries"].as_array().unwrap().len(), 1, "{drift}");
+    let e = &drift["entries"][0];
+    assert_eq!(
+        (
+            &e["switch"],
+            &e["prefix"],
+            &e["kind"],
+            &e["kernel_protocol"]
+        ),
+        (
+            &"pod0-agg0".into(),
+            &span.clone().into(),
+            &"extra".into(),
+            &251.into()
+        ),
+        "{drift}"
+    );
+    let r = d.post("/api/v1/drift/repair");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["repair"]["extra"], 1, "{v}");
+    assert_eq!(v["after"]["entries"], serde_json::json!([]), "{v}");
+    assert!(ip_out(&["-n", &agg, "route", "show", &span]).is_empty());
+    for p in [&p0, &p1] {
+        let shown = ip_out(&["-n", &agg, "route", "show", p]);
+        assert!(shown.contains("proto 251"), "{p}: {shown}");
+    }
+}
+
+/// `a.b.c.d/len` → the `/to` holding it.
+fn masked(prefix: &str, to: u8) -> String {
+    let (addr, _) = prefix.split_once('/').unwrap();
+    let a: std::net::Ipv4Addr = addr.parse().unwrap();
+    let m = u32::MAX << (32 - u32::from(to));
+    format!("{}/{to}", std::net::Ipv4Addr::from(u32::from(a) & m))
 }
 
 /// The LLDP result in the health report says when a link changed after it was taken
@@ -1154,7 +1291,7 @@ fn the_health_says_when_the_lldp_result_is_stale() {
     let r = d.get("/api/v1/topology/check");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(d.health()["topology"]["stale"], false, "{}", d.health());
-    let r = post(&d, "/api/v1/links/pod0-leaf0:2/fail");
+    let r = d.post("/api/v1/links/pod0-leaf0:2/fail");
     assert_eq!(r.status, 200, "{}", r.text());
     d.wait_for(
         |d| d.health()["topology"]["stale"] == true,

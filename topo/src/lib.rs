@@ -24,6 +24,7 @@
 //!   dependency graph, ECMP widths.
 //! * [`failures`] — failure sets by name or seeded random draw.
 //! * [`export`] — table and topology exporters (see `docs/export.md`).
+//! * [`tenants`] — tenant files, their partitions and VRFs, the isolation proof.
 //! * [`units`] — [`Rate`] parsing (`"400G"`).
 //!
 //! Rates are bits per second (`u64`), delays nanoseconds. Figures and commands:
@@ -84,6 +85,7 @@ pub mod model;
 pub mod presets;
 pub mod routing;
 pub mod spec;
+pub mod tenants;
 pub mod units;
 pub mod verify;
 pub mod wcmp;

@@ -70,6 +70,9 @@ fn golden_ecmp() {
         "opensm/plane0/guid2lid",
         "fabric.dot",
         "topology.conf",
+        "topology.yaml",
+        "k8s/nodes.yaml",
+        "k8s/kueue-topology.yaml",
     ] {
         let name = file.replace(['/', '.'], "_");
         insta::assert_snapshot!(

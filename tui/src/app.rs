@@ -12,10 +12,10 @@ use crate::heatmap::{self, Level, Window};
 use crate::keys::KeyMap;
 use crate::metrics::{EventRow, History, LinkRates, Sample};
 use crate::rows::{Job, Key, Query, Rows, Worker};
-use crate::table::SortKey;
+use crate::table::{FlowSort, SortKey};
 use crate::theme::Theme;
 use crate::units::Units;
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -67,8 +67,13 @@ pub enum SourceStatus {
     Replay {
         /// File name.
         name: String,
-        /// Playback speed.
+        /// Playback speed relative to the recording's cadence (1: as recorded; for a
+        /// simulated recording, one snapshot per 100 ms frame).
         speed: f64,
+        /// Playback is paused (Space), the position held.
+        paused: bool,
+        /// How far one seek moves, ns (a twentieth of the recording).
+        step_ns: u64,
         /// Position, ns from the recording's start.
         at_ns: u64,
         /// Length of the recording, ns.
@@ -87,13 +92,16 @@ pub enum SourceStatus {
     },
 }
 
-/// A request from the UI to the source (replay seeks and speed).
+/// A request from the UI to the source (replay: pause, seeks and speed).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Request {
-    /// Move by this many nanoseconds (negative: back).
-    Seek(i64),
+    /// Move by this many seek steps (negative: back); a step is a twentieth of the
+    /// recording.
+    Seek(i32),
     /// Multiply the playback speed.
     Speed(f64),
+    /// Pause playback, or resume it where it stopped.
+    TogglePause,
 }
 
 /// A message to the app.
@@ -101,6 +109,8 @@ pub enum Request {
 pub enum Msg {
     /// A key press.
     Key(KeyEvent),
+    /// A mouse click or wheel turn.
+    Mouse(MouseEvent),
     /// An action (from a key or a test).
     Action(Action),
     /// A new fabric shape (the source's port map).
@@ -158,6 +168,8 @@ pub struct App {
     pub tab: Tab,
     /// Help screen shown.
     pub help: bool,
+    /// First help line shown (the help scrolls).
+    pub help_scroll: usize,
     /// Display frozen.
     pub frozen: bool,
     /// Quit requested.
@@ -180,8 +192,17 @@ pub struct App {
     pub ascending: bool,
     /// Only faulty links.
     pub faults_only: bool,
+    /// The flows view's sort column.
+    pub flow_sort: FlowSort,
+    /// The flows view sorts smallest first.
+    pub flow_ascending: bool,
     /// Selected row of the links / flows / events / cell list.
     pub selected: usize,
+    /// The link selected in the links table: the cursor stays on it when rows re-sort
+    /// (None: the top row, nothing chosen yet).
+    pub selected_link: Option<u32>,
+    /// The link opened from the links table (Enter), shown in that view; Esc closes it.
+    pub link_open: Option<u32>,
     /// Plane shown in the heat map.
     pub plane: usize,
     /// All planes side by side.
@@ -217,6 +238,8 @@ pub struct App {
     requested: Option<Key>,
     /// The latest rows received.
     rows: Option<Arc<Rows>>,
+    /// The table order the links cursor was last placed in (sample serial, rows key).
+    followed: (u64, Option<Key>),
     worker: Option<Worker>,
     /// The heat map's bins, kept between frames ([`App::prepare`]).
     bins: Bins,
@@ -232,6 +255,7 @@ impl App {
             keys: o.keys,
             tab: Tab::Heatmap,
             help: false,
+            help_scroll: 0,
             frozen: false,
             quit: false,
             suspend: false,
@@ -243,7 +267,11 @@ impl App {
             sort: SortKey::Util,
             ascending: false,
             faults_only: false,
+            flow_sort: FlowSort::Rate,
+            flow_ascending: false,
             selected: 0,
+            selected_link: None,
+            link_open: None,
             plane: 0,
             side_by_side: false,
             path: Vec::new(),
@@ -264,6 +292,7 @@ impl App {
             queued: None,
             requested: None,
             rows: None,
+            followed: (0, None),
             worker: None,
             bins: Bins::default(),
         }
@@ -299,11 +328,45 @@ impl App {
     pub fn update(&mut self, msg: Msg) {
         self.apply(msg);
         self.want_rows();
+        self.follow_link();
+    }
+
+    /// Keep the links table's cursor on the selected link when the table's order
+    /// changed (a new sample re-sorted it, another sort or filter arrived); a link that
+    /// left the table leaves the cursor on its row, now another link's.
+    fn follow_link(&mut self) {
+        let now = (self.serial, self.rows.as_ref().map(|r| r.key));
+        if now == self.followed {
+            return;
+        }
+        self.followed = now;
+        let Some(link) = self.selected_link else {
+            return;
+        };
+        let ids = self.table_ids();
+        let at = ids.iter().position(|&id| id == link);
+        let row = self.selected.min(ids.len().saturating_sub(1));
+        match at {
+            Some(i) => self.selected = i,
+            None => self.selected_link = ids.get(row).copied(),
+        }
+        self.dirty = true;
+    }
+
+    /// The user moved the links table's cursor: it now follows the link on that row.
+    fn choose_row(&mut self) {
+        if self.tab == Tab::Links && self.link_open.is_none() {
+            let ids = self.table_ids();
+            let row = self.selected.min(ids.len().saturating_sub(1));
+            let link = ids.get(row).copied();
+            (self.selected, self.selected_link) = (row, link);
+        }
     }
 
     fn apply(&mut self, msg: Msg) {
         match msg {
             Msg::Key(k) => self.key(k),
+            Msg::Mouse(m) => self.mouse(m),
             Msg::Action(a) => self.act(a),
             Msg::Fabric(f) => {
                 // another fabric, or the same one from a restarted daemon: start afresh
@@ -311,6 +374,8 @@ impl App {
                 self.history = History::new(HISTORY);
                 self.link_history.clear();
                 self.selected = 0;
+                self.selected_link = None;
+                self.link_open = None;
                 self.path.clear();
                 self.plane = 0;
                 self.cursor = (0, 0);
@@ -451,11 +516,11 @@ impl App {
     fn show(&mut self, serial: u64, s: Arc<Sample>) {
         self.serial = serial;
         self.history.push(&s);
-        if let Some(Level::Link(l)) = self.path.last() {
+        if let Some(l) = self.watched_link() {
             if self.link_history.len() == 300 {
                 self.link_history.pop_front();
             }
-            self.link_history.push_back(s.links[*l as usize]);
+            self.link_history.push_back(s.links[l as usize]);
         }
         self.prev = self.shown.replace(s);
         self.dirty = true;
@@ -468,6 +533,45 @@ impl App {
         }
         if let Some(a) = self.keys.action(&k) {
             self.act(a);
+        }
+    }
+
+    /// A click on a tab opens it, on a row selects it, on a column header sorts by
+    /// that column (again: the other way); the wheel moves three rows (or scrolls help).
+    fn mouse(&mut self, m: MouseEvent) {
+        use crate::ui::Hit;
+        match m.kind {
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+                let a = if m.kind == MouseEventKind::ScrollDown {
+                    Action::Down
+                } else {
+                    Action::Up
+                };
+                for _ in 0..3 {
+                    self.act(a);
+                }
+            }
+            MouseEventKind::Down(MouseButton::Left) if !self.help && !self.filter.editing => {
+                match crate::ui::hit(self, m.column, m.row) {
+                    Some(Hit::Tab(t)) => self.show_tab(t),
+                    Some(Hit::LinkRow(i)) => {
+                        self.selected = i;
+                        self.choose_row();
+                    }
+                    Some(Hit::LinkSort(k)) => {
+                        self.ascending = self.sort == k && !self.ascending;
+                        self.sort = k;
+                    }
+                    Some(Hit::FlowRow(i)) => self.selected = i,
+                    Some(Hit::FlowSort(k)) => {
+                        self.flow_ascending = self.flow_sort == k && !self.flow_ascending;
+                        self.flow_sort = k;
+                    }
+                    None => {}
+                }
+                self.dirty = true;
+            }
+            _ => {}
         }
     }
 
@@ -514,18 +618,31 @@ impl App {
     pub fn act(&mut self, a: Action) {
         self.dirty = true;
         if self.help {
+            let page = self.page();
+            let s = &mut self.help_scroll;
             match a {
                 Action::Help | Action::Back => self.help = false,
+                Action::Up => *s = s.saturating_sub(1),
+                Action::Down => *s = s.saturating_add(1),
+                Action::PageUp => *s = s.saturating_sub(page),
+                Action::PageDown => *s = s.saturating_add(page),
+                Action::Home => *s = 0,
+                Action::End => *s = usize::MAX,
                 Action::Quit => self.quit = true,
                 Action::Suspend => self.suspend = true,
                 _ => {}
             }
+            self.help_scroll = self.help_scroll.min(crate::ui::help_max_scroll(self));
             return;
         }
         match a {
             Action::Quit => self.quit = true,
             Action::Suspend => self.suspend = true,
-            Action::Help => self.help = true,
+            Action::Help => (self.help, self.help_scroll) = (true, 0),
+            Action::ViewHeat => self.show_tab(Tab::Heatmap),
+            Action::ViewLinks => self.show_tab(Tab::Links),
+            Action::ViewFlows => self.show_tab(Tab::Flows),
+            Action::ViewEvents => self.show_tab(Tab::Events),
             Action::NextView | Action::PrevView => {
                 let i = Tab::ALL.iter().position(|t| *t == self.tab).unwrap_or(0);
                 let d = if a == Action::NextView {
@@ -533,24 +650,41 @@ impl App {
                 } else {
                     Tab::ALL.len() - 1
                 };
-                self.tab = Tab::ALL[(i + d) % Tab::ALL.len()];
-                self.selected = 0;
+                self.show_tab(Tab::ALL[(i + d) % Tab::ALL.len()]);
             }
-            Action::Up | Action::Down | Action::Left | Action::Right => self.arrow(a),
-            Action::PageUp => self.selected = self.selected.saturating_sub(self.page()),
-            Action::PageDown => self.selected = self.selected.saturating_add(self.page()),
-            Action::Home => self.selected = 0,
-            Action::End => self.selected = usize::MAX,
+            Action::Up | Action::Down | Action::Left | Action::Right => {
+                self.arrow(a);
+                self.choose_row();
+            }
+            Action::PageUp => {
+                self.selected = self.selected.saturating_sub(self.page());
+                self.choose_row();
+            }
+            Action::PageDown => {
+                self.selected = self.selected.saturating_add(self.page());
+                self.choose_row();
+            }
+            Action::Home => {
+                self.selected = 0;
+                self.choose_row();
+            }
+            Action::End => {
+                self.selected = usize::MAX;
+                self.choose_row();
+            }
             Action::Enter => self.enter(),
             Action::Back => self.back(),
             Action::Filter => {
                 self.filter.editing = true;
             }
-            Action::Sort => {
-                self.sort = self.sort.next();
-                self.selected = 0;
+            Action::Sort if self.tab == Tab::Flows => self.flow_sort = self.flow_sort.next(),
+            Action::SortReverse if self.tab == Tab::Flows => {
+                self.flow_ascending = !self.flow_ascending
             }
+            Action::Sort => self.sort = self.sort.next(),
             Action::SortReverse => self.ascending = !self.ascending,
+            // a replay pauses like a video: the source holds its position
+            Action::Freeze if self.replaying() => self.requests.push(Request::TogglePause),
             Action::Freeze => {
                 self.frozen = !self.frozen;
                 if self.frozen {
@@ -583,11 +717,36 @@ impl App {
             }
             Action::SideBySide => self.side_by_side = !self.side_by_side,
             Action::YScale => self.y_fixed = !self.y_fixed,
-            Action::SeekBack => self.requests.push(Request::Seek(-10_000_000_000)),
-            Action::SeekForward => self.requests.push(Request::Seek(10_000_000_000)),
+            Action::SeekBack => self.requests.push(Request::Seek(-1)),
+            Action::SeekForward => self.requests.push(Request::Seek(1)),
             Action::Faster => self.requests.push(Request::Speed(2.0)),
             Action::Slower => self.requests.push(Request::Speed(0.5)),
         }
+    }
+
+    /// The one link on screen (opened from the links table, or the heat map's
+    /// drill-down to a link).
+    pub fn watched_link(&self) -> Option<u32> {
+        match (self.tab, self.path.last()) {
+            (Tab::Links, _) => self.link_open,
+            (Tab::Heatmap, Some(Level::Link(l))) => Some(*l),
+            _ => None,
+        }
+    }
+
+    /// Switch to view `tab`, at its top row.
+    pub fn show_tab(&mut self, tab: Tab) {
+        if tab != self.tab {
+            self.tab = tab;
+            self.selected = 0;
+            self.selected_link = None;
+            self.dirty = true;
+        }
+    }
+
+    /// Is the source a recording being played back?
+    pub fn replaying(&self) -> bool {
+        matches!(self.status, SourceStatus::Replay { .. })
     }
 
     fn page(&self) -> usize {
@@ -716,16 +875,19 @@ impl App {
     fn enter(&mut self) {
         match self.tab {
             Tab::Heatmap => self.drill(),
-            Tab::Links => {
+            // the link opens in the links view, and Esc comes back to the table there
+            Tab::Links if self.link_open.is_none() => {
                 let ids = self.table_ids();
                 let id = ids
                     .get(self.selected.min(ids.len().saturating_sub(1)))
                     .copied();
                 if let Some(id) = id {
-                    self.open_link(id);
-                    self.tab = Tab::Heatmap;
+                    self.selected_link = Some(id);
+                    self.link_open = Some(id);
+                    self.start_link_history(id);
                 }
             }
+            Tab::Links => {}
             Tab::Flows | Tab::Events => {}
         }
     }
@@ -755,6 +917,10 @@ impl App {
 
     fn open_link(&mut self, id: u32) {
         self.path.push(Level::Link(id));
+        self.start_link_history(id);
+    }
+
+    fn start_link_history(&mut self, id: u32) {
         self.link_history.clear();
         if let Some(s) = &self.shown {
             self.link_history.push_back(s.links[id as usize]);
@@ -762,6 +928,9 @@ impl App {
     }
 
     fn back(&mut self) {
+        if self.tab == Tab::Links && self.link_open.take().is_some() {
+            return;
+        }
         let filtered = self.filter.expr.is_some() || self.filter.error.is_some();
         if filtered
             && (self.tab == Tab::Links || (self.tab == Tab::Heatmap && self.path.is_empty()))

@@ -64,6 +64,10 @@ impl Config {
                 other => other,
             })?;
         }
+        m.check().map_err(|msg| Error::Config {
+            path: path.into(),
+            msg: format!("[keys]: {msg}"),
+        })?;
         Ok(m)
     }
 }
@@ -120,6 +124,11 @@ mod tests {
         assert!(
             e.starts_with("c.toml: keys.frezee: unknown action (actions: quit, help,"),
             "{e}"
+        );
+        let c = Config::parse("[keys]\nfreeze = [\"q\"]", "c.toml").unwrap();
+        assert_eq!(
+            c.keymap("c.toml").unwrap_err().to_string(),
+            "c.toml: [keys]: key `q` is bound to both `quit` and `freeze`: give one of them other keys"
         );
         let c = Config::parse("[keys]\nquit = [\"ctrl-\"]", "c.toml").unwrap();
         assert!(

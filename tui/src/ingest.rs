@@ -271,7 +271,13 @@ fn link_event(what: &EventKind, v: &FabricView) -> Option<Described> {
             unreachable_pairs,
             repaired_ns,
         } => {
-            let mut text = format!("reroute after {} link(s)", links.len());
+            let mut text = match links.as_slice() {
+                [] => "reroute (manual)".to_string(),
+                [l] => format!("reroute after {}", link(*l)),
+                [l, rest @ ..] => {
+                    format!("reroute after {} and {} more links", link(*l), rest.len())
+                }
+            };
             if let Some(s) = switches_changed {
                 text += &format!(", {} switches changed", s.len());
             }
@@ -399,5 +405,31 @@ mod tests {
         assert_eq!(s.totals.drops_total, 5);
         assert_eq!(s.totals.worst_drop_link, Some(3));
         assert_eq!(s.totals.failed_links, 1);
+    }
+
+    /// More bytes in an interval than the line can carry read as 100 %, not 116 %
+    /// (the header printed `max 116%`); the rate keeps what was counted.
+    #[test]
+    fn utilisation_above_line_rate_is_capped() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+        let info = FabricInfo::from_topo(&f, 8);
+        let (mut agg, view) = Aggregator::new(info.clone());
+        let n = info.ports.len();
+        let src = Source {
+            kind: SourceKind::Sim,
+            name: "t".into(),
+        };
+        let mut a = Snapshot::new(0, Timestamp::virtual_ns(0), src.clone());
+        a.counters.tx_bytes = Some(Column::zeros(n));
+        let mut b = Snapshot::new(1, Timestamp::virtual_ns(1_000_000), src);
+        let mut tx = vec![0; n];
+        tx[7] = 58_000_000; // 464 Gb/s for 1 ms on a 400 Gb/s link: 116 %
+        b.counters.tx_bytes = Some(Column::from(tx));
+        agg.snapshot(a, &view);
+        let s = agg.snapshot(b, &view).unwrap();
+        assert_eq!(s.links[3].util, 1.0);
+        assert!((s.links[3].bps - 464e9).abs() < 1e6, "{}", s.links[3].bps);
+        let tier = s.totals.tiers[view.links[3].tier as usize];
+        assert_eq!((tier.max, tier.p99), (1.0, 1.0));
     }
 }

@@ -16,6 +16,14 @@ pub enum Action {
     NextView,
     /// Previous view.
     PrevView,
+    /// The heat map view.
+    ViewHeat,
+    /// The links view.
+    ViewLinks,
+    /// The flows view.
+    ViewFlows,
+    /// The events view.
+    ViewEvents,
     /// Move up.
     Up,
     /// Move down.
@@ -69,11 +77,15 @@ pub enum Action {
 }
 
 /// (action, config name, help text, default keys).
-pub const ACTIONS: [(Action, &str, &str, &[&str]); 29] = [
+pub const ACTIONS: [(Action, &str, &str, &[&str]); 33] = [
     (Action::Quit, "quit", "quit", &["q", "ctrl-c"]),
     (Action::Help, "help", "show / hide this help", &["?", "f1"]),
     (Action::NextView, "next-view", "next view", &["tab"]),
     (Action::PrevView, "prev-view", "previous view", &["backtab"]),
+    (Action::ViewHeat, "view-heat", "heat map view", &["1"]),
+    (Action::ViewLinks, "view-links", "links view", &["2"]),
+    (Action::ViewFlows, "view-flows", "flows view", &["3"]),
+    (Action::ViewEvents, "view-events", "events view", &["4"]),
     (Action::Up, "up", "move up", &["up", "k"]),
     (Action::Down, "down", "move down", &["down", "j"]),
     (Action::Left, "left", "move left", &["left", "h"]),
@@ -110,7 +122,7 @@ pub const ACTIONS: [(Action, &str, &str, &[&str]); 29] = [
     (
         Action::Freeze,
         "freeze",
-        "freeze / unfreeze the display",
+        "freeze / unfreeze the display (replay: pause / play)",
         &["space"],
     ),
     (
@@ -137,13 +149,13 @@ pub const ACTIONS: [(Action, &str, &str, &[&str]); 29] = [
     (
         Action::SeekBack,
         "seek-back",
-        "replay: back 10 s",
+        "replay: back 1/20 of the recording",
         &["<", ","],
     ),
     (
         Action::SeekForward,
         "seek-forward",
-        "replay: forward 10 s",
+        "replay: forward 1/20 of the recording",
         &[">", "."],
     ),
     (Action::Faster, "faster", "replay: twice as fast", &["+"]),
@@ -315,11 +327,41 @@ impl KeyMap {
         for (a, ks) in &mut self.bindings {
             if *a == action {
                 *ks = chords.clone();
-            } else {
-                ks.retain(|c| !chords.contains(c));
             }
         }
         Ok(())
+    }
+
+    /// Refuse a key bound to two actions (or twice to one), naming both: a rebinding
+    /// that takes a default key must also rebind the action that had it.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let name = |a: Action| ACTIONS.iter().find(|x| x.0 == a).map_or("?", |x| x.1);
+        let mut seen: Vec<(Chord, Action)> = Vec::new();
+        for (a, keys) in &self.bindings {
+            for c in keys {
+                if let Some((_, first)) = seen.iter().find(|(k, _)| k == c) {
+                    return Err(if first == a {
+                        format!("key `{c}` is bound twice to `{}`", name(*a))
+                    } else {
+                        format!(
+                            "key `{c}` is bound to both `{}` and `{}`: give one of them other keys",
+                            name(*first),
+                            name(*a)
+                        )
+                    });
+                }
+                seen.push((*c, *a));
+            }
+        }
+        Ok(())
+    }
+
+    /// The keys of `a` (empty when unbound).
+    pub fn keys_of(&self, a: Action) -> &[Chord] {
+        self.bindings
+            .iter()
+            .find(|(x, _)| *x == a)
+            .map_or(&[], |(_, k)| k.as_slice())
     }
 }
 
@@ -340,9 +382,21 @@ mod tests {
             m.action(&KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT)),
             Some(Action::End)
         );
-        m.bind("freeze", &["z".into(), "q".into()]).unwrap();
-        assert_eq!(m.action(&key('q')), Some(Action::Freeze));
+        m.bind("freeze", &["z".into(), "x".into()]).unwrap();
+        assert_eq!(m.action(&key('x')), Some(Action::Freeze));
         assert_eq!(m.action(&key(' ')), None);
+        assert_eq!(m.check(), Ok(()));
+        // a key bound to two actions is refused, naming both (it used to move silently)
+        m.bind("freeze", &["z".into(), "q".into()]).unwrap();
+        assert_eq!(
+            m.check().unwrap_err(),
+            "key `q` is bound to both `quit` and `freeze`: give one of them other keys"
+        );
+        m.bind("quit", &["ctrl-q".into()]).unwrap();
+        assert_eq!(m.check(), Ok(()));
+        assert_eq!(m.action(&key('q')), Some(Action::Freeze));
+        m.bind("units", &["u".into(), "u".into()]).unwrap();
+        assert_eq!(m.check().unwrap_err(), "key `u` is bound twice to `units`");
         let e = m
             .bind("freeze", &["ctrl-shift".into()])
             .unwrap_err()
@@ -358,5 +412,10 @@ mod tests {
                 .contains("keys.frezee: unknown action")
         );
         assert_eq!(ACTIONS.len(), m.bindings().count());
+    }
+
+    #[test]
+    fn the_defaults_bind_no_key_twice() {
+        assert_eq!(KeyMap::default().check(), Ok(()));
     }
 }

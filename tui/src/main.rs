@@ -48,8 +48,9 @@ struct Args {
     /// Play a recording (from `fabric sim --record` or `fabric-tui --record`).
     #[arg(long, value_name = "FILE", conflicts_with = "connect")]
     replay: Option<PathBuf>,
-    /// Replay speed (× the recording's clock). Default: 1 for wall-clock recordings; for
-    /// simulated ones, one snapshot per 100 ms frame (the demo's 20 µs steps: 0.0002).
+    /// Replay speed, relative to the recording's cadence: 1 (the default) plays a
+    /// wall-clock recording in real time and a simulated one at one snapshot per 100 ms
+    /// frame; 4 plays either four times faster.
     #[arg(long, requires = "replay")]
     speed: Option<f64>,
     /// Follow a daemon's telemetry stream (`fabric serve`), HOST:PORT.
@@ -141,7 +142,7 @@ fn main() -> Result<()> {
     let (ctl_tx, ctl_rx) = mpsc::channel::<Control>();
     let (view, worker): (FabricView, Box<dyn FnOnce() + Send>) = if let Some(path) = &a.replay {
         let r = Replay::open(path)?;
-        let speed = a.speed.unwrap_or_else(|| r.default_speed());
+        let speed = a.speed.unwrap_or(1.0);
         let tx = tx.clone();
         (r.view().clone(), Box::new(move || r.run(speed, tx, ctl_rx)))
     } else if let Some(addr) = a.connect.clone() {
@@ -224,6 +225,7 @@ fn setup() -> Result<Terminal<CrosstermBackend<Out>>> {
     execute!(
         std::io::stdout(),
         terminal::EnterAlternateScreen,
+        event::EnableMouseCapture,
         crossterm::cursor::Hide
     )?;
     let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
@@ -235,6 +237,7 @@ fn restore() {
     let _ = terminal::disable_raw_mode();
     let _ = execute!(
         std::io::stdout(),
+        event::DisableMouseCapture,
         terminal::LeaveAlternateScreen,
         crossterm::cursor::Show
     );
@@ -272,6 +275,7 @@ fn suspend(ui: &mut Ui<CrosstermBackend<Out>>) -> Result<()> {
     execute!(
         std::io::stdout(),
         terminal::EnterAlternateScreen,
+        event::EnableMouseCapture,
         terminal::Clear(terminal::ClearType::All),
         crossterm::cursor::Hide
     )?;
@@ -297,6 +301,17 @@ fn run_terminal(
             let m = match event::read() {
                 Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => Msg::Key(k),
                 Ok(Event::Resize(w, h)) => Msg::Resize(w, h),
+                // clicks and the wheel (not every move or drag of the pointer)
+                Ok(Event::Mouse(m))
+                    if matches!(
+                        m.kind,
+                        event::MouseEventKind::Down(_)
+                            | event::MouseEventKind::ScrollUp
+                            | event::MouseEventKind::ScrollDown
+                    ) =>
+                {
+                    Msg::Mouse(m)
+                }
                 Ok(_) => continue,
                 Err(_) => return,
             };

@@ -166,7 +166,15 @@ impl Sample {
 
     /// Compute [`Sample::totals`] from the links (keeps `drops_total`, the source's
     /// cumulative count).
+    ///
+    /// Utilisation is capped at 100 %: a counter delta over one short interval can run
+    /// past line rate (a packet counted when its transmission starts, snapshots taken a
+    /// moment off their timestamps), which no link can carry; the rate (Gb/s) keeps the
+    /// measured value.
     pub fn finish(&mut self, fabric: &FabricView) {
+        for l in &mut self.links {
+            l.util = l.util.min(1.0);
+        }
         let mut t = Totals {
             drops_total: self.totals.drops_total,
             ..Totals::default()

@@ -225,35 +225,59 @@ impl Replay {
         Ok(out)
     }
 
-    fn status(&self, at_ns: u64, speed: f64, ended: bool) -> Msg {
+    /// How far one seek step moves: a twentieth of the recording (at least 1 ns), so
+    /// twenty steps cross any recording, an hour's or a simulated millisecond's.
+    pub fn step_ns(&self) -> u64 {
+        ((self.end_ns - self.start_ns) / SEEK_STEPS).max(1)
+    }
+
+    fn status(&self, p: &Playback) -> Msg {
         Msg::Status(SourceStatus::Replay {
             name: self.name.clone(),
-            speed,
-            at_ns: at_ns.saturating_sub(self.start_ns),
+            speed: p.rel,
+            paused: p.paused,
+            step_ns: self.step_ns(),
+            at_ns: p.cur.saturating_sub(self.start_ns),
             len_ns: self.end_ns - self.start_ns,
-            ended,
+            ended: p.ended,
         })
     }
 
-    /// Play at `speed` × real time on this thread until stopped; seeks and speed changes
-    /// arrive on `ctl`.
-    pub fn run(mut self, mut speed: f64, tx: Sender<Msg>, ctl: Receiver<Control>) {
-        let mut cur = self.start_ns;
-        let (mut base_wall, mut base_t) = (Instant::now(), self.start_ns);
-        let mut skip_until = 0u64;
+    /// Play on this thread until stopped, at `speed` × the recording's cadence
+    /// ([`Replay::default_speed`]: real time for a wall-clock recording, one snapshot
+    /// per 100 ms frame for a simulated one), so `--speed 4` plays any recording four
+    /// times faster than its default. Pause, seeks and speed changes arrive on `ctl`.
+    pub fn run(mut self, speed: f64, tx: Sender<Msg>, ctl: Receiver<Control>) {
+        let base = self.default_speed();
+        let mut p = Playback {
+            base,
+            rel: clamp_rel(speed, base),
+            paused: false,
+            ended: false,
+            show_one: false,
+            cur: self.start_ns,
+            base_wall: Instant::now(),
+            base_t: self.start_ns,
+            skip_until: 0,
+        };
         loop {
+            // paused with nothing to show: only controls move the position
+            while p.paused && !p.show_one {
+                match ctl.recv() {
+                    Ok(Control::Ui(r)) => {
+                        self.control(&mut p, r, &tx);
+                    }
+                    _ => return,
+                }
+            }
             let frame = match self.reader.next_frame() {
                 Ok(Some(f)) => f,
                 Ok(None) => {
-                    let _ = tx.send(self.status(cur, speed, true));
+                    (p.show_one, p.ended) = (false, true);
+                    let _ = tx.send(self.status(&p));
                     match ctl.recv() {
-                        Ok(Control::Ui(Request::Seek(d))) => {
-                            skip_until = self.seek(cur, d);
-                            (base_wall, base_t, cur) = (Instant::now(), skip_until, skip_until);
-                            continue;
-                        }
-                        Ok(Control::Ui(Request::Speed(f))) => {
-                            speed = (speed * f).clamp(MIN_SPEED, MAX_SPEED);
+                        Ok(Control::Ui(r)) => {
+                            self.control(&mut p, r, &tx);
                             continue;
                         }
                         _ => return,
@@ -270,49 +294,80 @@ impl Replay {
                     return;
                 }
             };
-            if let Some(t) = frame.time_ns().filter(|&t| t >= skip_until) {
-                // Pace: wait until this frame's time, answering controls meanwhile.
-                loop {
-                    let due = base_wall
-                        + Duration::from_secs_f64((t.saturating_sub(base_t)) as f64 / 1e9 / speed);
-                    let now = Instant::now();
-                    if now >= due {
-                        break;
-                    }
-                    match ctl.recv_timeout(due - now) {
-                        Err(RecvTimeoutError::Timeout) => break,
-                        Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => return,
-                        Ok(Control::Ui(Request::Speed(f))) => {
-                            speed = (speed * f).clamp(MIN_SPEED, MAX_SPEED);
-                            (base_wall, base_t) = (Instant::now(), cur);
-                            let _ = tx.send(self.status(cur, speed, false));
-                        }
-                        Ok(Control::Ui(Request::Seek(d))) => {
-                            skip_until = self.seek(cur, d);
-                            (base_wall, base_t, cur) = (Instant::now(), skip_until, skip_until);
+            if let Some(t) = frame.time_ns().filter(|&t| t >= p.skip_until) {
+                // Pace: wait until this frame's time (for ever while paused), answering
+                // controls meanwhile; a seek while paused shows one sample unpaced.
+                while !p.show_one {
+                    let wait = if p.paused {
+                        ctl.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                    } else {
+                        let due = p.due(t);
+                        let now = Instant::now();
+                        if now >= due {
                             break;
                         }
+                        ctl.recv_timeout(due - now)
+                    };
+                    match wait {
+                        Err(RecvTimeoutError::Timeout) => break,
+                        Err(RecvTimeoutError::Disconnected) | Ok(Control::Stop) => return,
+                        Ok(Control::Ui(r)) => {
+                            if self.control(&mut p, r, &tx) {
+                                break;
+                            }
+                        }
                     }
                 }
-                if t < skip_until {
+                if t < p.skip_until {
                     continue; // a seek happened while waiting: this frame is stale
                 }
-                cur = t;
+                p.cur = t;
             }
             let is_snap = matches!(frame, Frame::Snapshot(_));
+            let reached = frame.time_ns().is_none_or(|t| t >= p.skip_until);
             for m in self.agg.frame(frame, &self.view) {
+                if reached && matches!(m, Msg::Sample(_)) {
+                    p.show_one = false;
+                }
                 if tx.send(m).is_err() {
                     return;
                 }
             }
-            if is_snap && tx.send(self.status(cur, speed, false)).is_err() {
+            if is_snap && tx.send(self.status(&p)).is_err() {
                 return;
             }
         }
     }
 
+    /// Apply a control; true when it moved the position (a seek).
+    fn control(&mut self, p: &mut Playback, r: Request, tx: &Sender<Msg>) -> bool {
+        let moved = match r {
+            Request::Speed(f) => {
+                p.rel = clamp_rel(p.rel * f, p.base);
+                false
+            }
+            Request::TogglePause => {
+                p.paused = !p.paused;
+                false
+            }
+            Request::Seek(steps) => {
+                let delta = i64::from(steps).saturating_mul(self.step_ns() as i64);
+                p.skip_until = self.seek(p.cur, delta);
+                p.cur = p.skip_until;
+                p.show_one = p.paused; // a paused video shows the frame it moved to
+                p.ended = false;
+                true
+            }
+        };
+        (p.base_wall, p.base_t) = (Instant::now(), p.cur);
+        let _ = tx.send(self.status(p));
+        moved
+    }
+
     fn seek(&mut self, cur: u64, delta: i64) -> u64 {
-        let t = (cur as i64 + delta).clamp(self.start_ns as i64, self.end_ns as i64) as u64;
+        let t = (cur as i64)
+            .saturating_add(delta)
+            .clamp(self.start_ns as i64, self.end_ns as i64) as u64;
         // seek to the snapshot before so the first sample after `t` has a previous one
         let before = self
             .reader
@@ -324,6 +379,50 @@ impl Replay {
         let _ = self.reader.seek_time(before);
         self.agg.reset();
         t
+    }
+}
+
+/// Seek steps across a whole recording.
+pub const SEEK_STEPS: u64 = 20;
+
+/// Where a replay is and how it plays.
+#[derive(Debug)]
+struct Playback {
+    /// The recording's cadence in real time ([`Replay::default_speed`]).
+    base: f64,
+    /// Speed relative to `base`.
+    rel: f64,
+    paused: bool,
+    /// Played to the end.
+    ended: bool,
+    /// Deliver frames unpaced until the next sample (a seek while paused).
+    show_one: bool,
+    /// Position on the recording's clock, ns.
+    cur: u64,
+    /// Pacing reference: `base_t` was due at `base_wall`.
+    base_wall: Instant,
+    base_t: u64,
+    /// Frames before this time are fed without pacing (after a seek).
+    skip_until: u64,
+}
+
+impl Playback {
+    /// When the frame at `t` is due.
+    fn due(&self, t: u64) -> Instant {
+        let speed = self.rel * self.base;
+        self.base_wall + Duration::from_secs_f64(t.saturating_sub(self.base_t) as f64 / 1e9 / speed)
+    }
+}
+
+/// A relative speed whose absolute speed (× `base`) stays within
+/// [`MIN_SPEED`]…[`MAX_SPEED`].
+fn clamp_rel(rel: f64, base: f64) -> f64 {
+    if rel * base > MAX_SPEED {
+        MAX_SPEED / base
+    } else if rel * base < MIN_SPEED {
+        MIN_SPEED / base
+    } else {
+        rel
     }
 }
 

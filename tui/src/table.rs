@@ -70,6 +70,72 @@ impl SortKey {
     }
 }
 
+/// Column the flows view sorts by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlowSort {
+    /// Sending rate (finished flows last: they send nothing).
+    #[default]
+    Rate,
+    /// Bytes delivered.
+    Bytes,
+    /// CNPs and NACKs received.
+    Cnps,
+    /// Round-trip time.
+    Rtt,
+    /// Flow id.
+    Id,
+}
+
+impl FlowSort {
+    /// Every key, in the order `s` cycles through them.
+    pub const ALL: [FlowSort; 5] = [
+        FlowSort::Rate,
+        FlowSort::Bytes,
+        FlowSort::Cnps,
+        FlowSort::Rtt,
+        FlowSort::Id,
+    ];
+
+    /// The next key.
+    pub fn next(self) -> FlowSort {
+        let i = FlowSort::ALL.iter().position(|k| *k == self).unwrap_or(0);
+        FlowSort::ALL[(i + 1) % FlowSort::ALL.len()]
+    }
+
+    /// Column header.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowSort::Rate => "rate",
+            FlowSort::Bytes => "done",
+            FlowSort::Cnps => "CNPs",
+            FlowSort::Rtt => "RTT",
+            FlowSort::Id => "id",
+        }
+    }
+
+    /// The order of `flows` by this key, largest first (`ascending`: smallest first);
+    /// ties by flow id. A finished flow's rate counts as nothing.
+    pub fn order(self, flows: &[crate::metrics::FlowRow], ascending: bool) -> Vec<usize> {
+        let key = |f: &crate::metrics::FlowRow| -> f64 {
+            match self {
+                FlowSort::Rate if f.finished => -1.0,
+                FlowSort::Rate => f.rate_bps.unwrap_or(0.0),
+                FlowSort::Bytes => f.bytes_done as f64,
+                FlowSort::Cnps => f.cnps as f64,
+                FlowSort::Rtt => f.rtt_ns.map_or(-1.0, |r| r as f64),
+                FlowSort::Id => -(f.id as f64),
+            }
+        };
+        let mut idx: Vec<usize> = (0..flows.len()).collect();
+        idx.sort_by(|&a, &b| {
+            let o = key(&flows[b]).total_cmp(&key(&flows[a]));
+            let o = if ascending { o.reverse() } else { o };
+            o.then(flows[a].id.cmp(&flows[b].id))
+        });
+        idx
+    }
+}
+
 /// Which links to list and how.
 #[derive(Debug, Clone, Default)]
 pub struct Query<'a> {

@@ -33,6 +33,18 @@ const RAMP: [(f32, (u8, u8, u8)); 4] = [
     (1.0, (230, 40, 40)),
 ];
 
+/// The 16-colour theme's utilisation bands: each colour from its lower bound on (the
+/// heat map's legend names every one).
+pub const ANSI16_BANDS: [(f32, Color); 7] = [
+    (0.0, Color::DarkGray),
+    (0.01, Color::Blue),
+    (0.3, Color::Cyan),
+    (0.5, Color::Green),
+    (0.7, Color::Yellow),
+    (0.85, Color::LightRed),
+    (0.95, Color::Red),
+];
+
 /// Utilisation shades, idle to full, for the no-colour heat map.
 const SHADES: [char; 6] = [' ', '·', '░', '▒', '▓', '█'];
 
@@ -62,15 +74,10 @@ impl Theme {
                 let mix = |x: u8, y: u8| round_u8(x as f32 + (y as f32 - x as f32) * t);
                 Color::Rgb(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
             }
-            Theme::Ansi16 => match u {
-                u if u < 0.01 => Color::DarkGray,
-                u if u < 0.3 => Color::Blue,
-                u if u < 0.5 => Color::Cyan,
-                u if u < 0.7 => Color::Green,
-                u if u < 0.85 => Color::Yellow,
-                u if u < 0.95 => Color::LightRed,
-                _ => Color::Red,
-            },
+            Theme::Ansi16 => {
+                let i = ANSI16_BANDS.iter().rposition(|b| u >= b.0).unwrap_or(0);
+                ANSI16_BANDS[i].1
+            }
             Theme::None => Color::Reset,
         }
     }
@@ -155,6 +162,11 @@ mod tests {
         assert_eq!(Theme::Full.util(0.0), Color::Rgb(40, 48, 64));
         assert_eq!(Theme::Full.util(1.0), Color::Rgb(230, 40, 40));
         assert_eq!(Theme::Ansi16.util(0.97), Color::Red);
+        assert_eq!(Theme::Ansi16.util(0.0), Color::DarkGray);
+        assert_eq!(Theme::Ansi16.util(0.009), Color::DarkGray);
+        assert_eq!(Theme::Ansi16.util(0.01), Color::Blue);
+        assert_eq!(Theme::Ansi16.util(0.5), Color::Green);
+        assert_eq!(Theme::Ansi16.util(0.9), Color::LightRed);
         assert_eq!(Theme::None.util(0.97), Color::Reset);
         assert_eq!(Theme::shade(0.0), ' ');
         assert_eq!(Theme::shade(0.001), '·');

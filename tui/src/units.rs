@@ -91,6 +91,21 @@ pub fn duration(ns: u64) -> String {
     }
 }
 
+/// A playback speed factor with at most three significant digits and no trailing zeros:
+/// `1`, `4`, `0.5`, `0.125`, `0.00977`, `1024` (never `0.00999998`).
+pub fn speed(x: f64) -> String {
+    if !x.is_finite() || x <= 0.0 {
+        return "—".into();
+    }
+    let digits = (2 - x.log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +125,13 @@ mod tests {
         assert_eq!(clock(3_723_450_000_000), "1:02:03.450");
         assert_eq!(clock(83_450_000_000), "1:23.450");
         assert_eq!(duration(3_400_000), "3.40ms");
+        assert_eq!(speed(1.0), "1");
+        assert_eq!(speed(4.0), "4");
+        assert_eq!(speed(0.5), "0.5");
+        assert_eq!(speed(0.125), "0.125");
+        assert_eq!(speed(0.00999998), "0.01");
+        assert_eq!(speed(1.0 / 1024.0), "0.000977");
+        assert_eq!(speed(1024.0), "1024");
+        assert_eq!(speed(0.99999998), "1");
     }
 }

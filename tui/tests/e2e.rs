@@ -121,11 +121,11 @@ fn replay_in_tmux() {
     let screen = s.wait_for("links 1–1 of 1 (of 384)");
     assert!(screen.contains("filter drops>0"), "{screen}");
     s.keys(&["?"]);
-    s.wait_for("help — ? or Esc to close");
+    s.wait_for("? or Esc to close");
     s.keys(&["Escape"]);
     // a key right after ESC would read as Alt+key: wait until the help is gone
     let t = Instant::now();
-    while s.screen().contains("help — ? or Esc to close") {
+    while s.screen().contains("? or Esc to close") {
         assert!(
             t.elapsed() < Duration::from_secs(30),
             "Esc did not close the help"
@@ -133,7 +133,7 @@ fn replay_in_tmux() {
         std::thread::sleep(Duration::from_millis(100));
     }
     s.keys(&["Space"]);
-    s.wait_for("FROZEN");
+    s.wait_for("PAUSED");
     s.keys(&["q"]);
     // the process is gone and the terminal restored: the shell's `sleep` runs, no TUI left
     let t = Instant::now();
@@ -146,6 +146,100 @@ fn replay_in_tmux() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::fs::remove_dir_all(rec.parent().unwrap()).ok();
+}
+
+/// A 20 s recording at 100 ms simulated steps (a k=4 fat-tree, every port at 10 %).
+fn long_recording(dir: &std::path::Path) -> std::path::PathBuf {
+    use fabric_api::{Column, FabricInfo, Frame, Snapshot, Source, SourceKind, Timestamp};
+    let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+    let info = FabricInfo::from_topo(&f, 8);
+    let n = info.ports.len();
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("long.rec");
+    let mut w =
+        fabric_api::recording::Writer::new(std::fs::File::create(&path).unwrap(), &info).unwrap();
+    let src = Source {
+        kind: SourceKind::Sim,
+        name: "long".into(),
+    };
+    for k in 0..=200u64 {
+        let t = k * 100_000_000;
+        let mut s = Snapshot::new(k, Timestamp::virtual_ns(t), src.clone());
+        s.counters.tx_bytes = Some(Column::from(vec![t * 5; n]));
+        w.write(&Frame::Snapshot(s)).unwrap();
+    }
+    w.finish().unwrap();
+    path
+}
+
+/// The replay position in the header (`REPLAY long.rec 1× 3.40s / 20.00s`).
+fn position(screen: &str) -> String {
+    let line = screen.lines().find(|l| l.contains("REPLAY")).unwrap_or("");
+    let after = line.split("× ").nth(1).unwrap_or("");
+    after.split(" / ").next().unwrap_or("").trim().to_string()
+}
+
+/// Space pauses the replay itself (the position holds, and plays on from there), a
+/// seek moves by a twentieth of the recording, and the speed reads as a factor of the
+/// recording's cadence (it read `0.0002×` for a simulated recording).
+#[test]
+fn replay_pauses_and_seeks_like_a_video() {
+    let dir = std::env::temp_dir().join(format!("fabric-tui-e2e-video-{}", std::process::id()));
+    let rec = long_recording(&dir);
+    let bin = env!("CARGO_BIN_EXE_fabric-tui");
+    let Some(s) = Session::start(
+        "video",
+        &format!("{bin} --replay {}", rec.display()),
+        120,
+        36,
+    ) else {
+        return;
+    };
+    let screen = s.wait_for("REPLAY long.rec 1× ");
+    assert!(screen.contains("/ 20.00s"), "{screen}");
+    s.keys(&["Space"]);
+    let screen = s.wait_for("PAUSED");
+    assert!(screen.contains("❚❚ REPLAY"), "{screen}");
+    std::thread::sleep(Duration::from_millis(300));
+    let held = position(&s.screen());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        position(&s.screen()),
+        held,
+        "the position moved while paused"
+    );
+    // a step forward while paused: 1 s (1/20 of 20 s), still paused
+    s.keys(&["."]);
+    let t = Instant::now();
+    while position(&s.screen()) == held {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the seek did not move"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let screen = s.screen();
+    assert!(screen.contains("PAUSED"), "{screen}");
+    let secs = |p: &str| {
+        let (num, scale) = [("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9), ("s", 1.0)]
+            .iter()
+            .find_map(|(u, k)| p.strip_suffix(u).map(|n| (n, *k)))
+            .unwrap_or_else(|| panic!("position `{p}`"));
+        num.parse::<f64>().unwrap() * scale
+    };
+    let jump = secs(&position(&screen)) - secs(&held);
+    assert!(
+        (0.9..=1.15).contains(&jump),
+        "{held} → {}",
+        position(&screen)
+    );
+    // play again, and faster: 2× of the cadence
+    s.keys(&["Space"]);
+    s.keys(&["+"]);
+    let screen = s.wait_for("REPLAY long.rec 2× ");
+    assert!(!screen.contains("PAUSED"), "{screen}");
+    s.keys(&["q"]);
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `--record` to a path that cannot be written fails before the screen opens, naming
@@ -482,4 +576,54 @@ fn ctrl_z_suspends_and_fg_resumes() {
     s.keys(&["echo MODE=$(stty -a | grep -o -- '-\\?icanon')", "Enter"]);
     let screen = s.wait_for("\nMODE=");
     assert!(screen.contains("MODE=icanon"), "{screen}");
+}
+
+/// Mouse in the real terminal: tmux passes SGR mouse reports to the program as a
+/// terminal would; a click on the Links tab opens it, a click on a header sorts by it.
+#[test]
+fn mouse_clicks_a_tab_and_a_column_header() {
+    let bin = env!("CARGO_BIN_EXE_fabric-tui");
+    let Some(s) = Session::start("mouse", &format!("{bin} --preset fat-tree-k4"), 120, 36) else {
+        return;
+    };
+    let screen = s.wait_for("LIVE");
+    let find = |screen: &str, needle: &str| -> (usize, usize) {
+        screen
+            .lines()
+            .enumerate()
+            .find_map(|(y, l)| l.find(needle).map(|i| (l[..i].chars().count(), y)))
+            .unwrap_or_else(|| panic!("`{needle}` not on screen:\n{screen}"))
+    };
+    // SGR reports count from 1
+    let click = |x: usize, y: usize| s.keys(&["-l", &format!("\x1b[<0;{};{}M", x + 2, y + 1)]);
+    let (x, y) = find(&screen, "Links");
+    click(x, y);
+    let screen = s.wait_for("links 1–");
+    let (x, y) = find(&screen, "PFC/s");
+    click(x, y);
+    s.wait_for("sort PFC/s ▼");
+    s.keys(&["q"]);
+}
+
+/// A config that binds one key to two actions is refused before the screen opens,
+/// naming the key and both actions (the key used to move to the second one silently).
+#[test]
+fn a_key_bound_twice_is_an_error_at_start_up() {
+    let dir = std::env::temp_dir().join(format!("fabric-tui-e2e-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("tui.toml");
+    std::fs::write(&cfg, "[keys]\nfreeze = [\"q\"]\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fabric-tui"))
+        .args(["--preset", "fat-tree-k4", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("[keys]: key `q` is bound to both `quit` and `freeze`"),
+        "{err}"
+    );
+    assert!(!err.contains("terminal"), "{err}");
 }

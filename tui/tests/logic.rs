@@ -40,10 +40,7 @@ fn keys_drive_the_state() {
     assert!(!a.help);
     key(&mut a, KeyCode::Char('<'));
     key(&mut a, KeyCode::Char('+'));
-    assert_eq!(
-        a.requests,
-        vec![Request::Seek(-10_000_000_000), Request::Speed(2.0)]
-    );
+    assert_eq!(a.requests, vec![Request::Seek(-1), Request::Speed(2.0)]);
     key(&mut a, KeyCode::Char('q'));
     assert!(a.quit);
 }
@@ -82,14 +79,59 @@ fn drill_down_and_back_with_breadcrumb() {
 }
 
 #[test]
-fn links_table_enter_opens_the_link() {
+fn links_table_enter_opens_the_link_there_and_esc_comes_back() {
     let mut a = app(Theme::Full, true);
     a.update(Msg::Resize(120, 40));
     for x in [Action::NextView, Action::Sort, Action::Sort, Action::Enter] {
         a.update(Msg::Action(x));
     }
-    assert_eq!(a.tab, Tab::Heatmap);
-    assert_eq!(a.path.last(), Some(&Level::Link(DROP_LINK as u32)));
+    // opened in the view it was chosen from (it used to jump to the heat map)
+    assert_eq!(a.tab, Tab::Links);
+    assert_eq!(a.link_open, Some(DROP_LINK as u32));
+    assert!(a.path.is_empty());
+    let screen = text(&draw(&mut a, 120, 40));
+    assert!(screen.contains("Esc back to the table"), "{screen}");
+    a.update(Msg::Action(Action::Back));
+    assert_eq!((a.tab, a.link_open), (Tab::Links, None));
+    assert_eq!(a.table_ids()[a.selected], DROP_LINK as u32);
+}
+
+#[test]
+fn the_links_cursor_follows_the_link_when_rows_re_sort() {
+    let mut a = app(Theme::Full, true);
+    a.update(Msg::Resize(120, 40));
+    a.update(Msg::Action(Action::NextView));
+    for _ in 0..7 {
+        a.update(Msg::Action(Action::Down));
+    }
+    let link = a.table_ids()[7];
+    assert_eq!(a.selected_link, Some(link));
+    // another sort column: the cursor moves to the link's new row
+    for _ in 0..3 {
+        a.update(Msg::Action(Action::Sort));
+        assert_eq!(a.table_ids()[a.selected], link, "sort {:?}", a.sort);
+    }
+    a.update(Msg::Action(Action::SortReverse));
+    assert_eq!(a.table_ids()[a.selected], link);
+    // back to utilisation, then a new sample in which the link is the busiest of all
+    while a.sort != fabric_tui::table::SortKey::Util {
+        a.update(Msg::Action(Action::Sort));
+    }
+    a.update(Msg::Action(Action::SortReverse));
+    let mut s = a.current().unwrap().clone();
+    s.links[link as usize].util = 1.0;
+    s.by_util.clear();
+    s.finish(&a.fabric);
+    a.update(Msg::Sample(s));
+    assert_eq!(a.table_ids()[0], link);
+    assert_eq!((a.selected, a.selected_link), (0, Some(link)));
+    let screen = text(&draw(&mut a, 120, 40));
+    let name = a.fabric.link_name(link);
+    let row = screen.lines().find(|l| l.contains(&name)).unwrap();
+    assert!(
+        screen.lines().nth(6).unwrap().contains(&name),
+        "{row}\n{screen}"
+    );
 }
 
 #[test]
@@ -174,4 +216,83 @@ fn replay_gives_the_same_screens() {
     let e = Replay::open(&path).unwrap_err().to_string();
     assert!(e.starts_with(&path.display().to_string()), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn click(app: &mut App, x: u16, y: u16) {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    app.update(Msg::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: x,
+        row: y,
+        modifiers: KeyModifiers::NONE,
+    }));
+}
+
+fn wheel(app: &mut App, down: bool) {
+    use crossterm::event::{MouseEvent, MouseEventKind};
+    let kind = if down {
+        MouseEventKind::ScrollDown
+    } else {
+        MouseEventKind::ScrollUp
+    };
+    app.update(Msg::Mouse(MouseEvent {
+        kind,
+        column: 10,
+        row: 10,
+        modifiers: KeyModifiers::NONE,
+    }));
+}
+
+/// Where `needle` is on the screen (column, line).
+fn at(screen: &str, needle: &str) -> (u16, u16) {
+    for (y, line) in screen.lines().enumerate() {
+        if let Some(i) = line.find(needle) {
+            return (line[..i].chars().count() as u16, y as u16);
+        }
+    }
+    panic!("`{needle}` not on screen:\n{screen}")
+}
+
+/// Mouse: a click on a tab opens it, on a column header sorts by it (again: the other
+/// way), on a row selects it; the wheel moves three rows. Number keys open views.
+#[test]
+fn mouse_clicks_tabs_headers_and_rows_and_the_wheel_scrolls() {
+    let mut a = app(Theme::Full, true);
+    let s = text(&draw(&mut a, 120, 40));
+    let (x, y) = at(&s, "Links");
+    click(&mut a, x + 1, y);
+    assert_eq!(a.tab, Tab::Links);
+    let s = text(&draw(&mut a, 120, 40));
+    let (x, y) = at(&s, "PFC/s");
+    click(&mut a, x, y);
+    assert_eq!(
+        (a.sort, a.ascending),
+        (fabric_tui::table::SortKey::Pfc, false)
+    );
+    click(&mut a, x + 2, y);
+    assert_eq!(
+        (a.sort, a.ascending),
+        (fabric_tui::table::SortKey::Pfc, true)
+    );
+    let s = text(&draw(&mut a, 120, 40));
+    assert!(s.contains("PFC/s▲"), "{s}");
+    // the fourth row: selected, and the cursor follows its link
+    click(&mut a, 5, y + 4);
+    assert_eq!(a.selected, 3);
+    assert_eq!(a.selected_link, Some(a.table_ids()[3]));
+    wheel(&mut a, true);
+    assert_eq!(a.selected, 6);
+    wheel(&mut a, false);
+    assert_eq!(a.selected, 3);
+    // the flows table's headers sort it too
+    key(&mut a, KeyCode::Char('3'));
+    assert_eq!(a.tab, Tab::Flows);
+    let s = text(&draw(&mut a, 120, 40));
+    let (x, y) = at(&s, "CNPs");
+    click(&mut a, x + 1, y);
+    assert_eq!(a.flow_sort, fabric_tui::table::FlowSort::Cnps);
+    key(&mut a, KeyCode::Char('4'));
+    assert_eq!(a.tab, Tab::Events);
+    key(&mut a, KeyCode::Char('1'));
+    assert_eq!(a.tab, Tab::Heatmap);
 }

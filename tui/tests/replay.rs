@@ -4,7 +4,7 @@
 
 use fabric_api::recording::Writer;
 use fabric_api::{Column, FabricInfo, Frame, Snapshot, Source, SourceKind, Timestamp};
-use fabric_tui::app::Msg;
+use fabric_tui::app::{Msg, Request, SourceStatus};
 use fabric_tui::source::{Control, Replay};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -74,11 +74,10 @@ fn default_speed_plays_the_snapshot_cadence_in_real_time() {
 fn a_recording_at_100ms_virtual_steps_shows_data_within_a_second() {
     let p = recording("virtual-100ms-play", &steps(100_000_000, 50), false);
     let r = Replay::open(&p).unwrap();
-    let speed = r.default_speed();
     let (tx, rx) = mpsc::channel();
     let (ctl_tx, ctl_rx) = mpsc::channel();
     let t0 = Instant::now();
-    let player = std::thread::spawn(move || r.run(speed, tx, ctl_rx));
+    let player = std::thread::spawn(move || r.run(1.0, tx, ctl_rx));
     let mut samples = 0;
     while t0.elapsed() < Duration::from_millis(1000) {
         match rx.recv_timeout(Duration::from_millis(50)) {
@@ -97,4 +96,150 @@ fn a_recording_at_100ms_virtual_steps_shows_data_within_a_second() {
     // 100 ms apart in real time: about 9 in the first second (more than 3 under any load,
     // and far fewer than the 49 an unpaced replay would send)
     assert!((3..=12).contains(&samples), "{samples} samples in 1 s");
+}
+
+/// A player on its own thread, and what it sends.
+struct Player {
+    rx: mpsc::Receiver<Msg>,
+    ctl: mpsc::Sender<Control>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// The latest replay status seen.
+    status: Option<SourceStatus>,
+}
+
+impl Player {
+    fn start(path: &std::path::Path, speed: f64) -> Player {
+        let r = Replay::open(path).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let (ctl, ctl_rx) = mpsc::channel();
+        let thread = Some(std::thread::spawn(move || r.run(speed, tx, ctl_rx)));
+        Player {
+            rx,
+            ctl,
+            thread,
+            status: None,
+        }
+    }
+
+    /// Sample times received within `d`.
+    fn samples_for(&mut self, d: Duration) -> Vec<u64> {
+        let t0 = Instant::now();
+        let mut out = Vec::new();
+        while let Some(left) = d.checked_sub(t0.elapsed()) {
+            match self.rx.recv_timeout(left) {
+                Ok(Msg::Sample(s)) => out.push(s.at_ns),
+                Ok(Msg::Status(s)) => self.status = Some(s),
+                Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        out
+    }
+
+    fn send(&self, r: Request) {
+        self.ctl.send(Control::Ui(r)).unwrap();
+    }
+
+    fn ended(&self) -> bool {
+        matches!(self.status, Some(SourceStatus::Replay { ended: true, .. }))
+    }
+}
+
+impl Drop for Player {
+    fn drop(&mut self) {
+        let _ = self.ctl.send(Control::Stop);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+#[test]
+fn space_pauses_playback_and_a_seek_while_paused_shows_one_sample() {
+    // 10 s at 100 ms steps; a seek step is 1/20 of it
+    let p = recording("pause", &steps(100_000_000, 100), false);
+    let mut pl = Player::start(&p, 1.0);
+    let first = pl.samples_for(Duration::from_millis(500));
+    assert!(!first.is_empty(), "no sample in the first 0.5 s");
+    pl.send(Request::TogglePause);
+    let _ = pl.samples_for(Duration::from_millis(300)); // one may be on its way
+    let Some(SourceStatus::Replay {
+        paused: true,
+        at_ns: held,
+        step_ns,
+        ..
+    }) = pl.status.clone()
+    else {
+        panic!("not paused: {:?}", pl.status)
+    };
+    assert_eq!(step_ns, (9_900_000_000u64) / 20);
+    // paused: the position holds, nothing arrives (it used to play on behind the screen)
+    assert_eq!(
+        pl.samples_for(Duration::from_millis(800)),
+        Vec::<u64>::new()
+    );
+    // a seek while paused shows the sample it lands on, and only that one
+    pl.send(Request::Seek(1));
+    let moved = pl.samples_for(Duration::from_millis(800));
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    let Some(SourceStatus::Replay {
+        paused: true,
+        at_ns,
+        ..
+    }) = pl.status.clone()
+    else {
+        panic!("not paused after the seek: {:?}", pl.status)
+    };
+    assert!(
+        at_ns >= held + step_ns - 100_000_000,
+        "{at_ns} after {held}"
+    );
+    // play again: it goes on from there
+    pl.send(Request::TogglePause);
+    let after = pl.samples_for(Duration::from_millis(700));
+    assert!(!after.is_empty(), "no sample after resuming");
+    assert!(after[0] >= moved[0], "{after:?} after {moved:?}");
+    drop(pl);
+    std::fs::remove_file(&p).unwrap();
+}
+
+#[test]
+fn speed_4_on_a_simulated_recording_is_four_times_its_cadence() {
+    // 40 snapshots 20 µs apart (the demo's cadence): 4 s at the default speed, 1 s at 4×;
+    // `--speed 4` used to mean 4× the simulated clock and ended at once
+    let p = recording("speed4", &steps(20_000, 40), false);
+    let mut pl = Player::start(&p, 4.0);
+    let got = pl.samples_for(Duration::from_millis(400));
+    assert!(!pl.ended(), "a 1 s replay ended within 0.4 s");
+    assert!(got.len() < 30, "{} samples in 0.4 s", got.len());
+    match &pl.status {
+        Some(SourceStatus::Replay { speed, .. }) => assert_eq!(*speed, 4.0),
+        s => panic!("{s:?}"),
+    }
+    // twice as fast: the speed shown is 8 (of the cadence), not 0.0016
+    pl.send(Request::Speed(2.0));
+    let _ = pl.samples_for(Duration::from_millis(50));
+    match &pl.status {
+        Some(SourceStatus::Replay { speed, .. }) => assert_eq!(*speed, 8.0),
+        s => panic!("{s:?}"),
+    }
+    drop(pl);
+    std::fs::remove_file(&p).unwrap();
+}
+
+#[test]
+fn seek_steps_are_a_twentieth_of_the_recording() {
+    let step = |name, times: &[u64]| {
+        let p = recording(name, times, false);
+        let s = Replay::open(&p).unwrap().step_ns();
+        std::fs::remove_file(&p).unwrap();
+        s
+    };
+    // an hour at 1 s: 3 minutes a step (it was 10 s whatever the length)
+    assert_eq!(
+        step("step-hour", &steps(1_000_000_000, 3601)),
+        180_000_000_000
+    );
+    // a simulated millisecond at 20 µs steps: 50 µs a step (10 s skipped it all)
+    assert_eq!(step("step-ms", &steps(20_000, 51)), 50_000);
 }

@@ -212,3 +212,143 @@ fn disconnected_greys_out_stale_values() {
     }
     insta::assert_snapshot!(s);
 }
+
+/// The footer comes from the key map and the view: a rebound key shows as bound, each
+/// view lists its own keys, and at 80 columns whole hints are dropped (never cut
+/// mid-word); `? help` and `q quit` always stay.
+#[test]
+fn footer_is_built_from_the_key_map_and_the_view() {
+    let mut a = app(Theme::Full, true);
+    a.keys.bind("freeze", &["z".into()]).unwrap();
+    a.keys.bind("sort", &["o".into()]).unwrap();
+    let footer = |a: &mut fabric_tui::App, w| {
+        let t = draw(a, w, 24);
+        text(&t).lines().last().unwrap().trim_end().to_string()
+    };
+    let heat = footer(&mut a, 80);
+    assert!(heat.starts_with(" ? help"), "{heat}");
+    assert!(heat.ends_with("q quit"), "{heat}");
+    assert!(
+        heat.contains("z freeze") && !heat.contains("space"),
+        "{heat}"
+    );
+    assert!(heat.contains("enter drill"), "{heat}");
+    a.update(Msg::Action(Action::NextView));
+    let links = footer(&mut a, 80);
+    assert!(
+        links.contains("o sort") && links.contains("S reverse"),
+        "{links}"
+    );
+    assert!(!links.contains("drill"), "{links}");
+    // narrow: fewer hints, each whole
+    let narrow = footer(&mut a, 40);
+    assert!(
+        narrow.starts_with(" ? help") && narrow.ends_with("q quit"),
+        "{narrow}"
+    );
+    let wide = footer(&mut a, 200);
+    for hint in narrow.trim().split("  ") {
+        assert!(
+            wide.contains(hint),
+            "`{hint}` is not a whole hint: {narrow}"
+        );
+    }
+    // unbinding an action drops its hint
+    a.keys.bind("sort", &[]).unwrap();
+    assert!(!footer(&mut a, 200).contains("sort"));
+}
+
+/// The help scrolls: at 80×24 every binding can be reached (a third was cut off).
+#[test]
+fn help_scrolls_at_80x24() {
+    let mut a = app(Theme::Full, true);
+    a.update(Msg::Resize(80, 24));
+    a.update(Msg::Action(Action::Help));
+    let first = text(&draw(&mut a, 80, 24));
+    assert!(first.contains("help 1–22 of "), "{first}");
+    assert!(!first.contains("suspend to the shell"), "{first}");
+    a.update(Msg::Action(Action::End));
+    let last = text(&draw(&mut a, 80, 24));
+    assert!(last.contains("suspend to the shell"), "{last}");
+    assert!(last.contains("glyphs: ✖ link down"), "{last}");
+    // Up from the end moves one line at once (the scroll is clamped)
+    a.update(Msg::Action(Action::Up));
+    let up = text(&draw(&mut a, 80, 24));
+    assert!(!up.contains("glyphs: ✖ link down"), "{up}");
+    a.update(Msg::Action(Action::Home));
+    assert_eq!(text(&draw(&mut a, 80, 24)), first);
+}
+
+/// Flows view: `s` sorts there too, a finished flow shows no rate (not its last one),
+/// the utilisation chart has a legend and the time axes say when.
+#[test]
+fn flows_view_sorts_has_legends_and_finished_flows_send_nothing() {
+    let mut a = app(Theme::Full, true);
+    act(&mut a, &[Action::NextView, Action::NextView]);
+    let s = text(&draw(&mut a, 120, 40));
+    let row = |s: &str, id: &str| {
+        s.lines()
+            .find(|l| l.starts_with(&format!("│{id} ")))
+            .unwrap_or_else(|| panic!("no flow {id}:\n{s}"))
+            .to_string()
+    };
+    // flow 5 finished at 100 Gb/s: no rate, and last by rate
+    assert!(!row(&s, "5").contains("100Gb/s"), "{}", row(&s, "5"));
+    assert!(s.contains("rate▼") && s.contains("sort rate ▼"), "{s}");
+    let first = s.lines().position(|l| l.starts_with("│4 ")).unwrap();
+    let finished = s.lines().position(|l| l.starts_with("│5 ")).unwrap();
+    let zero = s.lines().position(|l| l.starts_with("│0 ")).unwrap();
+    assert!(first < zero && zero < finished, "{s}");
+    // legends name the tiers; the axes say when (11.00s … 12.00s)
+    for name in ["host–leaf", "leaf–spine", "spine–core"] {
+        assert!(s.matches(name).count() >= 2, "no legend `{name}`:\n{s}");
+    }
+    assert!(s.contains("11.00s") && s.contains("12.00s"), "{s}");
+    // `s`: by bytes delivered, largest first; `S` reverses
+    act(&mut a, &[Action::Sort]);
+    let s = text(&draw(&mut a, 120, 40));
+    assert!(s.contains("done▼"), "{s}");
+    let pos = |s: &str, id: &str| s.lines().position(|l| l.starts_with(&format!("│{id} ")));
+    assert!(pos(&s, "5") < pos(&s, "0"), "{s}");
+    act(&mut a, &[Action::SortReverse]);
+    let s = text(&draw(&mut a, 120, 40));
+    assert!(s.contains("done▲") && pos(&s, "0") < pos(&s, "5"), "{s}");
+}
+
+/// The 16-colour legend names every colour the heat map uses (it showed four of seven).
+#[test]
+fn ansi16_legend_names_every_colour_of_the_map() {
+    let mut a = app(Theme::Ansi16, true);
+    let t = draw(&mut a, 120, 40);
+    let b = t.backend().buffer();
+    let legend_y = (0..b.area.height)
+        .find(|&y| {
+            let line: String = (0..b.area.width).map(|x| b[(x, y)].symbol()).collect();
+            line.contains("! drops P PFC")
+        })
+        .expect("a legend line");
+    let mut legend = std::collections::BTreeSet::new();
+    let mut map = std::collections::BTreeSet::new();
+    for y in 0..b.area.height {
+        for x in 0..b.area.width {
+            let c = &b[(x, y)];
+            match c.symbol() {
+                "█" if y == legend_y => {
+                    legend.insert(format!("{:?}", c.fg));
+                }
+                "▀" | "▄" if y < legend_y => {
+                    map.insert(format!("{:?}", c.fg));
+                    map.insert(format!("{:?}", c.bg));
+                }
+                _ => {}
+            }
+        }
+    }
+    map.remove("Reset");
+    // white is the cursor, which the legend line describes (`▸ pod 0 × core 3: …`)
+    map.remove("White");
+    assert!(map.len() >= 4, "{map:?}");
+    let missing: Vec<_> = map.difference(&legend).collect();
+    assert!(missing.is_empty(), "not in the legend: {missing:?}");
+    assert_eq!(legend.len(), 7, "{legend:?}");
+}

@@ -5,7 +5,7 @@
 //! timestamp. [`EventKind`] is tagged by `"kind"` and open: a kind this reader does not
 //! know reads as [`EventKind::Unknown`] instead of failing the stream.
 
-use crate::{Timestamp, ids};
+use crate::{FabricInfo, Timestamp, ids};
 use serde::{Deserialize, Serialize};
 use topo::LinkId;
 
@@ -149,4 +149,176 @@ pub enum EventKind {
     /// An event kind this reader does not know (written by a newer writer).
     #[serde(other)]
     Unknown,
+}
+
+impl Event {
+    /// Where it happened, named from the fabric map: `switch:port` for every port it
+    /// concerns (both ends of a link, in link order), a switch's name for a whole switch,
+    /// the two hosts of a flow. Empty for an event about no one place (route repairs) or
+    /// of a kind this reader does not know; an index outside the map reads `port 7`,
+    /// `node 7`, `link 7`.
+    pub fn places(&self, info: &FabricInfo) -> Vec<String> {
+        match &self.what {
+            EventKind::LinkDown { link, .. } | EventKind::LinkUp { link, .. } => {
+                link_ends(info, *link)
+            }
+            EventKind::SwitchDown { node, .. } | EventKind::SwitchUp { node, .. } => {
+                vec![node_name(info, *node)]
+            }
+            EventKind::Reroute { links, .. } => {
+                links.iter().flat_map(|l| link_ends(info, *l)).collect()
+            }
+            EventKind::PfcStorm { port, .. }
+            | EventKind::PfcStormRestored { port, .. }
+            | EventKind::Miswiring { port, .. } => vec![port_name(info, *port)],
+            EventKind::Deadlock { ports } => ports.iter().map(|p| port_name(info, *p)).collect(),
+            EventKind::FlowFinished { src, dst, .. } => {
+                vec![node_name(info, *src), node_name(info, *dst)]
+            }
+            EventKind::RoutesRepaired { .. } | EventKind::Unknown => Vec::new(),
+        }
+    }
+}
+
+fn node_name(info: &FabricInfo, n: u32) -> String {
+    info.nodes
+        .get(n as usize)
+        .map_or_else(|| format!("node {n}"), |x| x.name.clone())
+}
+
+/// `switch:port` of port index `p`.
+pub fn port_name(info: &FabricInfo, p: u32) -> String {
+    match info.ports.get(p as usize) {
+        Some(x) => format!("{}:{}", node_name(info, x.node), x.port),
+        None => format!("port {p}"),
+    }
+}
+
+/// Both ends of link `l`: its ports are `2·l` and `2·l + 1` in maps made from a design
+/// (checked), else found by a scan.
+fn link_ends(info: &FabricInfo, l: LinkId) -> Vec<String> {
+    let of = |p: u32| {
+        info.ports
+            .get(p as usize)
+            .is_some_and(|x| x.link == Some(l))
+    };
+    let ends: Vec<u32> = if of(2 * l.0) && of(2 * l.0 + 1) {
+        vec![2 * l.0, 2 * l.0 + 1]
+    } else {
+        (0..info.ports.len() as u32).filter(|&p| of(p)).collect()
+    };
+    if ends.is_empty() {
+        return vec![format!("link {}", l.0)];
+    }
+    ends.into_iter().map(|p| port_name(info, p)).collect()
+}
+
+/// An event with its places named ([`Event::places`]), as the daemon serves it:
+/// `{"seq":…,"time":…,"what":{…},"at":["leaf0:3","spine1:0"]}`, so a reader without
+/// the fabric map (curl, jq, an alert) can tell where. A reader of [`Event`] ignores
+/// `at`; an event without places has none.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamedEvent {
+    /// The event.
+    #[serde(flatten)]
+    pub event: Event,
+    /// Its places, `switch:port` (see [`Event::places`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub at: Vec<String>,
+}
+
+impl NamedEvent {
+    /// `event` with its places named from `info`.
+    pub fn new(event: Event, info: &FabricInfo) -> NamedEvent {
+        let at = event.places(info);
+        NamedEvent { event, at }
+    }
+
+    /// The event frame as one JSON line (`{"event":{…,"at":[…]}}` and `\n`), read back by
+    /// [`crate::Frame::from_json_line`] as a [`crate::Frame::Event`].
+    pub fn to_json_line(&self) -> String {
+        #[derive(Serialize)]
+        struct Line<'a> {
+            event: &'a NamedEvent,
+        }
+        let mut s = serde_json::to_string(&Line { event: self }).expect("events serialize");
+        s.push('\n');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Frame, Timestamp};
+
+    #[test]
+    fn events_name_their_places_switch_port() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+        let info = FabricInfo::from_topo(&f, 8);
+        let l = LinkId(20);
+        let link = f.link(l);
+        let end = |n: topo::NodeId, p| format!("{}:{}", f.node_name(n), p);
+        let ev = Event {
+            seq: 3,
+            time: Timestamp::virtual_ns(5),
+            what: EventKind::LinkDown {
+                link: l,
+                detected_by: Detector::Carrier,
+                detect_ns: None,
+            },
+        };
+        let want = vec![end(link.a, link.a_port), end(link.b, link.b_port)];
+        assert_eq!(ev.places(&info), want);
+        // the line carries the names, and reads back as the same event
+        let named = NamedEvent::new(ev.clone(), &info);
+        let line = named.to_json_line();
+        assert!(
+            line.contains(&format!("\"at\":[\"{}\",\"{}\"]", want[0], want[1])),
+            "{line}"
+        );
+        assert_eq!(
+            Frame::from_json_line(line.as_bytes()).unwrap(),
+            Frame::Event(ev)
+        );
+        let back: NamedEvent =
+            serde_json::from_str(&serde_json::to_string(&named).unwrap()).unwrap();
+        assert_eq!(back, named);
+        // ports, switches, and indices the map does not hold
+        let storm = EventKind::PfcStorm {
+            port: 2 * 20 + 1,
+            priority: 3,
+        };
+        let e = |what| Event {
+            seq: 0,
+            time: Timestamp::virtual_ns(0),
+            what,
+        };
+        assert_eq!(e(storm).places(&info), vec![want[1].clone()]);
+        let sw = EventKind::SwitchDown {
+            node: link.b.0,
+            detected_by: Detector::Injected,
+        };
+        assert_eq!(e(sw).places(&info), vec![f.node_name(link.b).to_string()]);
+        let far = EventKind::Deadlock {
+            ports: vec![1_000_000],
+        };
+        assert_eq!(e(far).places(&info), vec!["port 1000000".to_string()]);
+        let gone = EventKind::LinkUp {
+            link: LinkId(1_000_000),
+            detected_by: Detector::Probe,
+        };
+        assert_eq!(e(gone).places(&info), vec!["link 1000000".to_string()]);
+        let repaired = EventKind::RoutesRepaired {
+            missing: 1,
+            extra: 0,
+            different: 0,
+            skipped: 0,
+        };
+        assert!(
+            !NamedEvent::new(e(repaired), &info)
+                .to_json_line()
+                .contains("\"at\"")
+        );
+    }
 }

@@ -74,7 +74,7 @@ pub mod recording;
 pub mod snapshot;
 
 pub use column::Column;
-pub use event::{Detector, Event, EventKind};
+pub use event::{Detector, Event, EventKind, NamedEvent};
 pub use fabric::{FabricInfo, NodeInfo, PortInfo};
 pub use frame::{DEFAULT_MAX_LINE, Frame, LineDecoder, read_frame};
 pub use rates::{Deltas, Interval, PortDelta, PortRate, counter_delta};

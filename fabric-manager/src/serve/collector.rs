@@ -108,6 +108,8 @@ struct Worker {
     seq: u64,
     /// Events produced by commands, published with the next snapshot.
     pending: Vec<Event>,
+    /// Failures that repeat every sample or check are logged once (all are counted).
+    repeated: log::Repeated,
 }
 
 impl Collector {
@@ -135,6 +137,7 @@ impl Collector {
             recorder: None,
             seq: 0,
             pending: Vec::new(),
+            repeated: log::Repeated::default(),
         };
         let thread = std::thread::Builder::new()
             .name("collector".into())
@@ -213,10 +216,13 @@ impl Worker {
             mut events,
             read_ns,
         } = match sampled {
-            Ok(x) => x,
+            Ok(x) => {
+                self.repeated.info_ok("source");
+                x
+            }
             Err(e) => {
                 self.hub.counters.source_errors.inc();
-                log::warn(&format!("source: {e}"));
+                self.repeated.warn("source", &e);
                 return;
             }
         };
@@ -359,7 +365,7 @@ impl Worker {
     /// A source's answer to a check: its error counted and logged as `what`; `None`
     /// (the source has no `lacks`) an error too.
     fn answer<T>(
-        &self,
+        &mut self,
         r: Option<Result<T, String>>,
         what: &str,
         lacks: &str,
@@ -368,10 +374,13 @@ impl Worker {
             None => Err(format!("this source has no {lacks}")),
             Some(Err(e)) => {
                 self.hub.counters.source_errors.inc();
-                log::warn(&format!("{what}: {e}"));
+                self.repeated.warn(what, &e);
                 Err(e)
             }
-            Some(Ok(x)) => Ok(x),
+            Some(Ok(x)) => {
+                self.repeated.info_ok(what);
+                Ok(x)
+            }
         }
     }
 
@@ -441,18 +450,24 @@ impl Worker {
             at_seq: self.seq,
             took_s: d.took_s,
         };
-        if summary.total() > 0 {
-            log::warn(&format!(
-                "route drift: {} of {} routes differ ({} missing, {} extra, {} different); first: {} {} {}",
-                summary.total(),
-                summary.checked,
-                summary.missing,
-                summary.extra,
-                summary.different,
-                d.entries[0].switch,
-                d.entries[0].prefix,
-                d.entries[0].kind.as_str()
-            ));
+        // Said when it appears or changes, and when it is gone, not at every check.
+        if summary.total() == 0 {
+            self.repeated.info_ok("route drift");
+        } else {
+            self.repeated.warn(
+                "route drift",
+                &format!(
+                    "{} of {} routes differ ({} missing, {} extra, {} different); first: {} {} {}",
+                    summary.total(),
+                    summary.checked,
+                    summary.missing,
+                    summary.extra,
+                    summary.different,
+                    d.entries[0].switch,
+                    d.entries[0].prefix,
+                    d.entries[0].kind.as_str()
+                ),
+            );
         }
         self.health.set_drift(summary);
     }
@@ -467,16 +482,20 @@ impl Worker {
             .iter()
             .map(|&k| (k.as_str().to_string(), r.count(k) as u64))
             .collect();
-        if let Some(m) = r.mismatches.first() {
-            log::warn(&format!(
-                "LLDP: {} findings on {} ports; first: {} at {} (expected {}, heard {})",
-                r.mismatches.len(),
-                r.ports,
-                m.kind.as_str(),
-                m.at,
-                m.expected.as_deref().unwrap_or("-"),
-                m.seen.as_deref().unwrap_or("nothing")
-            ));
+        match r.mismatches.first() {
+            None => self.repeated.info_ok("LLDP"),
+            Some(m) => self.repeated.warn(
+                "LLDP",
+                &format!(
+                    "{} findings on {} ports; first: {} at {} (expected {}, heard {})",
+                    r.mismatches.len(),
+                    r.ports,
+                    m.kind.as_str(),
+                    m.at,
+                    m.expected.as_deref().unwrap_or("-"),
+                    m.seen.as_deref().unwrap_or("nothing")
+                ),
+            ),
         }
         self.health.set_topology(TopologyCheck {
             ports: r.ports as u64,

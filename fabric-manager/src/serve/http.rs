@@ -8,6 +8,7 @@
 //! | GET | `/api/v1/telemetry/stream` | NDJSON / SSE of `Frame`s, `?from=SEQ` resumes |
 //! | GET | `/api/v1/events` | kept events, `?since=SEQ&limit=N` |
 //! | GET | `/api/v1/health` | daemon and fabric health |
+//! | GET | `/api/v1/drain` | servers to drain / resume in a scheduler (`serve::drain`) |
 //! | GET | `/api/v1/topology/check` | LLDP neighbours compared with the spec (`--testbed`) |
 //! | GET | `/api/v1/drift` | the kernel's routes compared with the tables (`--testbed`) |
 //! | GET | `/metrics` | Prometheus exposition; `?switch=A,B` / `?family=P,Q` filter it |
@@ -59,6 +60,9 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// The topology JSON (built once).
     pub topology: Bytes,
+    /// `{"nodes": [NodePlace…]}` (built once): where each node lives; `None` for a
+    /// source without namespaces.
+    pub namespaces: Option<Bytes>,
     /// Kernel send buffer of a stream connection, bytes.
     pub stream_sndbuf: usize,
     /// Where recordings may be written (`--record-dir`); `None`: not over the API.
@@ -81,10 +85,12 @@ pub fn error(status: StatusCode, msg: &str) -> Response {
 pub fn router(st: AppState, max_body: usize) -> Router {
     let limited = Router::new()
         .route("/api/v1/topology", get(topology))
+        .route("/api/v1/namespaces", get(namespaces))
         .route("/api/v1/routes/{switch}", get(routes))
         .route("/api/v1/telemetry", get(telemetry))
         .route("/api/v1/events", get(events))
         .route("/api/v1/health", get(health))
+        .route("/api/v1/drain", get(super::drain::drain))
         .route("/api/v1/drift", get(drift))
         .route("/api/v1/topology/check", get(topology_check))
         .route("/metrics", get(metrics))
@@ -93,13 +99,18 @@ pub fn router(st: AppState, max_body: usize) -> Router {
         .route("/api/v1/drift/repair", post(drift_repair))
         .route("/api/v1/recording", post(record_start).delete(record_stop))
         .layer(middleware::from_fn_with_state(st.clone(), time_limit));
-    Router::new()
+    let app = Router::new()
         .route("/api/v1/telemetry/stream", get(super::stream::stream))
         .merge(limited)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body))
-        .layer(middleware::from_fn_with_state(st.clone(), count_refusals))
-        .with_state(st)
+        .with_state(st.clone());
+    // Refusals are counted and made JSON around the whole router, not around each route:
+    // axum adds a 405's `Allow` header where the router answers, so only from out here
+    // can the JSON body name the allowed methods too.
+    Router::new()
+        .fallback_service(app)
+        .layer(middleware::from_fn_with_state(st, count_refusals))
 }
 
 async fn time_limit(State(st): State<AppState>, req: Request, next: Next) -> Response {
@@ -222,6 +233,16 @@ fn json_bytes(b: Bytes) -> Response {
 
 async fn topology(State(st): State<AppState>) -> Response {
     json_bytes(st.topology.clone())
+}
+
+async fn namespaces(State(st): State<AppState>) -> Response {
+    match &st.namespaces {
+        Some(b) => json_bytes(b.clone()),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "this source has no network namespaces (the simulator, or a fabric observed from outside)",
+        ),
+    }
 }
 
 async fn routes(State(st): State<AppState>, Path(switch): Path<String>) -> Response {

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
-use fabric_api::{Event, FabricInfo, Frame, Snapshot};
+use fabric_api::{Event, FabricInfo, Frame, NamedEvent, Snapshot};
 use tokio::sync::{broadcast, watch};
 
 use super::server::ConnKill;
@@ -220,7 +220,8 @@ impl Hub {
         let json = Bytes::from(serde_json::to_vec(&snapshot).expect("snapshots serialize"));
         let event_lines: Vec<Bytes> = events
             .iter()
-            .map(|e| Bytes::from(Frame::Event(e.clone()).to_json_line()))
+            // named `switch:port` for readers without the map (`"at"`)
+            .map(|e| Bytes::from(NamedEvent::new(e.clone(), &self.info).to_json_line()))
             .collect();
         {
             let mut h = self.history.lock().expect("history lock");
@@ -336,13 +337,14 @@ impl Hub {
         self.latest.borrow().clone()
     }
 
-    /// The kept events with `seq >= since`, oldest first, at most `limit`.
-    pub fn events(&self, since: u64, limit: usize) -> Vec<Event> {
+    /// The kept events with `seq >= since`, oldest first, at most `limit`, each with
+    /// its places named (`"at": ["leaf0:3", …]`).
+    pub fn events(&self, since: u64, limit: usize) -> Vec<NamedEvent> {
         let ev = self.events.lock().expect("events lock");
         ev.iter()
             .filter(|e| e.seq >= since)
             .take(limit)
-            .cloned()
+            .map(|e| NamedEvent::new(e.clone(), &self.info))
             .collect()
     }
 

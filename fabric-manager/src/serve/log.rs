@@ -47,10 +47,83 @@ pub fn warn(msg: &str) {
     write("WARN", msg);
 }
 
+/// A failure that repeats (a source down for minutes fails every sample) is said once:
+/// the first time, again only when its message changes, and once more when it ends
+/// with how many times it happened. Every occurrence is still counted by the caller.
+#[derive(Debug, Default)]
+pub struct Repeated {
+    /// The failing thing's message and how often it repeated, per `what`.
+    failing: std::collections::HashMap<String, (String, u64)>,
+}
+
+impl Repeated {
+    /// `what` failed with `msg`: the line to log, `None` while it repeats unchanged.
+    pub fn failed(&mut self, what: &str, msg: &str) -> Option<String> {
+        match self.failing.get_mut(what) {
+            Some((last, n)) if last == msg => {
+                *n += 1;
+                None
+            }
+            _ => {
+                self.failing.insert(what.to_string(), (msg.to_string(), 1));
+                Some(format!("{what}: {msg}"))
+            }
+        }
+    }
+
+    /// `what` succeeded: the line saying it recovered, if it was failing.
+    pub fn ok(&mut self, what: &str) -> Option<String> {
+        let (msg, n) = self.failing.remove(what)?;
+        Some(format!(
+            "{what}: recovered after {n} failure{} (last: {msg})",
+            if n == 1 { "" } else { "s" }
+        ))
+    }
+
+    /// [`Self::failed`], logged as a warning.
+    pub fn warn(&mut self, what: &str, msg: &str) {
+        if let Some(line) = self.failed(what, msg) {
+            warn(&line);
+        }
+    }
+
+    /// [`Self::ok`], logged.
+    pub fn info_ok(&mut self, what: &str) {
+        if let Some(line) = self.ok(what) {
+            info(&line);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn a_repeated_failure_is_said_once_and_its_end_with_the_count() {
+        let mut r = Repeated::default();
+        assert_eq!(r.ok("source"), None);
+        assert_eq!(r.failed("source", "down").as_deref(), Some("source: down"));
+        assert_eq!(r.failed("source", "down"), None);
+        assert_eq!(r.failed("drift", "x").as_deref(), Some("drift: x"));
+        assert_eq!(r.failed("source", "down"), None);
+        assert_eq!(
+            r.failed("source", "refused").as_deref(),
+            Some("source: refused"),
+            "a new message is said"
+        );
+        assert_eq!(r.failed("source", "refused"), None);
+        assert_eq!(
+            r.ok("source").as_deref(),
+            Some("source: recovered after 2 failures (last: refused)")
+        );
+        assert_eq!(r.ok("source"), None);
+        assert_eq!(
+            r.failed("source", "refused").as_deref(),
+            Some("source: refused")
+        );
+    }
 
     #[test]
     fn formats_utc_dates() {

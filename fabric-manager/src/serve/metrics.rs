@@ -544,6 +544,7 @@ impl Collector for Scrape {
             exp.ports(&latest.snapshot, sel, &mut enc)?;
         }
         exp.health.encode(&mut enc, (&exp.labels, sel))?;
+        super::drain::encode(&exp.hub, &exp.health, sel, &mut enc)?;
         exp.daemon(sel, &mut enc)?;
         super::process::encode(sel, &mut enc)
     }

@@ -30,6 +30,7 @@ pub mod alarms;
 pub mod collector;
 pub mod config;
 pub mod damping;
+pub mod drain;
 pub mod health;
 pub mod http;
 pub mod hub;
@@ -70,6 +71,12 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let source::SourceMap { info, fabric } = source.map();
+    let namespaces = match source.places() {
+        Some(nodes) => Some(Bytes::from(serde_json::to_vec(
+            &serde_json::json!({ "nodes": nodes }),
+        )?)),
+        None => None,
+    };
     let hub = Arc::new(hub::Hub::new(
         info.clone(),
         config.history,
@@ -120,6 +127,7 @@ pub async fn run(
         started: Instant::now(),
         request_timeout: config.request_timeout,
         topology: Bytes::from(serde_json::to_vec(&info)?),
+        namespaces,
         stream_sndbuf: config.stream_sndbuf,
         record_dir: config.record.clone().map(Arc::new),
         stream_slots: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
@@ -271,6 +279,9 @@ pub struct Args {
     /// Frames kept for resuming a stream.
     #[arg(long, default_value_t = 600)]
     pub history: usize,
+    /// Events kept for `GET /api/v1/events` (the oldest is forgotten first).
+    #[arg(long, default_value_t = 1000)]
+    pub events_kept: usize,
     /// Frames a stream client may fall behind before it is dropped.
     #[arg(long, default_value_t = 16)]
     pub stream_lag: usize,
@@ -399,6 +410,7 @@ impl Args {
             max_bytes: self.record_max_bytes,
         });
         c.history = self.history;
+        c.events_kept = self.events_kept;
         c.stream_lag = self.stream_lag;
         c.header_timeout = self.header_timeout;
         c.stream_sndbuf = self.stream_sndbuf;

@@ -329,10 +329,7 @@ impl SimSource {
 
 impl Source for SimSource {
     fn map(&self) -> SourceMap {
-        SourceMap {
-            info: self.info.clone(),
-            fabric: Some(self.fabric.clone()),
-        }
+        SourceMap::new(self.info.clone(), Some(self.fabric.clone()))
     }
 
     fn sample(&mut self, elapsed: Duration, seq: u64) -> Result<Sample, String> {

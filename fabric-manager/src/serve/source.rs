@@ -21,6 +21,38 @@ pub struct SourceMap {
     pub fabric: Option<Arc<topo::Fabric>>,
 }
 
+impl SourceMap {
+    /// The map of a source: its fabric map and, when it has one, its `topo` fabric.
+    pub fn new(info: FabricInfo, fabric: Option<Arc<topo::Fabric>>) -> Self {
+        SourceMap { info, fabric }
+    }
+}
+
+/// Where a node of a source lives: its network namespace and the kernel's name of each
+/// of its ports (`GET /api/v1/namespaces`). The API names a port `NODE:PORT` (and the
+/// exports `swp<PORT+1>`); the testbed's interfaces are `p<PORT>`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NodePlace {
+    /// Node name.
+    pub node: String,
+    /// The network namespace holding it (`ip netns exec NETNS …`); a path for the
+    /// namespace the daemon runs in (`/proc/self/ns/net`).
+    pub netns: String,
+    /// Its ports.
+    pub ports: Vec<PortPlace>,
+}
+
+/// One port of a [`NodePlace`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PortPlace {
+    /// Port number (the API's `port`).
+    pub port: u16,
+    /// The API's name of the port, `NODE:PORT` (what `/api/v1/links/{link}/fail` takes).
+    pub api: String,
+    /// The kernel's interface name in the node's namespace (`ip -n NETNS link show IFNAME`).
+    pub ifname: String,
+}
+
 /// One sample of a source.
 #[derive(Debug)]
 pub struct Sample {
@@ -60,6 +92,11 @@ pub trait Source: Send {
     /// Checks the cabling against the spec (LLDP on every port); `None` when the source
     /// has no cables to check.
     fn check_topology(&mut self) -> Option<Result<veth::routed::NeighbourReport, String>> {
+        None
+    }
+    /// Where each node lives (namespace, kernel interface names); `None` for a source
+    /// without namespaces (the simulator, a fabric observed from outside).
+    fn places(&self) -> Option<Vec<NodePlace>> {
         None
     }
     /// The source's write capability; `None` for a source that only observes.

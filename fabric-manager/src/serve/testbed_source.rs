@@ -34,7 +34,7 @@ use topo::{Fabric, LinkId};
 use veth::routed::{LinkChange, LinkWatcher, RoutedOptions, RoutedTestbed, ifname};
 
 use super::log;
-use super::source::{Actuator, Sample, Source, SourceMap};
+use super::source::{Actuator, NodePlace, PortPlace, Sample, Source, SourceMap};
 
 /// How long the watcher waits for link events before looking at its stop flag.
 const WATCH_POLL: Duration = Duration::from_millis(50);
@@ -242,12 +242,17 @@ fn watch(
     errors: &AtomicU64,
 ) {
     let mut malformed = 0;
+    // A read failing at every poll (every 50 ms) is said once, and its end.
+    let mut repeated = log::Repeated::default();
     while !stop.load(Ordering::Relaxed) {
         let changes = match w.poll(f, WATCH_POLL) {
-            Ok(c) => c,
+            Ok(c) => {
+                repeated.info_ok("link watcher");
+                c
+            }
             Err(e) => {
                 errors.fetch_add(1, Ordering::Relaxed);
-                log::warn(&format!("link watcher: {e}"));
+                repeated.warn("link watcher", &e.to_string());
                 std::thread::sleep(WATCH_POLL);
                 continue;
             }
@@ -370,10 +375,7 @@ impl Drop for TestbedSource {
 
 impl Source for TestbedSource {
     fn map(&self) -> SourceMap {
-        SourceMap {
-            info: self.info.clone(),
-            fabric: Some(self.fabric.clone()),
-        }
+        SourceMap::new(self.info.clone(), Some(self.fabric.clone()))
     }
 
     fn sample(&mut self, _elapsed: Duration, seq: u64) -> Result<Sample, String> {
@@ -395,6 +397,28 @@ impl Source for TestbedSource {
 
     fn take_errors(&mut self) -> u64 {
         self.watch_errors.swap(0, Ordering::Relaxed)
+    }
+
+    fn places(&self) -> Option<Vec<NodePlace>> {
+        let st = lock(&self.state);
+        let rt = st.rt.as_ref()?;
+        let f = &self.fabric;
+        let places = (0..f.num_nodes() as u32)
+            .map(topo::NodeId)
+            .filter(|&n| !rt.is_gone(n))
+            .map(|n| NodePlace {
+                node: f.node_name(n).to_string(),
+                netns: rt.netns(n).name().to_string(),
+                ports: (0..f.degree(n) as topo::Port)
+                    .map(|p| PortPlace {
+                        port: p,
+                        api: format!("{}:{p}", f.node_name(n)),
+                        ifname: ifname(p),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Some(places)
     }
 
     fn drift(&mut self) -> Option<Result<veth::routed::Drift, String>> {

@@ -17,6 +17,16 @@ pub struct Daemon {
     pub stdout: BufReader<ChildStdout>,
 }
 
+/// The token of [`token_file`] and [`Daemon::start_with_token`].
+pub const TOKEN: &str = "test-token-0123456789abcdef";
+
+/// A file holding [`TOKEN`], in a temporary directory of its own.
+pub fn token_file(name: &str) -> PathBuf {
+    let file = temp_dir(&format!("{name}-token")).join("token");
+    std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
+    file
+}
+
 pub fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fabric-serve-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -38,8 +48,35 @@ impl Daemon {
         Self::start_cmd(name, cmd, args)
     }
 
+    /// Starts `CMD serve --listen 127.0.0.1:0 ARGS…`, waits for its address and its
+    /// first snapshot.
+    pub fn start_cmd(name: &str, cmd: Command, args: &[&str]) -> Daemon {
+        let d = Self::launch_cmd(name, cmd, args);
+        d.wait_for(
+            |d| d.get("/api/v1/telemetry").status == 200,
+            Duration::from_secs(20),
+        );
+        d
+    }
+
+    /// `fabric serve --listen 127.0.0.1:0 ARGS…` with a token file holding [`TOKEN`]
+    /// (`--token-file`), waited for as [`Daemon::start`] does: [`Daemon::post`] then
+    /// acts on it.
+    pub fn start_with_token(name: &str, args: &[&str]) -> Daemon {
+        let file = token_file(name);
+        let mut args = args.to_vec();
+        args.extend_from_slice(&["--token-file", file.to_str().unwrap()]);
+        Self::start(name, &args)
+    }
+
+    /// Starts `fabric serve --listen 127.0.0.1:0 ARGS…` and waits for its address only
+    /// (not for a snapshot: for a source that may never give one).
+    pub fn launch(name: &str, args: &[&str]) -> Daemon {
+        Self::launch_cmd(name, Command::new(env!("CARGO_BIN_EXE_fabric")), args)
+    }
+
     /// Starts `CMD serve --listen 127.0.0.1:0 ARGS…` and waits for its address.
-    pub fn start_cmd(name: &str, mut cmd: Command, args: &[&str]) -> Daemon {
+    pub fn launch_cmd(name: &str, mut cmd: Command, args: &[&str]) -> Daemon {
         let dir = temp_dir(name);
         let stderr_path = dir.join("stderr.log");
         let mut child = cmd
@@ -61,17 +98,58 @@ impl Daemon {
                 panic!("unexpected first line {line:?}; stderr: {err}")
             })
             .to_string();
-        let d = Daemon {
+        Daemon {
             child,
             addr,
             stderr_path,
             stdout: out,
-        };
-        d.wait_for(
-            |d| d.get("/api/v1/telemetry").status == 200,
-            Duration::from_secs(20),
-        );
-        d
+        }
+    }
+
+    /// `POST PATH` with the token of [`Daemon::start_with_token`].
+    pub fn post(&self, path: &str) -> Response {
+        let auth = format!("Bearer {TOKEN}");
+        self.request("POST", path, &[("Authorization", auth.as_str())], b"")
+    }
+
+    /// The events the daemon keeps (up to 1,000) after index `since`.
+    pub fn events_after(&self, since: usize) -> Vec<serde_json::Value> {
+        let all = self.json("/api/v1/events?limit=1000");
+        let all = all.as_array().unwrap();
+        all[since.min(all.len())..].to_vec()
+    }
+
+    /// Waits up to `limit` for a `reroute` event of `link` after event index `since`;
+    /// the events after `since` up to and including it.
+    pub fn wait_reroute(&self, since: usize, link: u64, limit: Duration) -> Vec<serde_json::Value> {
+        let t = Instant::now();
+        loop {
+            let ev = self.events_after(since);
+            if let Some(i) = ev
+                .iter()
+                .position(|e| e["what"]["kind"] == "reroute" && e["what"]["links"][0] == link)
+            {
+                return ev[..=i].to_vec();
+            }
+            assert!(
+                t.elapsed() < limit,
+                "no reroute of link {link} within {limit:?}; events {ev:?}; stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Link id at `switch:port`, from the `fabric_link_info` series.
+    pub fn link_at(&self, switch: &str, port: u16) -> u64 {
+        let m = self.get("/metrics").text();
+        let prefix = format!("fabric_link_info{{switch=\"{switch}\",port=\"{port}\",");
+        let line = m
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no fabric_link_info for {switch}:{port}"));
+        let at = line.find("link=\"").unwrap() + 6;
+        line[at..].split('"').next().unwrap().parse().unwrap()
     }
 
     pub fn stderr(&self) -> String {

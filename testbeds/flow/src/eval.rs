@@ -85,6 +85,8 @@ pub fn capacities(f: &Fabric, routes: &Routes) -> Vec<f64> {
 #[derive(Debug, Default)]
 pub struct Evaluator {
     filler: Filler,
+    /// Capacity factor per link (degraded links: below 1); empty: every link at its rate.
+    pub link_scale: Vec<f64>,
 }
 
 impl Evaluator {
@@ -98,13 +100,32 @@ impl Evaluator {
         lb: LoadBalance,
         top: usize,
     ) -> Evaluation {
+        self.evaluate_paths(f, routes, jobs, lb, top).0
+    }
+
+    /// [`Self::evaluate`], also returning the flows' paths (flows in job order).
+    pub fn evaluate_paths(
+        &mut self,
+        f: &Fabric,
+        routes: &Routes,
+        jobs: &[Job],
+        lb: LoadBalance,
+        top: usize,
+    ) -> (Evaluation, PathSet) {
         let expanded: Vec<Expanded> = jobs.iter().map(|j| j.pattern.expand(f)).collect();
         let flows: Vec<paths::Flow> = expanded
             .iter()
             .flat_map(|e| e.flows.iter().copied())
             .collect();
         let ps = paths::build(f, routes, &flows, lb);
-        let cap = capacities(f, routes);
+        let mut cap = capacities(f, routes);
+        for (l, &x) in self.link_scale.iter().enumerate() {
+            for d in 0..2 {
+                if let Some(c) = cap.get_mut(2 * l + d) {
+                    *c *= x.clamp(0.0, 1.0);
+                }
+            }
+        }
         let rates = self.filler.max_min(&ps, &cap);
         let fluid_done = self.fluid_times(&ps, &cap, &expanded, jobs, &rates);
         let mut results = Vec::with_capacity(jobs.len());
@@ -132,12 +153,13 @@ impl Evaluator {
             .map(|(&l, &c)| if c > 0.0 { l / c } else { 0.0 })
             .collect();
         let busiest = busiest(f, &utilisation, top);
-        Evaluation {
+        let e = Evaluation {
             jobs: results,
             rates,
             utilisation,
             busiest,
-        }
+        };
+        (e, ps)
     }
 
     /// Completion times of the fluid jobs: rates are re-filled whenever flows finish;

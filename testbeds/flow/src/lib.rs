@@ -11,7 +11,10 @@
 //! * [`traffic`] — patterns (permutation, all-to-all, ring / tree / hierarchical
 //!   all-reduce, incast) and how rates give completion time and bus bandwidth.
 //! * [`eval`] — one evaluation of a set of jobs: rates, utilisation, busiest links.
-//! * [`placement`] — topology-aware job placement on healthy servers.
+//! * [`placement`] — which NICs are reachable in a failure state; the planner's placement.
+//! * [`place`] — placement policies (Slurm tree, block, random, ours) on a fabric with
+//!   failed and degraded links, scored by the flow model.
+//! * [`trace`] — a synthetic GPU-cluster job trace replayed under each policy.
 //! * [`rates`] — failure and repair rates per component class, with cited defaults and
 //!   TOML overrides.
 //! * [`planner`] — seeded Monte-Carlo timelines of failures and repairs, evaluated with
@@ -40,10 +43,12 @@
 pub mod eval;
 pub mod fill;
 pub mod paths;
+pub mod place;
 pub mod placement;
 pub mod planner;
 pub mod rates;
 pub mod stats;
+pub mod trace;
 pub mod traffic;
 
 pub use paths::LoadBalance;

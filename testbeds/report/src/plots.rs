@@ -19,46 +19,161 @@ pub fn line_chart(
     ylabel: &str,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> std::io::Result<()> {
-    let xmax = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|x| x.0))
-        .fold(1e-9, f64::max);
-    let ymax = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|x| x.1))
-        .fold(1e-9, f64::max)
-        * 1.1;
-    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc(xlabel)
-        .y_desc(ylabel)
-        .draw()
-        .map_err(err)?;
+    let mut c = Chart::new(title, xlabel, ylabel);
     for (i, (name, pts)) in series.iter().enumerate() {
-        let c = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-            .map_err(err)?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        c.lines.push(Line::solid(name, i, pts.clone()));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+    c.write(path)
+}
+
+/// One line of a [`Chart`].
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    /// Dashed (a second source, e.g. the simulator beside a veth run) or solid.
+    pub dashed: bool,
+    /// Colour index: lines with the same index share a colour (the same flow from two
+    /// sources).
+    pub colour: usize,
+}
+
+impl Line {
+    pub fn solid(name: &str, colour: usize, points: Vec<(f64, f64)>) -> Line {
+        Line {
+            name: name.to_string(),
+            points,
+            dashed: false,
+            colour,
+        }
+    }
+
+    pub fn dashed(name: &str, colour: usize, points: Vec<(f64, f64)>) -> Line {
+        Line {
+            dashed: true,
+            ..Line::solid(name, colour, points)
+        }
+    }
+}
+
+/// A line chart with horizontal reference lines (thresholds) and event markers.
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    pub title: String,
+    pub xlabel: String,
+    pub ylabel: String,
+    pub lines: Vec<Line>,
+    /// Horizontal reference lines: (label, y), drawn grey and dotted.
+    pub thresholds: Vec<(String, f64)>,
+    /// Events at times x, drawn as markers along the bottom: (label, xs). The first
+    /// kind is drawn as triangles, the second as crosses, further kinds as circles.
+    pub markers: Vec<(String, Vec<f64>)>,
+}
+
+impl Chart {
+    pub fn new(title: &str, xlabel: &str, ylabel: &str) -> Chart {
+        Chart {
+            title: title.to_string(),
+            xlabel: xlabel.to_string(),
+            ylabel: ylabel.to_string(),
+            ..Chart::default()
+        }
+    }
+
+    /// Write the chart as SVG to `path`.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let xmax = self
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .chain(self.markers.iter().flat_map(|m| m.1.iter().copied()))
+            .fold(1e-9, f64::max);
+        let ymax = self
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .chain(self.thresholds.iter().map(|t| t.1))
+            .fold(1e-9, f64::max)
+            * 1.1;
+        let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&self.title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(&self.xlabel)
+            .y_desc(&self.ylabel)
+            .draw()
+            .map_err(err)?;
+        for l in &self.lines {
+            let c = Palette99::pick(l.colour).to_rgba();
+            let style = c.stroke_width(2);
+            let drawn = if l.dashed {
+                chart.draw_series(DashedLineSeries::new(l.points.iter().copied(), 6, 4, style))
+            } else {
+                chart.draw_series(LineSeries::new(l.points.iter().copied(), style))
+            };
+            let dashed = l.dashed;
+            drawn
+                .map_err(err)?
+                .label(l.name.as_str())
+                .legend(move |(x, y)| {
+                    let end = if dashed { x + 8 } else { x + 18 };
+                    PathElement::new(vec![(x, y), (end, y)], style)
+                });
+        }
+        let grey = RGBColor(110, 110, 110);
+        for (label, y) in &self.thresholds {
+            let y = *y;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(0.0, y), (xmax, y)],
+                    2,
+                    4,
+                    grey.stroke_width(1),
+                ))
+                .map_err(err)?
+                .label(label.as_str())
+                .legend(move |(x, yy)| {
+                    PathElement::new(vec![(x, yy), (x + 18, yy)], grey.stroke_width(1))
+                });
+        }
+        let at = ymax * 0.02;
+        for (i, (label, xs)) in self.markers.iter().enumerate() {
+            let c = [RED, BLUE, BLACK][i.min(2)];
+            let drawn = match i {
+                0 => chart.draw_series(
+                    xs.iter()
+                        .map(|&x| TriangleMarker::new((x, at), 4, c.filled()).into_dyn()),
+                ),
+                1 => chart.draw_series(
+                    xs.iter()
+                        .map(|&x| Cross::new((x, at), 3, c.stroke_width(1)).into_dyn()),
+                ),
+                _ => chart.draw_series(
+                    xs.iter()
+                        .map(|&x| Circle::new((x, at), 3, c.stroke_width(1)).into_dyn()),
+                ),
+            };
+            drawn
+                .map_err(err)?
+                .label(label.as_str())
+                .legend(move |(x, y)| Circle::new((x + 9, y), 3, c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+        Ok(())
+    }
 }
 
 /// A heat map: rows = ports (binned to at most 120), columns = samples (binned to

@@ -30,7 +30,7 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-use cc_algos::Instant;
+use cc_algos::{Duration, Instant};
 
 use crate::switch::{PortCounters, Switch};
 
@@ -153,6 +153,12 @@ impl SwitchSet {
     pub fn counters(&self, g: usize) -> &PortCounters {
         let (s, p) = self.map[g];
         self.switches[s].counters(p)
+    }
+
+    /// [`Switch::paused_time_at`] of global port `g`.
+    pub fn paused_time_at(&self, g: usize, now: Instant) -> Duration {
+        let (s, p) = self.map[g];
+        self.switches[s].paused_time_at(p, now)
     }
 
     /// The largest shared-buffer occupancy any switch reached.

@@ -290,6 +290,13 @@ impl Switch {
         &self.ports[port].c
     }
 
+    /// Time `port` has been held by a received PAUSE up to `now`: its counter plus the
+    /// pause in progress (the counter grows only when a pause ends).
+    pub fn paused_time_at(&self, port: usize, now: Instant) -> Duration {
+        let p = &self.ports[port];
+        p.c.paused_time + p.paused_since.map_or(Duration::ZERO, |t| now - t)
+    }
+
     /// Shared-buffer bytes in use.
     pub fn buffer_used(&self) -> u64 {
         self.used

@@ -33,6 +33,7 @@ pub mod lldp;
 pub mod netlink;
 pub mod netns;
 pub mod routed;
+pub mod tenant_vrf;
 
 use netns::Netns;
 

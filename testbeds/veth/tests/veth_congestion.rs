@@ -45,6 +45,38 @@ fn summary(r: &CongestionReport) -> String {
     )
 }
 
+/// The per-sample series in the report (what the JSON carries) agree with the run's
+/// totals: marks, pauses and CNPs per sample add up to at most the totals (counted at the
+/// end, after the last sample) and to most of them; a port that was held by PAUSE shows
+/// it in some sample.
+fn assert_series_add_up(r: &CongestionReport) {
+    let n = r.queue_bytes.first().map_or(0, Vec::len);
+    assert!(n > 10, "{n} samples");
+    let sum = |s: &[Vec<u64>]| s.iter().flatten().sum::<u64>();
+    for (what, per_sample, total) in [
+        ("ECN marks", sum(&r.ecn_marks_per_sample), r.ecn_marks),
+        ("pauses", sum(&r.pauses_sent_per_sample), r.pauses_sent),
+    ] {
+        assert!(
+            per_sample <= total && per_sample * 10 >= total * 8,
+            "{what}: {per_sample} in samples of {total}"
+        );
+    }
+    for (p, held) in r.paused_fraction_per_sample.iter().enumerate() {
+        assert_eq!(held.len(), n);
+        assert!(held.iter().all(|&x| (0.0..=1.0).contains(&x)));
+        if r.paused_virtual_us[p] > 10.0 * r.sample_us {
+            assert!(held.iter().any(|&x| x > 0.0), "port {p}: {held:?}");
+        }
+    }
+    for f in &r.flows {
+        let cnps: u64 = f.cnps_per_sample.iter().sum();
+        assert!(cnps <= f.cnps, "flow {}: {cnps} of {}", f.id, f.cnps);
+    }
+    let cnps: u64 = r.flows.iter().flat_map(|f| &f.cnps_per_sample).sum();
+    assert!(cnps > 0, "DCQCN on an 8:1 incast receives CNPs");
+}
+
 #[test]
 fn incast_8_to_1_with_pfc_is_lossless() {
     if !enabled() {
@@ -75,6 +107,7 @@ fn incast_8_to_1_with_pfc_is_lossless() {
     );
     let delivered: u64 = r.flows.iter().map(|f| f.delivered).sum();
     assert!(delivered >= 8 * 2_000_000);
+    assert_series_add_up(&r);
     // The emulated NICs obey a PAUSE within a few frames: measured 2–100 KB above XOFF
     // (up to ~300 KB when a build kept the engine's threads from running); before each
     // host read its ring right before sending, up to ~1 MB. A loop the OS kept from running

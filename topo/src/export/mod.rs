@@ -11,6 +11,10 @@
 //! | [`Format::Opensm`] | `opensm/plane<p>/{lfts.dump,fabric.net,guid2lid}` | `opensm -R file -U`, `ibsim` |
 //! | [`Format::Dot`] | `fabric.dot` | Graphviz |
 //! | [`Format::Slurm`] | `topology.conf` | Slurm `topology/tree` |
+//! | [`Format::SlurmYaml`] | `topology.yaml` | Slurm ≥ 25.05 (`tree` and `block`) |
+//! | [`Format::K8s`] | `k8s/{nodes,kueue-topology}.yaml` | `kubectl apply`, Kueue, KAI |
+//!
+//! The scheduler formats share one view of the fabric, [`sched::SchedTree`].
 //!
 //! Everything streams: exporters write through a [`Sink`] that hands out one
 //! `impl Write` per file, so memory does not grow with the output (a 100k-GPU
@@ -40,14 +44,18 @@ pub mod frr;
 pub mod ib;
 pub mod ipbatch;
 pub mod json;
+pub mod k8s;
 pub mod lanes;
 pub mod opensm;
+pub mod partitions;
 pub mod routes;
+pub mod sched;
 mod sink;
 pub mod slurm;
 pub mod sonic;
 mod tables;
 pub mod topology;
+pub mod vrf;
 
 pub use sink::{Counter, CountingSink, MemSink, Sink};
 pub use tables::Tables;
@@ -76,11 +84,15 @@ pub enum Format {
     Dot,
     /// Slurm topology.conf (tree plugin).
     Slurm,
+    /// Slurm topology.yaml (tree and block topologies).
+    SlurmYaml,
+    /// Kubernetes node labels and a Kueue `Topology`.
+    K8s,
 }
 
 impl Format {
     /// Every format, in the order `fabric build` writes them.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 11] = [
         Format::Json,
         Format::IpBatch,
         Format::IpNhg,
@@ -90,6 +102,8 @@ impl Format {
         Format::Opensm,
         Format::Dot,
         Format::Slurm,
+        Format::SlurmYaml,
+        Format::K8s,
     ];
 
     /// The command-line name (`ip`, `frr-bgp`, …).
@@ -104,6 +118,8 @@ impl Format {
             Format::Opensm => "opensm",
             Format::Dot => "dot",
             Format::Slurm => "slurm",
+            Format::SlurmYaml => "slurm-yaml",
+            Format::K8s => "k8s",
         }
     }
 
@@ -114,13 +130,19 @@ impl Format {
 
     /// True if the format needs routing tables (false: topology only).
     pub fn needs_routes(self) -> bool {
-        !matches!(self, Format::Dot | Format::Slurm)
+        !matches!(
+            self,
+            Format::Dot | Format::Slurm | Format::SlurmYaml | Format::K8s
+        )
     }
 
     /// True if the format writes IP addresses (IPv4 and IPv6): the address plan must
     /// hold IPv4 (else [`crate::addressing::AddressPlan::without_ipv4`] will do).
     pub fn needs_ip(self) -> bool {
-        !matches!(self, Format::Opensm | Format::Dot | Format::Slurm)
+        !matches!(
+            self,
+            Format::Opensm | Format::Dot | Format::Slurm | Format::SlurmYaml | Format::K8s
+        )
     }
 
     /// The single file this format writes, if it writes exactly one.
@@ -129,6 +151,7 @@ impl Format {
             Format::Json => Some("routes.json"),
             Format::Dot => Some("fabric.dot"),
             Format::Slurm => Some("topology.conf"),
+            Format::SlurmYaml => Some("topology.yaml"),
             _ => None,
         }
     }
@@ -179,7 +202,7 @@ impl From<std::io::Error> for ExportError {
     }
 }
 
-/// Writes a topology-only format ([`Format::Dot`] or [`Format::Slurm`]).
+/// Writes a topology-only format ([`Format::Dot`] or a scheduler format).
 pub fn export_topology<S: Sink>(
     f: &Fabric,
     format: Format,
@@ -190,6 +213,17 @@ pub fn export_topology<S: Sink>(
             sink::with_file(sink, "fabric.dot", |w| topology::write_dot(w, f, &|_| true))
         }
         Format::Slurm => sink::with_file(sink, "topology.conf", |w| topology::write_slurm(w, f)),
+        Format::SlurmYaml => sink::with_file(sink, "topology.yaml", |w| {
+            let t = sched::SchedTree::new(f);
+            Ok(slurm::write_topology_yaml(w, &t, f.name())?)
+        }),
+        Format::K8s => {
+            let t = sched::SchedTree::new(f);
+            sink::with_file(sink, "k8s/nodes.yaml", |w| Ok(k8s::write_nodes(w, &t)?))?;
+            sink::with_file(sink, "k8s/kueue-topology.yaml", |w| {
+                Ok(k8s::write_kueue(w, &t)?)
+            })
+        }
         other => Err(ExportError::NeedsRoutes(other)),
     }
 }
@@ -251,7 +285,7 @@ fn export_with<S: Sink>(
             let routes = r.tables.routes();
             topology::write_dot(w, r.fabric, &|l| routes.link_is_up(l))
         }),
-        Format::Slurm => export_topology(r.fabric, format, sink),
+        Format::Slurm | Format::SlurmYaml | Format::K8s => export_topology(r.fabric, format, sink),
     }
 }
 

@@ -183,7 +183,7 @@ fn clean_path(path: &str) -> String {
     out
 }
 
-fn parse_err(origin: &str, path: String, msg: String) -> Error {
+pub(crate) fn parse_err(origin: &str, path: String, msg: String) -> Error {
     let path = clean_path(&path);
     // A deserializer may prefix its own (possibly shorter) path: say the place once.
     let msg = match msg.split_once(": ") {

@@ -68,7 +68,14 @@ pub fn render_link(f: &mut Frame<'_>, r: Rect, app: &App, id: u32) {
     let t = app.theme;
     let l = &app.fabric.links[id as usize];
     let x = app.rates().get(id as usize).copied().unwrap_or_default();
-    let title = format!(" {} ", app.breadcrumb().join(" › "));
+    let title = if app.tab == crate::app::Tab::Links {
+        format!(
+            " links › {} — Esc back to the table ",
+            app.fabric.link_name(id)
+        )
+    } else {
+        format!(" {} ", app.breadcrumb().join(" › "))
+    };
     let block = Block::bordered().title(Span::styled(title, t.title()));
     let inner = block.inner(r);
     f.render_widget(block, r);

@@ -34,15 +34,24 @@ fn status_line(app: &App, width: u16) -> Line<'static> {
         SourceStatus::Replay {
             name,
             speed,
+            paused,
             at_ns,
             len_ns,
             ended,
+            ..
         } => (
             format!(
-                "▶ REPLAY {name} {speed}× {} / {}{}",
+                "{} REPLAY {name} {}× {} / {}{}",
+                if *paused { "❚❚" } else { "▶" },
+                crate::units::speed(*speed),
                 crate::units::stamp(*at_ns),
                 crate::units::stamp(*len_ns),
-                if *ended { " (end)" } else { "" }
+                match (*ended, *paused) {
+                    (true, true) => " (end) PAUSED",
+                    (true, false) => " (end)",
+                    (false, true) => " PAUSED",
+                    (false, false) => "",
+                }
             ),
             t.warn(),
         ),

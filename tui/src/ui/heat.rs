@@ -37,6 +37,22 @@ pub fn capacity(r: Rect, theme: Theme) -> (u32, u32) {
     ((c.height as u32 * per_char).max(1), (c.width as u32).max(1))
 }
 
+/// Lines the current grid needs in a panel of `r` (borders, axis and legend included),
+/// drawn as it would be in the whole of `r`; None when it is not one grid (side by
+/// side, no planes) or needs all of `r`.
+pub fn needed_height(r: Rect, app: &App) -> Option<u16> {
+    if app.fabric.planes.is_empty() || (app.side_by_side && app.fabric.planes.len() > 1) {
+        return None;
+    }
+    let b = app.binning()?;
+    let (cells, _) = inner(r);
+    let per_char: u32 = if app.theme.colours() { 2 } else { 1 };
+    let sc = Scale::new(cells, per_char, &b);
+    let lines = (b.bin_rows * sc.sy).div_ceil(per_char);
+    let need = lines as u16 + (r.height - cells.height);
+    (need < r.height).then_some(need)
+}
+
 /// Draw the heat map (one plane, or all planes side by side).
 pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
     if app.fabric.planes.is_empty() {
@@ -394,7 +410,13 @@ fn legend_line(
         ));
         s.push(Span::raw("   "));
     }
-    if t.colours() {
+    if t == Theme::Ansi16 {
+        // every colour the map uses, from its lower bound
+        for (u, c) in theme::ANSI16_BANDS {
+            s.push(Span::styled("█", Style::new().fg(c)));
+            s.push(Span::styled(format!("{} ", pct(u)), t.dim()));
+        }
+    } else if t.colours() {
         for u in [0.0, 0.3, 0.7, 1.0] {
             s.push(Span::styled("█", Style::new().fg(t.util(u))));
             s.push(Span::styled(format!("{} ", pct(u)), t.dim()));

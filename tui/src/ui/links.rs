@@ -80,6 +80,41 @@ pub fn render(f: &mut Frame<'_>, r: Rect, app: &App) {
     }
 }
 
+/// The row of the links table at screen line `y` in a table drawn in `r`.
+pub fn row_at(r: Rect, app: &App, y: u16) -> Option<usize> {
+    let total = app.table_ids().len();
+    let height = visible(r);
+    let first = r.y + 2; // border and header
+    if y < first || y >= first + height as u16 || total == 0 {
+        return None;
+    }
+    let sel = app.selected.min(total - 1);
+    let row = (sel + 1).saturating_sub(height) + (y - first) as usize;
+    (row < total).then_some(row)
+}
+
+/// The sort column under screen column `x` of the links table's header in `r`.
+pub fn column_at(r: Rect, x: u16) -> Option<SortKey> {
+    let inner = Block::bordered().inner(r);
+    let cols = ratatui::layout::Layout::horizontal(widths(r.width))
+        .spacing(1)
+        .split(inner);
+    let keys = [
+        Some(SortKey::Link),
+        None,
+        Some(SortKey::Util),
+        Some(SortKey::Gbps),
+        Some(SortKey::Drops),
+        Some(SortKey::Pfc),
+        Some(SortKey::Paused),
+        Some(SortKey::Ecn),
+        None,
+        None,
+    ];
+    let i = cols.iter().position(|c| x >= c.x && x < c.right())?;
+    keys.get(i).copied().flatten()
+}
+
 fn widths(w: u16) -> Vec<Constraint> {
     let mut v = vec![
         Constraint::Fill(1),
@@ -209,55 +244,83 @@ pub fn bar(u: f32, w: usize) -> String {
     format!("{s:<w$}")
 }
 
-/// The hottest links beside the heat map.
+/// Tier names as the hottest-links panel heads its sections.
+const TIER_TITLES: [&str; 3] = ["host–leaf", "leaf–spine", "spine–core"];
+
+/// The busiest matching links of each tier in `tiers`, up to `per` each, walking the
+/// sample's order by utilisation once (it stops when every tier is full).
+fn hottest_per_tier(app: &App, tiers: &[u8], per: usize) -> Vec<Vec<u32>> {
+    let mut out: Vec<Vec<u32>> = vec![Vec::new(); tiers.len()];
+    if per == 0 {
+        return out;
+    }
+    let by_util = app.current().map_or(&[][..], |s| &s.by_util[..]);
+    let mut open = tiers.len();
+    for &id in by_util {
+        if open == 0 {
+            break;
+        }
+        let tier = app.fabric.links[id as usize].tier.min(2);
+        let Some(k) = tiers.iter().position(|&t| t == tier) else {
+            continue;
+        };
+        if out[k].len() < per && app.keeps(id) {
+            out[k].push(id);
+            open -= usize::from(out[k].len() == per);
+        }
+    }
+    out
+}
+
+/// The hottest fabric links beside the heat map, per tier (leaf–spine, spine–core):
+/// host NICs busy at line rate are what an all-reduce looks like, so the host tier is
+/// left out unless the fabric has no other.
 pub fn render_hottest(f: &mut Frame<'_>, r: Rect, app: &App) {
     let t = app.theme;
-    let n = visible(r) + 1;
-    let q = crate::table::Query {
-        filter: app.filter.expr.as_ref(),
-        faults_only: app.faults_only,
-        ..Default::default()
-    };
-    let by_util = app.current().map_or(&[][..], |s| &s.by_util[..]);
-    let ids: Vec<u32> = if by_util.len() == app.fabric.links.len() {
-        // the filter's matches come from the rows worker: a walk down the sample's order
-        by_util
-            .iter()
-            .copied()
-            .filter(|&id| app.keeps(id))
-            .take(n)
+    let present: Vec<u8> = app.current().map_or(Vec::new(), |s| {
+        (0..3u8)
+            .filter(|&k| s.totals.tiers[k as usize].links > 0)
             .collect()
-    } else {
-        crate::table::top(&app.fabric, app.rates(), &q, n, by_util)
-    };
-    let rows = ids.iter().take(n).map(|&id| {
-        let x = app.rates().get(id as usize).copied().unwrap_or_default();
-        let g = if x.down {
-            "✖"
-        } else if x.drops_per_s > 0.0 {
-            "!"
-        } else if x.pfc_per_s > 0.0 {
-            "P"
-        } else {
-            " "
-        };
-        Row::new(vec![
-            Cell::from(app.fabric.link_name(id)),
-            Cell::from(Span::styled(g, t.bad())),
-            Cell::from(Span::styled(
-                format!("{:>4}", pct(x.util)),
-                Style::new().fg(t.util(x.util)),
-            )),
-        ])
     });
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Fill(1),
-            Constraint::Length(1),
-            Constraint::Length(5),
-        ],
-    )
-    .block(Block::bordered().title(Span::styled(" hottest links ", t.title())));
-    f.render_widget(table, r);
+    let fabric: Vec<u8> = present.iter().copied().filter(|&k| k > 0).collect();
+    let tiers = if fabric.is_empty() { present } else { fabric };
+    let lines = r.height.saturating_sub(2) as usize;
+    let per = (lines / tiers.len().max(1)).saturating_sub(1);
+    let groups = hottest_per_tier(app, &tiers, per);
+    let name_w = r.width.saturating_sub(2 + 1 + 1 + 5 + 2) as usize;
+    let mut out: Vec<Line<'static>> = Vec::new();
+    for (k, ids) in tiers.iter().zip(&groups) {
+        out.push(Line::from(Span::styled(
+            TIER_TITLES[*k as usize].to_string(),
+            t.dim(),
+        )));
+        for &id in ids {
+            let x = app.rates().get(id as usize).copied().unwrap_or_default();
+            let g = if x.down {
+                theme::DOWN
+            } else if x.drops_per_s > 0.0 {
+                theme::DROP
+            } else if x.pfc_per_s > 0.0 {
+                theme::PAUSE
+            } else {
+                ' '
+            };
+            let name: String = app.fabric.link_name(id).chars().take(name_w).collect();
+            out.push(Line::from(vec![
+                Span::raw(format!("{name:<name_w$} ")),
+                Span::styled(g.to_string(), t.bad()),
+                Span::styled(
+                    format!(" {:>4}", pct(x.util)),
+                    Style::new().fg(t.util(x.util)),
+                ),
+            ]));
+        }
+    }
+    let title = if tiers.contains(&0) {
+        " hottest links "
+    } else {
+        " hottest fabric links per tier "
+    };
+    let block = Block::bordered().title(Span::styled(title, t.title()));
+    f.render_widget(Paragraph::new(out).block(block), r);
 }

@@ -103,6 +103,66 @@ pub fn areas(area: Rect, app: &App) -> Option<Areas> {
     })
 }
 
+/// What a mouse click at a screen position means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    /// A view's tab.
+    Tab(Tab),
+    /// A row of the links table (its index in table order).
+    LinkRow(usize),
+    /// A column header of the links table.
+    LinkSort(crate::table::SortKey),
+    /// A row of the flows table (its index in the view's order).
+    FlowRow(usize),
+    /// A column header of the flows table.
+    FlowSort(crate::table::FlowSort),
+}
+
+/// What is at column `x`, line `y` of the app's screen (laid out as [`render`] does).
+pub fn hit(app: &App, x: u16, y: u16) -> Option<Hit> {
+    let a = areas(Rect::new(0, 0, app.size.0, app.size.1), app)?;
+    if y == a.tabs.y {
+        let mut left = a.tabs.x;
+        for (i, tab) in Tab::ALL.iter().enumerate() {
+            if i > 0 {
+                left += 3; // " │ "
+            }
+            let w = tab.name().chars().count() as u16 + 2;
+            if x >= left && x < left + w {
+                return Some(Hit::Tab(*tab));
+            }
+            left += w;
+        }
+        return None;
+    }
+    let body = a.body;
+    if y < body.y || y >= body.bottom() {
+        return None;
+    }
+    match app.tab {
+        Tab::Links if app.link_open.is_none() => {
+            if y == body.y + 1 {
+                links::column_at(body, x).map(Hit::LinkSort)
+            } else {
+                links::row_at(body, app, y).map(Hit::LinkRow)
+            }
+        }
+        Tab::Flows => {
+            if y == body.y + 1 {
+                flows::column_at(body, x).map(Hit::FlowSort)
+            } else {
+                flows::row_at(body, app, y).map(Hit::FlowRow)
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The furthest the help screen scrolls at the app's terminal size.
+pub fn help_max_scroll(app: &App) -> usize {
+    help::max_scroll(app)
+}
+
 /// Grid bins the heat map can show now: (rows, columns).
 pub fn heat_capacity(app: &App) -> (u32, u32) {
     let area = Rect::new(0, 0, app.size.0, app.size.1);
@@ -135,9 +195,19 @@ pub fn render(f: &mut Frame<'_>, app: &App) {
         Tab::Heatmap => match app.path.last() {
             Some(Level::Cell { .. }) => cell::render_cell(f, a.body, app),
             Some(Level::Link(id)) => cell::render_link(f, a.body, app, *id),
-            _ => heat::render(f, a.body, app),
+            _ => match leftover_events(a.body, a.bottom, app) {
+                // the lines the grid does not need show the latest events (80×24)
+                Some((grid, events)) => {
+                    heat::render(f, grid, app);
+                    events::render(f, events, app, true);
+                }
+                None => heat::render(f, a.body, app),
+            },
         },
-        Tab::Links => links::render(f, a.body, app),
+        Tab::Links => match app.link_open {
+            Some(id) => cell::render_link(f, a.body, app, id),
+            None => links::render(f, a.body, app),
+        },
         Tab::Flows => flows::render(f, a.body, app),
         Tab::Events => events::render(f, a.body, app, false),
     }
@@ -160,6 +230,31 @@ pub fn render(f: &mut Frame<'_>, app: &App) {
     if app.help {
         help::render(f, area, app);
     }
+}
+
+/// Fewest lines worth an events panel (borders and three events).
+const LEFTOVER_MIN: u16 = 5;
+
+/// The heat map's grid and, below it, the lines it does not need for events, when
+/// there is no events panel yet and enough lines are left over.
+fn leftover_events(body: Rect, bottom: Option<Rect>, app: &App) -> Option<(Rect, Rect)> {
+    if bottom.is_some() {
+        return None;
+    }
+    let need = heat::needed_height(body, app)?;
+    if body.height < need + LEFTOVER_MIN {
+        return None;
+    }
+    let grid = Rect {
+        height: need,
+        ..body
+    };
+    let events = Rect {
+        y: body.y + need,
+        height: body.height - need,
+        ..body
+    };
+    Some((grid, events))
 }
 
 fn stale_style(app: &App) -> Style {
@@ -193,11 +288,15 @@ fn render_tabs(f: &mut Frame<'_>, r: Rect, app: &App) {
     if let Some(e) = &app.filter.expr {
         right.push(format!("filter {e}"));
     }
+    let arrow = |up: bool| if up { "▲" } else { "▼" };
     if app.tab == Tab::Links {
+        right.push(format!("sort {} {}", app.sort.name(), arrow(app.ascending)));
+    }
+    if app.tab == Tab::Flows {
         right.push(format!(
             "sort {} {}",
-            app.sort.name(),
-            if app.ascending { "▲" } else { "▼" }
+            app.flow_sort.name(),
+            arrow(app.flow_ascending)
         ));
     }
     let line = Line::from(spans);

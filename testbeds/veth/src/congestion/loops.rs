@@ -112,10 +112,32 @@ fn sleep_until(
 pub(super) struct SwitchRan {
     pub switch: SwitchSet,
     pub sockets: Vec<PacketSocket>,
-    /// Queue bytes per port per sample.
-    pub queue_series: Vec<Vec<u64>>,
+    /// Each port's counters at each sample.
+    pub port_series: Vec<Vec<PortSample>>,
     /// How far (real µs) the loop fell behind at worst.
     pub late_us: f64,
+}
+
+/// One port's counters at one sample: its queue now, and cumulative ECN marks, PAUSE
+/// frames sent and time held by a received PAUSE (real time).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct PortSample {
+    pub queue_bytes: u64,
+    pub ecn_marks: u64,
+    pub pauses_sent: u64,
+    pub paused: Duration,
+}
+
+impl PortSample {
+    fn of(switch: &SwitchSet, port: usize, now: Instant) -> PortSample {
+        let c = switch.counters(port);
+        PortSample {
+            queue_bytes: c.queue_bytes,
+            ecn_marks: c.ecn_marks,
+            pauses_sent: c.pauses_sent,
+            paused: switch.paused_time_at(port, now),
+        }
+    }
 }
 
 /// What the hosts' loop hands back.
@@ -259,7 +281,7 @@ impl SwitchLoop {
         let mut waiter = afpacket::Waiter::new(socks.iter().map(|s| s.raw_fd()).collect());
         let mut pool = afpacket::FramePool::default();
         let mut pending: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
-        let mut queue_series: Vec<Vec<u64>> = vec![Vec::new(); n];
+        let mut port_series: Vec<Vec<PortSample>> = vec![Vec::new(); n];
         let mut next_sample = Instant::ZERO;
         let mut late = Lateness::default();
         while !self.stop.load(Ordering::Relaxed) {
@@ -302,8 +324,8 @@ impl SwitchLoop {
                 pool.recycle(pending[p].drain(..sent));
             }
             if now >= next_sample {
-                for (p, q) in queue_series.iter_mut().enumerate() {
-                    q.push(switch.counters(p).queue_bytes);
+                for (p, q) in port_series.iter_mut().enumerate() {
+                    q.push(PortSample::of(switch, p, now));
                 }
                 publish(&self.shared, switch);
                 next_sample += self.sample_real;
@@ -328,7 +350,7 @@ impl SwitchLoop {
         Ok(SwitchRan {
             switch: self.switch,
             sockets: self.sockets,
-            queue_series,
+            port_series,
             late_us: late.max_us(),
         })
     }
@@ -491,7 +513,7 @@ impl HostsLoop {
             }
             for f in &h.flows {
                 if let Some(v) = cc.get_mut(&f.id) {
-                    v.push(CcSample::of(&f.cc));
+                    v.push(CcSample::of(&f.cc, f.cnps));
                 }
             }
         }

@@ -287,6 +287,8 @@ pub struct FlowResult {
     /// How the controller reacted while the flow was active (`None`: too short to judge).
     pub reaction: Option<reaction::Reaction>,
     pub cnps: u64,
+    /// CNPs the sender received in each sample.
+    pub cnps_per_sample: Vec<u64>,
     pub naks: u64,
     pub timeouts: u64,
     pub retransmitted_packets: u64,
@@ -316,6 +318,12 @@ pub struct CongestionReport {
     pub topology: String,
     /// Queue bytes per switch port per sample.
     pub queue_bytes: Vec<Vec<u64>>,
+    /// ECN marks each switch port made in each sample.
+    pub ecn_marks_per_sample: Vec<Vec<u64>>,
+    /// PAUSE frames each switch port sent in each sample.
+    pub pauses_sent_per_sample: Vec<Vec<u64>>,
+    /// Share of each sample (0–1) each switch port was held by a received PAUSE.
+    pub paused_fraction_per_sample: Vec<Vec<f32>>,
     pub max_buffer_used: u64,
     /// Largest PFC headroom any ingress port used (bytes above XOFF while pausing its
     /// peer; see [`PortCounters::max_headroom_bytes`]).

@@ -18,11 +18,13 @@ pub struct CcSample {
     pub window_bytes: Option<u64>,
     /// Credit received so far, bytes (credit-based controllers).
     pub credit_received: Option<u64>,
+    /// CNPs the flow's sender had received so far.
+    pub cnps: u64,
 }
 
 impl CcSample {
-    /// The state of `cc` now.
-    pub fn of(cc: &AnyCc) -> CcSample {
+    /// The state of `cc` now, after `cnps` CNPs.
+    pub fn of(cc: &AnyCc, cnps: u64) -> CcSample {
         let credit_received = match cc {
             AnyCc::Rccc(s) => Some(s.received().0),
             _ => None,
@@ -31,6 +33,7 @@ impl CcSample {
             rate_gbps: cc.rate().as_gbps_f64(),
             window_bytes: cc.window().map(|w| w.0),
             credit_received,
+            cnps,
         }
     }
 }

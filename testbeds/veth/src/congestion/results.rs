@@ -4,7 +4,7 @@ use cc_algos::{Instant, SenderCc};
 use veth_core::endpoint::TimeScale;
 use veth_core::switch::PortCounters;
 
-use super::loops::Ran;
+use super::loops::{PortSample, Ran};
 use super::reaction::{self, Reaction};
 use super::{CongestionConfig, CongestionReport, FlowResult};
 use scenario::Workplan;
@@ -48,6 +48,7 @@ pub(super) fn assemble(
         .map(|p| sw.switch.counters(p).clone())
         .collect();
     let sum = |f: fn(&PortCounters) -> u64| ports.iter().map(f).sum::<u64>();
+    let sample_real_us = scale.dur_to_real(cfg.sample).as_micros_f64();
     CongestionReport {
         scale: scale.0,
         link_rate_gbps: cfg.link_rate.as_gbps_f64(),
@@ -79,7 +80,15 @@ pub(super) fn assemble(
         ports,
         port_names: Vec::new(),
         topology: cfg.topology.to_string(),
-        queue_bytes: sw.queue_series.clone(),
+        queue_bytes: per_port(&sw.port_series, |_, s| s.queue_bytes),
+        ecn_marks_per_sample: per_port(&sw.port_series, |prev, s| s.ecn_marks - prev.ecn_marks),
+        pauses_sent_per_sample: per_port(&sw.port_series, |prev, s| {
+            s.pauses_sent - prev.pauses_sent
+        }),
+        paused_fraction_per_sample: per_port(&sw.port_series, |prev, s| {
+            let held = (s.paused - prev.paused).as_micros_f64();
+            (held / sample_real_us).clamp(0.0, 1.0) as f32
+        }),
         max_buffer_used: sw.switch.max_buffer_used(),
         switch_max_late_us: sw.late_us,
         hosts_max_late_us: h.late_us,
@@ -87,6 +96,39 @@ pub(super) fn assemble(
         veth_drops: drops.veth,
         all_completed: h.completed.len() == plan.flows.iter().filter(|f| f.size.is_some()).count(),
     }
+}
+
+/// `f(previous, this)` of every sample of every port (the first sample's previous is
+/// all zero: counters start at zero).
+fn per_port<T>(
+    series: &[Vec<PortSample>],
+    f: impl Fn(&PortSample, &PortSample) -> T,
+) -> Vec<Vec<T>> {
+    series
+        .iter()
+        .map(|port| {
+            let mut prev = PortSample::default();
+            port.iter()
+                .map(|s| {
+                    let v = f(&prev, s);
+                    prev = *s;
+                    v
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Per-sample increments of a cumulative counter.
+fn increments(cumulative: impl Iterator<Item = u64>) -> Vec<u64> {
+    let mut prev = 0;
+    cumulative
+        .map(|c| {
+            let d = c.saturating_sub(prev);
+            prev = c;
+            d
+        })
+        .collect()
 }
 
 fn flow_result(
@@ -144,6 +186,7 @@ fn flow_result(
         cc_credit_gbps,
         reaction,
         cnps: sf.map_or(0, |s| s.cnps),
+        cnps_per_sample: increments(cc.iter().map(|s| s.cnps)),
         naks: sf.map_or(0, |s| s.naks),
         timeouts: sf.map_or(0, |s| s.timeouts),
         retransmitted_packets: sf.map_or(0, |s| s.retransmits),

@@ -134,8 +134,8 @@ fn host_link_in<A: LinkAddr>(
     let (hn, ln) = (&nl[h.idx()], &nl[a.leaf.idx()]);
     let mut na = 0;
     if add_addrs {
-        hn.add_addr(&hif, addr, A::HOST_LEN)?;
-        ln.add_addr(&lif, gw, A::HOST_LEN)?;
+        ensure_addr(hn, &hif, addr.into(), A::HOST_LEN)?;
+        ensure_addr(ln, &lif, gw.into(), A::HOST_LEN)?;
         na += 2;
     }
     let (hidx, lidx) = (hn.index(&hif)?, ln.index(&lif)?);
@@ -156,6 +156,18 @@ fn host_link_in<A: LinkAddr>(
     }
     ln.replace_route(A::link_route(addr, lidx))?;
     Ok((na, 2 + dsts.len()))
+}
+
+/// Adds `addr/len` to interface `name`; one already there is fine (an interface made
+/// again after a veth was replaced may keep the address on one end).
+pub(super) fn ensure_addr(nl: &Nl, name: &str, addr: IpAddr, len: u8) -> Result<()> {
+    match nl.add_addr(name, addr, len) {
+        Err(Error::Netlink {
+            source: rtnetlink::Error::NetlinkError(e),
+            ..
+        }) if e.raw_code() == -libc::EEXIST => Ok(()),
+        r => r,
+    }
 }
 
 /// Open a host's probe sockets for `addr` inside `ns`: a non-blocking receiver on

@@ -162,35 +162,46 @@ impl RoutedTestbed {
                         });
                     }
                 }
-                d.entries.extend(self.more_specific(s, fam, &dump));
+                d.entries.extend(self.inside_plan(s, fam, &dump));
             }
         }
         d.took_s = secs(t);
         Ok(d)
     }
 
-    /// Every main-table unicast route in `dump` (switch `s`'s, family `fam`) strictly
-    /// inside a ToR prefix of `s`'s plane that the tables do not hold: the leaf's link
-    /// routes to its own hosts are wanted, anything else there is [`DriftKind::Extra`].
-    fn more_specific(&self, s: NodeId, fam: Family, dump: &[RouteMessage]) -> Vec<DriftEntry> {
+    /// Every main-table unicast route in `dump` (switch `s`'s, family `fam`) inside the
+    /// address plan of `s`'s plane (the span of its leaves' ToR prefixes) that the tables
+    /// do not hold: more specific than a ToR prefix (a `/32` wins by longest match), or
+    /// spanning several (a `/29` over two `/30`s catches what a missing route leaves),
+    /// or the span itself. A leaf's link routes to its own hosts are wanted; anything else
+    /// there is [`DriftKind::Extra`]. The ToR prefixes themselves are compared per leaf.
+    fn inside_plan(&self, s: NodeId, fam: Family, dump: &[RouteMessage]) -> Vec<DriftEntry> {
         let prefixes: Vec<(NodeId, (IpAddr, u8))> = self
             .plane_leaves(s)
             .into_iter()
             .filter_map(|l| Some((l, self.tor_prefix(l, fam)?)))
             .collect();
+        let Some(span) = span(prefixes.iter().map(|&(_, p)| p)) else {
+            return Vec::new();
+        };
         let mut out = Vec::new();
         for m in dump.iter().filter(|m| is_main_unicast(m)) {
             let Some(dst) = route_dst(m) else { continue };
-            let Some(&(leaf, _)) = prefixes.iter().find(|(_, p)| strictly_inside(dst, *p)) else {
+            if !inside(dst, span) || prefixes.iter().any(|&(_, p)| p == dst) {
                 continue;
-            };
+            }
+            let leaf = prefixes
+                .iter()
+                .find(|&&(_, p)| inside(dst, p) || inside(p, dst))
+                .map(|&(l, _)| l);
             let hops = route_hops(m);
-            if leaf == s && hops.is_empty() && is_host_route(dst, fam) {
+            if leaf == Some(s) && hops.is_empty() && is_host_route(dst, fam) {
                 continue;
             }
             out.push(DriftEntry {
                 switch: self.fabric.node_name(s).to_string(),
-                leaf: self.fabric.node_name(leaf).to_string(),
+                // A route in a gap between ToR prefixes names the switch itself.
+                leaf: self.fabric.node_name(leaf.unwrap_or(s)).to_string(),
                 family: fam,
                 prefix: format!("{}/{}", dst.0, dst.1),
                 kind: DriftKind::Extra,
@@ -236,24 +247,57 @@ fn is_main_unicast(m: &RouteMessage) -> bool {
 /// `proto kernel` (linux/rtnetlink.h): a route the kernel made from an address.
 const RTPROT_KERNEL: u8 = 2;
 
-/// Whether prefix `dst` lies inside `p` and is longer (more specific) than it.
-fn strictly_inside(dst: (IpAddr, u8), p: (IpAddr, u8)) -> bool {
-    fn bits(a: IpAddr) -> (u128, u8) {
-        match a {
-            IpAddr::V4(v) => (u128::from(u32::from(v)) << 96, 32),
-            IpAddr::V6(v) => (u128::from(v), 128),
-        }
+/// An address as 128 bits (IPv4 in the top 32) and its family's width.
+fn bits(a: IpAddr) -> (u128, u8) {
+    match a {
+        IpAddr::V4(v) => (u128::from(u32::from(v)) << 96, 32),
+        IpAddr::V6(v) => (u128::from(v), 128),
     }
-    let ((d, dw), (n, nw)) = (bits(dst.0), bits(p.0));
-    if dw != nw || dst.1 <= p.1 || p.1 > nw {
-        return false;
-    }
-    let mask = if p.1 == 0 {
+}
+
+/// The mask of a `len`-bit prefix over [`bits`].
+fn mask(len: u8) -> u128 {
+    if len == 0 {
         0
     } else {
-        u128::MAX << (128 - u32::from(p.1))
+        u128::MAX << (128 - u32::from(len.min(128)))
+    }
+}
+
+/// Whether prefix `dst` lies inside `p` (equal or longer, same family).
+fn inside(dst: (IpAddr, u8), p: (IpAddr, u8)) -> bool {
+    let ((d, dw), (n, nw)) = (bits(dst.0), bits(p.0));
+    dw == nw && dst.1 >= p.1 && p.1 <= nw && d & mask(p.1) == n & mask(p.1)
+}
+
+/// `ADDR/LEN` as a drift entry writes it.
+fn parse_prefix(s: &str) -> Option<(IpAddr, u8)> {
+    let (a, l) = s.split_once('/')?;
+    Some((a.parse().ok()?, l.parse().ok()?))
+}
+
+/// The smallest prefix holding every one of `prefixes` (same family); `None` for none.
+fn span(prefixes: impl Iterator<Item = (IpAddr, u8)>) -> Option<(IpAddr, u8)> {
+    let mut out: Option<(u128, u8, u8)> = None; // (bits, length, family width)
+    for (a, len) in prefixes {
+        let (b, w) = bits(a);
+        out = Some(match out {
+            None => (b, len, w),
+            Some((_, _, ow)) if ow != w => return None,
+            Some((o, olen, _)) => {
+                let common = (o ^ b).leading_zeros().min(128) as u8;
+                (o, olen.min(len).min(common), w)
+            }
+        });
+    }
+    let (b, len, w) = out?;
+    let net = b & mask(len);
+    let addr = if w == 32 {
+        IpAddr::V4(Ipv4Addr::from((net >> 96) as u32))
+    } else {
+        IpAddr::V6(Ipv6Addr::from(net))
     };
-    d & mask == n & mask
+    Some((addr, len))
 }
 
 /// What [`RoutedTestbed::repair_drift`] did.
@@ -323,8 +367,9 @@ impl RoutedTestbed {
                     }
                 }
                 DriftKind::Extra if e.kernel_protocol == Some(ROUTE_PROTOCOL) => {
-                    let (dst, len) = self.tor_prefix(leaf, e.family).ok_or_else(|| {
-                        Error::Invalid(format!("{}: no {} prefix", e.leaf, e.family))
+                    // The entry's own prefix: a ToR prefix, or a route inside the plan.
+                    let (dst, len) = parse_prefix(&e.prefix).ok_or_else(|| {
+                        Error::Invalid(format!("drift entry prefix {:?}", e.prefix))
                     })?;
                     if let Err(err) = self.nl[s.idx()].del_route(dst, len, ROUTE_PROTOCOL) {
                         r.failed.push((e.clone(), err.to_string()));
@@ -394,29 +439,34 @@ mod prefix_tests {
     use super::*;
 
     #[test]
-    fn only_longer_prefixes_inside_count_as_more_specific() {
+    fn routes_inside_the_plan() {
         let v4 = |s: &str, l| (s.parse::<IpAddr>().unwrap(), l);
         let tor = v4("10.1.2.0", 24);
-        assert!(strictly_inside(v4("10.1.2.7", 32), tor));
-        assert!(strictly_inside(v4("10.1.2.8", 29), tor));
-        assert!(
-            !strictly_inside(v4("10.1.2.0", 24), tor),
-            "the prefix itself"
-        );
-        assert!(!strictly_inside(v4("10.1.3.7", 32), tor), "outside");
-        assert!(!strictly_inside(v4("10.1.0.0", 16), tor), "wider");
+        assert!(inside(v4("10.1.2.7", 32), tor));
+        assert!(inside(v4("10.1.2.8", 29), tor));
+        assert!(inside(v4("10.1.2.0", 24), tor), "the prefix itself");
+        assert!(!inside(v4("10.1.3.7", 32), tor), "outside");
+        assert!(!inside(v4("10.1.0.0", 16), tor), "wider");
         let v6 = |s: &str, l| (s.parse::<IpAddr>().unwrap(), l);
-        assert!(strictly_inside(
-            v6("fd00:1:2::5", 128),
-            v6("fd00:1:2::", 64)
-        ));
-        assert!(!strictly_inside(
-            v6("fd00:1:3::5", 128),
-            v6("fd00:1:2::", 64)
-        ));
-        assert!(
-            !strictly_inside(v4("10.1.2.7", 32), v6("::", 0)),
-            "families differ"
+        assert!(inside(v6("fd00:1:2::5", 128), v6("fd00:1:2::", 64)));
+        assert!(!inside(v6("fd00:1:3::5", 128), v6("fd00:1:2::", 64)));
+        assert!(!inside(v4("10.1.2.7", 32), v6("::", 0)), "families differ");
+        // Eight /30s of a k=4 fat-tree span a /27; a /29 over two of them is inside it,
+        // the default route and the /8 are not.
+        let tors = (0..8).map(|i| v4(&format!("10.0.0.{}", 4 * i), 30));
+        let plan = span(tors).unwrap();
+        assert_eq!(plan, v4("10.0.0.0", 27));
+        assert!(inside(v4("10.0.0.8", 29), plan));
+        assert!(!inside(v4("0.0.0.0", 0), plan));
+        assert!(!inside(v4("10.0.0.0", 8), plan));
+        let v6tors = (0..8u16).map(|i| v6(&format!("fd00:0:0:{i:x}::"), 64));
+        assert_eq!(span(v6tors).unwrap(), v6("fd00::", 61));
+        assert_eq!(span(std::iter::empty()), None);
+        assert_eq!(parse_prefix("10.0.0.8/29"), Some(v4("10.0.0.8", 29)));
+        assert_eq!(parse_prefix("10.0.0.8"), None);
+        assert_eq!(
+            span([v4("10.0.0.0", 30), v6("fd00::", 64)].into_iter()),
+            None
         );
     }
 }

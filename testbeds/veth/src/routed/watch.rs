@@ -116,9 +116,70 @@ impl RoutedTestbed {
         self.reroute_around(l, detected)
     }
 
-    /// Bring link `l` back into the tables after its carrier returned by itself.
+    /// Bring link `l` back into the tables after its carrier returned by itself. An end
+    /// whose interface was replaced meanwhile (same name, new index: a veth deleted and
+    /// made again, or moved away and back) is adopted first ([`Self::readopt`]).
     pub fn repair_up(&mut self, l: LinkId, detected: Instant) -> Result<Failure> {
+        self.readopt(l)?;
         self.reroute_back(l, detected, None)
+    }
+
+    /// Adopts the interfaces of link `l` that were replaced since they were programmed
+    /// (found by name, `p<PORT>`, with an index other than the one next-hop objects were
+    /// written with): the next-hop objects use the new index from now on, and the
+    /// addresses the testbed gave the link's ends are added again (a new interface has
+    /// none). Returns how many ends were adopted.
+    pub fn readopt(&mut self, l: LinkId) -> Result<usize> {
+        let link = *self.fabric.link(l);
+        let mut replaced = Vec::new();
+        for (n, p) in [(link.a, link.a_port), (link.b, link.b_port)] {
+            if self.is_gone(n) || self.fabric.is_host(n) {
+                continue;
+            }
+            let Some(st) = self.nexthops.as_mut() else {
+                continue;
+            };
+            let idx = self.nl[n.idx()].index(&ifname(p))?;
+            let known = &mut st.ifindex[n.idx()][p as usize];
+            if *known != idx {
+                *known = idx;
+                replaced.push((n, p));
+            }
+        }
+        if replaced.is_empty() {
+            return Ok(0);
+        }
+        if let Some(h) = [link.a, link.b]
+            .into_iter()
+            .find(|&x| self.fabric.is_host(x) && !self.is_gone(x))
+            && let Some(plane) = self
+                .fabric
+                .host_planes(h)
+                .find(|&p| self.fabric.attachment(h, p).is_some_and(|a| a.link == l))
+        {
+            host_link(
+                &self.fabric,
+                &self.plan,
+                &self.nl,
+                h,
+                plane,
+                self.ipv6,
+                true,
+            )?;
+        } else {
+            for &(n, p) in &replaced {
+                let nl = &self.nl[n.idx()];
+                if let Some((a, len)) = own_addr::<Ipv4Addr>(&self.fabric, &self.plan, n, p) {
+                    ensure_addr(nl, &ifname(p), a.into(), len)?;
+                }
+                if self.ipv6
+                    && let Some((a, len)) = own_addr::<Ipv6Addr>(&self.fabric, &self.plan, n, p)
+                {
+                    ensure_addr(nl, &ifname(p), a.into(), len)?;
+                }
+            }
+        }
+        Ok(replaced.len())
     }
 }
 
@@ -248,20 +309,21 @@ impl LinkWatcher {
                 }
             }
             let detected = Instant::now();
-            for (ifindex, carrier) in self.link_messages(&buf) {
-                let w = &self.watched[i];
-                let Some(&port) = w.ports.get(&ifindex) else {
+            for m in self.link_messages(&buf) {
+                let w = &mut self.watched[i];
+                let Some(port) = w.track(f, &m) else {
                     continue; // lo, or an interface the fabric does not have
                 };
-                if let Some(c) = self.end_changed(f, w.node, port, carrier, detected) {
+                let node = w.node;
+                if let Some(c) = self.end_changed(f, node, port, m.carrier, detected) {
                     changes.push(c);
                 }
             }
         }
     }
 
-    /// `(ifindex, has carrier)` of every RTM_NEWLINK / RTM_DELLINK in one datagram.
-    fn link_messages(&mut self, buf: &[u8]) -> Vec<(u32, bool)> {
+    /// Every RTM_NEWLINK / RTM_DELLINK in one datagram.
+    fn link_messages(&mut self, buf: &[u8]) -> Vec<LinkNews> {
         let mut out = Vec::new();
         let mut at = 0;
         while at + 16 <= buf.len() {
@@ -273,10 +335,20 @@ impl LinkWatcher {
             match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf[at..at + len]) {
                 Ok(m) => match m.payload {
                     NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(l)) => {
-                        out.push((l.header.index, has_carrier(&l)));
+                        out.push(LinkNews {
+                            index: l.header.index,
+                            name: link_name(&l),
+                            carrier: has_carrier(&l),
+                            new: true,
+                        });
                     }
                     NetlinkPayload::InnerMessage(RouteNetlinkMessage::DelLink(l)) => {
-                        out.push((l.header.index, false));
+                        out.push(LinkNews {
+                            index: l.header.index,
+                            name: link_name(&l),
+                            carrier: false,
+                            new: false,
+                        });
                     }
                     _ => {}
                 },
@@ -329,7 +401,98 @@ impl LinkWatcher {
     }
 }
 
+/// What one link message says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LinkNews {
+    /// Interface index.
+    index: u32,
+    /// Interface name (IFLA_IFNAME), when the message carries it.
+    name: Option<String>,
+    /// Lower-layer carrier (false for a deleted interface).
+    carrier: bool,
+    /// RTM_NEWLINK (an interface that exists), not RTM_DELLINK.
+    new: bool,
+}
+
+impl Watched {
+    /// The port message `m` is about. Ports are tracked by name, not by the index seen at
+    /// start: an interface that appears under a port's name (a veth deleted and made
+    /// again, or moved away and back) is that port from now on, its old index forgotten.
+    fn track(&mut self, f: &Fabric, m: &LinkNews) -> Option<topo::Port> {
+        if let Some(&p) = self.ports.get(&m.index) {
+            return Some(p);
+        }
+        let p = m.name.as_deref().and_then(port_of)?;
+        if !m.new || usize::from(p) >= f.degree(self.node) {
+            return None;
+        }
+        self.ports.retain(|_, q| *q != p);
+        self.ports.insert(m.index, p);
+        Some(p)
+    }
+}
+
+/// The port whose interface is named `name` (`p<PORT>`, as [`ifname`] names it).
+fn port_of(name: &str) -> Option<topo::Port> {
+    let p: topo::Port = name.strip_prefix('p')?.parse().ok()?;
+    (ifname(p) == name).then_some(p)
+}
+
+/// The interface name a link message carries.
+fn link_name(l: &LinkMessage) -> Option<String> {
+    use netlink_packet_route::link::LinkAttribute;
+    l.attributes.iter().find_map(|a| match a {
+        LinkAttribute::IfName(n) => Some(n.clone()),
+        _ => None,
+    })
+}
+
 /// Whether a link message says the lower layer has a carrier.
 fn has_carrier(l: &LinkMessage) -> bool {
     l.header.flags.contains(LinkFlags::LowerUp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_are_named_p_and_their_number() {
+        assert_eq!(port_of("p0"), Some(0));
+        assert_eq!(port_of("p17"), Some(17));
+        assert_eq!(port_of("p017"), None, "not how the testbed names it");
+        assert_eq!(port_of("swp1"), None);
+        assert_eq!(port_of("p"), None);
+        assert_eq!(port_of("lo"), None);
+    }
+
+    #[test]
+    fn an_interface_made_again_under_a_ports_name_is_that_port() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(100)).unwrap();
+        let s = f.switches().next().unwrap();
+        let mut w = Watched {
+            node: s,
+            sock: netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE).unwrap(),
+            ports: HashMap::from([(10, 0), (11, 1)]),
+            ns: Netns::current(),
+            id: None,
+        };
+        let news = |index, name: &str, new| LinkNews {
+            index,
+            name: Some(name.into()),
+            carrier: false,
+            new,
+        };
+        assert_eq!(w.track(&f, &news(11, "p1", false)), Some(1), "deleted");
+        assert_eq!(w.track(&f, &news(12, "lo", true)), None);
+        assert_eq!(w.track(&f, &news(13, "p9", true)), None, "no such port");
+        assert_eq!(
+            w.track(&f, &news(14, "p1", false)),
+            None,
+            "an unknown one deleted"
+        );
+        assert_eq!(w.track(&f, &news(15, "p1", true)), Some(1), "made again");
+        assert_eq!(w.ports, HashMap::from([(10, 0), (15, 1)]));
+        assert_eq!(w.track(&f, &news(15, "p1", true)), Some(1));
+    }
 }

@@ -1,0 +1,161 @@
+//! Tenants on the command line: `fabric routes verify --tenants FILE [--partitions FILE]`
+//! (the isolation proof, `topo::tenants::proof`) and the tenant formats of
+//! `fabric routes export --tenants FILE --format opensm-partitions,vrf-ip,vrf-frr,vrf-sonic`.
+
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use topo::addressing::AddressPlan;
+use topo::export::Sink;
+use topo::export::vrf::VrfFormat;
+use topo::tenants::enforce::{Enforcement, parse_partitions};
+use topo::tenants::proof::{self, Report};
+use topo::tenants::{TenantFile, Tenants, leaf};
+use topo::{Fabric, Routes};
+
+/// The largest tenant file or partitions.conf read (100k hosts listed one by one are a few
+/// MB).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The export formats that need `--tenants`.
+pub const FORMATS: [&str; 4] = ["opensm-partitions", "vrf-ip", "vrf-frr", "vrf-sonic"];
+
+fn read_capped(path: &Path, what: &str) -> anyhow::Result<String> {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
+        .with_context(|| format!("cannot read {what} {}", path.display()))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        bail!(
+            "cannot read {what} {}: larger than the {} MiB it may have",
+            path.display(),
+            MAX_FILE_BYTES >> 20
+        );
+    }
+    Ok(text)
+}
+
+/// Reads and checks a tenant file against `f`.
+pub fn load(path: &Path, f: &Fabric) -> anyhow::Result<Tenants> {
+    let origin = path.display().to_string();
+    let format = topo::Format::from_path(&origin).with_context(|| {
+        format!(
+            "{origin}: unknown tenant file format (expected a .toml, .yaml, .yml or .json file)"
+        )
+    })?;
+    let text = read_capped(path, "tenant file")?;
+    let file = TenantFile::parse(&text, format, &origin)?;
+    Ok(Tenants::resolve(&file, f, &origin)?)
+}
+
+/// The enforcement layer to prove: derived from the tenant file, with the partitions of a
+/// deployed `partitions.conf` (plane 0) instead when one is given.
+pub fn enforcement(
+    f: &Fabric,
+    t: &Tenants,
+    partitions: Option<&Path>,
+) -> anyhow::Result<Enforcement> {
+    let mut enf = Enforcement::from_tenants(f, t);
+    if let Some(p) = partitions {
+        let text = read_capped(p, "partitions file")?;
+        let addr = AddressPlan::without_ipv4(f)?;
+        enf.partitions = parse_partitions(&text, f, &addr, 0, &p.display().to_string())?;
+    }
+    Ok(enf)
+}
+
+/// Runs the proof; its text report.
+pub fn prove(f: &Fabric, routes: &Routes, t: &Tenants, enf: &Enforcement) -> (Report, String) {
+    let rep = proof::prove(f, routes, t, enf);
+    (rep.clone(), render(t, &rep))
+}
+
+fn render(t: &Tenants, r: &Report) -> String {
+    let mut s = String::new();
+    let tenants = t
+        .entries()
+        .iter()
+        .map(|e| {
+            format!(
+                "{} ({:?}, {} hosts, pkey {:#06x}, vrf {})",
+                e.name,
+                e.kind,
+                e.hosts.len(),
+                e.pkey,
+                e.vrf
+            )
+            .to_lowercase()
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(s, "tenants: {tenants}");
+    let mark = if r.ok() { "ok  " } else { "FAIL" };
+    let _ = writeln!(
+        s,
+        "  {mark} isolation over {} host pairs (VRFs and partitions): {} allowed reach, {} isolated, {} unrouted by the tables; {} leaks, {} allowed pairs blocked",
+        r.pairs, r.allowed_pairs, r.isolated_pairs, r.unrouted_pairs, r.leak_count, r.blocked_count
+    );
+    for l in &r.leaks {
+        let _ = writeln!(
+            s,
+            "       leak: {} ({}) -> {} ({}) through {}: {}",
+            l.src,
+            l.src_entry,
+            l.dst,
+            l.dst_entry,
+            l.via,
+            l.path.join(" > ")
+        );
+    }
+    if r.leak_count as usize > r.leaks.len() {
+        let _ = writeln!(
+            s,
+            "       … and {} more leaks",
+            r.leak_count as usize - r.leaks.len()
+        );
+    }
+    for b in &r.blocked {
+        let _ = writeln!(
+            s,
+            "       blocked: {} ({}) -> {} ({}): {}",
+            b.src, b.src_entry, b.dst, b.dst_entry, b.via
+        );
+    }
+    s
+}
+
+/// Splits `--format` names into the tenant formats and the others.
+pub fn split_formats(names: &[String]) -> (Vec<String>, Vec<String>) {
+    names
+        .iter()
+        .map(|n| n.trim().to_string())
+        .partition(|n| !FORMATS.contains(&n.as_str()))
+}
+
+/// Writes the tenant formats `names` into `sink`.
+pub fn export<S: Sink>(
+    f: &Fabric,
+    routes: &Routes,
+    addr: &AddressPlan,
+    t: &Tenants,
+    names: &[String],
+    sink: &mut S,
+) -> anyhow::Result<()> {
+    let enf = Enforcement::from_tenants(f, t);
+    let vrfs = leaf::leaf_vrfs(f, routes, addr, &enf);
+    for n in names {
+        match n.as_str() {
+            "opensm-partitions" => topo::export::partitions::export(f, addr, t, &enf, sink)?,
+            other => {
+                let fmt = VrfFormat::ALL
+                    .into_iter()
+                    .find(|v| v.name() == other)
+                    .with_context(|| format!("--format: unknown tenant format `{other}`"))?;
+                topo::export::vrf::export(f, &vrfs, fmt, sink)?;
+            }
+        }
+    }
+    Ok(())
+}
