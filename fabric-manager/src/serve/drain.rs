@@ -144,12 +144,9 @@ const EVENTS: usize = 100_000;
 /// The report from the daemon's state now.
 pub fn report(hub: &Hub, health: &super::health::DaemonHealth) -> DrainReport {
     let s = health.summary();
-    suggestions(
-        hub.info(),
-        &s.links_down,
-        &s.switches_down,
-        &hub.events(0, EVENTS),
-    )
+    let events: Vec<fabric_api::Event> =
+        hub.events(0, EVENTS).into_iter().map(|n| n.event).collect();
+    suggestions(hub.info(), &s.links_down, &s.switches_down, &events)
 }
 
 /// `GET /api/v1/drain`.
