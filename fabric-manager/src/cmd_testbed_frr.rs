@@ -2,6 +2,11 @@
 //! switches running FRR with BFD, lldpd and node_exporter on a management network, a
 //! Prometheus scraping them), prints what to point `fabric serve --observe` and
 //! Prometheus clients at, and tears everything down on Ctrl-C or SIGTERM.
+//!
+//! With `--converge N` it measures instead: N switch–switch link failures (and returns)
+//! under BGP with BFD, BGP alone and fabric's central repair, each on a fresh testbed of
+//! the same design ([`veth::frr::converge`]), and prints p50/p99 of failure → every FIB
+//! repaired and return → every FIB back.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +26,46 @@ pub struct FrrArgs {
     /// Longest wait for BGP to converge to the tables before reporting.
     #[arg(long, default_value = "120s", value_parser = crate::serve::parse_duration)]
     pub converge_timeout: Duration,
+    /// Measure convergence instead: N link failures (and returns) per repairer
+    /// (1..=1000), then exit.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub converge: Option<u32>,
+    /// With --converge: how links fail.
+    #[arg(long, value_enum, default_value = "carrier", requires = "converge")]
+    pub failure: Failure,
+    /// With --converge: the repairers to measure, in order.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "bfd,bgp,central",
+        requires = "converge"
+    )]
+    pub repairers: Vec<RepairerArg>,
+    /// With --converge: longest wait for one repair (or return) before it counts as not
+    /// repaired.
+    #[arg(long, default_value = "60s", value_parser = crate::serve::parse_duration, requires = "converge")]
+    pub repair_timeout: Duration,
+}
+
+/// How a link fails in `--converge`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Failure {
+    /// `ip link set IF down` on one end (the other loses carrier).
+    Carrier,
+    /// `tc qdisc … pfifo limit 0` on both ends: carrier stays, packets are dropped.
+    Silent,
+}
+
+/// A repairer of `--converge`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RepairerArg {
+    /// FRR's eBGP with BFD.
+    Bfd,
+    /// FRR's eBGP without BFD.
+    Bgp,
+    /// fabric's central repair (the routed testbed, as `fabric serve --testbed`).
+    Central,
 }
 
 /// Runs the testbed until SIGINT/SIGTERM.
@@ -31,6 +76,9 @@ pub fn run(a: FrrArgs) -> anyhow::Result<()> {
         veth::netns::on_signal(move |_| stop.store(true, Ordering::Relaxed))?;
     }
     let f = a.fabric.load()?;
+    if let Some(n) = a.converge {
+        return converge(&f, &a, n as usize, &stop);
+    }
     let name = f.name().to_string();
     let opts = veth::frr::FrrOptions {
         bfd: !a.no_bfd,
@@ -82,4 +130,73 @@ pub fn run(a: FrrArgs) -> anyhow::Result<()> {
     tb.teardown()?;
     println!("torn down");
     Ok(())
+}
+
+/// `--converge N`: every repairer in turn, then the table.
+fn converge(f: &topo::Fabric, a: &FrrArgs, n: usize, stop: &AtomicBool) -> anyhow::Result<()> {
+    use veth::frr::converge::{self, FailureKind};
+    let kind = match a.failure {
+        Failure::Carrier => FailureKind::Carrier,
+        Failure::Silent => FailureKind::Silent,
+    };
+    let mut all = Vec::new();
+    for r in &a.repairers {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let t = Instant::now();
+        let mut i = 0;
+        let show = |x: &converge::Timing| {
+            i += 1;
+            let s = |v: Option<f64>| v.map_or("not repaired".to_string(), |v| format!("{v:.3} s"));
+            eprintln!(
+                "  {r:?} {i}/{n}: link {} down → {}, up → {}",
+                x.link.0,
+                s(x.down_s),
+                s(x.up_s)
+            );
+        };
+        let runs = match r {
+            RepairerArg::Bfd => converge::run_frr(f, true, kind, n, a.repair_timeout, show),
+            RepairerArg::Bgp => converge::run_frr(f, false, kind, n, a.repair_timeout, show),
+            RepairerArg::Central => converge::run_central(f, kind, n, a.repair_timeout, show),
+        }
+        .map_err(|e| anyhow::anyhow!("{r:?}: {e}"))?;
+        eprintln!("{r:?}: {:.0} s", t.elapsed().as_secs_f64());
+        all.push(runs);
+    }
+    print!("{}", converge_table(f.name(), &all));
+    Ok(())
+}
+
+/// The Markdown table of `--converge`.
+pub fn converge_table(name: &str, all: &[veth::frr::converge::Runs]) -> String {
+    use veth::frr::converge::percentile;
+    let ms = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.0} ms", v * 1e3));
+    let mut o = format!(
+        "{name}: link failure → every FIB repaired, and return → every FIB back (p50 / p99 over the failures)\n\n\
+         | repairer | failure | failures | repaired | down p50 | down p99 | back | up p50 | up p99 | check round ≤ |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n"
+    );
+    for r in all {
+        let (d, u) = (r.down(), r.up());
+        o += &format!(
+            "| {} | {:?} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.repairer.as_str(),
+            r.kind,
+            r.timings.len(),
+            d.len(),
+            ms(percentile(&d, 50.0)),
+            ms(percentile(&d, 99.0)),
+            u.len(),
+            ms(percentile(&u, 50.0)),
+            ms(percentile(&u, 99.0)),
+            if r.resolution_s > 0.0 {
+                ms(Some(r.resolution_s))
+            } else {
+                "– (synchronous)".into()
+            },
+        );
+    }
+    o
 }

@@ -5,18 +5,23 @@
 //! design, refuses to fail a link (and nothing changes), sees a link that another
 //! program sets down (from node_exporter's carrier through Prometheus) and BGP's repair
 //! (every FIB matching the tables of the live topology), and flags a route injected by
-//! hand.
+//! hand. The real `fabric-tui --connect` runs in tmux beside it, under UDP traffic
+//! between two pods: the links table shows the traffic's rate on the top link (idle
+//! before), and the header shows the downed link.
 
 mod common;
 
+use std::net::{SocketAddr, UdpSocket};
 use std::process::Command;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use common::Daemon;
 use serde_json::Value;
 use topo::{NodeId, Rate, Routes, generators};
 use veth::frr::{FrrOptions, FrrTestbed};
-use veth::routed::ifname;
+use veth::routed::{Family, ifname};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
@@ -54,6 +59,126 @@ fn ip(args: &[&str]) {
         "ip {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `fabric-tui`, built beside `fabric` (`cargo test --workspace` builds both).
+fn tui_bin() -> std::path::PathBuf {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_fabric")).with_file_name("fabric-tui");
+    assert!(
+        bin.exists(),
+        "{} is missing: `cargo test --workspace` builds it, or run `cargo build -p tui --profile PROFILE` first",
+        bin.display()
+    );
+    bin
+}
+
+/// A tmux session running one command, killed on drop.
+struct Tmux(String);
+
+impl Tmux {
+    fn start(cmd: &str) -> Tmux {
+        Self::start_named("connect", cmd)
+    }
+
+    fn start_named(tag: &str, cmd: &str) -> Tmux {
+        let name = format!("fabric-observe-{}-{tag}", std::process::id());
+        let ok = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", "160", "-y", "40"])
+            .arg(format!("{cmd}; sleep 60"))
+            .status()
+            .expect("tmux (scripts/install-deps.sh)")
+            .success();
+        assert!(ok, "tmux new-session failed");
+        Tmux(name)
+    }
+
+    fn screen(&self) -> String {
+        let o = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.0])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn keys(&self, k: &[&str]) {
+        Command::new("tmux")
+            .args(["send-keys", "-t", &self.0])
+            .args(k)
+            .status()
+            .unwrap();
+    }
+
+    /// Waits (generously: the machine may be loaded) until `ok(screen)`.
+    fn wait_for(&self, what: &str, mut ok: impl FnMut(&str) -> bool) -> String {
+        let t = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "{what} never appeared; screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
+    }
+}
+
+/// The rate column of the links table's first row (sorted by utilisation), in b/s.
+fn top_link_rate(screen: &str) -> Option<f64> {
+    let mut rows = screen.lines().skip_while(|l| !l.contains("util▼"));
+    rows.next()?;
+    let row = rows.next()?;
+    let cell = row.split_whitespace().find(|w| w.ends_with("b/s"))?;
+    let num = cell.trim_end_matches("b/s");
+    let (digits, scale) = match num.chars().last()? {
+        'k' => (&num[..num.len() - 1], 1e3),
+        'M' => (&num[..num.len() - 1], 1e6),
+        'G' => (&num[..num.len() - 1], 1e9),
+        'T' => (&num[..num.len() - 1], 1e12),
+        _ => (num, 1.0),
+    };
+    digits.parse::<f64>().ok().map(|v| v * scale)
+}
+
+/// The leaf host `h` hangs off.
+fn hosts_leaf(f: &topo::Fabric, h: NodeId) -> NodeId {
+    f.peer(h, 0)
+}
+
+/// UDP datagrams from host `src` to host `dst` (about 200 Mb/s, paced) until `stop`.
+fn traffic(
+    tb: &FrrTestbed,
+    src: NodeId,
+    dst: NodeId,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    let rt = tb.routed();
+    let from = rt.host_addr(src, Family::V4).unwrap();
+    let to = SocketAddr::new(rt.host_addr(dst, Family::V4).unwrap(), 9);
+    let sock = veth::netns::in_netns(rt.netns(src), || UdpSocket::bind(SocketAddr::new(from, 0)))
+        .unwrap()
+        .unwrap();
+    std::thread::spawn(move || {
+        let msg = [0x5au8; 1400];
+        let mut sent = 0;
+        while !stop.load(Ordering::Relaxed) {
+            for _ in 0..20 {
+                sent += sock.send_to(&msg, to).is_ok() as u64;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        sent
+    })
 }
 
 #[test]
@@ -115,6 +240,31 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
     assert_eq!(drift["checked"], 320, "{drift}");
     assert_eq!(drift["entries"], Value::Array(vec![]), "{drift}");
 
+    // The same FIBs read through FRR (`--fib-from vtysh`) by a second observer.
+    let mut vty = Daemon::start(
+        "observe-frr-vtysh",
+        &[
+            "--observe",
+            "--fabric",
+            "fat-tree-k4",
+            "--prometheus",
+            &prom,
+            "--fib-netns",
+            &prefix,
+            "--fib-from",
+            "vtysh",
+            "--drift-interval",
+            "1s",
+        ],
+    );
+    vty.wait_for(
+        |d| d.json("/api/v1/drift")["checked"] == 320,
+        Duration::from_secs(60),
+    );
+    let drift = vty.json("/api/v1/drift");
+    assert_eq!(drift["entries"], Value::Array(vec![]), "{drift}");
+    assert!(vty.terminate().success());
+
     // Counters flow from node_exporter through Prometheus.
     daemon.wait_for(
         |d| {
@@ -123,6 +273,57 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
         },
         Duration::from_secs(30),
     );
+
+    // The real TUI on the daemon's stream: idle links first, then the traffic's rate on
+    // the busiest link.
+    let tui = Tmux::start(&format!(
+        "{} --connect {}",
+        tui_bin().display(),
+        daemon.addr
+    ));
+    tui.wait_for("the live header", |s| s.contains("● LIVE fabric serve"));
+    tui.keys(&["Tab"]);
+    let idle = tui.wait_for("the links table", |s| top_link_rate(s).is_some());
+    let idle = top_link_rate(&idle).unwrap();
+    let hosts: Vec<NodeId> = f.hosts().collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sender = traffic(&tb, hosts[0], hosts[hosts.len() - 1], stop.clone());
+    let busy = tui.wait_for("the traffic's rate on the top link", |s| {
+        top_link_rate(s).is_some_and(|r| r > 20e6 && r > 10.0 * idle)
+    });
+    assert!(busy.contains("fat-tree-k4"), "{busy}");
+
+    // `fabric-tui --prometheus --fabric`: the switches' node_exporter series straight from
+    // Prometheus, given the design; a leaf whose exporter goes silent greys its host links.
+    let nodes = Tmux::start_named(
+        "nodes",
+        &format!(
+            "{} --prometheus {prom} --fabric fat-tree-k4 --interval 1",
+            tui_bin().display()
+        ),
+    );
+    nodes.wait_for("the node_exporter source", |s| {
+        s.contains("● LIVE prometheus") && s.contains("(node_exporter)")
+    });
+    nodes.keys(&["Tab"]);
+    nodes.wait_for("the traffic's rate from node_exporter", |s| {
+        top_link_rate(s).is_some_and(|r| r > 20e6)
+    });
+    let leaf_ns = tb
+        .routed()
+        .netns(hosts_leaf(&f, hosts[0]))
+        .name()
+        .to_string();
+    ip(&["-n", &leaf_ns, "link", "set", "mgmt0", "down"]);
+    nodes.wait_for("the silent leaf's host links greyed", |s| {
+        s.contains("2 links stale")
+    });
+    ip(&["-n", &leaf_ns, "link", "set", "mgmt0", "up"]);
+    nodes.wait_for("the leaf back", |s| {
+        s.contains("(node_exporter)") && !s.contains("stale")
+    });
+    nodes.keys(&["q"]);
+    drop(nodes);
 
     // Observe-only: a request to fail a link is refused and nothing changes.
     let auth = format!("Bearer {TOKEN}");
@@ -170,6 +371,13 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
         },
         Duration::from_secs(60),
     );
+    // The TUI shows the downed link, with the traffic still flowing around it.
+    let down = tui.wait_for("the downed link", |s| s.contains("✖ 1 link down"));
+    assert!(top_link_rate(&down).is_some_and(|r| r > 20e6), "{down}");
+    stop.store(true, Ordering::Relaxed);
+    assert!(sender.join().unwrap() > 0);
+    tui.keys(&["q"]);
+    drop(tui);
     ip(&["-n", &ns, "link", "set", &ifname(l.a_port), "up"]);
 
     // A route injected by hand (more specific than a remote ToR prefix) is flagged.

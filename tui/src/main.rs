@@ -7,6 +7,7 @@
 //! fabric-tui --connect 10.0.0.1:9100          # the daemon's stream (fabric serve)
 //! fabric-tui --connect HOST:PORT --record live.rec
 //! fabric-tui --prometheus http://prometheus:9090 [--interval 2]
+//! fabric-tui --prometheus http://prometheus:9090 --fabric fat-tree-k4   # switches' node_exporter
 //! ```
 //! Keys: `?` lists them all. Config: `--config FILE` (TOML: theme, units, keys).
 
@@ -58,6 +59,11 @@ struct Args {
     /// Ask a Prometheus server that scrapes `fabric serve` daemons (http://HOST:PORT).
     #[arg(long, value_name = "URL", conflicts_with_all = ["replay", "connect"])]
     prometheus: Option<String>,
+    /// With --prometheus: the design (a spec file or preset) whose switches' own
+    /// node_exporter series to read (labels `switch` and `device`, docs/observe.md),
+    /// instead of `fabric serve` daemons' series.
+    #[arg(long, value_name = "DESIGN", requires = "prometheus")]
+    fabric: Option<String>,
     /// Seconds between two Prometheus queries.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=3600), requires = "prometheus")]
     interval: u64,
@@ -161,15 +167,24 @@ fn main() -> Result<()> {
             "prometheus {}",
             server.addr
         ))));
-        let empty = FabricView::new(
-            String::from("(waiting for fabric_link_info)"),
-            Vec::new(),
-            Vec::new(),
-        );
-        (
-            empty,
-            Box::new(move || prometheus::run(server, every, tx2, ctl_rx)),
-        )
+        if let Some(design) = &a.fabric {
+            let f = prometheus::load_design(design).map_err(anyhow::Error::msg)?;
+            let view = FabricView::from_topo(&f);
+            (
+                view,
+                Box::new(move || prometheus::run_nodes(server, f, every, tx2, ctl_rx)),
+            )
+        } else {
+            let empty = FabricView::new(
+                String::from("(waiting for fabric_link_info)"),
+                Vec::new(),
+                Vec::new(),
+            );
+            (
+                empty,
+                Box::new(move || prometheus::run(server, every, tx2, ctl_rx)),
+            )
+        }
     } else {
         let cfg = DemoConfig {
             preset: a.preset.clone(),

@@ -28,6 +28,9 @@ pub struct LinkRates {
     pub queue_bytes: u32,
     /// Operationally down.
     pub down: bool,
+    /// No fresh counters this interval (its exporter stopped answering): the values are
+    /// the last known ones, drawn greyed.
+    pub stale: bool,
 }
 
 impl LinkRates {

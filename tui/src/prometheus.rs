@@ -8,17 +8,25 @@
 //! switch graph and, in 3-tier planes, pods are the components of its leaf–aggregation
 //! graph. Rates are `rate(…[window])` of the daemon's counters (metric names in
 //! `docs/serve.md`).
+//!
+//! With a design (`--fabric`), it reads the switches' own **node_exporter** series
+//! instead — the names `fabric serve --observe` reads (docs/observe.md), with the switch's
+//! design name in label `switch` and the port in `device` (`p<port>`, `swp<port+1>` or
+//! `Ethernet<4·port>`, recognised by their form): the busier of a port's transmit and
+//! receive byte rates, drops and errors summed, `node_network_carrier` 0 as down. A
+//! link whose series stopped (its exporter down, or a port gone from the answer) keeps
+//! its last values, marked stale (greyed), and the header counts the stale links.
 
 use crate::app::{Msg, SourceStatus};
 use crate::fabric::{FabricView, LinkLabel, NodeLabel};
 use crate::metrics::{LinkRates, Sample};
 use crate::source::{Control, time_of_day};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-/// One series of an instant-query result: labels and value.
-pub type Series = (BTreeMap<String, String>, f64);
+pub use fabric_api::prom::Series;
+use fabric_api::prom::{self, PromUrl};
 
 /// (switch name, port) → link index.
 pub type PortLinks = HashMap<(String, u16), u32>;
@@ -35,92 +43,20 @@ pub struct Server {
 impl Server {
     /// Parse a URL; only plain `http://` is supported.
     pub fn parse(url: &str) -> Result<Server, String> {
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            format!("{url}: expected http://HOST:PORT[/prefix] (https is not supported)")
-        })?;
-        let (hostport, prefix) = rest.split_once('/').map_or((rest, ""), |(h, p)| (h, p));
-        if hostport.is_empty() {
-            return Err(format!("{url}: no host"));
-        }
-        let addr = if hostport
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-        {
-            hostport.to_string()
-        } else {
-            format!("{hostport}:80")
-        };
-        let prefix = prefix.trim_end_matches('/');
-        Ok(Server {
-            addr,
-            prefix: if prefix.is_empty() {
-                String::new()
-            } else {
-                format!("/{prefix}")
-            },
-        })
+        let PromUrl { addr, prefix } = PromUrl::parse(url)?;
+        Ok(Server { addr, prefix })
     }
 
     /// Run an instant query.
     pub fn query(&self, q: &str) -> Result<Vec<Series>, String> {
-        let path = format!("{}/api/v1/query?query={}", self.prefix, encode(q));
+        let path = format!("{}/api/v1/query?query={}", self.prefix, prom::encode(q));
         let mut body = crate::http::get(&self.addr, &path, Duration::from_secs(10))
             .map_err(|e| e.to_string())?;
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::Read::take(&mut body, 256 << 20), &mut text)
             .map_err(|e| e.to_string())?;
-        parse_vector(&text)
+        prom::parse_vector(text.as_bytes())
     }
-}
-
-fn encode(q: &str) -> String {
-    q.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// Parse a query API response of result type `vector`.
-pub fn parse_vector(text: &str) -> Result<Vec<Series>, String> {
-    #[derive(serde::Deserialize)]
-    struct Resp {
-        status: String,
-        #[serde(default)]
-        error: Option<String>,
-        #[serde(default)]
-        data: Option<Data>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Data {
-        #[serde(rename = "resultType")]
-        result_type: String,
-        result: Vec<Item>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Item {
-        metric: BTreeMap<String, String>,
-        value: (f64, String),
-    }
-    let r: Resp =
-        serde_json::from_str(text).map_err(|e| format!("not a Prometheus query response: {e}"))?;
-    if r.status != "success" {
-        return Err(format!("Prometheus: {}", r.error.unwrap_or(r.status)));
-    }
-    let d = r.data.ok_or("Prometheus: response without data")?;
-    if d.result_type != "vector" {
-        return Err(format!(
-            "Prometheus: expected a vector, got {}",
-            d.result_type
-        ));
-    }
-    Ok(d.result
-        .into_iter()
-        .map(|i| (i.metric, i.value.1.parse::<f64>().unwrap_or(f64::NAN)))
-        .collect())
 }
 
 /// The fabric described by `fabric_link_info` series, and each (switch, port)'s link.
@@ -331,6 +267,202 @@ pub fn sample(
     s
 }
 
+/// A design (spec file or preset) for `--prometheus --fabric`.
+pub fn load_design(arg: &str) -> Result<topo::Fabric, String> {
+    let path = std::path::Path::new(arg);
+    if !path.exists() {
+        return topo::presets::build(arg).map_err(|e| format!("--fabric {arg}: {e}"));
+    }
+    let format = topo::Format::from_path(arg).ok_or_else(|| {
+        format!("--fabric {arg}: unknown spec format (expected .toml, .yaml, .yml or .json)")
+    })?;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| {
+            std::io::Read::read_to_string(&mut std::io::Read::take(f, MAX_SPEC + 1), &mut text)
+        })
+        .map_err(|e| format!("--fabric {arg}: {e}"))?;
+    if text.len() as u64 > MAX_SPEC {
+        return Err(format!("--fabric {arg}: larger than {MAX_SPEC} bytes"));
+    }
+    topo::Spec::parse(&text, format, arg)
+        .and_then(|s| s.build(arg))
+        .map_err(|e| format!("--fabric {arg}: {e}"))
+}
+
+/// Largest spec file read.
+const MAX_SPEC: u64 = 64 << 20;
+
+/// The port a node_exporter `device` names: `p<port>` (testbeds), `swp<port+1>` (Linux
+/// switches, the `frr-bgp` export) or `Ethernet<4·port>` (SONiC).
+pub fn device_port(device: &str) -> Option<u16> {
+    let num = |p: &str| p.parse::<u32>().ok();
+    let p = if let Some(n) = device.strip_prefix("swp") {
+        num(n)?.checked_sub(1)?
+    } else if let Some(n) = device.strip_prefix("Ethernet") {
+        let n = num(n)?;
+        (n % 4 == 0).then_some(n / 4)?
+    } else {
+        num(device.strip_prefix('p')?)?
+    };
+    u16::try_from(p).ok()
+}
+
+/// The queries of one node_exporter refresh (each counter on its own: `rate()` drops the
+/// metric name, so one selector over several names would give clashing series).
+pub fn node_queries(window: &str) -> [(&'static str, String); 7] {
+    let r = |m: &str| {
+        format!("sum by (switch, device) (rate(node_network_{m}_total{{switch!=\"\"}}[{window}]))")
+    };
+    [
+        ("tx", r("transmit_bytes")),
+        ("rx", r("receive_bytes")),
+        ("drops", r("transmit_drop")),
+        ("drops_rx", r("receive_drop")),
+        ("errs", r("transmit_errs")),
+        ("errs_rx", r("receive_errs")),
+        ("up", "node_network_carrier{switch!=\"\"}".into()),
+    ]
+}
+
+/// (switch name, port) → link index of the design's view ([`FabricView::from_topo`]:
+/// link ids are topo's).
+pub fn design_ports(f: &topo::Fabric) -> PortLinks {
+    let mut m = HashMap::new();
+    for (i, l) in f.links().iter().enumerate() {
+        m.insert((f.node_name(l.a).to_string(), l.a_port), i as u32);
+        m.insert((f.node_name(l.b).to_string(), l.b_port), i as u32);
+    }
+    m
+}
+
+/// Fold node_exporter query results into a sample of the design's links. `last` holds
+/// each link's last fresh rates: a link none of whose ports has a carrier series in this
+/// answer (its exporters stopped answering) keeps them, marked stale. Returns the sample
+/// and the number of stale links.
+pub fn node_sample(
+    view: &FabricView,
+    ports: &PortLinks,
+    res: &HashMap<&str, Vec<Series>>,
+    last: &mut [Option<LinkRates>],
+    at_ns: u64,
+    interval_ns: u64,
+) -> (Sample, usize) {
+    let mut s = Sample::idle(view, at_ns);
+    s.interval_ns = interval_ns;
+    let mut fresh = vec![false; view.links.len()];
+    for (key, series) in res {
+        for (labels, v) in series {
+            let (Some(sw), Some(p)) = (
+                labels.get("switch"),
+                labels.get("device").and_then(|d| device_port(d)),
+            ) else {
+                continue;
+            };
+            let Some(&l) = ports.get(&(sw.clone(), p)) else {
+                continue;
+            };
+            let v = if v.is_finite() { *v } else { 0.0 };
+            let x = &mut s.links[l as usize];
+            match *key {
+                "tx" | "rx" => {
+                    x.bps = x.bps.max((v * 8.0) as f32);
+                    let speed = view.links[l as usize].rate_bps as f64;
+                    if speed > 0.0 {
+                        x.util = x.util.max((v * 8.0 / speed) as f32);
+                    }
+                }
+                "drops" | "drops_rx" | "errs" | "errs_rx" => x.drops_per_s += v as f32,
+                "up" => {
+                    // An instant vector: present only while the exporter answers (a
+                    // range's rate outlives a failed scrape by the window).
+                    fresh[l as usize] = true;
+                    x.down |= v == 0.0;
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut stale = 0;
+    for (i, x) in s.links.iter_mut().enumerate() {
+        if fresh[i] {
+            last[i] = Some(*x);
+        } else if let Some(prev) = last[i] {
+            *x = LinkRates {
+                stale: true,
+                ..prev
+            };
+            stale += 1;
+        }
+    }
+    (s, stale)
+}
+
+/// Poll `server` for the node_exporter series of `design`'s switches every `every`.
+pub fn run_nodes(
+    server: Server,
+    design: topo::Fabric,
+    every: Duration,
+    tx: Sender<Msg>,
+    ctl: Receiver<Control>,
+) {
+    let name = format!("prometheus {} (node_exporter)", server.addr);
+    let window = format!("{}s", (every.as_secs() * 4).max(30));
+    let view = FabricView::from_topo(&design);
+    let ports = design_ports(&design);
+    let mut last = vec![None; view.links.len()];
+    let start = Instant::now();
+    let mut prev = Instant::now();
+    let mut drops_total = 0.0;
+    loop {
+        let t = Instant::now();
+        let res: Result<HashMap<&str, Vec<Series>>, String> = node_queries(&window)
+            .into_iter()
+            .map(|(k, q)| server.query(&q).map(|r| (k, r)))
+            .collect();
+        match res {
+            Ok(res) => {
+                let (mut s, stale) = node_sample(
+                    &view,
+                    &ports,
+                    &res,
+                    &mut last,
+                    start.elapsed().as_nanos() as u64,
+                    prev.elapsed().as_nanos().max(1) as u64,
+                );
+                drops_total += s.links.iter().map(|l| l.drops_per_s as f64).sum::<f64>()
+                    * prev.elapsed().as_secs_f64();
+                s.totals.drops_total = drops_total.round() as u64;
+                s.finish(&view);
+                prev = Instant::now();
+                let live = if stale == 0 {
+                    name.clone()
+                } else {
+                    format!(
+                        "{name}, {stale} link{} stale",
+                        if stale == 1 { "" } else { "s" }
+                    )
+                };
+                let _ = tx.send(Msg::Status(SourceStatus::Live(live)));
+                if tx.send(Msg::Sample(s)).is_err() {
+                    return;
+                }
+            }
+            Err(reason) => {
+                let _ = tx.send(Msg::Status(SourceStatus::Disconnected {
+                    name: name.clone(),
+                    since: time_of_day(),
+                    reason,
+                }));
+            }
+        }
+        match ctl.recv_timeout(every.saturating_sub(t.elapsed())) {
+            Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+            _ => {}
+        }
+    }
+}
+
 /// Poll `server` every `every`, sending samples (and the fabric map first).
 pub fn run(server: Server, every: Duration, tx: Sender<Msg>, ctl: Receiver<Control>) {
     let name = format!("prometheus {}", server.addr);
@@ -407,6 +539,7 @@ fn poll<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn link_info(f: &topo::Fabric) -> Vec<Series> {
         let mut out = Vec::new();
@@ -458,15 +591,79 @@ mod tests {
         assert_eq!(v.planes[0].top.links.len(), 8);
     }
 
+    fn series(sw: &str, dev: &str, v: f64) -> Series {
+        let mut m = BTreeMap::new();
+        m.insert("switch".to_string(), sw.to_string());
+        m.insert("device".to_string(), dev.to_string());
+        (m, v)
+    }
+
     #[test]
-    fn urls_and_responses() {
-        assert_eq!(
-            Server::parse("http://prom:9090").unwrap(),
-            Server {
-                addr: "prom:9090".into(),
-                prefix: String::new()
-            }
+    fn device_names() {
+        assert_eq!(device_port("p3"), Some(3));
+        assert_eq!(device_port("swp1"), Some(0));
+        assert_eq!(device_port("swp0"), None);
+        assert_eq!(device_port("Ethernet8"), Some(2));
+        assert_eq!(device_port("Ethernet6"), None);
+        assert_eq!(device_port("mgmt0"), None);
+        assert_eq!(device_port("lo"), None);
+    }
+
+    #[test]
+    fn node_exporter_series_fold_onto_the_design_and_go_stale() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(100)).unwrap();
+        let view = FabricView::from_topo(&f);
+        let ports = design_ports(&f);
+        let l = f
+            .links()
+            .iter()
+            .position(|l| !f.is_host(l.a) && !f.is_host(l.b))
+            .unwrap();
+        let link = f.links()[l];
+        let (a, b) = (f.node_name(link.a), f.node_name(link.b));
+        let (pa, pb) = (format!("p{}", link.a_port), format!("p{}", link.b_port));
+        let mut res = HashMap::new();
+        // 1.25 GB/s = 10 Gb/s out of a, 2.5 GB/s into a (b's transmit side not reported).
+        res.insert("tx", vec![series(a, &pa, 1.25e9), series(a, "mgmt0", 9e9)]);
+        res.insert("rx", vec![series(a, &pa, 2.5e9)]);
+        res.insert("drops", vec![series(b, &pb, 3.0)]);
+        res.insert("up", vec![series(a, &pa, 1.0), series(b, &pb, 0.0)]);
+        let mut last = vec![None; view.links.len()];
+        let (s, stale) = node_sample(&view, &ports, &res, &mut last, 1, 1);
+        let x = s.links[l];
+        assert_eq!(stale, 0);
+        assert_eq!(x.bps, 20e9);
+        assert!((x.util - 0.2).abs() < 1e-6, "{x:?}");
+        assert_eq!(x.drops_per_s, 3.0);
+        assert!(x.down && !x.stale);
+        // The next answer has rates (a range outlives a failed scrape) but no carrier for
+        // the link's ports: last values, greyed.
+        res.get_mut("up").unwrap().clear();
+        res.insert("tx", vec![series(a, &pa, 1.0)]);
+        let (s, stale) = node_sample(&view, &ports, &res, &mut last, 2, 1);
+        assert_eq!(stale, 1);
+        assert_eq!(s.links[l], LinkRates { stale: true, ..x });
+        // Links never heard of are idle, not stale.
+        assert!(s.links.iter().enumerate().all(|(i, y)| i == l || !y.stale));
+    }
+
+    #[test]
+    fn designs_load_or_say_why_not() {
+        assert_eq!(load_design("fat-tree-k4").unwrap().num_links(), 48);
+        assert!(
+            load_design("no-such-preset")
+                .unwrap_err()
+                .starts_with("--fabric no-such-preset")
         );
+        assert!(
+            load_design("/dev/null")
+                .unwrap_err()
+                .contains("unknown spec format")
+        );
+    }
+
+    #[test]
+    fn urls() {
         assert_eq!(
             Server::parse("http://prom/p/").unwrap(),
             Server {
@@ -478,18 +675,6 @@ mod tests {
             Server::parse("https://prom")
                 .unwrap_err()
                 .contains("https is not supported")
-        );
-        assert_eq!(encode("rate(x[30s])"), "rate%28x%5B30s%5D%29");
-        let r = parse_vector(r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"switch":"a","port":"1"},"value":[1.5,"2.5"]}]}}"#).unwrap();
-        assert_eq!(r[0].1, 2.5);
-        assert_eq!(r[0].0["switch"], "a");
-        let e = parse_vector(r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#)
-            .unwrap_err();
-        assert_eq!(e, "Prometheus: parse error");
-        assert!(
-            parse_vector("<html>")
-                .unwrap_err()
-                .starts_with("not a Prometheus query response")
         );
     }
 }

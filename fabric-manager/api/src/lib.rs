@@ -15,6 +15,8 @@
 //! * [`frame`] — [`Frame`] = fabric | snapshot | event, one JSON line each: the unit of
 //!   the daemon's stream (`GET /api/v1/telemetry/stream?from=SEQ`) and of recordings;
 //!   [`LineDecoder`] / [`read_frame`] with a line cap.
+//! * [`prom`] — Prometheus's query API as both its readers use it: the server's URL,
+//!   the query's encoding, the instant-vector answer.
 //! * [`packed`] — the packed column payload (varints in base64) for long busy columns.
 //! * [`rates`] — [`Interval`]: per-port Gb/s, utilisation, drops/s, PAUSE frames/s,
 //!   paused share and ECN-mark share between two snapshots, with counter resets handled;
@@ -66,6 +68,7 @@ pub mod fabric;
 pub mod frame;
 pub mod ids;
 pub mod packed;
+pub mod prom;
 pub mod rates;
 pub mod recording;
 pub mod snapshot;

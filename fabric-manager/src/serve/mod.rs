@@ -212,6 +212,10 @@ pub struct Args {
     /// (root; e.g. the prefix `fabric testbed frr` prints).
     #[arg(long, value_name = "PREFIX", requires = "observe")]
     pub fib_netns: Option<String>,
+    /// --observe with --fib-netns: read each FIB through netlink (the kernel's routes) or
+    /// from FRR (`vtysh -N <namespace> -c 'show ip route json'`).
+    #[arg(long, value_enum, default_value = "netlink", requires = "fib_netns")]
+    pub fib_from: observe_source::FibFrom,
     /// --observe: timeout of one Prometheus request.
     #[arg(long, default_value = "3s", value_parser = parse_duration, requires = "observe")]
     pub prometheus_timeout: Duration,
@@ -357,6 +361,7 @@ impl Args {
                 port_names: self.port_names,
                 lldp_dir: self.lldp_dir.clone(),
                 fib_netns: self.fib_netns.clone(),
+                fib_from: self.fib_from,
                 timeout: self.prometheus_timeout,
             })
         } else if let Some(switch) = &self.switch {

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use fabric_api::{Column, Detector, Event, EventKind, FabricInfo, Snapshot, Timestamp};
 use topo::addressing::AddressPlan;
 use topo::{Fabric, LinkId, NodeId, Routes};
+use veth::frr::fib::FibRoute;
 use veth::netlink::Nl;
 use veth::netns::Netns;
 use veth::routed::{MismatchKind, NeighbourReport, ifname, node_role};
@@ -81,6 +82,16 @@ impl PortNames {
     }
 }
 
+/// Where `--fib-netns` reads each switch's FIB from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FibFrom {
+    /// The kernel's routes, dumped through netlink in the switch's namespace.
+    Netlink,
+    /// FRR's own view: `vtysh -N <namespace> -c 'show ip[v6] route json'` (the FRR
+    /// instance named after the namespace), its installed routes and FIB next hops.
+    Vtysh,
+}
+
 /// What `--observe` reads, from the command line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObserveSpec {
@@ -98,6 +109,8 @@ pub struct ObserveSpec {
     pub lldp_dir: Option<PathBuf>,
     /// Namespace prefix of the switches whose FIBs are read through netlink.
     pub fib_netns: Option<String>,
+    /// Where each switch's FIB is read from.
+    pub fib_from: FibFrom,
     /// Timeout of one Prometheus request.
     pub timeout: Duration,
 }
@@ -109,8 +122,15 @@ const SERIES: &str =
 /// One switch's FIB reader.
 struct FibReader {
     switch: NodeId,
-    nl: Nl,
-    ports: HashMap<u32, topo::Port>,
+    how: ReadFib,
+}
+
+/// How one switch's FIB is read (both only dump).
+enum ReadFib {
+    /// Netlink route dumps; interface index → port.
+    Netlink(Nl, HashMap<u32, topo::Port>),
+    /// `vtysh -N <namespace>` in that namespace.
+    Vtysh(Netns),
 }
 
 /// The observe-only source.
@@ -156,15 +176,19 @@ impl ObserveSource {
         if let Some(prefix) = &spec.fib_netns {
             for s in fabric.switches() {
                 let ns = Netns::from_name(&format!("{prefix}{}", node_role(&fabric, s)));
-                let nl = Nl::open(&ns)
-                    .map_err(|e| anyhow::anyhow!("--fib-netns {prefix}: {}: {e}", ns.name()))?;
-                let ports = veth::frr::fib::port_map(&fabric, s, &nl)
-                    .map_err(|e| anyhow::anyhow!("--fib-netns {prefix}: {}: {e}", ns.name()))?;
-                fibs.push(FibReader {
-                    switch: s,
-                    nl,
-                    ports,
-                });
+                let how = match spec.fib_from {
+                    FibFrom::Netlink => {
+                        let nl = Nl::open(&ns).map_err(|e| {
+                            anyhow::anyhow!("--fib-netns {prefix}: {}: {e}", ns.name())
+                        })?;
+                        let ports = veth::frr::fib::port_map(&fabric, s, &nl).map_err(|e| {
+                            anyhow::anyhow!("--fib-netns {prefix}: {}: {e}", ns.name())
+                        })?;
+                        ReadFib::Netlink(nl, ports)
+                    }
+                    FibFrom::Vtysh => ReadFib::Vtysh(ns),
+                };
+                fibs.push(FibReader { switch: s, how });
             }
         }
         let info = FabricInfo::from_topo(&fabric, 8);
@@ -182,7 +206,11 @@ impl ObserveSource {
             spec.fib_netns
                 .as_ref()
                 .map_or("no FIB read-back".to_string(), |p| format!(
-                    "FIBs from namespaces {p}*"
+                    "FIBs from namespaces {p}* ({})",
+                    match spec.fib_from {
+                        FibFrom::Netlink => "netlink",
+                        FibFrom::Vtysh => "vtysh",
+                    }
                 )),
         ));
         Ok(ObserveSource {
@@ -351,14 +379,23 @@ impl Source for ObserveSource {
         if self.fibs.is_empty() {
             return None;
         }
-        let sw: Vec<_> = self
-            .fibs
-            .iter()
-            .map(|r| (r.switch, &r.nl, &r.ports))
-            .collect();
+        let fibs = &self.fibs;
+        let names = self.port_names;
         Some(
-            veth::frr::fib::check(&self.fabric, &self.plan, &self.routes, &sw, true)
-                .map_err(|e| e.to_string()),
+            veth::frr::fib::check_with(&self.fabric, &self.plan, &self.routes, fibs.len(), |i| {
+                let r = &fibs[i];
+                let (v4, v6) = match &r.how {
+                    ReadFib::Netlink(nl, ports) => (
+                        FibRoute::from_dump(&nl.routes()?, ports),
+                        FibRoute::from_dump(&nl.routes6()?, ports),
+                    ),
+                    ReadFib::Vtysh(ns) => {
+                        veth::frr::vtysh_fib::read(ns, ns.name(), true, |n| names.port(n))?
+                    }
+                };
+                Ok((r.switch, v4, v6))
+            })
+            .map_err(|e| e.to_string()),
         )
     }
 
@@ -452,6 +489,7 @@ mod tests {
             port_names: PortNames::Testbed,
             lldp_dir: None,
             fib_netns: None,
+            fib_from: FibFrom::Netlink,
             timeout: Duration::from_millis(200),
         };
         ObserveSource::open(&spec, f).unwrap()

@@ -5,7 +5,6 @@
 //! slow, an HTTP error, a body that is not Prometheus's JSON — is an `Err(String)` that
 //! says which; the caller reports it and goes on.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
@@ -14,8 +13,8 @@ use std::time::Duration;
 /// Largest response body read (a k=64 fabric's counters are a few MB).
 pub const MAX_BODY: usize = 64 << 20;
 
-/// One series of an instant vector: its labels and value.
-pub type Series = (BTreeMap<String, String>, f64);
+use fabric_api::prom::PromUrl;
+pub use fabric_api::prom::{Series, parse_vector};
 
 /// How to authenticate to Prometheus.
 #[derive(Clone, PartialEq, Eq)]
@@ -92,25 +91,9 @@ fn base64(b: &[u8]) -> String {
 /// A Prometheus server.
 #[derive(Debug, Clone)]
 pub struct Prometheus {
-    /// `host:port`.
-    addr: String,
-    /// Path prefix (empty or `/prefix`).
-    prefix: String,
+    url: PromUrl,
     creds: Option<Credentials>,
     timeout: Duration,
-}
-
-/// `%`-encodes a query parameter.
-fn encode(s: &str) -> String {
-    let mut o = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            o.push(b as char);
-        } else {
-            o.push_str(&format!("%{b:02X}"));
-        }
-    }
-    o
 }
 
 impl Prometheus {
@@ -120,29 +103,9 @@ impl Prometheus {
         creds: Option<Credentials>,
         timeout: Duration,
     ) -> Result<Prometheus, String> {
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            format!("--prometheus {url}: expected http://HOST:PORT[/prefix] (https: put a local TLS proxy in front)")
-        })?;
-        let (hostport, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if hostport.is_empty() {
-            return Err(format!("--prometheus {url}: no host"));
-        }
-        let addr = if hostport
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-        {
-            hostport.to_string()
-        } else {
-            format!("{hostport}:80")
-        };
-        let prefix = prefix.trim_end_matches('/');
+        let url = PromUrl::parse(url).map_err(|e| format!("--prometheus {e}"))?;
         Ok(Prometheus {
-            addr,
-            prefix: if prefix.is_empty() {
-                String::new()
-            } else {
-                format!("/{prefix}")
-            },
+            url,
             creds,
             timeout,
         })
@@ -150,19 +113,19 @@ impl Prometheus {
 
     /// The server's `host:port`.
     pub fn addr(&self) -> &str {
-        &self.addr
+        &self.url.addr
     }
 
     /// An instant query: the vector's series.
     pub fn query(&self, expr: &str) -> Result<Vec<Series>, String> {
-        let path = format!("{}/api/v1/query?query={}", self.prefix, encode(expr));
-        let body = self.get(&path)?;
+        let body = self.get(&self.url.query_path(expr))?;
         parse_vector(&body)
     }
 
     fn get(&self, path: &str) -> Result<Vec<u8>, String> {
-        let who = format!("Prometheus {}", self.addr);
+        let who = format!("Prometheus {}", self.url.addr);
         let sa = self
+            .url
             .addr
             .to_socket_addrs()
             .map_err(|e| format!("{who}: resolving: {e}"))?
@@ -181,7 +144,7 @@ impl Prometheus {
         write!(
             s,
             "GET {path} HTTP/1.0\r\nHost: {}\r\nAccept: application/json\r\n{auth}\r\n",
-            self.addr
+            self.url.addr
         )
         .map_err(|e| format!("{who}: sending: {e}"))?;
         let mut buf = Vec::new();
@@ -202,46 +165,6 @@ impl Prometheus {
         }
         Ok(buf[split + 4..].to_vec())
     }
-}
-
-/// Parses an instant-query answer (`resultType` `vector`).
-pub fn parse_vector(body: &[u8]) -> Result<Vec<Series>, String> {
-    let v: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| format!("Prometheus answer is not JSON: {e}"))?;
-    if v.get("status").and_then(|s| s.as_str()) != Some("success") {
-        return Err(format!(
-            "Prometheus query failed: {}",
-            v.get("error")
-                .and_then(|e| e.as_str())
-                .unwrap_or("no status")
-        ));
-    }
-    let data = v.get("data").ok_or("Prometheus answer has no data")?;
-    if data.get("resultType").and_then(|t| t.as_str()) != Some("vector") {
-        return Err("Prometheus answer is not an instant vector".into());
-    }
-    let result = data
-        .get("result")
-        .and_then(|r| r.as_array())
-        .ok_or("Prometheus answer has no result list")?;
-    let mut out = Vec::with_capacity(result.len());
-    for r in result {
-        let labels = r
-            .get("metric")
-            .and_then(|m| m.as_object())
-            .ok_or("a series without labels")?
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-            .collect();
-        let value = r
-            .get("value")
-            .and_then(|v| v.get(1))
-            .and_then(|v| v.as_str())
-            .and_then(|v| v.parse::<f64>().ok())
-            .ok_or("a series without a numeric value")?;
-        out.push((labels, value));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -283,7 +206,7 @@ mod tests {
         );
         assert!(Prometheus::new("https://x", None, Duration::from_secs(1)).is_err());
         let p = Prometheus::new("http://h:9/p/", None, Duration::from_secs(1)).unwrap();
-        assert_eq!((p.addr(), p.prefix.as_str()), ("h:9", "/p"));
+        assert_eq!((p.addr(), p.url.prefix.as_str()), ("h:9", "/p"));
     }
 
     #[test]

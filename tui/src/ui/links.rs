@@ -225,7 +225,12 @@ fn row(app: &App, id: u32, w: u16) -> Row<'static> {
         ));
         cells.push(Cell::from(TIERS[label.tier.min(2) as usize]));
     }
-    Row::new(cells)
+    if r.stale {
+        // Last known values of a link whose counters stopped: greyed.
+        Row::new(cells).style(t.dim())
+    } else {
+        Row::new(cells)
+    }
 }
 
 /// A utilisation bar of `w` characters with eighth blocks.

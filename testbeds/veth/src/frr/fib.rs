@@ -6,6 +6,10 @@
 //! (1:2 becomes 33:66, equal shares 1:1 or 100:100), so gateways and raw weights differ
 //! from the tables while the forwarding is the same.
 //!
+//! A route is compared as a [`FibRoute`] (prefix, ports with shares, gateways as read,
+//! protocol), whoever read it: netlink dumps here ([`FibRoute::from_netlink`]) or FRR's
+//! own RIB as `vtysh` prints it ([`super::vtysh_fib`]).
+//!
 //! Findings reuse [`crate::routed::Drift`]: `missing` (the tables want a route, the FIB
 //! has none, or a black hole), `extra` (a route the tables do not want, or one more
 //! specific than a ToR prefix — a hand-made route that would steal part of a prefix),
@@ -93,6 +97,40 @@ pub fn route_ports(m: &RouteMessage, port_of: &HashMap<u32, topo::Port>) -> Port
     normalize(hops)
 }
 
+/// One FIB route as the check compares it, whoever read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FibRoute {
+    /// Destination prefix.
+    pub dst: (IpAddr, u8),
+    /// Next hops as ports with shares ([`normalize`]d); empty for a black hole, an
+    /// unreachable route or next hops that leave through no fabric port.
+    pub ports: PortHops,
+    /// Gateways and weights as read (for the report).
+    pub hops: Vec<(IpAddr, u16)>,
+    /// The route's protocol as the kernel numbers it (`rtnetlink` `RTPROT_*`), if known.
+    pub protocol: Option<u8>,
+}
+
+impl FibRoute {
+    /// A netlink route message (`port_of`: interface index → port); `None` without a
+    /// destination.
+    pub fn from_netlink(m: &RouteMessage, port_of: &HashMap<u32, topo::Port>) -> Option<Self> {
+        Some(FibRoute {
+            dst: route_dst(m)?,
+            ports: route_ports(m, port_of),
+            hops: route_hops(m),
+            protocol: Some(u8::from(m.header.protocol)),
+        })
+    }
+
+    /// Every route of a dump that has a destination.
+    pub fn from_dump(dump: &[RouteMessage], port_of: &HashMap<u32, topo::Port>) -> Vec<Self> {
+        dump.iter()
+            .filter_map(|m| Self::from_netlink(m, port_of))
+            .collect()
+    }
+}
+
 /// Whether `a/alen` lies inside `b/blen` (same family).
 fn within(a: IpAddr, alen: u8, b: IpAddr, blen: u8) -> bool {
     if alen < blen {
@@ -125,15 +163,13 @@ pub struct SwitchFib<'a> {
     /// The switch.
     pub switch: NodeId,
     /// Its IPv4 routes (one dump).
-    pub v4: &'a [RouteMessage],
+    pub v4: &'a [FibRoute],
     /// Its IPv6 routes (one dump; empty: IPv6 not checked).
-    pub v6: &'a [RouteMessage],
-    /// Interface index → port.
-    pub port_of: &'a HashMap<u32, topo::Port>,
+    pub v6: &'a [FibRoute],
 }
 
 /// Compares one switch's FIB with `routes` (the tables of the live topology) and adds
-/// the findings to `d`. Pure: unit-tested on hand-made route messages.
+/// the findings to `d`. Pure: unit-tested on hand-made routes.
 pub fn compare_switch(
     f: &Fabric,
     plan: &AddressPlan,
@@ -160,8 +196,8 @@ pub fn compare_switch(
             prefixes.push((leaf, dst));
             d.checked += 1;
             let wanted = wanted_ports(routes, s, leaf);
-            let kernel = dump.iter().find(|m| route_dst(m) == Some(dst));
-            let got = kernel.map(|m| route_ports(m, fib.port_of));
+            let kernel = dump.iter().find(|m| m.dst == dst);
+            let got = kernel.map(|m| m.ports.clone());
             let kind = match (&wanted, &got) {
                 (None, None) => continue,
                 // The leaf itself: connected host routes, no prefix route wanted.
@@ -177,9 +213,7 @@ pub fn compare_switch(
         }
         // Routes more specific than a ToR prefix (never in the design).
         for m in dump {
-            let Some((a, len)) = route_dst(m) else {
-                continue;
-            };
+            let (a, len) = m.dst;
             if let Some(&(leaf, (pa, plen))) = prefixes
                 .iter()
                 .find(|(_, (pa, plen))| len > *plen && within(a, len, *pa, *plen))
@@ -215,7 +249,7 @@ fn entry(
     fam: Family,
     dst: (IpAddr, u8),
     kind: DriftKind,
-    kernel: Option<&RouteMessage>,
+    kernel: Option<&FibRoute>,
 ) -> DriftEntry {
     let wanted: Vec<(IpAddr, u16)> = match fam {
         Family::V4 => entry_hops(f, plan, routes, s, leaf)
@@ -236,9 +270,9 @@ fn entry(
         prefix: format!("{}/{}", dst.0, dst.1),
         kind,
         wanted,
-        kernel: kernel.map(route_hops).unwrap_or_default(),
+        kernel: kernel.map(|m| m.hops.clone()).unwrap_or_default(),
         kernel_nhid: None,
-        kernel_protocol: kernel.map(|m| u8::from(m.header.protocol)),
+        kernel_protocol: kernel.and_then(|m| m.protocol),
     }
 }
 
@@ -252,7 +286,7 @@ pub fn port_map(f: &Fabric, s: NodeId, nl: &Nl) -> Result<HashMap<u32, topo::Por
 }
 
 /// Reads every switch's FIB (`nl[i]`: the `i`-th switch in `f.switches()` order, with
-/// its port map) and compares it with `routes`.
+/// its port map) through netlink and compares it with `routes`.
 pub fn check(
     f: &Fabric,
     plan: &AddressPlan,
@@ -260,11 +294,33 @@ pub fn check(
     switches: &[(NodeId, &Nl, &HashMap<u32, topo::Port>)],
     ipv6: bool,
 ) -> Result<Drift> {
+    let mut i = 0;
+    check_with(f, plan, routes, switches.len(), |_| {
+        let (s, nl, port_of) = switches[i];
+        i += 1;
+        let v4 = FibRoute::from_dump(&nl.routes()?, port_of);
+        let v6 = if ipv6 {
+            FibRoute::from_dump(&nl.routes6()?, port_of)
+        } else {
+            Vec::new()
+        };
+        Ok((s, v4, v6))
+    })
+}
+
+/// Compares `n` switches' FIBs with `routes`; `read(i)` gives the `i`-th switch and its
+/// IPv4 and IPv6 routes (IPv6 empty: not checked), read however the caller reads them.
+pub fn check_with(
+    f: &Fabric,
+    plan: &AddressPlan,
+    routes: &Routes,
+    n: usize,
+    mut read: impl FnMut(usize) -> Result<(NodeId, Vec<FibRoute>, Vec<FibRoute>)>,
+) -> Result<Drift> {
     let t = Instant::now();
     let mut d = Drift::default();
-    for &(s, nl, port_of) in switches {
-        let v4 = nl.routes()?;
-        let v6 = if ipv6 { nl.routes6()? } else { Vec::new() };
+    for i in 0..n {
+        let (s, v4, v6) = read(i)?;
         compare_switch(
             f,
             plan,
@@ -273,7 +329,6 @@ pub fn check(
                 switch: s,
                 v4: &v4,
                 v6: &v6,
-                port_of,
             },
             &mut d,
         );
@@ -350,9 +405,8 @@ mod tests {
                 &routes,
                 &SwitchFib {
                     switch: s,
-                    v4,
+                    v4: &FibRoute::from_dump(v4, &port_of),
                     v6: &[],
-                    port_of: &port_of,
                 },
                 &mut d,
             );

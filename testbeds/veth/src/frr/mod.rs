@@ -23,9 +23,11 @@
 //! bridge, then the namespaces ([`crate::Testbed`]).
 
 pub mod config;
+pub mod converge;
 pub mod fib;
 pub mod mgmt;
 pub mod procs;
+pub mod vtysh_fib;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -44,6 +46,11 @@ use procs::{Daemons, log_path, run};
 pub const FRR_BIN: &str = "/usr/lib/frr";
 /// node_exporter's port on every management address.
 pub const NODE_EXPORTER_PORT: u16 = 9100;
+/// The port of a testbed interface name (`p<port>`).
+pub fn testbed_port(name: &str) -> Option<topo::Port> {
+    name.strip_prefix('p')?.parse().ok()
+}
+
 /// The FRR daemons of every switch, in start order.
 const FRR_DAEMONS: [&str; 4] = ["zebra", "staticd", "bfdd", "bgpd"];
 
@@ -460,6 +467,45 @@ impl FrrTestbed {
             .map(|(s, m)| (*s, self.rt.nl(*s), m))
             .collect();
         fib::check(f, &self.plan, routes, &sw, true)
+    }
+
+    /// [`Self::fib_check`] on the set of ports only: shares are ignored, so BGP's
+    /// link-bandwidth weights after a failure (1:2 written as 33:66 where topo's tables
+    /// split equally) do not count as a difference — the convergence measurement's
+    /// "every FIB repaired".
+    pub fn fib_check_ports(&self, routes: &Routes) -> Result<Drift> {
+        let f = self.rt.fabric();
+        let flat = |v: Vec<fib::FibRoute>| -> Vec<fib::FibRoute> {
+            v.into_iter()
+                .map(|mut r| {
+                    r.ports = fib::normalize(r.ports.iter().map(|&(p, _)| (p, 1)).collect());
+                    r
+                })
+                .collect()
+        };
+        fib::check_with(f, &self.plan, routes, self.ports.len(), |i| {
+            let (s, port_of) = &self.ports[i];
+            let nl = self.rt.nl(*s);
+            let v4 = flat(fib::FibRoute::from_dump(&nl.routes()?, port_of));
+            let v6 = flat(fib::FibRoute::from_dump(&nl.routes6()?, port_of));
+            Ok((*s, v4, v6))
+        })
+    }
+
+    /// Every switch's FIB as FRR reports it (`vtysh … show ip[v6] route json`) against
+    /// `routes`: the same check as [`Self::fib_check`], read from FRR instead of netlink.
+    pub fn fib_check_vtysh(&self, routes: &Routes) -> Result<Drift> {
+        let f = self.rt.fabric();
+        fib::check_with(f, &self.plan, routes, self.ports.len(), |i| {
+            let s = self.ports[i].0;
+            let (v4, v6) = vtysh_fib::read(
+                self.rt.netns(s),
+                &self.agents[i].frr_instance,
+                true,
+                testbed_port,
+            )?;
+            Ok((s, v4, v6))
+        })
     }
 
     /// Waits until every switch's FIB matches `routes`; the last check either way.

@@ -1,0 +1,64 @@
+//! The SONiC recording rules shipped in docs/observe/sonic-rules.yml load and pass their
+//! unit tests (`promtool test rules`): SONiC-exporter-shaped series come out under the
+//! node_exporter names `fabric serve --observe` reads. Needs Debian's `prometheus`
+//! package (promtool) unless `FABRIC_SKIP_TOOLS=1`.
+
+use std::process::Command;
+
+fn promtool_present() -> bool {
+    if Command::new("promtool")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return true;
+    }
+    if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
+        eprintln!("skipped: promtool not installed (FABRIC_SKIP_TOOLS=1)");
+        return false;
+    }
+    panic!("promtool is needed (scripts/install-deps.sh installs prometheus)");
+}
+
+#[test]
+fn the_sonic_mapping_rules_pass_promtool() {
+    if !promtool_present() {
+        return;
+    }
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/observe");
+    for args in [
+        ["check", "rules", "sonic-rules.yml"],
+        ["test", "rules", "sonic-rules.test.yml"],
+    ] {
+        let out = Command::new("promtool")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool {}: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The rules' test asks the daemon's own query, and the rules record every name it reads.
+    let src = include_str!("../src/serve/observe_source.rs");
+    let test = std::fs::read_to_string(format!("{dir}/sonic-rules.test.yml")).unwrap();
+    let series =
+        "node_network_(transmit|receive)_(bytes|packets|drop|errs)_total|node_network_carrier";
+    assert!(
+        src.contains(&format!("\"{series}\"")),
+        "observe_source.rs reads other series than {series}"
+    );
+    assert!(test.contains(series));
+    let rules = std::fs::read_to_string(format!("{dir}/sonic-rules.yml")).unwrap();
+    for dir in ["transmit", "receive"] {
+        for what in ["bytes", "packets", "drop", "errs"] {
+            let name = format!("record: node_network_{dir}_{what}_total");
+            assert!(rules.contains(&name), "sonic-rules.yml has no `{name}`");
+        }
+    }
+    assert!(rules.contains("record: node_network_carrier"));
+}
