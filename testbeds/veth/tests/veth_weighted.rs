@@ -131,9 +131,12 @@ fn kernel_splits_flows_by_the_exported_weights() {
             "{fam}: {FLOWS} flows, agg1/agg0 uplink packets {:.2} unweighted, {r:.2} with weights 1:2 ({:?})",
             equal[i], s.uplinks
         );
-        // 600 flows hashed 1:2: agg0 expects 200 ± 12 (1 sd), so the ratio is 2 ± ~0.2; the bounds are ~3.5 sd.
+        // 600 flows hashed 1:2: agg0 expects 200 ± 11.5 (1 sd); 3.5 sd either side is
+        // 160..240 flows, a ratio of 1.5..2.75 (the bounds were 1.6..2.5, only ~2.7 sd:
+        // 232 flows on agg0, 1.59, failed once in CI with the kernel's weights intact).
+        // Equal weights stay below 1.33, so the bounds still tell the two apart.
         assert!(
-            (1.6..=2.5).contains(&r),
+            (1.5..=2.75).contains(&r),
             "{fam}: weighted split {r:.2}: {s:?}"
         );
         assert!(
