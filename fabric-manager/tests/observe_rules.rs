@@ -3,6 +3,8 @@
 //! node_exporter names `fabric serve --observe` reads. Needs Debian's `prometheus`
 //! package (promtool) unless `FABRIC_SKIP_TOOLS=1`.
 
+mod common;
+
 use std::process::Command;
 
 fn promtool_present() -> bool {
@@ -26,23 +28,7 @@ fn the_sonic_mapping_rules_pass_promtool() {
         return;
     }
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/observe");
-    for args in [
-        ["check", "rules", "sonic-rules.yml"],
-        ["test", "rules", "sonic-rules.test.yml"],
-    ] {
-        let out = Command::new("promtool")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "promtool {}: {}{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    common::promtool_check_and_test(dir, "sonic-rules.yml", "sonic-rules.test.yml");
     // The rules' test asks the daemon's own query, and the rules record every name it reads.
     let src = include_str!("../src/serve/observe_source.rs");
     let test = std::fs::read_to_string(format!("{dir}/sonic-rules.test.yml")).unwrap();

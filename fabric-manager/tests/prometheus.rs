@@ -212,23 +212,7 @@ fn the_alerting_rules_pass_promtool() {
         return;
     }
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/daemon");
-    for args in [
-        ["check", "rules", "alerts.yml"],
-        ["test", "rules", "alerts.test.yml"],
-    ] {
-        let out = Command::new("promtool")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "promtool {}: {}{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    common::promtool_check_and_test(dir, "alerts.yml", "alerts.test.yml");
     // Every metric the rules use is one the daemon exports.
     let rules = std::fs::read_to_string(format!("{dir}/alerts.yml")).unwrap();
     let src = [

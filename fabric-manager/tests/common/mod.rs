@@ -399,3 +399,22 @@ impl Stream {
         }
     }
 }
+
+/// `promtool check rules RULES` and `promtool test rules TESTS`, run in `dir` (a docs
+/// folder); a failure shows promtool's output.
+pub fn promtool_check_and_test(dir: &str, rules: &str, tests: &str) {
+    for args in [["check", "rules", rules], ["test", "rules", tests]] {
+        let out = std::process::Command::new("promtool")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool {}: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
