@@ -75,8 +75,8 @@ pub struct Outcome {
     pub busiest: Vec<BusyLink>,
 }
 
-/// Parses `1G`, `512K`, `2M`, `1000` (bytes; suffixes are powers of 1024).
-fn parse_bytes(s: &str) -> anyhow::Result<f64> {
+/// Parses `1G`, `512K`, `2M`, `1000` (bytes; suffixes are powers of 1024), at most 1 PB.
+pub(crate) fn parse_bytes(s: &str) -> anyhow::Result<f64> {
     let bad = || anyhow::anyhow!("--bytes {s}: expected a positive size such as 1G, 256M, 4096");
     let t = s.trim();
     let (num, mult) = match t.chars().last() {

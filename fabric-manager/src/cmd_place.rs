@@ -126,23 +126,6 @@ pub fn run(c: Command) -> anyhow::Result<()> {
     }
 }
 
-fn parse_bytes(s: &str) -> anyhow::Result<f64> {
-    let t = s.trim();
-    let (num, mult) = match t.chars().last() {
-        Some('K' | 'k') => (&t[..t.len() - 1], 1024.0),
-        Some('M' | 'm') => (&t[..t.len() - 1], 1024.0 * 1024.0),
-        Some('G' | 'g') => (&t[..t.len() - 1], 1024.0 * 1024.0 * 1024.0),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| anyhow::anyhow!("--bytes {s}: expected a number with K, M or G"))?;
-    if !(v.is_finite() && v > 0.0) {
-        bail!("--bytes {s}: expected a positive size");
-    }
-    Ok(v * mult)
-}
-
 fn collective(s: &str) -> anyhow::Result<Collective> {
     Collective::parse(s).ok_or_else(|| {
         anyhow::anyhow!("--pattern {s}: unknown pattern; expected ring, hierarchical or all-to-all")
@@ -290,7 +273,7 @@ struct Row {
 
 fn job(a: JobArgs) -> anyhow::Result<()> {
     let coll = collective(&a.pattern)?;
-    let bytes = parse_bytes(&a.bytes)?;
+    let bytes = crate::cmd_flow::parse_bytes(&a.bytes)?;
     let f = crate::common::load_design(&a.design)?;
     let h = resolve_health(&f, &a.health)?;
     let mut routes = Routes::compute(&f);
