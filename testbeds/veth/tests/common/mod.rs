@@ -35,8 +35,8 @@ pub fn scenario_plan(file: &str, hosts: u32) -> scenario::Workplan {
         .unwrap()
 }
 
-/// Run `p`, again (up to 3 runs) while an engine loop fell behind; keep the run that fell
-/// behind least.
+/// Run `p`, again (up to 5 runs, after a pause) while an engine loop fell behind; keep
+/// the run that fell behind least.
 #[allow(dead_code)] // not every test file runs congestion workplans
 pub fn run_faithful(
     cfg: &veth::congestion::CongestionConfig,
@@ -45,11 +45,12 @@ pub fn run_faithful(
     use veth::congestion::CongestionReport;
     let late = |r: &CongestionReport| r.switch_max_late_us.max(r.hosts_max_late_us);
     let mut best: Option<CongestionReport> = None;
-    for attempt in 1..=3 {
+    for attempt in 1..=5 {
         let r = veth::congestion::run_workplan(cfg, p).unwrap();
         if r.faithful() {
             return r;
         }
+        std::thread::sleep(std::time::Duration::from_secs(2));
         eprintln!(
             "run {attempt}: engine fell behind (switch {:.0} µs, hosts {:.0} µs late)",
             r.switch_max_late_us, r.hosts_max_late_us
@@ -58,7 +59,7 @@ pub fn run_faithful(
             best = Some(r);
         }
     }
-    best.expect("three runs")
+    best.expect("five runs")
 }
 
 /// Run `p` until a run passes `check`, up to 5 runs. A run that fails `check` while the
