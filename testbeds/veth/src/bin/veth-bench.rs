@@ -234,17 +234,36 @@ impl Measured {
     }
 }
 
-/// The switches of a switched path and their sockets (by global port).
-type Switched = (SwitchSet, Vec<PacketSocket>);
+/// The switches of a switched path, their sockets (by global port), and the global port
+/// each port hands its frames to inside the loop instead of sending them on its veth
+/// (only on the what-if path; see [`leaf_spine`]).
+struct Switched {
+    set: SwitchSet,
+    socks: Vec<PacketSocket>,
+    handoff: Vec<Option<usize>>,
+}
+
+impl Switched {
+    /// Every port sends on its veth, as the engine's do.
+    fn on_veths(set: SwitchSet, socks: Vec<PacketSocket>) -> Switched {
+        let handoff = vec![None; socks.len()];
+        Switched {
+            set,
+            socks,
+            handoff,
+        }
+    }
+}
 
 /// The switch thread: every port of every switch of `set` served by one loop, as in the
 /// engine. Returns the frames forwarded (sent by any switch port) while counting, and the
 /// thread's CPU time meanwhile.
-fn switch_loop(
-    (mut set, mut socks): Switched,
-    stop: Arc<AtomicBool>,
-    counting: Arc<AtomicBool>,
-) -> Work {
+fn switch_loop(sw: Switched, stop: Arc<AtomicBool>, counting: Arc<AtomicBool>) -> Work {
+    let Switched {
+        mut set,
+        mut socks,
+        handoff,
+    } = sw;
     afpacket::set_fine_timer_slack();
     pin(1);
     if let Err(e) = afpacket::set_realtime() {
@@ -270,6 +289,18 @@ fn switch_loop(
         }
         let mut backlog = false;
         for (p, s) in socks.iter_mut().enumerate() {
+            if let Some(q) = handoff[p] {
+                // What-if: the peer switch takes the frame as if it came off the veth.
+                for _ in 0..afpacket::BATCH {
+                    let Some(f) = set.poll_transmit(now, p) else {
+                        break;
+                    };
+                    set.on_frame(now, q, f);
+                    fwd += 1;
+                    moved = true;
+                }
+                continue;
+            }
             while out[p].len() < afpacket::BATCH {
                 match set.poll_transmit(now, p) {
                     Some(f) => out[p].push(f),
@@ -410,13 +441,19 @@ fn one_switch(
     );
     c.pfc_priorities = 0;
     c.pacing_burst = Duration::micros(100);
-    Ok((SwitchSet::single(Switch::new(c)), socks))
+    Ok(Switched::on_veths(SwitchSet::single(Switch::new(c)), socks))
 }
 
 /// A 2-leaf × 2-spine leaf–spine with one host per leaf, built as the congestion
 /// testbed builds it (links at 400 Gb/s: not limiting; no ECN, no PFC): host 1 sends to
 /// host 0 through leaf 1, one spine and leaf 0, three userspace switches in one loop.
-fn leaf_spine() -> Result<(Testbed, PacketSocket, PacketSocket, Switched), BoxErr> {
+///
+/// `in_loop`: the what-if path — a frame from one switch to another is handed to the
+/// peer switch inside the loop (`Switch::on_frame` on the peer's port) instead of
+/// crossing their veth; only the hosts' links carry frames. This is *not* how the
+/// testbed runs (every hop there is a real frame on a veth): it measures what the
+/// kernel's part of the two inner hops costs.
+fn leaf_spine(in_loop: bool) -> Result<(Testbed, PacketSocket, PacketSocket, Switched), BoxErr> {
     use veth::congestion::{CongestionConfig, fabric};
     let mut cfg = CongestionConfig::on(fabric::Topology::LeafSpine {
         leaves: 2,
@@ -432,7 +469,21 @@ fn leaf_spine() -> Result<(Testbed, PacketSocket, PacketSocket, Switched), BoxEr
     let mut hosts = b.sockets.hosts.into_iter();
     let rx = hosts.next().ok_or("host 0")?;
     let tx = hosts.next().ok_or("host 1")?;
-    Ok((b.tb, tx, rx, (b.switches, b.sockets.switch)))
+    let mut sw = Switched::on_veths(b.switches, b.sockets.switch);
+    if in_loop {
+        // The port at the other end of a switch-to-switch cable: the peer's port whose
+        // peer is us (one cable per leaf–spine pair here).
+        let names = &b.port_names;
+        for (g, n) in names.iter().enumerate() {
+            sw.handoff[g] = names
+                .iter()
+                .position(|m| n.peer_tier > 0 && m.switch == n.peer && m.peer == n.switch);
+        }
+        if sw.handoff.iter().filter(|h| h.is_some()).count() != 8 {
+            return Err("leaf–spine 2×2: expected 8 switch-to-switch ports".into());
+        }
+    }
+    Ok((b.tb, tx, rx, sw))
 }
 
 fn main() -> Result<(), BoxErr> {
@@ -461,8 +512,9 @@ fn main() -> Result<(), BoxErr> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let dst = Ipv4Addr::new(10, 9, 0, 2);
     let fabric_dst = veth::congestion::star::host_ip(0);
+    let mut what_if = Vec::new();
     for len in [64usize, 1500] {
-        let mut m: [Vec<f64>; 9] = Default::default();
+        let mut m: [Vec<f64>; 12] = Default::default();
         for _ in 0..reps {
             let d = run_path(
                 PacketSocket::open(&a, "d0")?,
@@ -480,8 +532,11 @@ fn main() -> Result<(), BoxErr> {
                 len,
                 secs,
             )?;
-            let (fab_tb, tx, rx, sw) = leaf_spine()?;
+            let (fab_tb, tx, rx, sw) = leaf_spine(false)?;
             let f = run_path(tx, rx, fabric_dst, Some(sw), len, secs)?;
+            drop(fab_tb);
+            let (fab_tb, tx, rx, sw) = leaf_spine(true)?;
+            let h = run_path(tx, rx, fabric_dst, Some(sw), len, secs)?;
             drop(fab_tb);
             for (v, x) in m.iter_mut().zip([
                 d.pps,
@@ -493,18 +548,22 @@ fn main() -> Result<(), BoxErr> {
                 f.forwarded_pps(),
                 f.switch_cpu_ns_per_frame(),
                 d.sender.cpu_ns_per_frame(),
+                h.pps / d.pps,
+                h.switch_cpu_ns_per_frame() * h.forwarded_pps() / h.pps.max(1.0),
+                f.switch_cpu_ns_per_frame() * f.forwarded_pps() / f.pps.max(1.0),
             ]) {
                 v.push(x);
             }
             if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
                 eprintln!(
-                    "trial: direct {:.0} pps (sender {:.0} ns/frame), 1 switch {:.2} ({:.0} ns/frame), 3 switches {:.2} ({:.0} ns per forwarded frame); load {}",
+                    "trial: direct {:.0} pps (sender {:.0} ns/frame), 1 switch {:.2} ({:.0} ns/frame), 3 switches {:.2} ({:.0} ns per forwarded frame), inner hops in the loop {:.2}; load {}",
                     d.pps,
                     d.sender.cpu_ns_per_frame(),
                     s.pps / d.pps,
                     s.switch_cpu_ns_per_frame(),
                     f.pps / d.pps,
                     f.switch_cpu_ns_per_frame(),
+                    h.pps / d.pps,
                     loadavg()
                 );
             }
@@ -513,7 +572,7 @@ fn main() -> Result<(), BoxErr> {
             v.iter()
                 .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)))
         };
-        let ((lo, hi), (flo, fhi)) = (range(&m[2]), range(&m[5]));
+        let ((lo, hi), (flo, fhi), (hlo, hhi)) = (range(&m[2]), range(&m[5]), range(&m[9]));
         let med: Vec<f64> = m.iter().map(|v| median(v.clone())).collect();
         println!(
             "| {len} B | {:.0} | {:.0} ns | {:.0} | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns | {:.0} | {:.2} [{flo:.2}–{fhi:.2}] | {:.0} | {:.0} | {:.0} ns |",
@@ -528,6 +587,21 @@ fn main() -> Result<(), BoxErr> {
             med[6] / 3.0,
             med[7],
         );
+        what_if.push(format!(
+            "| {len} B | {:.0} ns | {:.2} [{flo:.2}–{fhi:.2}] | {:.0} ns | {:.2} [{hlo:.2}–{hhi:.2}] | {:.0} ns |",
+            med[8], med[5], med[11], med[9], med[10],
+        ));
+    }
+    println!();
+    println!(
+        "Leaf–spine, 3 switches: every hop on a veth (as the testbed runs) vs the two switch-to-switch hops handed over inside the loop (what-if)"
+    );
+    println!(
+        "| frame | sender CPU per frame (direct) | ratio, veths | loop CPU per end-to-end frame, veths | ratio, inner hops in the loop | loop CPU per end-to-end frame, inner hops in the loop |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for row in what_if {
+        println!("{row}");
     }
     println!("load average at the end: {}", loadavg());
     tb.teardown()?;
