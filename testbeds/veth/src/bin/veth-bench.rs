@@ -382,17 +382,19 @@ fn run_path(
     };
     // Warm up, then count for `secs`.
     std::thread::sleep(StdDuration::from_millis(300));
+    let backlog0 = backlog_drops();
     counting.store(true, Ordering::Relaxed);
     let t = StdInstant::now();
     std::thread::sleep(StdDuration::from_secs_f64(secs));
     let got = count.load(Ordering::Relaxed);
     let el = t.elapsed().as_secs_f64();
+    let backlog = backlog_drops() - backlog0;
     stop.store(true, Ordering::Relaxed);
     let sender = tx_t.join().expect("sender thread");
     let rx_drops = rx_t.join().expect("receiver thread");
     if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
         eprintln!(
-            "sent {} received {got} in {el:.2}s (receiver ring drops {rx_drops}); sender CPU {:.0} ns/frame",
+            "sent {} received {got} in {el:.2}s (receiver ring drops {rx_drops}, backlog drops {backlog}); sender CPU {:.0} ns/frame",
             sender.frames,
             sender.cpu_ns_per_frame()
         );
@@ -404,6 +406,18 @@ fn run_path(
         sender,
         switch,
     })
+}
+
+/// Frames the kernel dropped from its per-CPU input backlogs (`/proc/net/softnet_stat`,
+/// second column, all CPUs): a veth hands every frame to the backlog of the sending CPU,
+/// and the backlog overflows when its softirq is deferred to a `ksoftirqd` that cannot run.
+fn backlog_drops() -> u64 {
+    std::fs::read_to_string("/proc/net/softnet_stat")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter_map(|d| u64::from_str_radix(d, 16).ok())
+        .sum()
 }
 
 /// The 1-minute load average (`/proc/loadavg`), for the record beside each figure.
