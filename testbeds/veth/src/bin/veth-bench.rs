@@ -1,7 +1,7 @@
 //! `veth-bench`: forwarding rate of the userspace switch against a direct veth path,
 //! measured in the same run (root required).
 //!
-//! Three paths, each between fresh namespaces:
+//! Four paths, each between fresh namespaces:
 //! - direct: sender ns ──veth── receiver ns;
 //! - switched: sender ns ──veth── switch ns ──veth── receiver ns, the switch being the
 //!   engine's [`Switch`] core driven by the same AF_PACKET batched I/O as the
@@ -10,17 +10,23 @@
 //!   leaf–spine with one host per leaf: host 1 ──leaf 1──spine──leaf 0── host 0, three
 //!   userspace switches (each in its own namespace, joined by veths) served by one loop
 //!   (`veth_core::fabric::SwitchSet`), as the fabric runs are. Reported: frames received
-//!   end to end, and frames forwarded by the loop (all switches; per switch = / 3).
+//!   end to end, and frames forwarded by the loop (all switches; per switch = / 3);
+//! - what-if: the same leaf–spine with its two switch-to-switch hops handed to the peer
+//!   switch inside the loop instead of crossing a veth (see `leaf_spine`; not how the
+//!   testbed runs), to measure what the kernel part of those hops costs.
 //!
 //! The sender blasts the same RoCEv2 frame with `sendmmsg` (batches of 64) for the
-//! given time; the receiver counts frames from its receive ring. Both paths use the
-//! engine's I/O layer ([`PacketSocket`], [`afpacket::Waiter`]). Threads are pinned so
-//! every trial places them alike (see `pin`); the switch runs `SCHED_FIFO` as in the
-//! engine. Trials alternate direct / switched,
-//! REPETITIONS times per frame size (the machine is shared and noisy); reported are
-//! the medians of the received frames per second on each path, the median of the
-//! per-trial ratios with its range, and the switch thread's CPU time per forwarded
-//! frame (`getrusage(RUSAGE_THREAD)`). `VETH_BENCH_DEBUG=1` prints each trial.
+//! given time; the receiver counts frames from its receive ring. All paths use the
+//! engine's I/O layer ([`PacketSocket`], [`afpacket::Waiter`] in the switch). Threads
+//! are pinned so every trial places them alike (see `pin`), and every thread runs
+//! `SCHED_FIFO` (see `realtime`): with only the switch real-time, as until session 8, a
+//! loaded machine slowed the direct path's ordinary sender and receiver but not the
+//! switch, and the ratios came out higher under load than on a quiet machine. Trials
+//! alternate the paths, REPETITIONS times per frame size (the machine is shared and
+//! noisy); reported are the medians of the received frames per second on each path, the
+//! median of the per-trial ratios with its range, the direct sender's and the switch
+//! thread's CPU time per frame (`getrusage(RUSAGE_THREAD)`): their quotient is what the
+//! switch can reach whatever the load. `VETH_BENCH_DEBUG=1` prints each trial.
 //!
 //! ```text
 //! cargo run --release -p veth --bin veth-bench -- [SECONDS per trial] [REPETITIONS]
