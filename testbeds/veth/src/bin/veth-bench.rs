@@ -418,9 +418,12 @@ fn run_path(
 /// second column, all CPUs): a veth hands every frame to the backlog of the sending CPU,
 /// and the backlog overflows when its softirq is deferred to a `ksoftirqd` that cannot run.
 fn backlog_drops() -> u64 {
-    std::fs::read_to_string("/proc/net/softnet_stat")
-        .unwrap_or_default()
-        .lines()
+    softnet_drops(&std::fs::read_to_string("/proc/net/softnet_stat").unwrap_or_default())
+}
+
+/// The sum of the second (hexadecimal) column of a `softnet_stat` text, one line per CPU.
+fn softnet_drops(text: &str) -> u64 {
+    text.lines()
         .filter_map(|l| l.split_whitespace().nth(1))
         .filter_map(|d| u64::from_str_radix(d, 16).ok())
         .sum()
@@ -626,4 +629,29 @@ fn main() -> Result<(), BoxErr> {
     println!("load average at the end: {}", loadavg());
     tb.teardown()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn softnet_drops_sums_the_hex_drop_column_of_every_cpu() {
+        let text = "00a1b2c3 0000001f 00000000 00000000\n0002f0aa 00000100 00000003 00000000\n";
+        assert_eq!(softnet_drops(text), 0x1f + 0x100);
+        assert_eq!(softnet_drops(""), 0);
+    }
+
+    #[test]
+    fn a_meter_that_never_saw_counting_reports_nothing() {
+        let m = Meter::default();
+        let w = m.done(1000);
+        assert_eq!((w.frames, w.cpu), (0, StdDuration::ZERO));
+        // Counting from the start: frames since the tick, CPU never negative.
+        let counting = AtomicBool::new(true);
+        let mut m = Meter::default();
+        m.tick(&counting, 10);
+        m.tick(&counting, 50);
+        assert_eq!(m.done(110).frames, 100);
+    }
 }
