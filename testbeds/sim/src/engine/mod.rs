@@ -165,16 +165,7 @@ const NIL: u32 = u32::MAX;
 /// Ask the CPU to bring `x`'s cache line in (a hint: no effect on results).
 #[inline(always)]
 fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 only hints the cache hierarchy; it never faults and reads no
-    // value, and SSE is part of the x86_64 baseline. `x` is a valid reference anyway.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (x as *const T).cast::<i8>(),
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
+    prefetch_ptr((x as *const T).cast::<u8>());
 }
 
 /// [`prefetch`] every cache line of `x` (a flow's state spans several).
@@ -182,9 +173,22 @@ fn prefetch<T>(x: &T) {
 fn prefetch_all<T>(x: &T) {
     let base = (x as *const T).cast::<u8>();
     for off in (0..std::mem::size_of::<T>()).step_by(64) {
-        // SAFETY: `off` < size_of::<T>(), so the pointer stays inside `*x`.
-        prefetch(unsafe { &*base.add(off) });
+        prefetch_ptr(base.wrapping_add(off));
     }
+}
+
+/// The prefetch instruction for the line holding address `p` (never dereferenced).
+#[inline(always)]
+fn prefetch_ptr(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 only hints the cache hierarchy; it never faults (whatever the
+    // address) and reads no value, and SSE is part of the x86_64 baseline. Callers pass
+    // addresses inside a live value anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[derive(Clone, Copy, Debug, Default)]
