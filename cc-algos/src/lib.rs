@@ -17,6 +17,8 @@
 //! - [`dctcp`]: DCTCP baseline ([`Dctcp`]).
 //! - [`hpcc`]: HPCC baseline ([`Hpcc`], INT-driven; feed it with
 //!   [`SenderCc::on_ack_int`]).
+//! - [`ets`]: 802.1Qaz ETS: strict priorities, then DWRR between weighted priorities
+//!   ([`ets::Ets`], the egress scheduler of the simulator and the veth switch).
 //! - [`marking`]: RED-style ECN marking ([`RedEcn`], the DCQCN congestion point).
 //! - [`pfc`]: 802.1Qbb XOFF/XON ingress state machine and pause application.
 //! - [`pfcwd`]: PFC watchdog as SONiC defines it (storm detection, actions, restoration).
@@ -67,6 +69,7 @@ pub mod any;
 pub mod dcqcn;
 pub mod dctcp;
 pub mod error;
+pub mod ets;
 pub mod hpcc;
 pub mod marking;
 pub mod pfc;

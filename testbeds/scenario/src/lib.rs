@@ -191,6 +191,11 @@ pub struct NetworkOverrides {
     /// Per-port model: which packet a full queue trims.
     #[serde(default)]
     pub trim_victim: Option<TrimVictimName>,
+    /// ETS between the data priorities at every egress port: a weight per priority 0-7
+    /// (1-100, relative; 0 keeps the priority strict, served first). Unset: strict
+    /// priority for all, 7 highest.
+    #[serde(default)]
+    pub ets: Option<[u8; 8]>,
     /// Per-link overrides of the fabric's rate and propagation delay (`[[network.link]]`),
     /// applied to the fabric the driver built (the fabric spec stays as it is).
     #[serde(default, rename = "link")]
@@ -779,6 +784,14 @@ impl Scenario {
             && !(0.0..=1.0).contains(&p)
         {
             return Err(self.invalid("network.ecn_pmax".into(), "must be in [0, 1]"));
+        }
+        if let Some(w) = self.network.ets
+            && let Some(p) = w.iter().position(|&w| w > 100)
+        {
+            return Err(self.invalid(
+                format!("network.ets[{p}]"),
+                format!("weight {}: expected 0 (strict) or 1-100", w[p]),
+            ));
         }
         if let Some(m) = self.network.mtu
             && (m.0 < 64 || m.0 > 65_536)

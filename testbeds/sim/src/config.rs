@@ -209,6 +209,9 @@ pub struct SimConfig {
     pub pfcwd: Option<cc_algos::pfcwd::WatchdogConfig>,
     /// A host whose NIC never stops pausing its leaf port (a PFC storm); none: no storm.
     pub storm: Option<Storm>,
+    /// ETS between the data priorities of every port (weights per priority, e.g. the
+    /// tenants' shares); none: strict priority, 7 highest.
+    pub ets: Option<cc_algos::ets::EtsConfig>,
 }
 
 /// A per-port queue size.
@@ -333,6 +336,7 @@ impl Default for SimConfig {
             degraded: Vec::new(),
             pfcwd: None,
             storm: None,
+            ets: None,
         }
     }
 }
@@ -376,6 +380,9 @@ impl SimConfig {
             Some(scenario::RtoSetting::Fixed(d)) => self.rto = Some(d),
             Some(scenario::RtoSetting::Htsim) => self.rto = None,
             None => {}
+        }
+        if let Some(w) = o.ets {
+            self.ets = Some(cc_algos::ets::EtsConfig::from_weights(w).map_err(|e| e.to_string())?);
         }
         self.apply_htsim_knobs(o);
         Ok(())

@@ -5,8 +5,8 @@
 //! Layout:
 //! - [`wire`]: wire formats (Ethernet, IPv4, UDP, InfiniBand BTH/AETH, RoCEv2 ICRC, PFC),
 //!   each a zero-copy `Packet<T>` view plus a `Repr` (STYLE.md point 9).
-//! - [`switch`]: the userspace switch: egress queues paced at link rate, shared buffer,
-//!   ECN marking, PFC, trimming, counters.
+//! - [`switch`]: the userspace switch: egress queues paced at link rate (strict priority,
+//!   or ETS between weighted priorities), shared buffer, ECN marking, PFC, trimming, counters.
 //! - [`fabric`]: many switches behind one flat port numbering, served by one loop,
 //!   with scheduled link failures and re-routes.
 //! - [`endpoint`]: RoCEv2 senders/receivers driving `cc-algos` controllers.
@@ -23,6 +23,7 @@
 //! ```
 
 pub mod endpoint;
+mod ets;
 pub mod fabric;
 pub mod int;
 pub mod pcap;

@@ -8,7 +8,8 @@
 //!   with its own salt: a sender that keeps its UDP source port (RoCEv2's entropy
 //!   value) per flow gets per-flow ECMP, one that changes it per packet is sprayed;
 //!   ports that are down ([`Switch::set_port_up`]) are left out of every group;
-//! - per egress port, 8 priority queues served in strict priority (7 highest); the
+//! - per egress port, 8 priority queues served in strict priority (7 highest), or with
+//!   [`SwitchConfig::ets`] by ETS (strict priorities first, then DWRR by weight); the
 //!   priority is the DSCP class selector (`dscp >> 3`: data DSCP 26 → 3, CNP/ACK DSCP 48 → 6);
 //! - each egress port is paced at its link rate: a frame occupies the port for
 //!   `(len + 24) × 8 / rate` (preamble, FCS and inter-frame gap counted);
@@ -81,6 +82,8 @@ pub struct SwitchConfig {
     pub pfcwd: Option<WatchdogConfig>,
     /// Stamp an INT record ([`crate::int`], for HPCC) on every data frame each port sends.
     pub int: bool,
+    /// ETS between the priorities of every egress port (None: strict priority).
+    pub ets: Option<cc_algos::ets::EtsConfig>,
 }
 
 impl SwitchConfig {
@@ -108,6 +111,7 @@ impl SwitchConfig {
             pacing_burst: Duration::ZERO,
             pfcwd: None,
             int: false,
+            ets: None,
         }
     }
 }
@@ -186,6 +190,8 @@ struct Port {
     /// Data frames sent per priority (the watchdog's transmit counter).
     tx_by_prio: [u64; PRIORITIES],
     watch: [QueueWatch; PRIORITIES],
+    /// ETS scheduler state (None: strict priority).
+    ets: Option<cc_algos::ets::Ets>,
     c: PortCounters,
 }
 
@@ -268,6 +274,7 @@ impl Switch {
                 up: true,
                 tx_by_prio: [0; PRIORITIES],
                 watch: Default::default(),
+                ets: cfg.ets.as_ref().map(cc_algos::ets::Ets::new),
                 c: PortCounters::default(),
             })
             .collect();
@@ -583,7 +590,7 @@ impl Switch {
     }
 
     /// The next frame `port` may send at `now`: PFC frames first, then the highest
-    /// non-paused priority, if the port's pacer allows.
+    /// non-paused priority (or ETS's choice), if the port's pacer allows.
     pub fn poll_transmit(&mut self, now: Instant, port: usize) -> Option<Vec<u8>> {
         if !self.ports[port].up {
             return None;
@@ -601,7 +608,15 @@ impl Switch {
         }
         let mut any_paused = false;
         let mut pick = None;
-        for prio in (0..PRIORITIES).rev() {
+        if let Some(ets) = p.ets.as_mut() {
+            let heads = p
+                .queues
+                .each_ref()
+                .map(|q| q.front().map(|f| f.frame.len() as u64));
+            pick = crate::ets::select(ets, now, &p.pfc_out, heads);
+        }
+        let scan = if pick.is_some() { 0 } else { PRIORITIES };
+        for prio in (0..scan).rev() {
             if p.queues[prio].is_empty() {
                 continue;
             }
@@ -787,6 +802,55 @@ mod tests {
         assert_eq!(s.counters(2).tx_packets, 3);
         assert_eq!(s.counters(0).rx_packets, 3);
         assert_eq!(s.buffer_used(), 0);
+    }
+
+    /// A data frame to `dst` at `prio` (DSCP = class selector `prio << 3`).
+    fn frame_at(dst: Ipv4Addr, payload: usize, prio: u8) -> Vec<u8> {
+        let mut r = roce::Repr::send_only(Ipv4Addr::new(10, 0, 0, 9), dst, 1000, payload);
+        r.dscp = prio << 3;
+        r.to_frame()
+    }
+
+    #[test]
+    fn ets_shares_an_egress_by_weight_and_strict_goes_first() {
+        let dst = Ipv4Addr::new(10, 0, 0, 3);
+        let mut c = cfg(3);
+        c.buffer = Bytes(10_000_000);
+        c.ets = Some(cc_algos::ets::EtsConfig::from_weights([0, 70, 30, 0, 0, 0, 0, 0]).unwrap());
+        let mut s = Switch::new(c);
+        // Priority 1 from port 0, priority 2 from port 1, always backlogged; a frame of
+        // the strict control priority 6 arrives half way.
+        for _ in 0..1_000 {
+            s.on_frame(t(0), 0, frame_at(dst, 1000, 1));
+            s.on_frame(t(0), 1, frame_at(dst, 1000, 2));
+        }
+        let mut sent = [0u64; 8];
+        let mut now = t(0);
+        for i in 0..1_000 {
+            if i == 500 {
+                s.on_frame(now, 0, frame_at(dst, 1000, 6));
+            }
+            now = s.next_wakeup(now).unwrap().max(now);
+            let f = s.poll_transmit(now, 2).expect("work conserving");
+            let prio = (roce::Repr::parse(&f).unwrap().0.dscp >> 3) as usize;
+            if i == 500 {
+                assert_eq!(prio, 6, "strict priority first");
+            }
+            sent[prio] += f.len() as u64;
+        }
+        let share = sent[1] as f64 / (sent[1] + sent[2]) as f64;
+        assert!(
+            (share - 0.7).abs() < 0.02,
+            "priority 1 got {share}: {sent:?}"
+        );
+        // Without ETS, strict priority: priority 2 only.
+        let mut s = Switch::new(cfg(3));
+        for _ in 0..10 {
+            s.on_frame(t(0), 0, frame_at(dst, 1000, 1));
+            s.on_frame(t(0), 1, frame_at(dst, 1000, 2));
+        }
+        let f = s.poll_transmit(t(0), 2).unwrap();
+        assert_eq!(roce::Repr::parse(&f).unwrap().0.dscp >> 3, 2);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! * this module — [`Tenants::resolve`]: the file against a fabric, with errors that name
 //!   the file, the entry's field, what was expected and the limit (unknown hosts, overlaps,
 //!   too many classes, PKey / VRF collisions, shares over 100 %).
+//! * [`classes`] — each entry's class (DSCP, PCP) and the ETS weight of every priority
+//!   from the shares, for the schedulers of the simulator and the veth switch.
 //! * [`enforce`] — what enforces it: InfiniBand partitions (PKeys, full and limited
 //!   members) and per-tenant VRFs on the leaves (which destinations each VRF routes).
 //! * [`leaf`] — those VRFs as routes on every leaf (for the VRF exports and the testbed).
@@ -44,6 +46,7 @@
 //! assert_eq!(report.allowed_pairs, 6 * 5 + 8 * 7 + 2 * 1 + 2 * 6 * 2);
 //! ```
 
+pub mod classes;
 pub mod enforce;
 pub mod file;
 pub mod leaf;

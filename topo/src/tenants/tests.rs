@@ -429,3 +429,25 @@ fn vrf_exports_hold_each_leafs_tenants() {
         "{sonic}"
     );
 }
+
+#[test]
+fn classes_give_ets_weights_and_dscp() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/tenants/fat-tree-k4.toml"
+    ))
+    .unwrap();
+    let t = resolve(&text).unwrap();
+    // a: class 1, 50 %; b: class 2, 40 %; the services class 0 with no share.
+    assert_eq!(t.ets_weights(), [1, 50, 40, 0, 0, 0, 0, 0]);
+    let f = k4();
+    let host = |i: usize| f.hosts().nth(i).unwrap();
+    assert_eq!(t.class_of_host(host(1)), Some(1));
+    assert_eq!(t.class_of_host(host(7)), Some(2));
+    assert_eq!(classes::dscp(2), 16);
+    // A share split over two classes, the odd percent to the first.
+    let t =
+        resolve("[[tenants]]\nname = \"a\"\nservers = [\"0-15\"]\nclasses = [3, 4]\nshare = 45\n")
+            .unwrap();
+    assert_eq!(t.ets_weights(), [0, 0, 0, 23, 22, 0, 0, 0]);
+}

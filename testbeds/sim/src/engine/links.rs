@@ -1,4 +1,4 @@
-//! Ports and links: strict-priority egress scheduling, dequeue (with ECN marking and
+//! Ports and links: strict-priority (or ETS, [`super::ets`]) egress scheduling, dequeue (with ECN marking and
 //! the PFC ingress accounting it triggers) and serialisation onto the link.
 
 use super::*;
@@ -55,14 +55,16 @@ impl<Q: EventQueue> Sim<Q> {
         self.transmit(p, pid);
     }
 
-    /// Dequeue the next data packet of the highest unpaused priority.
+    /// Dequeue the next data packet of the highest unpaused priority, or of the
+    /// class ETS chooses when `SimConfig::ets` is set.
     pub(super) fn pop_data(&mut self, p: u32) -> Option<u32> {
         let pu = p as usize;
         if self.port[pu].qtotal == 0 {
             return None;
         }
         let mut earliest_resume = u64::MAX;
-        for c in 0..self.nclass {
+        let classes = self.ets_pick(pu).map_or(0..self.nclass, |c| c..c + 1);
+        for c in classes {
             let k = pu * self.nclass + c;
             if self.cq[k].q.is_empty() {
                 continue;

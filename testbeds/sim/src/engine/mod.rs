@@ -6,7 +6,8 @@
 //!   frame arrives at the peer after the link's propagation delay (+ switching
 //!   latency at a switch). `TxDone` frees the port for the next frame.
 //! - Egress scheduling is strict priority: PFC frames, then control (ACK, NACK, CNP,
-//!   trimmed headers), then data priorities from 7 down to 0, skipping paused ones.
+//!   trimmed headers), then data priorities from 7 down to 0, skipping paused ones;
+//!   with `SimConfig::ets`, ETS (strict priorities, then DWRR by weight) between them.
 //! - PFC (IEEE 802.1Qbb): bytes buffered per (ingress port, priority) are counted by
 //!   `cc_algos::PfcIngress`; crossing XOFF sends a PAUSE frame back through that
 //!   port (it takes 64 B of link time and the link delay), XON sends a resume, XOFF
@@ -42,6 +43,7 @@ use scenario::{FailureSpec, FailureTarget, Workplan};
 use std::collections::{HashMap, VecDeque};
 
 mod build;
+mod ets;
 mod failures;
 mod finish;
 mod hosts;
@@ -448,6 +450,8 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     port: Vec<PortState>,
     /// Per (port, class): the data queue and its bytes.
     cq: Vec<ClassQueue>,
+    /// Per port: the ETS scheduler between data classes (empty: strict priority).
+    ets: Vec<cc_algos::ets::Ets>,
     pfc_in: Vec<PfcIngress>,
     pfc_out: Vec<PfcEgress>,
     /// Per (port, class): paused-time bookkeeping (last mark, paused until).
@@ -587,6 +591,7 @@ impl<Q: EventQueue> Sim<Q> {
             up: vec![true; np],
             port,
             cq: vec![ClassQueue::EMPTY; np * nclass],
+            ets: Self::ets_state(&cfg, np),
             pfc_in,
             pfc_out,
             pause_mark: vec![(0, 0); np * nclass],

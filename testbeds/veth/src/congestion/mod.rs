@@ -58,6 +58,8 @@ pub struct CongestionConfig {
     pub storm: Option<StormConfig>,
     /// The PFC watchdog on every switch (`cc_algos::pfcwd`, real time; None: off).
     pub pfcwd: Option<cc_algos::pfcwd::WatchdogConfig>,
+    /// ETS between the priorities at every switch egress (None: strict priority).
+    pub ets: Option<cc_algos::ets::EtsConfig>,
     /// Real rate of every link (what the engine paces at).
     pub link_rate: Rate,
     /// The rate the congestion control believes the links have; `virtual / link_rate`
@@ -122,6 +124,7 @@ impl CongestionConfig {
             topology: fabric::Topology::Star,
             storm: None,
             pfcwd: None,
+            ets: None,
             link_rate,
             virtual_rate: Rate::gbps(100),
             payload: 4096,
@@ -234,6 +237,12 @@ impl CongestionConfig {
                 Some(TrimPolicy::new(t, Bytes(64)).map_err(|e| {
                     Error::Invalid(format!("scenario [network] trim_threshold: {e}"))
                 })?);
+        }
+        if let Some(w) = n.ets {
+            self.ets = Some(
+                cc_algos::ets::EtsConfig::from_weights(w)
+                    .map_err(|e| Error::Invalid(format!("scenario [network] ets: {e}")))?,
+            );
         }
         Ok(())
     }
@@ -686,6 +695,24 @@ fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scenario_ets_weights_reach_every_switch() {
+        let mut cfg = CongestionConfig::new(4);
+        let n = scenario::NetworkOverrides {
+            ets: Some([0, 50, 50, 0, 0, 0, 0, 0]),
+            ..Default::default()
+        };
+        cfg.apply(&n).unwrap();
+        let sw = star::switch_config(&cfg, vec![[0; 6]; 2], vec![None; 2], Default::default());
+        assert_eq!(sw.ets.unwrap().weights(), [0, 50, 50, 0, 0, 0, 0, 0]);
+        let bad = scenario::NetworkOverrides {
+            ets: Some([0, 0, 0, 0, 0, 0, 0, 101]),
+            ..Default::default()
+        };
+        let e = cfg.apply(&bad).unwrap_err().to_string();
+        assert!(e.contains("ets") && e.contains("weight 101"), "{e}");
+    }
 
     #[test]
     fn jain_index() {

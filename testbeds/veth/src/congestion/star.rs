@@ -93,8 +93,8 @@ pub fn switch(cfg: &CongestionConfig, links: &[VethLink]) -> Switch {
     Switch::new(c)
 }
 
-/// A switch of the run: `cfg`'s rate, buffer, ECN, PFC on priorities 0..=5, trimming and
-/// pacing, with these port MACs, next-hop MACs and routes (salt 0, seed `cfg.seed`).
+/// A switch of the run: `cfg`'s rate, buffer, ECN, PFC on priorities 0..=5, trimming,
+/// ETS and pacing, with these port MACs, next-hop MACs and routes (salt 0, seed `cfg.seed`).
 pub fn switch_config(
     cfg: &CongestionConfig,
     port_macs: Vec<Mac>,
@@ -111,6 +111,7 @@ pub fn switch_config(
     c.pacing_burst = cfg.switch_pacing_burst;
     c.pfcwd = cfg.pfcwd;
     c.int = cfg.int();
+    c.ets = cfg.ets.clone();
     c
 }
 
