@@ -150,10 +150,12 @@ fn converge(f: &topo::Fabric, a: &FrrArgs, n: usize, stop: &AtomicBool) -> anyho
             i += 1;
             let s = |v: Option<f64>| v.map_or("not repaired".to_string(), |v| format!("{v:.3} s"));
             eprintln!(
-                "  {r:?} {i}/{n}: link {} down → {}, up → {}",
+                "  {r:?} {i}/{n}: link {} down → {} ({} probes lost), up → {} ({} lost)",
                 x.link.0,
                 s(x.down_s),
-                s(x.up_s)
+                x.down_loss.lost,
+                s(x.up_s),
+                x.up_loss.lost
             );
         };
         let runs = match r {
@@ -162,35 +164,50 @@ fn converge(f: &topo::Fabric, a: &FrrArgs, n: usize, stop: &AtomicBool) -> anyho
             RepairerArg::Central => converge::run_central(f, kind, n, a.repair_timeout, show),
         }
         .map_err(|e| anyhow::anyhow!("{r:?}: {e}"))?;
-        eprintln!("{r:?}: {:.0} s", t.elapsed().as_secs_f64());
+        eprintln!(
+            "{r:?}: {:.0} s; {} probes lost on the healthy fabric before the first failure",
+            t.elapsed().as_secs_f64(),
+            runs.idle_lost
+        );
         all.push(runs);
     }
-    print!("{}", converge_table(f.name(), &all));
+    let pairs = veth::frr::probe_loss::pairs(f).len();
+    print!("{}", converge_table(f.name(), &all, pairs));
     Ok(())
 }
 
 /// The Markdown table of `--converge`.
-pub fn converge_table(name: &str, all: &[veth::frr::converge::Runs]) -> String {
-    use veth::frr::converge::percentile;
+pub fn converge_table(name: &str, all: &[veth::frr::converge::Runs], pairs: usize) -> String {
+    use veth::frr::converge::{PROBE_INTERVAL, percentile};
     let ms = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.0} ms", v * 1e3));
+    let n = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.0}"));
     let mut o = format!(
-        "{name}: link failure → every FIB repaired, and return → every FIB back (p50 / p99 over the failures)\n\n\
-         | repairer | failure | failures | repaired | down p50 | down p99 | back | up p50 | up p99 | check round ≤ |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n"
+        "{name}: link failure → every FIB repaired, and return → every FIB back (p50 / p99 over the failures); \
+         probes: one datagram per host pair on different leaves ({pairs} pairs) every {} ms, \
+         lost from the failure (return) until repaired (back)\n\n\
+         | repairer | failure | failures | repaired | down p50 | down p99 | lost p50 / p99 | longest outage p99 | back | up p50 | up p99 | lost back p50 / p99 | check round ≤ |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        PROBE_INTERVAL.as_millis()
     );
     for r in all {
         let (d, u) = (r.down(), r.up());
+        let (ld, lu) = (r.lost_down(), r.lost_up());
         o += &format!(
-            "| {} | {:?} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {:?} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} / {} | {} |\n",
             r.repairer.as_str(),
             r.kind,
             r.timings.len(),
             d.len(),
             ms(percentile(&d, 50.0)),
             ms(percentile(&d, 99.0)),
+            n(percentile(&ld, 50.0)),
+            n(percentile(&ld, 99.0)),
+            ms(percentile(&r.outage_down(), 99.0)),
             u.len(),
             ms(percentile(&u, 50.0)),
             ms(percentile(&u, 99.0)),
+            n(percentile(&lu, 50.0)),
+            n(percentile(&lu, 99.0)),
             if r.resolution_s > 0.0 {
                 ms(Some(r.resolution_s))
             } else {

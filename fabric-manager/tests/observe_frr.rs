@@ -19,37 +19,15 @@ use std::time::{Duration, Instant};
 
 use common::Daemon;
 use serde_json::Value;
-use topo::{NodeId, Rate, Routes, generators};
+use topo::{NodeId, Rate, generators};
 use veth::frr::{FrrOptions, FrrTestbed};
 use veth::routed::{Family, ifname};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
+/// Root and the FRR testbed's tools, or skipped as the README says (the shared check).
 fn enabled() -> bool {
-    match veth::root_tests_enabled() {
-        Ok(false) => return false,
-        Ok(true) => {}
-        Err(why) => panic!("{why}"),
-    }
-    let missing: Vec<&str> = [
-        "/usr/lib/frr/bgpd",
-        "/usr/lib/frr/bfdd",
-        "/usr/sbin/lldpd",
-        "/usr/bin/prometheus-node-exporter",
-        "/usr/bin/prometheus",
-    ]
-    .into_iter()
-    .filter(|p| !std::path::Path::new(p).exists())
-    .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
-        return false;
-    }
-    panic!(
-        "missing {missing:?}: run scripts/install-deps.sh as root, or set FABRIC_SKIP_TOOLS=1 to skip"
-    );
+    veth::frr::tests_enabled().unwrap_or_else(|why| panic!("{why}"))
 }
 
 fn ip(args: &[&str]) {
@@ -187,15 +165,8 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
         return;
     }
     let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
-    let tb = FrrTestbed::build(f.clone(), &FrrOptions::default()).unwrap();
-    let d = tb
-        .wait_converged(&Routes::compute(&f), Duration::from_secs(90))
-        .unwrap();
-    assert!(
-        d.entries.is_empty(),
-        "BGP did not converge: {:?}",
-        d.entries
-    );
+    let tb =
+        FrrTestbed::converged(f.clone(), &FrrOptions::default(), Duration::from_secs(90)).unwrap();
 
     let dir = common::temp_dir("observe-frr-token");
     let token = dir.join("token");

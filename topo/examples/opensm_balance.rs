@@ -17,7 +17,6 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use topo::balance::{TierBalance, of_lft};
@@ -25,7 +24,13 @@ use topo::export::{self, Format, MemSink, Routed, Tables};
 use topo::lft::Lft;
 use topo::{Fabric, NodeId, Routes};
 
-const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+#[path = "../tests/common/ibsim.rs"]
+mod ibsim;
+
+use ibsim::{Ibsim, parse_lft_dump};
+
+/// OpenSM's tables: IB port per LID, per switch GUID.
+type Dump = std::collections::BTreeMap<u64, std::collections::BTreeMap<u16, u8>>;
 const SHARES: [u32; 4] = [0, 1, 5, 10];
 
 type Result<T> = std::result::Result<T, String>;
@@ -109,10 +114,11 @@ fn compare(name: &str, share: u32, engines: &[String]) -> Result<()> {
                 .ok_or(format!("export wrote no plane{plane}/{file}"))?;
             fs::write(files.join(file), text).map_err(|e| e.to_string())?;
         }
-        let sim = Ibsim::start(&dir, &files.join("fabric.net"))?;
+        let sock = format!("fabric-osm-{}", std::process::id());
+        let sim = Ibsim::start(&dir, &files.join("fabric.net"), &sock)?;
         for (engine, (lft, missing, took)) in engines.iter().zip(&mut theirs) {
             let t0 = Instant::now();
-            let dump = sim.route(&dir, &files.join("guid2lid"), engine)?;
+            let dump = route(&sim, &dir, &files.join("guid2lid"), engine)?;
             *took += t0.elapsed();
             *missing += overwrite(&f, &addr, lft, plane, &dump);
         }
@@ -163,7 +169,7 @@ fn overwrite(
     addr: &topo::addressing::AddressPlan,
     lft: &mut Lft,
     plane: u16,
-    dump: &HashMap<u64, HashMap<u16, u8>>,
+    dump: &Dump,
 ) -> usize {
     let column_of_lid: HashMap<u16, usize> = f
         .hosts()
@@ -185,121 +191,42 @@ fn overwrite(
     missing
 }
 
-/// `0xLID PORT` lines of every `Unicast lids … guid 0x…` block.
-fn parse_dump(text: &str) -> Result<HashMap<u64, HashMap<u16, u8>>> {
-    let mut out: HashMap<u64, HashMap<u16, u8>> = HashMap::new();
-    let mut cur = None;
-    for (i, line) in text.lines().enumerate() {
-        let bad = || format!("opensm-lfts.dump line {}: {line:?}", i + 1);
-        let line = line.trim_start();
-        if line.starts_with("Unicast lids") {
-            let g = line
-                .split(" guid 0x")
-                .nth(1)
-                .and_then(|r| r.split_whitespace().next())
-                .ok_or_else(bad)?;
-            let guid = u64::from_str_radix(g, 16).map_err(|_| bad())?;
-            out.entry(guid).or_default();
-            cur = Some(guid);
-        } else if let (Some(g), Some(rest)) = (cur, line.strip_prefix("0x")) {
-            let mut it = rest.split_whitespace();
-            let lid = it.next().and_then(|x| u16::from_str_radix(x, 16).ok());
-            let port = it.next().and_then(|x| x.parse::<u8>().ok());
-            let (Some(lid), Some(port)) = (lid, port) else {
-                return Err(bad());
-            };
-            out.entry(g).or_default().insert(lid, port);
-        }
-    }
-    Ok(out)
-}
-
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fabric-osm-{}-{tag}", std::process::id()));
     let _ = fs::remove_dir_all(&d);
     d
 }
 
-/// A running `ibsim` on a private socket, killed on drop.
-struct Ibsim {
-    child: Child,
-    sock: String,
-}
-
-impl Ibsim {
-    fn start(dir: &Path, net: &Path) -> Result<Ibsim> {
-        let sock = format!("fabric-osm-{}", std::process::id());
-        let log = dir.join("ibsim.log");
-        let child = Command::new("ibsim")
-            .args(["-s", "-n", "-N", "65536", "-S", "4096", "-P", "262144"])
-            .arg(net)
-            .env("IBSIM_SOCKNAME", &sock)
-            .stdin(Stdio::null())
-            .stdout(fs::File::create(&log).map_err(|e| e.to_string())?)
-            .stderr(fs::File::create(dir.join("ibsim.err")).map_err(|e| e.to_string())?)
-            .current_dir(dir)
-            .spawn()
-            .map_err(|e| format!("ibsim: {e} (install ibsim-utils)"))?;
-        let sim = Ibsim { child, sock };
-        let t0 = Instant::now();
-        while !fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("Network simulator ready")
-        {
-            if t0.elapsed() > Duration::from_secs(120) {
-                return Err(format!("ibsim did not start; see {}", log.display()));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(sim)
+/// Runs OpenSM once on `sim` with `engine` and returns the tables it programmed.
+fn route(sim: &Ibsim, dir: &Path, guid2lid: &Path, engine: &str) -> Result<Dump> {
+    let (cache, tmp) = (
+        dir.join(format!("cache-{engine}")),
+        dir.join(format!("tmp-{engine}")),
+    );
+    for d in [&cache, &tmp] {
+        fs::create_dir_all(d).map_err(|e| e.to_string())?;
     }
-
-    /// Runs OpenSM once with `engine` and returns the tables it programmed.
-    fn route(
-        &self,
-        dir: &Path,
-        guid2lid: &Path,
-        engine: &str,
-    ) -> Result<HashMap<u64, HashMap<u16, u8>>> {
-        let (cache, tmp) = (
-            dir.join(format!("cache-{engine}")),
-            dir.join(format!("tmp-{engine}")),
-        );
-        for d in [&cache, &tmp] {
-            fs::create_dir_all(d).map_err(|e| e.to_string())?;
-        }
-        fs::copy(guid2lid, cache.join("guid2lid")).map_err(|e| e.to_string())?;
-        let log = dir.join(format!("osm-{engine}.log"));
-        let out = Command::new("opensm")
-            .args(["-o", "-R", engine, "-D", "0x43", "-f"])
-            .arg(&log)
-            .env("LD_PRELOAD", UMAD2SIM)
-            .env("IBSIM_SOCKNAME", &self.sock)
-            .env("OSM_CACHE_DIR", &cache)
-            .env("OSM_TMP_DIR", &tmp)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("opensm: {e} (install opensm)"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "opensm -R {engine} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        let text = fs::read_to_string(&log).unwrap_or_default();
-        if let Some(l) = text.lines().find(|l| l.contains("tables configured")) {
-            eprintln!("{engine}: {}", l.split("-> ").last().unwrap_or(l));
-        }
-        let dump = fs::read_to_string(tmp.join("opensm-lfts.dump"))
-            .map_err(|e| format!("opensm -R {engine} wrote no opensm-lfts.dump: {e}"))?;
-        parse_dump(&dump)
+    fs::copy(guid2lid, cache.join("guid2lid")).map_err(|e| e.to_string())?;
+    let log = dir.join(format!("osm-{engine}.log"));
+    let out = sim
+        .command("opensm")
+        .args(["-o", "-R", engine, "-D", "0x43", "-f"])
+        .arg(&log)
+        .env("OSM_CACHE_DIR", &cache)
+        .env("OSM_TMP_DIR", &tmp)
+        .output()
+        .map_err(|e| format!("opensm: {e} (install opensm)"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "opensm -R {engine} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
-}
-
-impl Drop for Ibsim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    let text = fs::read_to_string(&log).unwrap_or_default();
+    if let Some(l) = text.lines().find(|l| l.contains("tables configured")) {
+        eprintln!("{engine}: {}", l.split("-> ").last().unwrap_or(l));
     }
+    let dump = fs::read_to_string(tmp.join("opensm-lfts.dump"))
+        .map_err(|e| format!("opensm -R {engine} wrote no opensm-lfts.dump: {e}"))?;
+    parse_lft_dump(&dump, "opensm-lfts.dump")
 }

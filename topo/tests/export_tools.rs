@@ -21,13 +21,15 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use topo::export::routes::{LinuxIf, own_addr, own_addr6};
 use topo::export::{self, Format, MemSink, Routed, Tables};
 
-const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+#[path = "common/ibsim.rs"]
+mod ibsim;
+
+use ibsim::UMAD2SIM;
 
 fn have(tool: &str) -> bool {
     Command::new("sh")
@@ -77,19 +79,10 @@ fn write_all(sink: &MemSink, dir: &Path) {
     }
 }
 
-/// Kills the simulator even if an assertion fails.
-struct KillOnDrop(Child);
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// ibsim running on a `.net`, with the environment the IB tools need to reach it.
+/// ibsim running on a `.net` (the shared start-up), with OpenSM's cache directory for
+/// the tools run against it.
 struct Ibsim {
-    _sim: KillOnDrop,
-    sock: String,
+    sim: ibsim::Ibsim,
     dir: PathBuf,
     cache: PathBuf,
 }
@@ -102,40 +95,10 @@ impl Ibsim {
             std::process::id(),
             plane.display().to_string().len()
         );
-        let sim_log = dir.join("ibsim.log");
-        let sim = Command::new("ibsim")
-            .args(["-s", "-n"])
-            .arg(plane.join("fabric.net"))
-            .env("IBSIM_SOCKNAME", &sock)
-            .stdin(Stdio::null())
-            .stdout(fs::File::create(&sim_log).unwrap())
-            .stderr(Stdio::from(
-                fs::File::create(dir.join("ibsim.err")).unwrap(),
-            ))
-            .current_dir(dir)
-            .spawn()
-            .expect("spawn ibsim");
-        let sim = KillOnDrop(sim);
-        let t0 = Instant::now();
-        loop {
-            let log = fs::read_to_string(&sim_log).unwrap_or_default();
-            if log.contains("Network simulator ready") {
-                break;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "ibsim did not start: {log}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let err = fs::read_to_string(dir.join("ibsim.err")).unwrap();
-        assert!(
-            !err.contains("ibwarn") && !err.contains("ibpanic"),
-            "ibsim complained about fabric.net:\n{err}"
-        );
+        let sim = ibsim::Ibsim::start(dir, &plane.join("fabric.net"), &sock)
+            .unwrap_or_else(|e| panic!("{e}"));
         Ibsim {
-            _sim: sim,
-            sock,
+            sim,
             dir: dir.to_path_buf(),
             cache: cache.to_path_buf(),
         }
@@ -165,14 +128,12 @@ impl Ibsim {
 
     /// Runs an IB tool against the simulator; its standard output.
     fn tool(&self, cmd: &str, args: &[&str]) -> String {
-        let out = Command::new(cmd)
+        let out = self
+            .sim
+            .command(cmd)
             .args(args)
-            .env("LD_PRELOAD", UMAD2SIM)
-            .env("IBSIM_SOCKNAME", &self.sock)
             .env("OSM_CACHE_DIR", &self.cache)
             .env("OSM_TMP_DIR", &self.dir)
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("{cmd}: {e}"));
         assert!(
@@ -186,29 +147,7 @@ impl Ibsim {
 
 /// `0xLID PORT` pairs of every LFT block, keyed by the block's switch GUID.
 fn parse_lft(text: &str) -> BTreeMap<u64, BTreeMap<u16, u8>> {
-    let mut out: BTreeMap<u64, BTreeMap<u16, u8>> = BTreeMap::new();
-    let mut cur = None;
-    for line in text.lines() {
-        let line = line.trim_start();
-        if line.starts_with("Unicast lids") {
-            let g = line
-                .split(" guid 0x")
-                .nth(1)
-                .expect("guid")
-                .split_whitespace()
-                .next()
-                .unwrap();
-            let guid = u64::from_str_radix(g, 16).unwrap();
-            out.entry(guid).or_default();
-            cur = Some(guid);
-        } else if let (Some(g), Some(rest)) = (cur, line.strip_prefix("0x")) {
-            let mut it = rest.split_whitespace();
-            let lid = u16::from_str_radix(it.next().unwrap(), 16).unwrap();
-            let port: u8 = it.next().unwrap().parse().unwrap();
-            out.get_mut(&g).unwrap().insert(lid, port);
-        }
-    }
-    out
+    ibsim::parse_lft_dump(text, "LFT dump").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The single-path tables of `routes` in the OpenSM format, and the address plan.

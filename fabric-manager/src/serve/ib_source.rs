@@ -281,10 +281,7 @@ fn link_event(c: &LinkChange, time: Timestamp) -> Event {
 
 impl Source for IbSource {
     fn map(&self) -> SourceMap {
-        SourceMap {
-            info: self.info.clone(),
-            fabric: Some(self.fabric.clone()),
-        }
+        SourceMap::new(self.info.clone(), Some(self.fabric.clone()))
     }
 
     fn sample(&mut self, _elapsed: Duration, seq: u64) -> Result<Sample, String> {

@@ -344,10 +344,7 @@ impl ObserveSource {
 
 impl Source for ObserveSource {
     fn map(&self) -> SourceMap {
-        SourceMap {
-            info: self.info.clone(),
-            fabric: Some(self.fabric.clone()),
-        }
+        SourceMap::new(self.info.clone(), Some(self.fabric.clone()))
     }
 
     fn sample(&mut self, _elapsed: Duration, seq: u64) -> Result<Sample, String> {

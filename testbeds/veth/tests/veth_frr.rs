@@ -10,37 +10,11 @@ use std::time::Duration;
 
 use topo::{NodeId, Rate, Routes, generators};
 use veth::frr::{FrrOptions, FrrTestbed};
-use veth::root_tests_enabled;
 use veth::routed::ifname;
 
+/// Root and the FRR testbed's tools, or skipped as the README says (the shared check).
 fn enabled() -> bool {
-    match root_tests_enabled() {
-        Ok(false) => return false,
-        Ok(true) => {}
-        Err(why) => panic!("{why}"),
-    }
-    let missing: Vec<&str> = [
-        "/usr/lib/frr/zebra",
-        "/usr/lib/frr/bgpd",
-        "/usr/lib/frr/bfdd",
-        "/usr/lib/frr/staticd",
-        "/usr/bin/vtysh",
-        "/usr/sbin/lldpd",
-        "/usr/bin/prometheus-node-exporter",
-        "/usr/bin/prometheus",
-    ]
-    .into_iter()
-    .filter(|p| !std::path::Path::new(p).exists())
-    .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
-        return false;
-    }
-    panic!(
-        "missing {missing:?}: run scripts/install-deps.sh as root, or set FABRIC_SKIP_TOOLS=1 to skip"
-    );
+    veth::frr::tests_enabled().unwrap_or_else(|why| panic!("{why}"))
 }
 
 /// `GET path` on `addr`, the body.
@@ -66,12 +40,10 @@ fn frr_fabric_converges_is_watched_and_routes_around_a_failed_link() {
         return;
     }
     let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
-    let tb = FrrTestbed::build(f.clone(), &FrrOptions::default()).unwrap();
+    let tb =
+        FrrTestbed::converged(f.clone(), &FrrOptions::default(), Duration::from_secs(90)).unwrap();
     let healthy = Routes::compute(&f);
-    let d = tb
-        .wait_converged(&healthy, Duration::from_secs(90))
-        .unwrap();
-    assert!(d.entries.is_empty(), "not converged: {:?}", d.entries);
+    let d = tb.fib_check(&healthy).unwrap();
     // 20 switches × 8 leaves × 2 families.
     assert_eq!(d.checked, 320);
     // FRR's own view of its FIB (vtysh JSON) gives the same verdict as netlink.
@@ -193,5 +165,7 @@ fn a_failure_is_repaired_by_bgp_with_bfd_and_by_central_repair() {
         assert_eq!(runs.timings.len(), 1);
         assert!(runs.timings[0].down_s.is_some(), "{runs:?}");
         assert!(runs.timings[0].up_s.is_some(), "{runs:?}");
+        // The loss probe is sound: nothing lost on the healthy fabric.
+        assert_eq!(runs.idle_lost, 0, "{runs:?}");
     }
 }

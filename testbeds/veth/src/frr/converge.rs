@@ -18,11 +18,17 @@
 //! after an aggregation–core failure) where topo's tables split equally; central repair is synchronous, so its time is when the last
 //! switch's routes were acknowledged. A failure not repaired within the timeout is
 //! counted as such, not timed.
+//!
+//! Meanwhile a [`LossProbe`] sends a datagram between every pair of hosts on different
+//! leaves every [`PROBE_INTERVAL`]; each failure reports what the rounds sent between
+//! the failure and the last FIB repaired lost (until the link came back when it was not
+//! repaired), and the same for the return.
 
 use std::time::{Duration, Instant};
 
 use topo::{Fabric, LinkId, Routes};
 
+use super::probe_loss::{Loss, LossProbe};
 use super::procs::run;
 use super::{FrrOptions, FrrTestbed};
 use crate::routed::{RoutedTestbed, ifname};
@@ -68,6 +74,19 @@ pub struct Timing {
     pub down_s: Option<f64>,
     /// Return → every FIB back to the healthy tables, s (`None`: not within the timeout).
     pub up_s: Option<f64>,
+    /// Probes lost from the failure until repaired (or until the link came back).
+    pub down_loss: Loss,
+    /// Probes lost from the return until every FIB was back (or the timeout).
+    pub up_loss: Loss,
+}
+
+/// The time between two rounds of the loss probe (one datagram per host pair each).
+pub const PROBE_INTERVAL: Duration = Duration::from_millis(20);
+
+/// The end of a window that starts at `t0` and lasted `s` seconds, or `fallback` when
+/// it never ended.
+fn window_end(t0: Instant, s: Option<f64>, fallback: Instant) -> Instant {
+    s.map_or(fallback, |s| t0 + Duration::from_secs_f64(s))
 }
 
 /// The runs of one repairer.
@@ -81,6 +100,20 @@ pub struct Runs {
     pub timings: Vec<Timing>,
     /// Longest FIB check round seen (the polling resolution), s; 0 for central repair.
     pub resolution_s: f64,
+    /// Probes lost on the healthy fabric in the second before the first failure (0 when
+    /// the probe stream itself is sound).
+    pub idle_lost: u64,
+}
+
+/// Starts the loss probe on `rt` and measures it for a second on the healthy fabric
+/// (after a second of warm-up: neighbours resolved): the probe and its idle loss.
+fn start_probe(rt: &RoutedTestbed) -> Result<(LossProbe, u64)> {
+    let probe = LossProbe::start(rt, PROBE_INTERVAL)?;
+    std::thread::sleep(Duration::from_secs(1));
+    let t = Instant::now();
+    std::thread::sleep(Duration::from_secs(1));
+    let idle = probe.loss(t, t + Duration::from_millis(700)).lost;
+    Ok((probe, idle))
 }
 
 /// The `p`-th percentile (0..=100, nearest rank) of `v`; `None` when empty.
@@ -103,6 +136,27 @@ impl Runs {
     /// The returns' times, s.
     pub fn up(&self) -> Vec<f64> {
         self.timings.iter().filter_map(|t| t.up_s).collect()
+    }
+
+    /// Probes lost per failure (every failure, repaired or not).
+    pub fn lost_down(&self) -> Vec<f64> {
+        self.timings
+            .iter()
+            .map(|t| t.down_loss.lost as f64)
+            .collect()
+    }
+
+    /// Probes lost per return.
+    pub fn lost_up(&self) -> Vec<f64> {
+        self.timings.iter().map(|t| t.up_loss.lost as f64).collect()
+    }
+
+    /// The longest outage of one host pair per failure, s.
+    pub fn outage_down(&self) -> Vec<f64> {
+        self.timings
+            .iter()
+            .map(|t| t.down_loss.worst_outage_s)
+            .collect()
     }
 }
 
@@ -191,23 +245,18 @@ pub fn run_frr(
         exporters: false,
         ..FrrOptions::default()
     };
-    let tb = FrrTestbed::build(f.clone(), &opts)?;
+    let tb = FrrTestbed::converged(f.clone(), &opts, Duration::from_secs(120))?;
     let healthy = Routes::compute(f);
-    let d = tb.wait_converged(&healthy, Duration::from_secs(120))?;
-    if !d.entries.is_empty() {
-        return Err(Error::Invalid(format!(
-            "BGP did not converge to the tables: {} of {} entries differ",
-            d.entries.len(),
-            d.checked
-        )));
-    }
     let links = fabric_links(f);
     let mut runs = Runs {
         repairer: if bfd { Repairer::BgpBfd } else { Repairer::Bgp },
         kind,
         timings: Vec::new(),
         resolution_s: 0.0,
+        idle_lost: 0,
     };
+    let (probe, idle) = start_probe(tb.routed())?;
+    runs.idle_lost = idle;
     for i in 0..n {
         let l = links[i % links.len()];
         let mut failed = healthy.clone();
@@ -218,10 +267,16 @@ pub fn run_frr(
         let t1 = Instant::now();
         set_link(tb.routed(), l, kind, false)?;
         let up_s = until_fibs(&tb, &healthy, t1, timeout, &mut runs.resolution_s)?;
+        let t2 = Instant::now();
+        // Let the sessions (and BFD) settle before the next failure, and the last probes
+        // arrive.
+        std::thread::sleep(Duration::from_secs(1));
         let t = Timing {
             link: l,
             down_s,
             up_s,
+            down_loss: probe.loss(t0, window_end(t0, down_s, t1)),
+            up_loss: probe.loss(t1, window_end(t1, up_s, t2)),
         };
         progress(&t);
         runs.timings.push(t);
@@ -229,9 +284,8 @@ pub fn run_frr(
             // Not back: later failures would start from a broken fabric.
             break;
         }
-        // Let the sessions (and BFD) settle before the next failure.
-        std::thread::sleep(Duration::from_secs(1));
     }
+    probe.stop();
     tb.teardown()?;
     Ok(runs)
 }
@@ -252,7 +306,10 @@ pub fn run_central(
         kind,
         timings: Vec::new(),
         resolution_s: 0.0,
+        idle_lost: 0,
     };
+    let (probe, idle) = start_probe(&rt)?;
+    runs.idle_lost = idle;
     for i in 0..n {
         let l = links[i % links.len()];
         let t0 = Instant::now();
@@ -274,14 +331,20 @@ pub fn run_central(
                 d.entries.len()
             )));
         }
+        let t2 = Instant::now();
+        // The last probes arrive (and the next failure starts from a quiet fabric).
+        std::thread::sleep(Duration::from_millis(500));
         let t = Timing {
             link: l,
             down_s,
             up_s: if down_s.is_some() { up_s } else { None },
+            down_loss: probe.loss(t0, window_end(t0, down_s, t1)),
+            up_loss: probe.loss(t1, window_end(t1, up_s, t2)),
         };
         progress(&t);
         runs.timings.push(t);
     }
+    probe.stop();
     rt.teardown()?;
     Ok(runs)
 }

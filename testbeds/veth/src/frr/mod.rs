@@ -26,6 +26,7 @@ pub mod config;
 pub mod converge;
 pub mod fib;
 pub mod mgmt;
+pub mod probe_loss;
 pub mod procs;
 pub mod vtysh_fib;
 
@@ -104,6 +105,41 @@ pub struct FrrTestbed {
     plan: AddressPlan,
     ports: Vec<(NodeId, HashMap<u32, topo::Port>)>,
     rt: RoutedTestbed,
+}
+
+/// The programs the FRR testbed runs (Debian's frr, lldpd, prometheus-node-exporter and
+/// prometheus; scripts/install-deps.sh installs them).
+pub const TOOLS: [&str; 8] = [
+    "/usr/lib/frr/zebra",
+    "/usr/lib/frr/bgpd",
+    "/usr/lib/frr/bfdd",
+    "/usr/lib/frr/staticd",
+    "/usr/bin/vtysh",
+    "/usr/sbin/lldpd",
+    "/usr/bin/prometheus-node-exporter",
+    "/usr/bin/prometheus",
+];
+
+/// Whether a test of the FRR testbed can run: `Ok(true)` as root with every one of
+/// [`TOOLS`] installed, `Ok(false)` when skipped (`FABRIC_SKIP_NETNS=1`, or
+/// `FABRIC_SKIP_TOOLS=1` with a tool missing), otherwise why not (the test fails loudly).
+pub fn tests_enabled() -> std::result::Result<bool, String> {
+    if !crate::root_tests_enabled()? {
+        return Ok(false);
+    }
+    let missing: Vec<&str> = TOOLS
+        .into_iter()
+        .filter(|p| !Path::new(p).exists())
+        .collect();
+    if missing.is_empty() {
+        return Ok(true);
+    }
+    if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
+        return Ok(false);
+    }
+    Err(format!(
+        "missing {missing:?}: run scripts/install-deps.sh as root, or set FABRIC_SKIP_TOOLS=1 to skip"
+    ))
 }
 
 /// Polls `cond` every 50 ms until it holds or `timeout` passes.
@@ -518,6 +554,25 @@ impl FrrTestbed {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// [`Self::build`], then [`Self::wait_converged`] on the healthy fabric's tables: the
+    /// testbed once every FIB equals them, or an error naming how many entries still
+    /// differ after `timeout` (and the first few).
+    pub fn converged(f: Fabric, opts: &FrrOptions, timeout: Duration) -> Result<FrrTestbed> {
+        let healthy = Routes::compute(&f);
+        let tb = FrrTestbed::build(f, opts)?;
+        let d = tb.wait_converged(&healthy, timeout)?;
+        if !d.entries.is_empty() {
+            return Err(Error::Invalid(format!(
+                "BGP did not converge to the tables within {:.0} s: {} of {} entries differ, first {:?}",
+                timeout.as_secs_f64(),
+                d.entries.len(),
+                d.checked,
+                &d.entries[..d.entries.len().min(3)]
+            )));
+        }
+        Ok(tb)
     }
 
     /// Runs `vtysh -c CMD` on switch `i` (in `agents()` order) and returns its output.
