@@ -62,7 +62,9 @@ impl Tmux {
         let name = format!("fabric-observe-{}-{tag}", std::process::id());
         let ok = Command::new("tmux")
             .args(["new-session", "-d", "-s", &name, "-x", "160", "-y", "40"])
-            .arg(format!("{cmd}; sleep 60"))
+            // The pane outlives a command that exits (its error stays on screen) for longer
+            // than `wait_for` waits, so a failure shows why rather than an empty screen.
+            .arg(format!("{cmd}; echo \"[exited $?]\"; sleep 600"))
             .status()
             .expect("tmux (scripts/install-deps.sh)")
             .success();
