@@ -45,9 +45,9 @@ fn flow_name(f: &FlowResult) -> String {
 
 /// A port as a plot legend names it: `sw:p3→h3`, `leaf1:p4→spine0`.
 pub fn port_label(r: &CongestionReport, port: usize) -> String {
-    r.port_names.get(port).map_or(format!("port {port}"), |n| {
-        format!("{}:p{}→{}", n.switch, n.port, n.peer)
-    })
+    r.port_names
+        .get(port)
+        .map_or(format!("port {port}"), |n| n.label())
 }
 
 /// Delivered throughput per flow and in total (binned), veth solid, the simulator's
