@@ -374,12 +374,14 @@ impl CongestionReport {
             && self.hosts_max_late_us <= MAX_FAITHFUL_LATE_US
     }
 
-    /// Whether the run was congested (ECN marks, pauses or drops) and yet no flow's
-    /// controller ever moved its rate, window or credit: then the algorithm did not run
-    /// (as HPCC did not before the switch stamped INT), and agreement with the
-    /// simulator means nothing.
+    /// Whether the run gave the controllers a congestion signal (ECN marks, drops) and
+    /// yet no flow's controller ever moved its rate, window or credit: then the algorithm
+    /// did not run (as HPCC did not before the switch stamped INT), and agreement with
+    /// the simulator means nothing. PFC pauses alone are no such signal: a scenario with
+    /// ECN off (the fabric HoL scenario measures PFC alone) leaves DCQCN at line rate by
+    /// design.
     pub fn controller_inert(&self) -> bool {
-        let congested = self.ecn_marks > 0 || self.pauses_sent > 0 || self.total_drops() > 0;
+        let congested = self.ecn_marks > 0 || self.total_drops() > 0;
         congested
             && self
                 .flows
@@ -753,6 +755,11 @@ mod tests {
         r.flows[1].reaction = r.flows[0].reaction.clone();
         r.ecn_marks = 0;
         assert!(!r.controller_inert());
+        // PFC alone (ECN off): the controllers had no signal to react to.
+        r.pauses_sent = 158;
+        assert!(!r.controller_inert());
+        r.switch_drops = 1;
+        assert!(r.controller_inert());
     }
 
     #[test]
