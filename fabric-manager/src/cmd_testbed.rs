@@ -34,7 +34,8 @@ pub enum Command {
         #[arg(long, default_value_t = 4)]
         hosts: usize,
     },
-    /// Run a scenario file on a fresh star testbed with the userspace switch.
+    /// Run a scenario file on a fresh veth testbed of userspace switches: a star, a
+    /// leaf-spine or a fat-tree (`--topology`).
     Run(RunArgs),
     /// Run a scenario with each congestion-control algorithm, `--repeat N` times on veth
     /// and once in the simulator twin, and print one table (JSON and CSV beside it).
@@ -119,7 +120,8 @@ pub struct VerifyArgs {
 pub struct RunArgs {
     /// Scenario file (TOML, the shared `scenario` language).
     pub scenario: PathBuf,
-    /// Hosts in the star (default: as many as the scenario uses).
+    /// Hosts in the star (default: as many as the scenario uses; a leaf-spine or
+    /// fat-tree has its own number).
     #[arg(long)]
     pub hosts: Option<usize>,
     /// The testbed's shape: `star` (one userspace switch), `leaf-spine:LxSxH` (e.g.
@@ -154,12 +156,16 @@ pub struct RunArgs {
     /// number of values is the scenario's `network.evs`.
     #[arg(long, value_name = "POLICY")]
     pub spray: Option<cc_algos::uec::ev::EvPolicyKind>,
-    /// Write what switch port `--pcap-port` sends and receives to this pcap file.
+    /// Write what the `--pcap-port` switch ports send and receive to this file: pcapng,
+    /// one interface per port named as the port (`sw:p0→h0`, `leaf1:p4→spine0`),
+    /// timestamps in virtual time (ns since the start of the run).
     #[arg(long)]
     pub pcap: Option<PathBuf>,
-    /// Switch port (= host index) to capture.
-    #[arg(long, default_value_t = 0)]
-    pub pcap_port: usize,
+    /// Switch ports to capture, repeated or comma-separated (`--pcap-port 0,3`): global
+    /// numbering, ports 0..hosts face the hosts (on the star port i faces host i), then
+    /// every other switch port, switch by switch (`testbed run` prints the names).
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub pcap_port: Vec<usize>,
     /// Write the full report (time series, counters) as JSON.
     #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
@@ -709,7 +715,7 @@ pub(crate) fn configure(a: &RunArgs) -> anyhow::Result<(CongestionConfig, scenar
     cfg.apply(&plan.network)?;
     cfg.spray_config().context("--spray")?;
     cfg.pcap = a.pcap.clone();
-    cfg.pcap_port = a.pcap_port;
+    cfg.pcap_ports = a.pcap_port.clone();
     cfg.wall_limit = std::time::Duration::from_secs(a.wall_limit);
     Ok((cfg, plan))
 }
@@ -839,7 +845,20 @@ fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     }
     json.write(&r)?;
     if let Some(p) = &a.pcap {
-        println!("capture of switch port {} in {}", a.pcap_port, p.display());
+        let ports: Vec<String> = a
+            .pcap_port
+            .iter()
+            .map(|&i| {
+                r.port_names
+                    .get(i)
+                    .map_or(format!("port {i}"), |n| format!("{i} ({})", n.label()))
+            })
+            .collect();
+        println!(
+            "capture of switch ports {} in {} (pcapng, virtual time)",
+            ports.join(", "),
+            p.display()
+        );
     }
     // The simulator twin (with its time series, for the plots) unless the veth run is
     // truncated: a complete simulator run would not compare with it.

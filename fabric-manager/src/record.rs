@@ -77,7 +77,8 @@ pub fn simulate_recording(
 }
 
 /// Writes a live veth congestion run (`fabric testbed run --record FILE`) into `out`:
-/// the star's port map, then every snapshot as it comes; the run's report at the end.
+/// the testbed's port map (the star, or every node and link of a multi-switch fabric),
+/// then every snapshot as it comes; the run's report at the end.
 pub fn record_live(
     run: veth::congestion::LiveRun,
     out: &Path,
@@ -198,6 +199,80 @@ mod tests {
             flows.iter().map(|f| f.bytes_done).sum::<u64>(),
             r.flows.iter().map(|f| f.delivered).sum::<u64>()
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_recorded_fabric_run_carries_the_switch_to_switch_links_and_their_pauses() {
+        match veth::root_tests_enabled() {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(why) => panic!("{why}"),
+        }
+        use veth::congestion::fabric::Topology;
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/veth-fabric-hol.toml");
+        let plan = Scenario::from_file(&file)
+            .unwrap()
+            .compile(&CompileCtx::new(8, cc_algos::Rate::gbps(100), 1))
+            .unwrap();
+        let topology = Topology::LeafSpine {
+            leaves: 2,
+            spines: 2,
+            hosts_per_leaf: 4,
+        };
+        let mut cfg = veth::congestion::CongestionConfig::on(topology);
+        cfg.apply(&plan.network).unwrap();
+        let f = topology.fabric(cfg.virtual_rate).unwrap().unwrap();
+        let dir = std::env::temp_dir().join(format!("fabric-record-ls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("ls.rec");
+        // A run the engine flags as unfaithful (a loop far behind under load) may not
+        // have paused the spines: run again, up to 5 times.
+        let mut r = None;
+        for _ in 0..5 {
+            let run = veth::congestion::spawn(&cfg, &plan).unwrap();
+            let x = record_live(run, &out).unwrap();
+            if x.faithful() {
+                r = Some(x);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+        let r = r.expect("one faithful run in 5");
+        let mut reader = Reader::open(std::fs::File::open(&out).unwrap()).unwrap();
+        let map = reader.fabric().clone();
+        // The whole fabric: every node and both ends of every link, spines included.
+        assert_eq!(map.nodes.len(), f.num_nodes());
+        assert_eq!(map.ports.len(), 2 * f.num_links());
+        assert!(map.nodes.iter().any(|n| n.name == "spine0"), "{map:?}");
+        let frames = reader.read_all().unwrap();
+        let Some(Frame::Snapshot(last)) = frames.last() else {
+            panic!("ends with a snapshot")
+        };
+        last.validate(&map).unwrap();
+        // Every switch port of the report at its place in the map, with its counters.
+        let at = |node: &str, port: u16| {
+            map.ports
+                .iter()
+                .position(|p| map.nodes[p.node as usize].name == node && p.port == port)
+                .unwrap_or_else(|| panic!("{node}:p{port} not in the map"))
+        };
+        let col = |c: &Option<fabric_api::Column>, i: usize| c.as_ref().unwrap().get(i);
+        let (mut inner_bytes, mut inner_pauses) = (0, 0);
+        for (n, c) in r.port_names.iter().zip(&r.ports) {
+            let i = at(&n.switch, n.port);
+            assert_eq!(col(&last.counters.tx_bytes, i), c.tx_bytes, "{}", n.label());
+            let sent: u64 = last.counters.pfc_tx.values().map(|col| col.get(i)).sum();
+            let by_priority: u64 = c.pauses_sent_by_priority.iter().sum();
+            assert_eq!(sent, by_priority, "{}", n.label());
+            if n.peer_tier > 0 {
+                inner_bytes += c.tx_bytes;
+                inner_pauses += sent;
+            }
+        }
+        println!("switch-to-switch links: {inner_bytes} B, {inner_pauses} pauses sent");
+        assert!(inner_bytes > 6 * 1_000_000, "the spines carried the incast");
+        assert!(inner_pauses > 0, "leaf 0 paused the spines (HoL scenario)");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

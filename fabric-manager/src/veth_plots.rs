@@ -45,9 +45,9 @@ fn flow_name(f: &FlowResult) -> String {
 
 /// A port as a plot legend names it: `sw:p3→h3`, `leaf1:p4→spine0`.
 pub fn port_label(r: &CongestionReport, port: usize) -> String {
-    r.port_names.get(port).map_or(format!("port {port}"), |n| {
-        format!("{}:p{}→{}", n.switch, n.port, n.peer)
-    })
+    r.port_names
+        .get(port)
+        .map_or(format!("port {port}"), |n| n.label())
 }
 
 /// Delivered throughput per flow and in total (binned), veth solid, the simulator's
@@ -135,6 +135,14 @@ fn queues(r: &CongestionReport, cfg: &CongestionConfig, sim: Option<&Series>, na
         c.thresholds
             .push(("PFC XOFF (ingress)".into(), p.xoff.0 as f64 / 1e3));
     }
+    // A threshold far above every queue (ECN "off" as thresholds above the buffer, as
+    // the fabric HoL scenario sets them) would squash the queues into the axis: left out.
+    let top = c
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max);
+    c.thresholds.retain(|(_, v)| *v <= 4.0 * top.max(1.0));
     let when = |per_port: &[Vec<u64>]| -> Vec<f64> {
         let n = per_port.iter().map(Vec::len).max().unwrap_or(0);
         (0..n)
@@ -168,6 +176,20 @@ fn per_flow(
     c
 }
 
+/// Whether any flow's controller rate changed during the run (DCQCN, HPCC); window- and
+/// credit-based controllers (DCTCP, NSCC, RCCC) keep it at line rate.
+fn rate_moves(r: &CongestionReport) -> bool {
+    r.flows.iter().any(|f| {
+        let (lo, hi) = f
+            .cc_rate_gbps
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                (lo.min(v), hi.max(v))
+            });
+        hi > lo
+    })
+}
+
 /// Write every plot of run `r` (named `name`) into `dir`; `sim`: the simulator twin's
 /// run with its time series, drawn dashed beside the veth run.
 pub fn write(
@@ -179,9 +201,11 @@ pub fn write(
 ) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let sim = sim.and_then(|s| s.series.as_ref());
-    let mut charts = vec![
-        ("throughput.svg", throughput(r, sim, name)),
-        (
+    let mut charts = vec![("throughput.svg", throughput(r, sim, name))];
+    // A window- or credit-based controller keeps its rate at line rate: a flat line says
+    // nothing, so its window or credit is plotted instead (below).
+    if rate_moves(r) {
+        charts.push((
             "cc-rate.svg",
             per_flow(
                 r,
@@ -190,8 +214,8 @@ pub fn write(
                 1.0,
                 |f| &f.cc_rate_gbps,
             ),
-        ),
-    ];
+        ));
+    }
     // What window- and credit-based controllers control (their rate plot is flat).
     if r.flows.iter().any(|f| !f.cc_window_bytes.is_empty()) {
         let title = format!("congestion window per flow — {name} (veth)");
@@ -236,6 +260,39 @@ mod tests {
     }
 
     #[test]
+    fn a_flat_rate_is_not_plotted_a_window_is() {
+        let flow = |rate: Vec<f64>, window: Vec<f64>| FlowResult {
+            cc_rate_gbps: rate,
+            cc_window_bytes: window,
+            ..Default::default()
+        };
+        let dir = std::env::temp_dir().join(format!("fabric-plot-w-{}", std::process::id()));
+        let files = |r: &CongestionReport| -> Vec<String> {
+            let cfg = CongestionConfig::new(1);
+            let out = write(r, &cfg, None, "t", &dir).unwrap();
+            std::fs::remove_dir_all(&dir).unwrap();
+            out.iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        let window = CongestionReport {
+            sample_us: 1.0,
+            flows: vec![flow(vec![100.0; 3], vec![9000.0, 4000.0, 8000.0])],
+            ..Default::default()
+        };
+        assert_eq!(
+            files(&window),
+            ["throughput.svg", "cc-window.svg", "queue.svg"]
+        );
+        let rate = CongestionReport {
+            sample_us: 1.0,
+            flows: vec![flow(vec![100.0, 20.0, 60.0], vec![])],
+            ..Default::default()
+        };
+        assert_eq!(files(&rate), ["throughput.svg", "cc-rate.svg", "queue.svg"]);
+    }
+
+    #[test]
     fn queue_legends_name_the_switch_port_and_its_peer() {
         let r = CongestionReport {
             port_names: vec![veth::congestion::fabric::PortName {
@@ -255,7 +312,7 @@ mod tests {
     fn the_queue_plot_carries_thresholds_markers_and_the_simulator() {
         let r = CongestionReport {
             sample_us: 10.0,
-            queue_bytes: vec![vec![0, 5000, 9000], vec![0; 3]],
+            queue_bytes: vec![vec![0, 50_000, 90_000], vec![0; 3]],
             pauses_sent_per_sample: vec![vec![0, 0, 2], vec![0; 3]],
             ecn_marks_per_sample: vec![vec![0, 3, 1], vec![0; 3]],
             ..Default::default()
@@ -273,6 +330,16 @@ mod tests {
         assert_eq!(c.lines[1].points, vec![(0.0, 0.001), (10.0, 4.0)]);
         let th: Vec<&str> = c.thresholds.iter().map(|t| t.0.as_str()).collect();
         assert_eq!(th, ["ECN Kmin", "ECN Kmax", "PFC XOFF (ingress)"]);
+        // Thresholds far above every queue (ECN off as 30 MB) are left out.
+        let mut far = cfg.clone();
+        far.ecn = Some(cc_algos::RedEcn {
+            kmin: cc_algos::Bytes(30_000_000),
+            kmax: cc_algos::Bytes(31_000_000),
+            pmax: 0.01,
+        });
+        let c2 = queues(&r, &far, None, "t");
+        let th: Vec<&str> = c2.thresholds.iter().map(|t| t.0.as_str()).collect();
+        assert_eq!(th, ["PFC XOFF (ingress)"]);
         assert_eq!(c.markers[0], ("PAUSE sent".into(), vec![20.0]));
         assert_eq!(c.markers[1], ("ECN marked".into(), vec![10.0, 20.0]));
         let dir = std::env::temp_dir().join(format!("fabric-plot-{}", std::process::id()));

@@ -321,7 +321,8 @@ fn check_credit_frames_in_tshark(pcap: &std::path::Path, r: &CongestionReport) {
     let out = std::process::Command::new("tshark")
         .args(["-r", pcap.to_str().unwrap(), "-T", "fields"])
         .args(["-e", "infiniband.bth.opcode", "-e", "ip.dsfield.dscp"])
-        .args(["-e", "ip.src", "-e", "_ws.expert", "-Y", "infiniband"])
+        .args(["-e", "ip.src", "-e", "_ws.expert"])
+        .args(["-Y", "infiniband && frame.interface_id == 0"])
         .output()
         .expect("tshark not found: run scripts/install-deps.sh");
     assert!(
@@ -368,7 +369,7 @@ fn check_credit_frames_in_tshark(pcap: &std::path::Path, r: &CongestionReport) {
             pcap.to_str().unwrap(),
             "-V",
             "-Y",
-            "infiniband.bth.opcode == 30 || infiniband.bth.opcode == 31",
+            "(infiniband.bth.opcode == 30 || infiniband.bth.opcode == 31) && frame.interface_id == 0",
         ])
         .output()
         .unwrap();
@@ -379,6 +380,47 @@ fn check_credit_frames_in_tshark(pcap: &std::path::Path, r: &CongestionReport) {
         "full decode of every credit frame"
     );
     assert!(!v.contains("Malformed"), "{v}");
+}
+
+/// The capture of ports 0 and 1 is one pcapng with an interface per port, named as the
+/// port, and its timestamps are the run's virtual time (real time would be `scale`
+/// times longer).
+fn check_two_ports_in_virtual_time(pcap: &std::path::Path, r: &CongestionReport) {
+    let v = std::process::Command::new("tshark")
+        .args(["-r", pcap.to_str().unwrap(), "-V", "-c", "1"])
+        .output()
+        .expect("tshark not found: run scripts/install-deps.sh");
+    let v = String::from_utf8_lossy(&v.stdout);
+    assert!(
+        v.contains("Interface name: sw:p0→h0") || v.contains("Interface name: sw:p1→h1"),
+        "{v}"
+    );
+    let out = std::process::Command::new("tshark")
+        .args(["-r", pcap.to_str().unwrap(), "-T", "fields"])
+        .args(["-e", "frame.interface_name", "-e", "frame.time_epoch"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut per_port = std::collections::BTreeMap::<&str, u64>::new();
+    let mut last = 0.0f64;
+    for l in text.lines() {
+        let (name, t) = l.split_once('\t').expect("two fields");
+        *per_port.entry(name).or_default() += 1;
+        last = last.max(t.parse::<f64>().unwrap());
+    }
+    println!("pcap: frames per port {per_port:?}, last at {last} s (virtual)");
+    assert_eq!(
+        per_port.keys().copied().collect::<Vec<_>>(),
+        ["sw:p0→h0", "sw:p1→h1"]
+    );
+    assert!(per_port["sw:p1→h1"] > 2_000_000 / 4096, "{per_port:?}");
+    // Virtual: the last frame within the run (plus the switch's last iterations, well
+    // under 2× the run); in real time it would be ~scale × the run.
+    let run_s = r.duration_us * 1e-6;
+    assert!(
+        last > 0.5 * run_s && last < 2.0 * run_s,
+        "last frame {last} s, run {run_s} s"
+    );
 }
 
 #[test]
@@ -398,10 +440,11 @@ fn rccc_incast_4_to_1_is_lossless_within_its_initial_credit() {
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("rccc.pcap");
     cfg.pcap = Some(pcap.clone());
-    cfg.pcap_port = 0;
+    cfg.pcap_ports = vec![0, 1];
     let r = run_faithful(&cfg, &p);
     println!("rccc: {}", summary(&r));
     check_credit_frames_in_tshark(&pcap, &r);
+    check_two_ports_in_virtual_time(&pcap, &r);
     std::fs::remove_dir_all(&dir).ok();
     println!(
         "mean bottleneck queue: dcqcn {} B, rccc {} B; max: dcqcn {} B, rccc {} B",

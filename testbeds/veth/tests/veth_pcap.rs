@@ -1,10 +1,11 @@
-//! The pcap writer's frames decode in tshark as RoCE (BTH, CNP, AETH) with a correct
-//! ICRC, and as PFC. Needs `tshark` (scripts/install-deps.sh installs it).
+//! The pcapng writer's frames decode in tshark as RoCE (BTH, CNP, AETH) with a correct
+//! ICRC, and as PFC, on named interfaces with nanosecond timestamps. Needs `tshark`
+//! (scripts/install-deps.sh installs it).
 
 use std::net::Ipv4Addr;
 use std::process::Command;
 
-use veth_core::pcap::PcapWriter;
+use veth_core::pcap::PcapngWriter;
 use veth_core::wire::ib::{AethRepr, BthRepr, DEFAULT_PKEY, Syndrome, opcode};
 use veth_core::wire::ipv4::Ecn;
 use veth_core::wire::{pfc, roce};
@@ -54,19 +55,20 @@ pub fn tshark(args: &[&str]) -> Option<String> {
 fn tshark_decodes_roce_cnp_ack_and_pfc_with_valid_icrc() {
     let dir = std::env::temp_dir().join(format!("fabric-pcap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("roce.pcap");
-    let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
-    w.write_frame(
-        1_000_000_000,
-        &frame(opcode::RC_SEND_ONLY, Ecn::Ce, &[0xab; 64]),
-    )
-    .unwrap();
-    w.write_frame(1_000_001_000, &frame(opcode::CNP, Ecn::NotEct, &[0; 16]))
+    let path = dir.join("roce.pcapng");
+    let mut w = PcapngWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
+    assert_eq!(w.add_interface("sw:p0→h0").unwrap(), 0);
+    assert_eq!(w.add_interface("leaf1:p4→spine0").unwrap(), 1);
+    // Nanosecond stamps (virtual time in the engine): 1 µs, then 7 ns apart.
+    w.write_frame(0, 1_000, &frame(opcode::RC_SEND_ONLY, Ecn::Ce, &[0xab; 64]))
         .unwrap();
-    w.write_frame(1_000_002_000, &frame(opcode::RC_ACK, Ecn::NotEct, &[]))
+    w.write_frame(1, 1_007, &frame(opcode::CNP, Ecn::NotEct, &[0; 16]))
+        .unwrap();
+    w.write_frame(0, 1_014, &frame(opcode::RC_ACK, Ecn::NotEct, &[]))
         .unwrap();
     w.write_frame(
-        1_000_003_000,
+        1,
+        2_000_000_021,
         &pfc::Repr::single(3, 0xffff).to_frame([2, 0xfa, 0, 0, 0, 9]),
     )
     .unwrap();
@@ -114,6 +116,10 @@ fn tshark_decodes_roce_cnp_ack_and_pfc_with_valid_icrc() {
         "infiniband.invariant.crc",
         "-e",
         "macc.cbfc.pause_time.c3",
+        "-e",
+        "frame.interface_name",
+        "-e",
+        "frame.time_epoch",
     ])
     .unwrap();
     let rows: Vec<Vec<&str>> = f.lines().map(|l| l.split('\t').collect()).collect();
@@ -124,6 +130,18 @@ fn tshark_decodes_roce_cnp_ack_and_pfc_with_valid_icrc() {
     assert_eq!(rows[0][1], "0x000012");
     assert_eq!(rows[0][2], "3", "CE mark visible");
     assert_eq!(rows[3][4], "65535", "PFC pause time of priority 3");
+    // Each frame on its named interface, with its nanosecond timestamp.
+    let ifaces: Vec<&str> = rows.iter().map(|r| r[5]).collect();
+    assert_eq!(
+        ifaces,
+        ["sw:p0→h0", "leaf1:p4→spine0", "sw:p0→h0", "leaf1:p4→spine0"]
+    );
+    let times: Vec<&str> = rows.iter().map(|r| r[6]).collect();
+    assert_eq!(
+        times,
+        ["0.000001000", "0.000001007", "0.000001014", "2.000000021"],
+        "{f}"
+    );
     let icrc = u32::from_str_radix(rows[0][3].trim_start_matches("0x"), 16).unwrap();
     let send = frame(opcode::RC_SEND_ONLY, Ecn::Ce, &[0xab; 64]);
     let ours = veth_core::wire::ib::icrc_ipv4(&send[14..send.len() - 4]);

@@ -154,6 +154,13 @@ pub struct PortName {
     pub peer_tier: u8,
 }
 
+impl PortName {
+    /// The port as plots, captures and the live map name it: `sw:p3→h3`, `leaf1:p4→spine0`.
+    pub fn label(&self) -> String {
+        format!("{}:p{}→{}", self.switch, self.port, self.peer)
+    }
+}
+
 /// A built testbed, star or fabric.
 #[derive(Debug)]
 pub struct Built {

@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex};
 use cc_algos::{Duration, Instant};
 use veth_core::endpoint::{Completed, Host, TimeScale};
 use veth_core::fabric::SwitchSet;
-use veth_core::pcap::PcapWriter;
 use veth_core::switch::PortCounters;
 
 use super::CongestionConfig;
+use super::capture::CaptureSpec;
 use super::reaction::CcSample;
 use super::star::Sockets;
 use super::telemetry::Live;
@@ -25,13 +25,6 @@ struct Clock(std::time::Instant);
 impl Clock {
     fn now(&self) -> Instant {
         Instant::from_picos(self.0.elapsed().as_nanos() as u64 * 1000)
-    }
-    fn unix_nanos(&self, t: Instant) -> u64 {
-        let base = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        base.saturating_sub(self.0.elapsed().as_nanos() as u64) + t.nanos()
     }
 }
 
@@ -177,6 +170,7 @@ pub(super) fn run(
     switch: SwitchSet,
     hosts: Vec<Host>,
     live: Live,
+    capture: Option<CaptureSpec>,
 ) -> Result<Ran> {
     let clock = Arc::new(Clock(std::time::Instant::now()));
     let sample_real = scale.dur_to_real(cfg.sample);
@@ -184,7 +178,7 @@ pub(super) fn run(
     let sw = SwitchLoop {
         switch,
         sockets: sockets.switch,
-        pcap: cfg.pcap.clone().map(|p| (p, cfg.pcap_port)),
+        capture,
         sample_real,
         clock: clock.clone(),
         stop: stop.clone(),
@@ -231,11 +225,11 @@ pub(super) fn run(
     Ok(Ran { switch, hosts })
 }
 
-/// The switch thread: its sockets, the switch, the pcap of one port.
+/// The switch thread: its sockets, the switch, the capture of some ports.
 struct SwitchLoop {
     switch: SwitchSet,
     sockets: Vec<PacketSocket>,
-    pcap: Option<(std::path::PathBuf, usize)>,
+    capture: Option<CaptureSpec>,
     sample_real: Duration,
     clock: Arc<Clock>,
     stop: Arc<AtomicBool>,
@@ -253,29 +247,13 @@ impl SwitchLoop {
         r
     }
 
-    fn open_pcap(&self) -> Result<Option<PcapWriter<std::io::BufWriter<std::fs::File>>>> {
-        let Some((p, _)) = &self.pcap else {
-            return Ok(None);
-        };
-        let file = std::fs::File::create(p).map_err(|e| Error::Os {
-            what: format!("create pcap {}", p.display()),
-            source: e,
-        })?;
-        let w = PcapWriter::new(std::io::BufWriter::new(file)).map_err(|e| Error::Os {
-            what: "write pcap header".into(),
-            source: e,
-        })?;
-        Ok(Some(w))
-    }
-
     fn forward(mut self) -> Result<SwitchRan> {
         afpacket::set_fine_timer_slack();
         afpacket::set_realtime().map_err(|e| Error::Os {
             what: "SCHED_FIFO for the switch thread".into(),
             source: e,
         })?;
-        let mut pcap = self.open_pcap()?;
-        let pcap_port = self.pcap.as_ref().map(|(_, p)| *p);
+        let mut pcap = self.capture.as_ref().map(CaptureSpec::open).transpose()?;
         let (clock, switch, socks) = (&self.clock, &mut self.switch, &mut self.sockets);
         let n = socks.len();
         let mut waiter = afpacket::Waiter::new(socks.iter().map(|s| s.raw_fd()).collect());
@@ -293,10 +271,8 @@ impl SwitchLoop {
                 busy |= k > 0;
                 for i in 0..k {
                     let f = pool.copy(s.frame(i));
-                    if pcap_port == Some(p)
-                        && let Some(w) = pcap.as_mut()
-                    {
-                        let _ = w.write_frame(clock.unix_nanos(now), &f);
+                    if let Some(c) = pcap.as_mut() {
+                        c.frame(p, now, &f);
                     }
                     switch.on_frame(now, p, f);
                 }
@@ -314,11 +290,9 @@ impl SwitchLoop {
                 }
                 let sent = socks[p].send_batch(&pending[p]);
                 busy |= sent > 0;
-                if pcap_port == Some(p)
-                    && let Some(w) = pcap.as_mut()
-                {
+                if let Some(c) = pcap.as_mut() {
                     for f in &pending[p][..sent] {
-                        let _ = w.write_frame(clock.unix_nanos(now), f);
+                        c.frame(p, now, f);
                     }
                 }
                 pool.recycle(pending[p].drain(..sent));
@@ -339,8 +313,8 @@ impl SwitchLoop {
             let slept = sleep_until(&mut waiter, busy, readable, clock.now(), next);
             late.sleeping(slept);
         }
-        if let Some(w) = pcap.as_mut() {
-            let _ = w.flush();
+        if let Some(c) = pcap.as_mut() {
+            c.finish()?;
         }
         for s in socks.iter_mut() {
             s.read_kernel_drops();

@@ -21,6 +21,7 @@
 //! two real-time event loops; [`telemetry`] turns their counters into snapshots;
 //! `results` assembles the report.
 
+pub mod capture;
 pub mod fabric;
 mod loops;
 pub mod reaction;
@@ -92,9 +93,11 @@ pub struct CongestionConfig {
     pub rto: Duration,
     /// Sampling period of the time series, virtual time.
     pub sample: Duration,
-    /// Write what switch port `pcap_port` sends and receives to this file.
+    /// Write what the switch ports `pcap_ports` send and receive to this pcapng file
+    /// (one interface per port, virtual-time stamps; see [`capture`]).
     pub pcap: Option<PathBuf>,
-    pub pcap_port: usize,
+    /// Global switch ports to capture (on the star port `i` faces host `i`).
+    pub pcap_ports: Vec<usize>,
     /// Wall-clock limit of the run (safety net).
     pub wall_limit: std::time::Duration,
     /// Seed for ECN decisions.
@@ -141,7 +144,7 @@ impl CongestionConfig {
             rto: Duration::millis(1),
             sample: Duration::micros(20),
             pcap: None,
-            pcap_port: 0,
+            pcap_ports: vec![0],
             wall_limit: std::time::Duration::from_secs(60),
             seed: 1,
             pacing_burst: Duration::micros(300),
@@ -380,12 +383,14 @@ impl CongestionReport {
             && self.hosts_max_late_us <= MAX_FAITHFUL_LATE_US
     }
 
-    /// Whether the run was congested (ECN marks, pauses or drops) and yet no flow's
-    /// controller ever moved its rate, window or credit: then the algorithm did not run
-    /// (as HPCC did not before the switch stamped INT), and agreement with the
-    /// simulator means nothing.
+    /// Whether the run gave the controllers a congestion signal (ECN marks, drops) and
+    /// yet no flow's controller ever moved its rate, window or credit: then the algorithm
+    /// did not run (as HPCC did not before the switch stamped INT), and agreement with
+    /// the simulator means nothing. PFC pauses alone are no such signal: a scenario with
+    /// ECN off (the fabric HoL scenario measures PFC alone) leaves DCQCN at line rate by
+    /// design.
     pub fn controller_inert(&self) -> bool {
-        let congested = self.ecn_marks > 0 || self.pauses_sent > 0 || self.total_drops() > 0;
+        let congested = self.ecn_marks > 0 || self.total_drops() > 0;
         congested
             && self
                 .flows
@@ -519,18 +524,47 @@ pub fn check(cfg: &CongestionConfig, plan: &Workplan) -> Result<()> {
     Ok(())
 }
 
-/// `--pcap-port` must name a port of the switches built (`ports` of them, global
-/// numbering: on the star, port `i` faces host `i`).
+/// Every `--pcap-port` must name a port of the switches built (`ports` of them, global
+/// numbering: on the star, port `i` faces host `i`), once.
 pub fn check_pcap_port(cfg: &CongestionConfig, ports: usize) -> Result<()> {
-    if cfg.pcap.is_some() && cfg.pcap_port >= ports {
-        return Err(Error::Invalid(format!(
-            "pcap port {}: the {} has switch ports 0..={} (on the star port i faces host i)",
-            cfg.pcap_port,
-            cfg.topology,
-            ports.saturating_sub(1)
-        )));
+    if cfg.pcap.is_none() {
+        return Ok(());
+    }
+    if cfg.pcap_ports.is_empty() {
+        return Err(Error::Invalid(
+            "--pcap needs at least one --pcap-port to capture".into(),
+        ));
+    }
+    for (i, &p) in cfg.pcap_ports.iter().enumerate() {
+        if p >= ports {
+            return Err(Error::Invalid(format!(
+                "pcap port {p}: the {} has switch ports 0..={} (on the star port i faces host i)",
+                cfg.topology,
+                ports.saturating_sub(1)
+            )));
+        }
+        if cfg.pcap_ports[..i].contains(&p) {
+            return Err(Error::Invalid(format!(
+                "pcap port {p} is listed twice in --pcap-port"
+            )));
+        }
     }
     Ok(())
+}
+
+/// What to capture in a built testbed (`None` without `--pcap`).
+fn capture_spec(
+    cfg: &CongestionConfig,
+    names: &[fabric::PortName],
+    scale: TimeScale,
+) -> Option<capture::CaptureSpec> {
+    let path = cfg.pcap.clone()?;
+    let ports = cfg
+        .pcap_ports
+        .iter()
+        .map(|&p| (p, names.get(p).map_or(format!("port {p}"), |n| n.label())))
+        .collect();
+    Some(capture::CaptureSpec { path, ports, scale })
 }
 
 /// Stops a [`LiveRun`] from another thread; made before the run (see [`spawn_with`]) it
@@ -610,13 +644,14 @@ pub fn spawn(cfg: &CongestionConfig, plan: &Workplan) -> Result<LiveRun> {
 pub fn spawn_with(cfg: &CongestionConfig, plan: &Workplan, stopper: Stopper) -> Result<LiveRun> {
     check(cfg, plan)?;
     let scale = cfg.scale()?;
-    let info = telemetry::star_info(cfg);
+    let (info, layout) = telemetry::port_map(cfg)?;
     let stop = stopper.0;
     let (tx, rx) = mpsc::channel();
-    let (cfg2, plan2, stop2, info2) = (cfg.clone(), plan.clone(), stop.clone(), info.clone());
+    let (cfg2, plan2, stop2) = (cfg.clone(), plan.clone(), stop.clone());
+    let live = (info.clone(), layout);
     let thread = std::thread::Builder::new()
         .name("veth-congestion".into())
-        .spawn(move || run(&cfg2, &plan2, scale, stop2, tx, info2))
+        .spawn(move || run(&cfg2, &plan2, scale, stop2, tx, live))
         .map_err(|e| Error::Os {
             what: "spawn the congestion run".into(),
             source: e,
@@ -642,15 +677,16 @@ fn run(
     scale: TimeScale,
     stop: Arc<AtomicBool>,
     snapshots: mpsc::Sender<Snapshot>,
-    info: FabricInfo,
+    (info, layout): (FabricInfo, telemetry::Layout),
 ) -> Result<CongestionReport> {
     let built = fabric::build(cfg, plan, scale)?;
     check_pcap_port(cfg, built.port_names.len())?;
+    let capture = capture_spec(cfg, &built.port_names, scale);
     let mut hosts = star::hosts(cfg, plan, &built.host_links, scale)?;
     if let Some(s) = cfg.storm {
         hosts[s.host].storm(scale.to_real(Instant::ZERO + s.at), s.every, s.priority);
     }
-    let live = telemetry::Live::new(info, scale, snapshots);
+    let live = telemetry::Live::new(info, layout, scale, snapshots);
     let (star_tb, sockets, port_names) = (built.tb, built.sockets, built.port_names);
     let mut ran = loops::run(
         cfg,
@@ -661,6 +697,7 @@ fn run(
         built.switches,
         hosts,
         live,
+        capture,
     )?;
     let drops = results::OutsideDrops {
         kernel: ran
@@ -745,6 +782,11 @@ mod tests {
         r.flows[1].reaction = r.flows[0].reaction.clone();
         r.ecn_marks = 0;
         assert!(!r.controller_inert());
+        // PFC alone (ECN off): the controllers had no signal to react to.
+        r.pauses_sent = 158;
+        assert!(!r.controller_inert());
+        r.switch_drops = 1;
+        assert!(r.controller_inert());
     }
 
     #[test]
@@ -764,11 +806,17 @@ mod tests {
     fn a_pcap_port_the_switches_lack_is_refused() {
         let mut c = CongestionConfig::new(9);
         c.pcap = Some("x.pcap".into());
-        c.pcap_port = 99;
+        c.pcap_ports = vec![2, 99];
         let e = check_pcap_port(&c, 9).unwrap_err().to_string();
         assert!(e.contains("pcap port 99") && e.contains("0..=8"), "{e}");
-        c.pcap_port = 8;
+        c.pcap_ports = vec![8, 0, 3];
         assert!(check_pcap_port(&c, 9).is_ok());
+        c.pcap_ports = vec![3, 0, 3];
+        let e = check_pcap_port(&c, 9).unwrap_err().to_string();
+        assert!(e.contains("pcap port 3 is listed twice"), "{e}");
+        c.pcap_ports.clear();
+        let e = check_pcap_port(&c, 9).unwrap_err().to_string();
+        assert!(e.contains("at least one --pcap-port"), "{e}");
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Live telemetry of the congestion testbed in the `fabric-api` schema.
 //!
-//! The star as a port map ([`star_info`]): nodes `h0..hN` (tier 0) then `sw` (tier 1);
-//! link `i` is host `i`'s `eth0` (port `2i`) and switch port `i` (port `2i + 1`), as for
-//! a `topo` fabric. The switch ports carry everything the userspace switch counts
+//! The testbed as a port map ([`port_map`]). The star: nodes `h0..hN` (tier 0) then `sw`
+//! (tier 1); link `i` is host `i`'s `eth0` (port `2i`) and switch port `i` (port
+//! `2i + 1`). A multi-switch fabric: `topo`'s own map (`FabricInfo::from_topo`: every
+//! node, port `2·link` the link's lower end, `2·link + 1` its upper end), so the
+//! switch-to-switch links are in the map and in every snapshot with their bytes, marks,
+//! pauses and queues, not only the host links. The switch ports carry everything the userspace switch counts
 //! (bytes, frames, buffer drops, ECN marks, trims, PFC per priority, paused time, queue
 //! depth); the host ports carry what an emulated NIC counts (frames sent and received,
 //! PAUSE frames received). Timestamps are virtual (the run's time scale undone).
@@ -23,6 +26,47 @@ use super::CongestionConfig;
 
 /// PFC priorities the snapshots describe.
 const PRIORITIES: u8 = 8;
+
+/// Where each port's counters go in a snapshot's per-port columns (indices into the
+/// port map's `ports`).
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Host `i`'s NIC port.
+    host: Vec<usize>,
+    /// Global switch port `g` (the report's numbering).
+    switch: Vec<usize>,
+    /// Ports in the map.
+    len: usize,
+}
+
+/// The port map of `cfg`'s testbed and where each port's counters go in it.
+pub fn port_map(cfg: &CongestionConfig) -> crate::Result<(FabricInfo, Layout)> {
+    let Some(f) = cfg.topology.fabric(cfg.virtual_rate)? else {
+        let n = cfg.hosts;
+        let layout = Layout {
+            host: (0..n).map(|i| 2 * i).collect(),
+            switch: (0..n).map(|i| 2 * i + 1).collect(),
+            len: 2 * n,
+        };
+        return Ok((star_info(cfg), layout));
+    };
+    let mut info = FabricInfo::from_topo(&f, PRIORITIES);
+    info.name = format!("veth {}", cfg.topology);
+    // `from_topo`'s port of one end of a link.
+    let end = |n: topo::NodeId, p: u16| {
+        let l = f.port_link(n, p);
+        2 * l.idx() + usize::from(f.link(l).a != n)
+    };
+    let layout = Layout {
+        host: f.hosts().map(|h| end(h, 0)).collect(),
+        switch: super::fabric::global_order(&f)
+            .into_iter()
+            .map(|(s, p)| end(topo::NodeId(s), p))
+            .collect(),
+        len: info.ports.len(),
+    };
+    Ok((info, layout))
+}
 
 /// The port map of a star of `cfg.hosts` hosts.
 pub fn star_info(cfg: &CongestionConfig) -> FabricInfo {
@@ -66,12 +110,7 @@ pub fn star_info(cfg: &CongestionConfig) -> FabricInfo {
         .collect();
     FabricInfo {
         schema_version: SCHEMA_VERSION,
-        name: match cfg.topology {
-            super::fabric::Topology::Star => format!("veth star of {n}"),
-            // The snapshots of a fabric carry its host links (global ports 0..n are the
-            // leaf ports facing the hosts); the inner hops are in the run's report.
-            t => format!("veth {t} ({n} host links)"),
-        },
+        name: format!("veth star of {n}"),
         priorities: PRIORITIES,
         nodes,
         ports,
@@ -82,6 +121,7 @@ pub fn star_info(cfg: &CongestionConfig) -> FabricInfo {
 /// Sends one snapshot per sampling point.
 #[derive(Debug)]
 pub struct Live {
+    layout: Layout,
     scale: TimeScale,
     name: String,
     /// `None` once the reader has gone: no more snapshots are built.
@@ -90,9 +130,15 @@ pub struct Live {
 }
 
 impl Live {
-    /// Snapshots of the star `info` go to `tx`.
-    pub fn new(info: FabricInfo, scale: TimeScale, tx: mpsc::Sender<Snapshot>) -> Self {
+    /// Snapshots of the testbed `info` (its ports placed by `layout`) go to `tx`.
+    pub fn new(
+        info: FabricInfo,
+        layout: Layout,
+        scale: TimeScale,
+        tx: mpsc::Sender<Snapshot>,
+    ) -> Self {
         Live {
+            layout,
             scale,
             name: info.name,
             tx: Some(tx),
@@ -122,13 +168,15 @@ impl Live {
             name: self.name.clone(),
         };
         let mut s = Snapshot::new(self.seq, t, source);
-        let n = hosts.len();
-        // Interleave host port 2i and switch port 2i+1.
+        let l = &self.layout;
+        // Every host's and every switch port's value at its place in the map.
         let col = |host: &dyn Fn(&Host) -> u64, sw: &dyn Fn(&PortCounters) -> u64| -> Column {
-            let mut v = vec![0u64; 2 * n];
-            for i in 0..n {
-                v[2 * i] = host(&hosts[i]);
-                v[2 * i + 1] = switch.get(i).map_or(0, sw);
+            let mut v = vec![0u64; l.len];
+            for (h, &i) in hosts.iter().zip(&l.host) {
+                v[i] = host(h);
+            }
+            for (c, &i) in switch.iter().zip(&l.switch) {
+                v[i] = sw(c);
             }
             Column::from(v)
         };
