@@ -812,6 +812,10 @@ pub struct TimelinePoint {
     pub failed: usize,
     /// The event that began the state: `fail <class>` / `repair <class>` / `start`.
     pub event: String,
+    /// Share of the fabric's GPUs on servers that are down or have a NIC cut off
+    /// (comparable across designs with different server layouts).
+    #[serde(default)]
+    pub unusable_gpus: f64,
 }
 
 /// The figures of one trial (kept per trial for confidence intervals and merge checks).
@@ -1130,6 +1134,18 @@ fn interruption(
     }
 }
 
+/// Share of servers (hence of GPUs) that are down or have a NIC cut off.
+fn unusable_share(d: &Design<'_>, e: &StateEval, down: &[u16]) -> f64 {
+    let lay = d.fabric.host_layout();
+    let nics = lay.nics_per_server.max(1) as usize;
+    let out = (0..lay.servers as usize)
+        .filter(|&s| {
+            down[s] > 0 || e.health().unreachable[s * nics..(s + 1) * nics].contains(&true)
+        })
+        .count();
+    out as f64 / lay.servers.max(1) as f64
+}
+
 /// True when a NIC of `cur`'s placement that was reachable is cut off in `next`.
 fn newly_cut(cur: &StateEval, next: &StateEval) -> bool {
     cur.placement.as_ref().is_some_and(|p| {
@@ -1211,6 +1227,7 @@ pub fn run_trial(
             unreachable: cur.unreachable,
             failed: 0,
             event: "start".into(),
+            unusable_gpus: unusable_share(d, &cur, &down),
         }]
     });
     let mut switches = SparePool::new(d.cfg.recovery.spare_switches);
@@ -1285,6 +1302,7 @@ pub fn run_trial(
                 rel_busbw: cur.rel_busbw,
                 unreachable: cur.unreachable,
                 failed: failed.len(),
+                unusable_gpus: unusable_share(d, &cur, &down),
                 event: format!(
                     "{} {}",
                     if is_fail { "fail" } else { "repair" },
