@@ -1030,7 +1030,7 @@ mod tests {
 
     #[test]
     fn plots_are_readable_log_tail_distinct_markers_whole_ticks_no_debug_text() {
-        let dir = std::env::temp_dir().join(format!("fabric-plan-p-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("fabric-plan-plots-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut a = args(&dir, None, "p.json");
         a.rates = None;
@@ -1066,6 +1066,18 @@ mod tests {
         );
         let unusable = read("timeline-unusable.svg");
         assert!(unusable.contains("% of the fabric"), "{unusable}");
+        // no float noise in any tick label (`0.30000000000000004`)
+        for svg in [&tail, &failed, &unusable, &read("timeline-busbw.svg")] {
+            for l in svg
+                .split("<text")
+                .filter_map(|t| t.split('>').nth(1))
+                .filter_map(|t| t.split('<').next())
+                .filter(|l| l.parse::<f64>().is_ok())
+            {
+                let decimals = l.split('.').nth(1).map_or(0, str::len);
+                assert!(decimals <= 3, "tick label {l}");
+            }
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 

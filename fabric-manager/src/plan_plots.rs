@@ -46,6 +46,13 @@ struct Series {
     points: Vec<(f64, f64)>,
 }
 
+/// A tick label: at most 3 decimals, no trailing zeros (never `0.30000000000000004`).
+fn tick(v: &f64) -> String {
+    let t = format!("{v:.3}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    if t == "-0" { "0".into() } else { t.into() }
+}
+
 /// Axis of a plot: label, range, most ticks and how a tick is written.
 struct Axis {
     label: String,
@@ -62,7 +69,7 @@ impl Axis {
             lo,
             hi: if hi > lo { hi } else { lo + 1.0 },
             ticks: 11,
-            fmt: |v| format!("{v}"),
+            fmt: tick,
         }
     }
     /// Whole-number ticks (counts): the range is rounded out to whole numbers, one tick
@@ -397,4 +404,19 @@ pub fn sweep(results: &[RunResult], dir: &Path) -> anyhow::Result<PathBuf> {
         &lines,
     )?;
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tick;
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(tick(&(0.1 + 0.2)), "0.3");
+        assert_eq!(tick(&0.7999999999999999), "0.8");
+        assert_eq!(tick(&2.0), "2");
+        assert_eq!(tick(&0.0), "0");
+        assert_eq!(tick(&-0.0001), "0");
+        assert_eq!(tick(&12.5), "12.5");
+    }
 }

@@ -1412,6 +1412,12 @@ pub fn summarize(
         e.lo = e.lo.max(0.0);
         e
     };
+    // a share of time: its interval stays within [0, 1] too
+    let share = |f: &dyn Fn(&TrialRecord) -> f64| -> Estimate {
+        let mut e = per_trial(f);
+        e.hi = e.hi.min(1.0);
+        e
+    };
     let per_day = |n: u32| n as f64 / cfg.days;
     let rec = &cfg.recovery;
     let ckpt_h = rec.checkpoint_seconds(cfg.job_gpus) / 3600.0;
@@ -1441,7 +1447,7 @@ pub fn summarize(
         })
         .map(|x| if x.is_finite() { x } else { 0.0 }),
         rel_mean: per_trial(&|r| r.rel_hours / hours),
-        unreachable_share: per_trial(&|r| r.unreachable_hours / hours),
+        unreachable_share: share(&|r| r.unreachable_hours / hours),
         interruptions_per_day: per_trial(&|r| per_day(r.total_interruptions())),
         network_interruptions_per_day: per_trial(&|r| per_day(r.network_interruptions())),
         interruptions_by_cause: CAUSES
@@ -1449,16 +1455,16 @@ pub fn summarize(
             .enumerate()
             .map(|(c, n)| (n.to_string(), per_trial(&|r| per_day(r.interruptions[c]))))
             .collect(),
-        lost_to_interruptions: per_trial(&interrupt_share),
-        lost_to_node_swaps: per_trial(&swap_share),
-        lost_to_checkpoint_writes: per_trial(&write_share),
-        lost_waiting: per_trial(&wait_share),
-        effective_training: per_trial(&|r| {
+        lost_to_interruptions: share(&interrupt_share),
+        lost_to_node_swaps: share(&swap_share),
+        lost_to_checkpoint_writes: share(&write_share),
+        lost_waiting: share(&wait_share),
+        effective_training: share(&|r| {
             (1.0 - interrupt_share(r) - swap_share(r) - wait_share(r) - write_share(r)).max(0.0)
         }),
         pxn_absorbed_per_day: per_trial(&|r| per_day(r.pxn_absorbed)),
         switch_without_spare_per_day: per_trial(&|r| per_day(r.switch_without_spare)),
-        ecmp_width_lost_mean: per_trial(&|r| r.width_lost_hours / hours),
+        ecmp_width_lost_mean: share(&|r| r.width_lost_hours / hours),
         ecmp_width_lost_max: recs.iter().map(|r| r.width_lost_max).fold(0.0, f64::max),
         failures_per_day: CLASSES
             .iter()

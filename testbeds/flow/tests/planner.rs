@@ -368,6 +368,22 @@ fn a_spare_pool_bounds_the_servers_the_job_can_take_and_swaps_cost_time() {
     );
     // with no spare every failed server stops the job until its repair
     assert!(none.lost_waiting.value > 0.2, "{none:?}");
+    // shares of time keep their intervals within [0, 1]
+    c.job_gpus = 16;
+    let all_busy = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    assert!(all_busy.lost_waiting.value > 0.5, "{all_busy:?}");
+    for e in [
+        all_busy.lost_waiting,
+        all_busy.effective_training,
+        all_busy.unreachable_share,
+        all_busy.lost_to_interruptions,
+    ] {
+        assert!(
+            0.0 <= e.lo && e.lo <= e.value && e.value <= e.hi && e.hi <= 1.0,
+            "{e:?}"
+        );
+    }
+    c.job_gpus = 8;
     // each hardware interruption pays the swap: 30 min
     let gpu = all.interruptions_by_cause["GPU"].value;
     let want = gpu * 0.5 / 24.0;
