@@ -36,7 +36,8 @@ pub struct Args {
     #[arg(long, default_value = "1G")]
     pub bytes: String,
     /// Load balancing: ecmp, spray (ideal even split: an upper bound), entropy (spraying
-    /// over 128 hashed entropy values) or adaptive (ideal least-loaded path: a bound).
+    /// over 128 hashed entropy values) or adaptive (least-loaded path per flow; per-packet
+    /// adaptive routing is nearer spray).
     #[arg(long, default_value = "ecmp")]
     pub lb: String,
     /// Parallel connections per ring edge (hierarchical only; NCCL channels per NIC).

@@ -12,92 +12,70 @@ fn fabric(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+/// Runs `fabric args`, asserts it exits with `code` (any failure when None) and that its
+/// stderr starts with `prefix`; returns the stderr.
+fn refused(args: &[&str], code: Option<i32>, prefix: &str) -> String {
+    let o = fabric(args);
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    match code {
+        Some(c) => assert_eq!(o.status.code(), Some(c), "{e}"),
+        None => assert!(!o.status.success(), "{e}"),
+    }
+    assert!(e.starts_with(prefix), "{e}");
+    e
 }
 
 #[test]
 fn every_error_starts_with_one_prefix() {
     // Bad input through `input()` (exit 2).
-    let o = fabric(&["routes", "verify", "nonexistent.toml"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).starts_with("error: nonexistent.toml: no such file"),
-        "{}",
-        stderr(&o)
+    refused(
+        &["routes", "verify", "nonexistent.toml"],
+        Some(2),
+        "error: nonexistent.toml: no such file",
     );
     // Bad input through main's error path.
-    let o = fabric(&["topo", "show", "nonexistent.toml"]);
-    assert_ne!(o.status.code(), Some(0));
-    assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+    refused(&["topo", "show", "nonexistent.toml"], None, "error: ");
     // A failed check (exit 1): a failed leaf cuts its hosts off.
-    let o = fabric(&[
-        "routes",
-        "verify",
-        "--preset",
-        "fat-tree-k4",
-        "--fail",
-        "pod0-leaf0",
-    ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).starts_with("error: routes verify: verification failed"),
-        "{}",
-        stderr(&o)
+    let k4_without_leaf0 = ["--preset", "fat-tree-k4", "--fail", "pod0-leaf0"];
+    refused(
+        &[&["routes", "verify"][..], &k4_without_leaf0].concat(),
+        Some(1),
+        "error: routes verify: verification failed",
     );
-    let o = fabric(&[
-        "routes",
-        "export",
-        "--preset",
-        "fat-tree-k4",
-        "--fail",
-        "pod0-leaf0",
-        "--format",
-        "json",
-        "--out",
-        "/dev/null",
-    ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).starts_with("error: routes export: "),
-        "{}",
-        stderr(&o)
+    refused(
+        &[
+            &["routes", "export"][..],
+            &k4_without_leaf0,
+            &["--format", "json", "--out", "/dev/null"],
+        ]
+        .concat(),
+        Some(1),
+        "error: routes export: ",
     );
 }
 
 #[test]
 fn out_to_a_full_device_is_a_write_error() {
-    let o = fabric(&[
-        "routes",
-        "export",
-        "--preset",
-        "fat-tree-k4",
-        "--format",
-        "json",
-        "--out",
-        "/dev/full",
-    ]);
-    let e = stderr(&o);
-    assert_ne!(o.status.code(), Some(0), "{e}");
-    assert!(e.starts_with("error: "), "{e}");
+    let export = |formats| {
+        [
+            "routes",
+            "export",
+            "--preset",
+            "fat-tree-k4",
+            "--format",
+            formats,
+            "--out",
+            "/dev/full",
+        ]
+    };
+    let e = refused(&export("json"), None, "error: ");
     assert!(e.contains("/dev/full"), "{e}");
     assert!(e.contains("No space left on device"), "{e}");
     assert!(!e.contains("directory"), "taken for a directory: {e}");
     // Several files cannot go to one.
-    let o = fabric(&[
-        "routes",
-        "export",
-        "--preset",
-        "fat-tree-k4",
-        "--format",
-        "json,opensm",
-        "--out",
-        "/dev/full",
-    ]);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(
-        e.starts_with("error: --out /dev/full: is (or looks like) a file"),
-        "{e}"
+    refused(
+        &export("json,opensm"),
+        Some(2),
+        "error: --out /dev/full: is (or looks like) a file",
     );
 }

@@ -411,56 +411,20 @@ pub fn run_nodes(
     let view = FabricView::from_topo(&design);
     let ports = design_ports(&design);
     let mut last = vec![None; view.links.len()];
-    let start = Instant::now();
-    let mut prev = Instant::now();
-    let mut drops_total = 0.0;
-    loop {
-        let t = Instant::now();
-        let res: Result<HashMap<&str, Vec<Series>>, String> = node_queries(&window)
+    poll_loop(&name, every, &tx, &ctl, |at, dt| {
+        let res: HashMap<&str, Vec<Series>> = node_queries(&window)
             .into_iter()
             .map(|(k, q)| server.query(&q).map(|r| (k, r)))
-            .collect();
-        match res {
-            Ok(res) => {
-                let (mut s, stale) = node_sample(
-                    &view,
-                    &ports,
-                    &res,
-                    &mut last,
-                    start.elapsed().as_nanos() as u64,
-                    prev.elapsed().as_nanos().max(1) as u64,
-                );
-                drops_total += s.links.iter().map(|l| l.drops_per_s as f64).sum::<f64>()
-                    * prev.elapsed().as_secs_f64();
-                s.totals.drops_total = drops_total.round() as u64;
-                s.finish(&view);
-                prev = Instant::now();
-                let live = if stale == 0 {
-                    name.clone()
-                } else {
-                    format!(
-                        "{name}, {stale} link{} stale",
-                        if stale == 1 { "" } else { "s" }
-                    )
-                };
-                let _ = tx.send(Msg::Status(SourceStatus::Live(live)));
-                if tx.send(Msg::Sample(s)).is_err() {
-                    return;
-                }
-            }
-            Err(reason) => {
-                let _ = tx.send(Msg::Status(SourceStatus::Disconnected {
-                    name: name.clone(),
-                    since: time_of_day(),
-                    reason,
-                }));
-            }
-        }
-        match ctl.recv_timeout(every.saturating_sub(t.elapsed())) {
-            Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-            _ => {}
-        }
-    }
+            .collect::<Result<_, String>>()?;
+        let (mut s, stale) = node_sample(&view, &ports, &res, &mut last, at, dt);
+        s.finish(&view);
+        let live = match stale {
+            0 => name.clone(),
+            1 => format!("{name}, 1 link stale"),
+            n => format!("{name}, {n} links stale"),
+        };
+        Ok((s, live))
+    });
 }
 
 /// Poll `server` every `every`, sending samples (and the fabric map first).
@@ -468,46 +432,59 @@ pub fn run(server: Server, every: Duration, tx: Sender<Msg>, ctl: Receiver<Contr
     let name = format!("prometheus {}", server.addr);
     let window = format!("{}s", (every.as_secs() * 4).max(30));
     let mut fabric: Option<(FabricView, PortLinks)> = None;
+    poll_loop(&name, every, &tx, &ctl, |at, dt| {
+        let had_fabric = fabric.is_some();
+        let res = poll(&server, &name, &window, &mut fabric)?;
+        let (view, ports) = fabric.as_ref().expect("set by poll");
+        if !had_fabric {
+            let _ = tx.send(Msg::Fabric(Box::new(view.clone())));
+        }
+        let mut s = sample(view, ports, &res, at, dt);
+        s.finish(view);
+        Ok((s, name.clone()))
+    });
+}
+
+/// The loop both Prometheus sources share: every `every`, `refresh(at_ns, interval_ns)`
+/// gives a finished sample and the status line, or why the server could not be read (shown
+/// as disconnected, never fatal). Drops are summed over the run here. Returns on
+/// `Control::Stop` or when the UI has gone.
+fn poll_loop(
+    name: &str,
+    every: Duration,
+    tx: &Sender<Msg>,
+    ctl: &Receiver<Control>,
+    mut refresh: impl FnMut(u64, u64) -> Result<(Sample, String), String>,
+) {
     let start = Instant::now();
     let mut last = Instant::now();
     let mut drops_total = 0.0;
     loop {
         let t = Instant::now();
-        let had_fabric = fabric.is_some();
-        match poll(&server, &name, &window, &mut fabric) {
-            Ok(res) => {
-                if !had_fabric && let Some((view, _)) = &fabric {
-                    let _ = tx.send(Msg::Fabric(Box::new(view.clone())));
-                }
-                let (view, ports) = fabric.as_ref().expect("set by poll");
-                let at = start.elapsed().as_nanos() as u64;
-                let mut s = sample(
-                    view,
-                    ports,
-                    &res,
-                    at,
-                    last.elapsed().as_nanos().max(1) as u64,
-                );
-                drops_total += s.links.iter().map(|l| l.drops_per_s as f64).sum::<f64>()
-                    * last.elapsed().as_secs_f64();
+        let since = last.elapsed();
+        match refresh(
+            start.elapsed().as_nanos() as u64,
+            since.as_nanos().max(1) as u64,
+        ) {
+            Ok((mut s, live)) => {
+                drops_total +=
+                    s.links.iter().map(|l| l.drops_per_s as f64).sum::<f64>() * since.as_secs_f64();
                 s.totals.drops_total = drops_total.round() as u64;
-                s.finish(view);
                 last = Instant::now();
-                let _ = tx.send(Msg::Status(SourceStatus::Live(name.clone())));
+                let _ = tx.send(Msg::Status(SourceStatus::Live(live)));
                 if tx.send(Msg::Sample(s)).is_err() {
                     return;
                 }
             }
             Err(reason) => {
                 let _ = tx.send(Msg::Status(SourceStatus::Disconnected {
-                    name: name.clone(),
+                    name: name.to_string(),
                     since: time_of_day(),
                     reason,
                 }));
             }
         }
-        let wait = every.saturating_sub(t.elapsed());
-        match ctl.recv_timeout(wait) {
+        match ctl.recv_timeout(every.saturating_sub(t.elapsed())) {
             Ok(Control::Stop) | Err(RecvTimeoutError::Disconnected) => return,
             _ => {}
         }

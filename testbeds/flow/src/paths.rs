@@ -72,7 +72,8 @@ impl LoadBalance {
                 format!("spray over {evs} hashed entropy values")
             }
             LoadBalance::Adaptive { .. } => {
-                "adaptive, ideal least-loaded path per flow (a bound)".into()
+                "adaptive, least-loaded path per flow (per-packet adaptive routing is nearer spray)"
+                    .into()
             }
         }
     }

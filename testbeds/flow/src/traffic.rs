@@ -11,10 +11,12 @@
 //! * **Ring all-reduce** — rank `i` sends to rank `i+1`; `2(n−1)` steps of `bytes/n` each,
 //!   all gated by the slowest flow: `time = 2(n−1)/n × bytes / min rate`, so
 //!   `busbw = min rate`.
-//! * **Tree all-reduce** — NCCL's double binary tree (Sanders, Speck, Träff 2009): two
-//!   trees over the ranks, each carrying half the data, pipelined reduce up and broadcast
-//!   down; every tree edge carries `bytes/2` each way: `time = max over trees of
-//!   (bytes/2) / min rate of its edges`.
+//! * **Tree all-reduce** — NCCL's double binary tree (Sanders, Speck, Träff 2009;
+//!   [`double_binary_tree`], the same trees as the scenario compiler gives the packet
+//!   simulator): two trees over the ranks, each carrying half the data, pipelined reduce
+//!   up and broadcast down; every tree edge carries `bytes/2` each way: `time = max over
+//!   trees of (bytes/2) / min rate of its edges` (the pipeline's fill and drain, about
+//!   2 × depth chunks, is not modelled).
 //! * **Hierarchical all-reduce** — ranks grouped by scale-up domain: reduce-scatter and
 //!   all-gather inside the domain over scale-up links (`2(g−1)/g × bytes / B_su`, g GPUs
 //!   per domain), and between domains one ring per rail (the `j`-th NIC of every domain),
@@ -137,24 +139,28 @@ fn ring_flows(
     }
 }
 
-/// Parent of rank i (0-based) in a binary tree laid out in-order over `n` ranks: the
-/// tree of NCCL's `ncclGetBtree`, where the root is the highest power of two ≤ n.
-fn btree_edges(n: usize) -> Vec<(usize, usize)> {
-    // Build an in-order balanced tree recursively over [lo, hi).
-    fn rec(lo: usize, hi: usize, parent: Option<usize>, out: &mut Vec<(usize, usize)>) {
-        if lo >= hi {
-            return;
+/// Parent of rank `i` of `n` in tree `tree` (0 or 1) of NCCL's double binary tree
+/// (`ncclGetDtree`), `None` at the root. Tree 0: rank 0 is the root, its child the
+/// highest power of two below `n`; rank `i`'s parent comes from clearing its lowest set bit
+/// `b` and setting `2b` (or only clearing `b` when that is beyond the ranks). Tree 1
+/// mirrors tree 0 (`i → n−1−i`) when `n` is even and shifts it by one rank when `n` is odd,
+/// so the inner ranks of one tree are leaves of the other. The scenario compiler (which
+/// the packet simulator runs) builds the same trees: `scenario::double_binary_tree`,
+/// compared rank by rank in the faithfulness tests (this crate does not depend on it).
+pub fn double_binary_tree(n: usize, tree: u8, i: usize) -> Option<usize> {
+    let btree = |i: usize| -> Option<usize> {
+        if i == 0 || i >= n {
+            return None;
         }
-        let mid = lo + (hi - lo) / 2;
-        if let Some(p) = parent {
-            out.push((mid, p));
-        }
-        rec(lo, mid, Some(mid), out);
-        rec(mid + 1, hi, Some(mid), out);
+        let bit = i & i.wrapping_neg();
+        let up = (i ^ bit) | (bit << 1);
+        Some(if up >= n { i ^ bit } else { up })
+    };
+    match tree {
+        0 => btree(i),
+        _ if n.is_multiple_of(2) => btree(n - 1 - i).map(|u| n - 1 - u),
+        _ => btree((i + n - 1) % n).map(|u| (u + 1) % n),
     }
-    let mut out = Vec::new();
-    rec(0, n, None, &mut out);
-    out
 }
 
 impl Pattern {
@@ -180,18 +186,19 @@ impl Pattern {
             }
             Pattern::TreeAllReduce { ranks } => {
                 let n = ranks.len();
-                for (t, shift) in [(0u32, 0usize), (1, 1)] {
-                    // tree 1 is tree 0 shifted by one rank (NCCL mirrors/shifts so that
-                    // leaves of one tree are inner nodes of the other).
-                    for (c, p) in btree_edges(n) {
-                        let (c, p) = (ranks[(c + shift) % n], ranks[(p + shift) % n]);
+                for t in 0..2u8 {
+                    for c in 0..n {
+                        let Some(p) = double_binary_tree(n, t, c) else {
+                            continue;
+                        };
+                        let (c, p) = (ranks[c], ranks[p]);
                         for (a, b) in [(c, p), (p, c)] {
                             flows.push(Flow {
                                 src: a,
                                 dst: b,
                                 id: t as u64,
                             });
-                            groups.push(t);
+                            groups.push(t as u32);
                         }
                     }
                 }

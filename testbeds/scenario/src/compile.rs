@@ -157,6 +157,39 @@ impl Scenario {
 /// state in the simulator). A 100k-host all-to-all would be 10¹⁰.
 pub const MAX_FLOWS: usize = 20_000_000;
 
+/// Bytes per pipelined chunk of a tree all-reduce (NCCL moves its tree in chunks of this
+/// order: a 4 MiB buffer in 8 steps of 512 KiB, less per protocol slice).
+pub const TREE_CHUNK: u64 = 256 * 1024;
+
+/// At most this many chunks per tree (a larger buffer gets larger chunks).
+pub const TREE_MAX_CHUNKS: u64 = 1024;
+
+/// Chunks a tree connection keeps in flight.
+pub const TREE_SLOTS: usize = 2;
+
+/// Parent of rank `i` of `n` in tree `tree` (0 or 1) of NCCL's double binary tree
+/// (`ncclGetDtree`; Sanders, Speck, Träff 2009), `None` at the root. Tree 0: rank 0 is
+/// the root, its child the highest power of two below `n`, and rank `i`'s parent comes
+/// from clearing its lowest set bit `b` and setting `2b` (or only clearing `b` when that
+/// is beyond the ranks). Tree 1 mirrors tree 0 (`i → n−1−i`) when `n` is even and shifts
+/// it by one rank when `n` is odd, so the inner ranks of one tree are leaves of the other.
+/// The flow model (`flow_model::traffic`) uses the same trees.
+pub fn double_binary_tree(n: usize, tree: u8, i: usize) -> Option<usize> {
+    let btree = |i: usize| -> Option<usize> {
+        if i == 0 || i >= n {
+            return None;
+        }
+        let bit = i & i.wrapping_neg();
+        let up = (i ^ bit) | (bit << 1);
+        Some(if up >= n { i ^ bit } else { up })
+    };
+    match tree {
+        0 => btree(i),
+        _ if n.is_multiple_of(2) => btree(n - 1 - i).map(|u| n - 1 - u),
+        _ => btree((i + n - 1) % n).map(|u| (u + 1) % n),
+    }
+}
+
 /// What a compiled workload adds to the plan's groups (besides its name).
 struct GroupInfo {
     kind: &'static str,
@@ -274,10 +307,28 @@ impl Compiler<'_> {
         Ok(())
     }
 
-    /// Append a flow to the plan.
+    /// Append a flow to the plan on a connection of its own.
     #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
+        src: u32,
+        dst: u32,
+        size: Option<Bytes>,
+        start: Duration,
+        after: Vec<FlowId>,
+        stop: Option<Duration>,
+        priority: u8,
+    ) -> Result<FlowId> {
+        let id = self.plan.flows.len() as FlowId;
+        self.push_on(id, src, dst, size, start, after, stop, priority)
+    }
+
+    /// Append a flow to the plan on connection `conn` (the id of the connection's first
+    /// flow, or the new flow's own id to open one).
+    #[allow(clippy::too_many_arguments)]
+    fn push_on(
+        &mut self,
+        conn: FlowId,
         src: u32,
         dst: u32,
         size: Option<Bytes>,
@@ -298,6 +349,7 @@ impl Compiler<'_> {
             stop: stop.map(|d| Instant::ZERO + d),
             priority,
             group: self.group,
+            conn,
         });
         Ok(id)
     }
@@ -392,14 +444,19 @@ impl Compiler<'_> {
         self.room_for(2 * (r as u128 - 1) * r as u128)?;
         let chunk = Bytes(size.0.div_ceil(r as u64).max(1));
         let st = stride as usize;
-        // prev[i] = flow that delivered to rank i in the previous step.
+        // prev[i] = flow that delivered to rank i in the previous step. Every step of
+        // rank i's edge goes over one connection (NCCL keeps its queue pairs): conn[i] is
+        // the edge's first flow.
         let mut prev: Vec<Option<FlowId>> = vec![None; r];
+        let mut conn: Vec<Option<FlowId>> = vec![None; r];
         for _step in 0..2 * (r - 1) {
             let mut cur = vec![None; r];
             for i in 0..r {
                 let to = (i + st) % r;
                 let after = prev[i].into_iter().collect();
-                cur[to] = Some(self.push(h[i], h[to], Some(chunk), start, after, None, p)?);
+                let c = conn[i].unwrap_or(self.plan.flows.len() as FlowId);
+                conn[i] = Some(c);
+                cur[to] = Some(self.push_on(c, h[i], h[to], Some(chunk), start, after, None, p)?);
             }
             prev = cur;
         }
@@ -411,6 +468,12 @@ impl Compiler<'_> {
         })
     }
 
+    /// NCCL's double binary tree all-reduce ([`double_binary_tree`]): two trees over the
+    /// ranks run at once, each all-reducing half the buffer, pipelined in chunks of
+    /// [`TREE_CHUNK`]: a rank sends chunk `k` up once its children's chunk `k` has arrived,
+    /// and passes chunk `k` down once it has it (the root: once its children's chunk `k`
+    /// arrived). Each tree edge and direction is one connection that keeps
+    /// [`TREE_SLOTS`] chunks in flight (NCCL's buffer slots).
     fn tree_allreduce(
         &mut self,
         hosts: &HostSet,
@@ -420,32 +483,54 @@ impl Compiler<'_> {
     ) -> Result<GroupInfo> {
         let (h, size, p) = self.collective(hosts, size, priority, "all-reduce")?;
         let r = h.len();
-        // Reduce: leaves first (highest rank first), child -> parent once its own
-        // children have arrived.
-        let mut up: Vec<Option<FlowId>> = vec![None; r];
-        for c in (1..r).rev() {
-            let after: Vec<FlowId> = [2 * c + 1, 2 * c + 2]
-                .iter()
-                .filter(|&&k| k < r)
-                .filter_map(|&k| up[k])
-                .collect();
-            up[c] = Some(self.push(h[c], h[(c - 1) / 2], Some(size), start, after, None, p)?);
-        }
-        // Broadcast: root after all its children reduced; others after their parent
-        // received the broadcast.
-        let mut down: Vec<Option<FlowId>> = vec![None; r];
-        for c in 1..r {
-            let parent = (c - 1) / 2;
-            let after: Vec<FlowId> = if parent == 0 {
-                [1, 2]
-                    .iter()
-                    .filter(|&&k| k < r)
-                    .filter_map(|&k| up[k])
-                    .collect()
-            } else {
-                down[parent].into_iter().collect()
+        let half = size.0.div_ceil(2).max(1);
+        let chunks = half.div_ceil(TREE_CHUNK).clamp(1, TREE_MAX_CHUNKS);
+        let chunk = Bytes(half.div_ceil(chunks));
+        self.room_for(2 * 2 * (r as u128 - 1) * chunks as u128)?;
+        for tree in 0..2 {
+            let parent: Vec<Option<usize>> =
+                (0..r).map(|i| double_binary_tree(r, tree, i)).collect();
+            let mut children: Vec<Vec<usize>> = vec![Vec::new(); r];
+            for (c, &pa) in parent.iter().enumerate() {
+                if let Some(pa) = pa {
+                    children[pa].push(c);
+                }
+            }
+            // reduce order: deepest ranks first, so children's flows exist before their
+            // parent's; broadcast order: the reverse
+            let depth = |mut i: usize| {
+                let mut d = 0;
+                while let Some(pa) = parent[i] {
+                    i = pa;
+                    d += 1;
+                }
+                d
             };
-            down[c] = Some(self.push(h[parent], h[c], Some(size), start, after, None, p)?);
+            let mut order: Vec<usize> = (0..r).collect();
+            order.sort_by_key(|&i| std::cmp::Reverse(depth(i)));
+            // up[c][k], down[c][k]: the flow carrying chunk k from c to its parent, from
+            // c's parent to c
+            let mut up: Vec<Vec<FlowId>> = vec![Vec::new(); r];
+            let mut down: Vec<Vec<FlowId>> = vec![Vec::new(); r];
+            for k in 0..chunks as usize {
+                for &c in &order {
+                    let Some(pa) = parent[c] else { continue };
+                    let mut after: Vec<FlowId> = children[c].iter().map(|&x| up[x][k]).collect();
+                    let conn = self.in_order(&up[c], k, &mut after);
+                    let id = self.push_on(conn, h[c], h[pa], Some(chunk), start, after, None, p)?;
+                    up[c].push(id);
+                }
+                for &c in order.iter().rev() {
+                    let Some(pa) = parent[c] else { continue };
+                    let mut after: Vec<FlowId> = match parent[pa] {
+                        Some(_) => vec![down[pa][k]],
+                        None => children[pa].iter().map(|&x| up[x][k]).collect(),
+                    };
+                    let conn = self.in_order(&down[c], k, &mut after);
+                    let id = self.push_on(conn, h[pa], h[c], Some(chunk), start, after, None, p)?;
+                    down[c].push(id);
+                }
+            }
         }
         Ok(GroupInfo {
             kind: "tree_allreduce",
@@ -453,6 +538,17 @@ impl Compiler<'_> {
             size,
             collective: Some(Collective::AllReduce),
         })
+    }
+
+    /// Chunk `k` on a connection whose earlier chunks are `sent`: waits for chunk
+    /// `k − TREE_SLOTS` (at most that many in flight); returns the connection's id.
+    fn in_order(&self, sent: &[FlowId], k: usize, after: &mut Vec<FlowId>) -> FlowId {
+        if k >= TREE_SLOTS {
+            after.push(sent[k - TREE_SLOTS]);
+        }
+        sent.first()
+            .copied()
+            .unwrap_or(self.plan.flows.len() as FlowId)
     }
 
     fn fairness(

@@ -32,7 +32,7 @@ pub mod cm;
 mod compile;
 pub mod rng;
 
-pub use compile::MAX_FLOWS;
+pub use compile::{MAX_FLOWS, TREE_CHUNK, double_binary_tree};
 pub mod units;
 
 use crate::rng::Rng;
@@ -371,8 +371,8 @@ pub enum Workload {
         #[serde(default = "default_priority")]
         priority: u8,
     },
-    /// Tree all-reduce on a binary tree over the ranks: reduce to rank 0, then
-    /// broadcast back, each hop carrying the whole buffer.
+    /// Tree all-reduce on NCCL's double binary tree ([`double_binary_tree`]):
+    /// two trees, each all-reducing half the buffer, pipelined in chunks.
     TreeAllreduce {
         /// Name in reports.
         #[serde(default)]
@@ -615,6 +615,11 @@ pub struct FlowSpec {
     pub priority: u8,
     /// Index of the workload it belongs to ([`Workplan::groups`]).
     pub group: u32,
+    /// The connection (queue pair) the flow is sent on: the id of the connection's first
+    /// flow. A collective keeps one connection per peer for the communicator's life
+    /// (NCCL), so all steps of a ring edge share it, and with it their ECMP hash; any
+    /// other flow opens its own (`conn == id`).
+    pub conn: FlowId,
 }
 
 /// What kind of collective a workload is, for bus-bandwidth figures.
@@ -1021,6 +1026,8 @@ mod tests {
         assert!(p.flows.iter().all(|f| f.src != f.dst));
         dsts.sort();
         assert_eq!(dsts, (0..64).collect::<Vec<_>>());
+        // every flow on a connection of its own
+        assert!(p.flows.iter().all(|f| f.conn == f.id));
         // Same seed, same plan.
         assert_eq!(p, s.compile(&ctx(64)).unwrap());
     }
@@ -1038,6 +1045,14 @@ mod tests {
         assert_eq!(f.src, 1);
         assert_eq!(p.flows[f.after[0] as usize].dst, 1);
         assert_eq!(p.groups[0].collective, Some(Collective::AllReduce));
+        // Every step of an edge goes over the edge's connection (its step-0 flow), as
+        // NCCL keeps its queue pairs: rank 1's edge is flow 1 in every step.
+        for f in &p.flows {
+            assert_eq!(p.flows[f.conn as usize].src, f.src);
+            assert_eq!(p.flows[f.conn as usize].dst, f.dst);
+            assert!(p.flows[f.conn as usize].after.is_empty());
+        }
+        assert_eq!(f.conn, 1);
         let bad = parse(
             "[[workload]]\nkind = \"ring_allreduce\"\nhosts = \"0..4\"\nstride = 2\nsize = \"4MB\"\n",
         )
@@ -1054,9 +1069,65 @@ mod tests {
             parse("[[workload]]\nkind = \"tree_allreduce\"\nhosts = \"0..7\"\nsize = \"1MB\"\n")
                 .unwrap();
         let p = s.compile(&ctx(8)).unwrap();
-        assert_eq!(p.flows.len(), 12);
+        // 2 trees × 6 edges × up and down × 2 chunks of 250 KB (half the buffer each)
+        assert_eq!(p.flows.len(), 48);
+        assert!(p.flows.iter().all(|f| f.size == Some(Bytes(250_000))));
         // Every flow's dependencies are earlier flows: the plan is acyclic.
         assert!(p.flows.iter().all(|f| f.after.iter().all(|&a| a < f.id)));
+        // one connection per tree edge and direction: 2 × 6 × 2
+        let mut conns: Vec<u32> = p.flows.iter().map(|f| f.conn).collect();
+        conns.sort();
+        conns.dedup();
+        assert_eq!(conns.len(), 24);
+    }
+
+    #[test]
+    fn double_binary_tree_is_nccls() {
+        // NCCL's picture for 12 ranks (src/graph/trees.cc): tree 0 rooted at 0 with child
+        // 8; tree 1 its mirror, rooted at 11 with child 3.
+        let t0: Vec<Option<usize>> = (0..12).map(|i| double_binary_tree(12, 0, i)).collect();
+        let want0 = [
+            None,
+            Some(2),
+            Some(4),
+            Some(2),
+            Some(8),
+            Some(6),
+            Some(4),
+            Some(6),
+            Some(0),
+            Some(10),
+            Some(8),
+            Some(10),
+        ];
+        assert_eq!(t0, want0);
+        assert_eq!(double_binary_tree(12, 1, 11), None);
+        assert_eq!(double_binary_tree(12, 1, 3), Some(11));
+        assert_eq!(double_binary_tree(12, 1, 7), Some(3));
+        // odd: tree 1 is tree 0 shifted by one rank
+        for i in 0..11 {
+            assert_eq!(
+                double_binary_tree(11, 1, (i + 1) % 11),
+                double_binary_tree(11, 0, i).map(|u| (u + 1) % 11)
+            );
+        }
+        // every size: one root, every other rank reaches it
+        for n in 2..70 {
+            for t in 0..2 {
+                let roots = (0..n)
+                    .filter(|&i| double_binary_tree(n, t, i).is_none())
+                    .count();
+                assert_eq!(roots, 1, "n {n} tree {t}");
+                for i in 0..n {
+                    let (mut at, mut hops) = (i, 0);
+                    while let Some(u) = double_binary_tree(n, t, at) {
+                        at = u;
+                        hops += 1;
+                        assert!(hops < n, "n {n} tree {t}: cycle from {i}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

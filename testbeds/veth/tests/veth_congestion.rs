@@ -543,10 +543,13 @@ fn live_snapshots_are_cumulative_and_the_last_equals_the_report() {
 }
 
 /// Namespaces of ours that exist now and did not before.
+/// Namespaces this test process made since `before` (another process's runs, e.g. a
+/// second test run on the same machine, are not this test's leaks).
 fn new_namespaces(before: &[String]) -> Vec<String> {
+    let me = Some(std::process::id());
     veth::netns::list_ours()
         .into_iter()
-        .filter(|n| !before.contains(n))
+        .filter(|n| !before.contains(n) && veth::netns::owner_pid(n) == me)
         .collect()
 }
 

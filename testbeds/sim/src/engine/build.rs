@@ -198,8 +198,9 @@ pub(super) fn flow_state(
     } else {
         size.div_ceil(cfg.mtu.0).max(1) as u32
     };
+    // keyed by the connection, not the flow: a collective's steps keep their path
     let hash = mix64(
-        (f.src as u64) << 32 ^ f.dst as u64 ^ mix64(f.id as u64 ^ cfg.ecmp_seed.rotate_left(17)),
+        (f.src as u64) << 32 ^ f.dst as u64 ^ mix64(f.conn as u64 ^ cfg.ecmp_seed.rotate_left(17)),
     );
     let nports = net.ports_of(f.src).len() as u64;
     FlowState {

@@ -165,16 +165,30 @@ const NIL: u32 = u32::MAX;
 /// Ask the CPU to bring `x`'s cache line in (a hint: no effect on results).
 #[inline(always)]
 fn prefetch<T>(x: &T) {
+    prefetch_ptr((x as *const T).cast::<u8>());
+}
+
+/// [`prefetch`] every cache line of `x` (a flow's state spans several).
+#[inline(always)]
+fn prefetch_all<T>(x: &T) {
+    let base = (x as *const T).cast::<u8>();
+    for off in (0..std::mem::size_of::<T>()).step_by(64) {
+        prefetch_ptr(base.wrapping_add(off));
+    }
+}
+
+/// The prefetch instruction for the line holding address `p` (never dereferenced).
+#[inline(always)]
+fn prefetch_ptr(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 only hints the cache hierarchy; it never faults and reads no
-    // value, and SSE is part of the x86_64 baseline. `x` is a valid reference anyway.
+    // SAFETY: PREFETCHT0 only hints the cache hierarchy; it never faults (whatever the
+    // address) and reads no value, and SSE is part of the x86_64 baseline. Callers pass
+    // addresses inside a live value anyway.
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (x as *const T).cast::<i8>(),
-        );
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
+    let _ = p;
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -733,12 +747,8 @@ impl<Q: EventQueue> Sim<Q> {
             if let Some(next) = self.q.peek_hint2() {
                 self.prefetch_for(next);
             }
-            if let Some(next) = self.q.peek_hint()
-                && next.kind() == EV_ARRIVE
-                && let Some(p) = self.pkts.get(next.id() as usize)
-                && let Some(c) = self.pc.get(p.port as usize)
-            {
-                prefetch(&c.rx_bytes);
+            if let Some(next) = self.q.peek_hint() {
+                self.prefetch_next(next);
             }
             self.now = ev.t;
             self.events += 1;
@@ -774,6 +784,54 @@ impl<Q: EventQueue> Sim<Q> {
             EV_TXDONE => {
                 if let Some(p) = self.port.get(id) {
                     prefetch(p);
+                }
+                if let Some(c) = self.cq.get(id * self.nclass) {
+                    prefetch(c);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The second stage for the next event, whose first lines [`Self::prefetch_for`]
+    /// asked for one event earlier: what they point at. An arrival: the receiving
+    /// port's counters and the flow's hash (a switch hop) or its state (a host). A
+    /// port's `TxDone`: the packet at the head of its control or first data queue (the
+    /// dequeue reads its link) and the port's transmit counters.
+    #[inline]
+    fn prefetch_next(&self, next: super::queue::Ev) {
+        let id = next.id() as usize;
+        match next.kind() {
+            EV_ARRIVE => {
+                let Some(p) = self.pkts.get(id) else { return };
+                if let Some(c) = self.pc.get(p.port as usize) {
+                    prefetch(&c.rx_bytes);
+                }
+                let to_host = self
+                    .net
+                    .port_node
+                    .get(p.port as usize)
+                    .is_some_and(|&n| self.net.is_host(n));
+                if to_host {
+                    if let Some(f) = self.flows.get(p.flow as usize) {
+                        prefetch_all(f);
+                    }
+                } else if let Some(h) = self.flow_hash.get(p.flow as usize) {
+                    prefetch(h);
+                }
+            }
+            EV_TXDONE => {
+                let Some(ps) = self.port.get(id) else { return };
+                let head = if ps.ctrl_q.is_empty() {
+                    self.cq.get(id * self.nclass).map_or(NIL, |c| c.q.head)
+                } else {
+                    ps.ctrl_q.head
+                };
+                if let Some(p) = self.pkts.get(head as usize) {
+                    prefetch(p);
+                }
+                if let Some(c) = self.pc.get(id) {
+                    prefetch(c);
                 }
             }
             _ => {}

@@ -1,7 +1,7 @@
 //! `veth-bench`: forwarding rate of the userspace switch against a direct veth path,
 //! measured in the same run (root required).
 //!
-//! Three paths, each between fresh namespaces:
+//! Four paths, each between fresh namespaces:
 //! - direct: sender ns ──veth── receiver ns;
 //! - switched: sender ns ──veth── switch ns ──veth── receiver ns, the switch being the
 //!   engine's [`Switch`] core driven by the same AF_PACKET batched I/O as the
@@ -10,17 +10,23 @@
 //!   leaf–spine with one host per leaf: host 1 ──leaf 1──spine──leaf 0── host 0, three
 //!   userspace switches (each in its own namespace, joined by veths) served by one loop
 //!   (`veth_core::fabric::SwitchSet`), as the fabric runs are. Reported: frames received
-//!   end to end, and frames forwarded by the loop (all switches; per switch = / 3).
+//!   end to end, and frames forwarded by the loop (all switches; per switch = / 3);
+//! - what-if: the same leaf–spine with its two switch-to-switch hops handed to the peer
+//!   switch inside the loop instead of crossing a veth (see `leaf_spine`; not how the
+//!   testbed runs), to measure what the kernel part of those hops costs.
 //!
 //! The sender blasts the same RoCEv2 frame with `sendmmsg` (batches of 64) for the
-//! given time; the receiver counts frames from its receive ring. Both paths use the
-//! engine's I/O layer ([`PacketSocket`], [`afpacket::Waiter`]). Threads are pinned so
-//! every trial places them alike (see `pin`); the switch runs `SCHED_FIFO` as in the
-//! engine. Trials alternate direct / switched,
-//! REPETITIONS times per frame size (the machine is shared and noisy); reported are
-//! the medians of the received frames per second on each path, the median of the
-//! per-trial ratios with its range, and the switch thread's CPU time per forwarded
-//! frame (`getrusage(RUSAGE_THREAD)`). `VETH_BENCH_DEBUG=1` prints each trial.
+//! given time; the receiver counts frames from its receive ring. All paths use the
+//! engine's I/O layer ([`PacketSocket`], [`afpacket::Waiter`] in the switch). Threads
+//! are pinned so every trial places them alike (see `pin`), and every thread runs
+//! `SCHED_FIFO` (see `realtime`): with only the switch real-time, as until session 8, a
+//! loaded machine slowed the direct path's ordinary sender and receiver but not the
+//! switch, and the ratios came out higher under load than on a quiet machine. Trials
+//! alternate the paths, REPETITIONS times per frame size (the machine is shared and
+//! noisy); reported are the medians of the received frames per second on each path, the
+//! median of the per-trial ratios with its range, the direct sender's and the switch
+//! thread's CPU time per frame (`getrusage(RUSAGE_THREAD)`): their quotient is what the
+//! switch can reach whatever the load. `VETH_BENCH_DEBUG=1` prints each trial.
 //!
 //! ```text
 //! cargo run --release -p veth --bin veth-bench -- [SECONDS per trial] [REPETITIONS]
@@ -99,60 +105,171 @@ fn thread_cpu() -> StdDuration {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-/// Blast `f` on `sock` until `stop`.
-fn sender(mut sock: PacketSocket, f: Vec<u8>, stop: Arc<AtomicBool>) -> u64 {
+/// Run the calling thread under `SCHED_FIFO` at `prio`, so a loaded machine's other
+/// (normal) tasks do not decide the figures: every thread of every path gets the CPU it
+/// asks for, as the engine's switch thread does. The kernel's real-time throttling
+/// (`sched_rt_runtime_us`) still leaves 5 % of each CPU to the rest.
+fn realtime(prio: i32) {
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        eprintln!(
+            "warning: bench thread not real-time ({}); figures will follow the machine's load",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// Frames a thread handled while counting, and its CPU time meanwhile.
+#[derive(Debug, Clone, Copy, Default)]
+struct Work {
+    frames: u64,
+    cpu: StdDuration,
+}
+
+impl Work {
+    fn cpu_ns_per_frame(&self) -> f64 {
+        self.cpu.as_nanos() as f64 / self.frames.max(1) as f64
+    }
+}
+
+/// Notes a thread's frame count and CPU time when counting starts, and gives the
+/// difference at the end.
+#[derive(Debug, Default)]
+struct Meter(Option<(u64, StdDuration)>);
+
+impl Meter {
+    fn tick(&mut self, counting: &AtomicBool, frames: u64) {
+        if self.0.is_none() && counting.load(Ordering::Relaxed) {
+            self.0 = Some((frames, thread_cpu()));
+        }
+    }
+
+    fn done(&self, frames: u64) -> Work {
+        self.0.map_or(Work::default(), |(f0, c0)| Work {
+            frames: frames - f0,
+            cpu: thread_cpu() - c0,
+        })
+    }
+}
+
+/// Blast `f` on `sock` until `stop` (CPU 0, real-time priority 1); returns the frames
+/// the kernel took and the sender's CPU time while counting.
+fn sender(
+    mut sock: PacketSocket,
+    f: Vec<u8>,
+    counting: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+) -> Work {
     pin(0);
+    realtime(1);
     let batch: Vec<&[u8]> = (0..afpacket::BATCH).map(|_| &f[..]).collect();
-    let mut sent = 0u64;
+    let (mut sent, mut meter) = (0u64, Meter::default());
     while !stop.load(Ordering::Relaxed) {
+        meter.tick(&counting, sent);
         let n = sock.send_batch(&batch);
         sent += n as u64;
         if n == 0 {
             std::thread::yield_now();
         }
     }
-    sent
+    meter.done(sent)
 }
 
-/// Count frames on `sock` between `start` and `stop` flags.
+/// How long the receiver sleeps once its ring is empty. It is a counting sink, not part
+/// of what is measured: on the switched paths it shares CPU 0 with the sender, and with
+/// the engine's 40 µs nap its wake-ups (timer interrupt, two context switches: costly
+/// in this VM) took the sender ~40 % of CPU 0 — 1.9 µs of sender CPU per frame
+/// against 1.0 µs on the direct path. Its ring holds ~2,500 frames: 250 µs at 1 Mpps
+/// fill a tenth of it.
+const RX_NAP: StdDuration = StdDuration::from_micros(250);
+
+/// Count frames on `sock` between `start` and `stop` flags, at real-time priority 2:
+/// it must get the CPU the moment its nap ends or its ring overflows (it did, under
+/// load, at normal priority). Returns the frames its ring dropped.
 fn receiver(
     mut sock: PacketSocket,
     cpu: usize,
     counting: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
     count: Arc<AtomicU64>,
-) {
+) -> u64 {
     pin(cpu);
-    let mut waiter = afpacket::Waiter::new(vec![sock.raw_fd()]);
+    realtime(2);
+    let mut counted = false;
     while !stop.load(Ordering::Relaxed) {
         let n = sock.recv_batch();
+        if !counted && counting.load(Ordering::Relaxed) {
+            // Drops before counting began are not this trial's.
+            sock.read_kernel_drops();
+            sock.kernel_drops = 0;
+            counted = true;
+        }
         if counting.load(Ordering::Relaxed) {
             count.fetch_add(n as u64, Ordering::Relaxed);
         }
-        let more = sock.readable();
-        waiter.wait(n > 0 || more, if more { 0 } else { 1_000_000 });
+        if !sock.readable() {
+            std::thread::sleep(RX_NAP);
+        }
     }
+    sock.read_kernel_drops()
 }
 
 struct Measured {
     /// Frames received end to end per second.
     pps: f64,
-    /// Frames sent by all switch ports per second (hops × end-to-end on a chain).
-    forwarded_pps: Option<f64>,
-    switch_cpu_ns_per_frame: Option<f64>,
+    /// Seconds counted.
+    secs: f64,
+    /// The sender's frames and CPU while counting.
+    sender: Work,
+    /// The switch thread's frames forwarded (sent by any switch port) and CPU while
+    /// counting (none on the direct path).
+    switch: Option<Work>,
 }
 
-/// The switches of a switched path and their sockets (by global port).
-type Switched = (SwitchSet, Vec<PacketSocket>);
+impl Measured {
+    /// Frames sent by all switch ports per second (hops × end-to-end on a chain).
+    fn forwarded_pps(&self) -> f64 {
+        self.switch.map_or(0.0, |w| w.frames as f64 / self.secs)
+    }
+
+    fn switch_cpu_ns_per_frame(&self) -> f64 {
+        self.switch.map_or(0.0, |w| w.cpu_ns_per_frame())
+    }
+}
+
+/// The switches of a switched path, their sockets (by global port), and the global port
+/// each port hands its frames to inside the loop instead of sending them on its veth
+/// (only on the what-if path; see [`leaf_spine`]).
+struct Switched {
+    set: SwitchSet,
+    socks: Vec<PacketSocket>,
+    handoff: Vec<Option<usize>>,
+}
+
+impl Switched {
+    /// Every port sends on its veth, as the engine's do.
+    fn on_veths(set: SwitchSet, socks: Vec<PacketSocket>) -> Switched {
+        let handoff = vec![None; socks.len()];
+        Switched {
+            set,
+            socks,
+            handoff,
+        }
+    }
+}
 
 /// The switch thread: every port of every switch of `set` served by one loop, as in the
 /// engine. Returns the frames forwarded (sent by any switch port) while counting, and the
 /// thread's CPU time meanwhile.
-fn switch_loop(
-    (mut set, mut socks): Switched,
-    stop: Arc<AtomicBool>,
-    counting: Arc<AtomicBool>,
-) -> (u64, StdDuration) {
+fn switch_loop(sw: Switched, stop: Arc<AtomicBool>, counting: Arc<AtomicBool>) -> Work {
+    let Switched {
+        mut set,
+        mut socks,
+        handoff,
+    } = sw;
     afpacket::set_fine_timer_slack();
     pin(1);
     if let Err(e) = afpacket::set_realtime() {
@@ -163,12 +280,9 @@ fn switch_loop(
     let mut pool = afpacket::FramePool::default();
     let n = socks.len();
     let mut out: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
-    let (mut fwd, mut cpu0, mut fwd0) = (0u64, None, 0u64);
+    let (mut fwd, mut meter) = (0u64, Meter::default());
     while !stop.load(Ordering::Relaxed) {
-        if cpu0.is_none() && counting.load(Ordering::Relaxed) {
-            cpu0 = Some(thread_cpu());
-            fwd0 = fwd;
-        }
+        meter.tick(&counting, fwd);
         let now = Instant::from_picos(t0.elapsed().as_nanos() as u64 * 1000);
         let mut moved = false;
         for (p, s) in socks.iter_mut().enumerate() {
@@ -181,6 +295,18 @@ fn switch_loop(
         }
         let mut backlog = false;
         for (p, s) in socks.iter_mut().enumerate() {
+            if let Some(q) = handoff[p] {
+                // What-if: the peer switch takes the frame as if it came off the veth.
+                for _ in 0..afpacket::BATCH {
+                    let Some(f) = set.poll_transmit(now, p) else {
+                        break;
+                    };
+                    set.on_frame(now, q, f);
+                    fwd += 1;
+                    moved = true;
+                }
+                continue;
+            }
             while out[p].len() < afpacket::BATCH {
                 match set.poll_transmit(now, p) {
                     Some(f) => out[p].push(f),
@@ -205,7 +331,7 @@ fn switch_loop(
         };
         waiter.wait(moved || more, timeout);
     }
-    let cpu = cpu0.map_or(StdDuration::ZERO, |c| thread_cpu() - c);
+    let work = meter.done(fwd);
     if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
         let drops: u64 = socks
             .iter_mut()
@@ -214,9 +340,12 @@ fn switch_loop(
                 s.kernel_drops
             })
             .sum();
-        eprintln!("switch: ring drops {drops} forwarded {fwd} cpu {cpu:?}");
+        eprintln!(
+            "switch: ring drops {drops} forwarded {} cpu {:?}",
+            work.frames, work.cpu
+        );
     }
-    (fwd - fwd0, cpu)
+    work
 }
 
 /// One trial: blast frames to `dst` on `tx_sock` for `secs`, count them on `rx_sock`,
@@ -252,30 +381,60 @@ fn run_path(
     };
     let f = frame(len, dst);
     let tx_t = {
-        let s = stop.clone();
+        let (c, s) = (counting.clone(), stop.clone());
         std::thread::Builder::new()
             .name("bench-tx".into())
-            .spawn(move || sender(tx_sock, f, s))?
+            .spawn(move || sender(tx_sock, f, c, s))?
     };
     // Warm up, then count for `secs`.
     std::thread::sleep(StdDuration::from_millis(300));
+    let backlog0 = backlog_drops();
     counting.store(true, Ordering::Relaxed);
     let t = StdInstant::now();
     std::thread::sleep(StdDuration::from_secs_f64(secs));
     let got = count.load(Ordering::Relaxed);
     let el = t.elapsed().as_secs_f64();
+    let backlog = backlog_drops() - backlog0;
     stop.store(true, Ordering::Relaxed);
-    let sent = tx_t.join().unwrap_or(0);
+    let sender = tx_t.join().expect("sender thread");
+    let rx_drops = rx_t.join().expect("receiver thread");
     if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
-        eprintln!("sent {sent} received {got} in {el:.2}s (+warm-up)");
+        eprintln!(
+            "sent {} received {got} in {el:.2}s (receiver ring drops {rx_drops}, backlog drops {backlog}); sender CPU {:.0} ns/frame",
+            sender.frames,
+            sender.cpu_ns_per_frame()
+        );
     }
-    let _ = rx_t.join();
     let switch = sw_handle.map(|h| h.join().expect("switch thread"));
     Ok(Measured {
         pps: got as f64 / el,
-        forwarded_pps: switch.map(|(n, _)| n as f64 / el),
-        switch_cpu_ns_per_frame: switch.map(|(n, cpu)| cpu.as_nanos() as f64 / n.max(1) as f64),
+        secs: el,
+        sender,
+        switch,
     })
+}
+
+/// Frames the kernel dropped from its per-CPU input backlogs (`/proc/net/softnet_stat`,
+/// second column, all CPUs): a veth hands every frame to the backlog of the sending CPU,
+/// and the backlog overflows when its softirq is deferred to a `ksoftirqd` that cannot run.
+fn backlog_drops() -> u64 {
+    softnet_drops(&std::fs::read_to_string("/proc/net/softnet_stat").unwrap_or_default())
+}
+
+/// The sum of the second (hexadecimal) column of a `softnet_stat` text, one line per CPU.
+fn softnet_drops(text: &str) -> u64 {
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter_map(|d| u64::from_str_radix(d, 16).ok())
+        .sum()
+}
+
+/// The 1-minute load average (`/proc/loadavg`), for the record beside each figure.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -305,13 +464,19 @@ fn one_switch(
     );
     c.pfc_priorities = 0;
     c.pacing_burst = Duration::micros(100);
-    Ok((SwitchSet::single(Switch::new(c)), socks))
+    Ok(Switched::on_veths(SwitchSet::single(Switch::new(c)), socks))
 }
 
 /// A 2-leaf × 2-spine leaf–spine with one host per leaf, built as the congestion
 /// testbed builds it (links at 400 Gb/s: not limiting; no ECN, no PFC): host 1 sends to
 /// host 0 through leaf 1, one spine and leaf 0, three userspace switches in one loop.
-fn leaf_spine() -> Result<(Testbed, PacketSocket, PacketSocket, Switched), BoxErr> {
+///
+/// `in_loop`: the what-if path — a frame from one switch to another is handed to the
+/// peer switch inside the loop (`Switch::on_frame` on the peer's port) instead of
+/// crossing their veth; only the hosts' links carry frames. This is *not* how the
+/// testbed runs (every hop there is a real frame on a veth): it measures what the
+/// kernel's part of the two inner hops costs.
+fn leaf_spine(in_loop: bool) -> Result<(Testbed, PacketSocket, PacketSocket, Switched), BoxErr> {
     use veth::congestion::{CongestionConfig, fabric};
     let mut cfg = CongestionConfig::on(fabric::Topology::LeafSpine {
         leaves: 2,
@@ -327,7 +492,21 @@ fn leaf_spine() -> Result<(Testbed, PacketSocket, PacketSocket, Switched), BoxEr
     let mut hosts = b.sockets.hosts.into_iter();
     let rx = hosts.next().ok_or("host 0")?;
     let tx = hosts.next().ok_or("host 1")?;
-    Ok((b.tb, tx, rx, (b.switches, b.sockets.switch)))
+    let mut sw = Switched::on_veths(b.switches, b.sockets.switch);
+    if in_loop {
+        // The port at the other end of a switch-to-switch cable: the peer's port whose
+        // peer is us (one cable per leaf–spine pair here).
+        let names = &b.port_names;
+        for (g, n) in names.iter().enumerate() {
+            sw.handoff[g] = names
+                .iter()
+                .position(|m| n.peer_tier > 0 && m.switch == n.peer && m.peer == n.switch);
+        }
+        if sw.handoff.iter().filter(|h| h.is_some()).count() != 8 {
+            return Err("leaf–spine 2×2: expected 8 switch-to-switch ports".into());
+        }
+    }
+    Ok((b.tb, tx, rx, sw))
 }
 
 fn main() -> Result<(), BoxErr> {
@@ -347,18 +526,18 @@ fn main() -> Result<(), BoxErr> {
     tb.connect(&a, "d0", &b, "d1")?;
     let l_in = tb.connect(&sa, "e0", &ss, "s0")?;
     let l_out = tb.connect(&ss, "s1", &sb, "e1")?;
-    let mut fabric_cpu: Vec<f64> = Vec::new();
     println!(
         "{reps} alternating trials of {secs} s per path and size; medians (ratio: median of the per-trial ratios, min–max in brackets)"
     );
     println!(
-        "| frame | direct veth (pps) | via userspace switch (pps) | ratio | switch CPU per forwarded frame | via leaf–spine, 3 switches (pps) | ratio | fabric loop: frames forwarded/s (all switches) | per switch | CPU per forwarded frame |"
+        "| frame | direct veth (pps) | sender CPU per frame (direct) | via userspace switch (pps) | ratio | switch CPU per forwarded frame | via leaf–spine, 3 switches (pps) | ratio | fabric loop: frames forwarded/s (all switches) | per switch | CPU per forwarded frame |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let dst = Ipv4Addr::new(10, 9, 0, 2);
     let fabric_dst = veth::congestion::star::host_ip(0);
+    let mut what_if = Vec::new();
     for len in [64usize, 1500] {
-        let mut m: [Vec<f64>; 7] = Default::default();
+        let mut m: [Vec<f64>; 12] = Default::default();
         for _ in 0..reps {
             let d = run_path(
                 PacketSocket::open(&a, "d0")?,
@@ -376,38 +555,52 @@ fn main() -> Result<(), BoxErr> {
                 len,
                 secs,
             )?;
-            let (fab_tb, tx, rx, sw) = leaf_spine()?;
+            let (fab_tb, tx, rx, sw) = leaf_spine(false)?;
             let f = run_path(tx, rx, fabric_dst, Some(sw), len, secs)?;
             drop(fab_tb);
-            let fwd = f.forwarded_pps.unwrap_or(0.0);
+            let (fab_tb, tx, rx, sw) = leaf_spine(true)?;
+            let h = run_path(tx, rx, fabric_dst, Some(sw), len, secs)?;
+            drop(fab_tb);
             for (v, x) in m.iter_mut().zip([
                 d.pps,
                 s.pps,
                 s.pps / d.pps,
-                s.switch_cpu_ns_per_frame.unwrap_or(0.0),
+                s.switch_cpu_ns_per_frame(),
                 f.pps,
                 f.pps / d.pps,
-                fwd,
+                f.forwarded_pps(),
+                f.switch_cpu_ns_per_frame(),
+                d.sender.cpu_ns_per_frame(),
+                h.pps / d.pps,
+                h.switch_cpu_ns_per_frame() * h.forwarded_pps() / h.pps.max(1.0),
+                f.switch_cpu_ns_per_frame() * f.forwarded_pps() / f.pps.max(1.0),
             ]) {
                 v.push(x);
             }
             if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
                 eprintln!(
-                    "fabric: CPU per forwarded frame {:.0} ns",
-                    f.switch_cpu_ns_per_frame.unwrap_or(0.0)
+                    "trial: direct {:.0} pps (sender {:.0} ns/frame), 1 switch {:.2} ({:.0} ns/frame), 3 switches {:.2} ({:.0} ns per forwarded frame), inner hops in the loop {:.2}; load {}",
+                    d.pps,
+                    d.sender.cpu_ns_per_frame(),
+                    s.pps / d.pps,
+                    s.switch_cpu_ns_per_frame(),
+                    f.pps / d.pps,
+                    f.switch_cpu_ns_per_frame(),
+                    h.pps / d.pps,
+                    loadavg()
                 );
             }
-            fabric_cpu.push(f.switch_cpu_ns_per_frame.unwrap_or(0.0));
         }
         let range = |v: &[f64]| {
             v.iter()
                 .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)))
         };
-        let ((lo, hi), (flo, fhi)) = (range(&m[2]), range(&m[5]));
+        let ((lo, hi), (flo, fhi), (hlo, hhi)) = (range(&m[2]), range(&m[5]), range(&m[9]));
         let med: Vec<f64> = m.iter().map(|v| median(v.clone())).collect();
         println!(
-            "| {len} B | {:.0} | {:.0} | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns | {:.0} | {:.2} [{flo:.2}–{fhi:.2}] | {:.0} | {:.0} | {:.0} ns |",
+            "| {len} B | {:.0} | {:.0} ns | {:.0} | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns | {:.0} | {:.2} [{flo:.2}–{fhi:.2}] | {:.0} | {:.0} | {:.0} ns |",
             med[0],
+            med[8],
             med[1],
             med[2],
             med[3],
@@ -415,9 +608,50 @@ fn main() -> Result<(), BoxErr> {
             med[5],
             med[6],
             med[6] / 3.0,
-            median(std::mem::take(&mut fabric_cpu)),
+            med[7],
         );
+        what_if.push(format!(
+            "| {len} B | {:.0} ns | {:.2} [{flo:.2}–{fhi:.2}] | {:.0} ns | {:.2} [{hlo:.2}–{hhi:.2}] | {:.0} ns |",
+            med[8], med[5], med[11], med[9], med[10],
+        ));
     }
+    println!();
+    println!(
+        "Leaf–spine, 3 switches: every hop on a veth (as the testbed runs) vs the two switch-to-switch hops handed over inside the loop (what-if)"
+    );
+    println!(
+        "| frame | sender CPU per frame (direct) | ratio, veths | loop CPU per end-to-end frame, veths | ratio, inner hops in the loop | loop CPU per end-to-end frame, inner hops in the loop |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for row in what_if {
+        println!("{row}");
+    }
+    println!("load average at the end: {}", loadavg());
     tb.teardown()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn softnet_drops_sums_the_hex_drop_column_of_every_cpu() {
+        let text = "00a1b2c3 0000001f 00000000 00000000\n0002f0aa 00000100 00000003 00000000\n";
+        assert_eq!(softnet_drops(text), 0x1f + 0x100);
+        assert_eq!(softnet_drops(""), 0);
+    }
+
+    #[test]
+    fn a_meter_that_never_saw_counting_reports_nothing() {
+        let m = Meter::default();
+        let w = m.done(1000);
+        assert_eq!((w.frames, w.cpu), (0, StdDuration::ZERO));
+        // Counting from the start: frames since the tick, CPU never negative.
+        let counting = AtomicBool::new(true);
+        let mut m = Meter::default();
+        m.tick(&counting, 10);
+        m.tick(&counting, 50);
+        assert_eq!(m.done(110).frames, 100);
+    }
 }
