@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use flow_model::LoadBalance;
 use flow_model::planner::{
-    self, Aggregate, Cache, Design, DesignResult, FailureScope, PlanConfig, RunResult, Summary,
-    TimelinePoint,
+    self, Aggregate, Cache, Design, DesignResult, FailureScope, PlanConfig, Recovery, RunResult,
+    Summary, TimelinePoint,
 };
 use flow_model::rates::Rates;
 use flow_model::stats::{self, Estimate};
 use rayon::prelude::*;
 
-use crate::common;
+use crate::{common, plan_plots};
 
 /// `fabric plan …`
 #[derive(Debug, clap::Subcommand)]
@@ -34,9 +34,10 @@ pub struct ResilienceArgs {
     /// Designs: spec files (TOML/YAML/JSON) or preset names (`fabric topo presets`).
     #[arg(required = true, value_name = "DESIGN")]
     pub designs: Vec<String>,
-    /// GPUs of the job (placed on whole servers, topology-aware).
-    #[arg(long, default_value_t = 4096)]
-    pub job_gpus: u64,
+    /// GPUs of the job (placed on whole servers, topology-aware); several sizes
+    /// (`1024,4096,16384`) sweep them in one run, with a table by job size.
+    #[arg(long, value_delimiter = ',', default_value = "4096")]
+    pub job_gpus: Vec<u64>,
     /// Horizon of each trial (days).
     #[arg(long, default_value_t = 30.0)]
     pub days: f64,
@@ -79,6 +80,39 @@ pub struct ResilienceArgs {
     /// own (an assumption: NCCL typically runs several channels per NIC).
     #[arg(long, default_value_t = 4)]
     pub channels: u32,
+    /// Spare servers kept for the job beyond its own (default: every server of the fabric
+    /// it does not use). When more of the job's partition is down than there are spares,
+    /// the job waits for a repair.
+    #[arg(long, value_name = "N")]
+    pub spare_servers: Option<u32>,
+    /// Minutes to swap a spare server into the job after a hardware interruption, on top
+    /// of the restart (an assumption).
+    #[arg(long, default_value_t = 5.0)]
+    pub node_swap_minutes: f64,
+    /// Spare switches on site (default: no pool; a failed switch is down for its repair
+    /// time). With a pool, a failed switch is swapped in --switch-swap-hours while a spare
+    /// is on hand and the failed unit returns after its class repair time.
+    #[arg(long, value_name = "N")]
+    pub spare_switches: Option<u32>,
+    /// Hours to swap a spare switch in (an assumption).
+    #[arg(long, default_value_t = 1.0)]
+    pub switch_swap_hours: f64,
+    /// Checkpoint size per GPU, GB (default: Llama 3 405B's weights and optimizer state,
+    /// 405 B × 14 bytes over 16,384 GPUs).
+    #[arg(long, default_value_t = 405.0 * 14.0 / 16_384.0)]
+    pub checkpoint_gb_per_gpu: f64,
+    /// Storage bandwidth for checkpoint writes and restores, GB/s for the whole cluster
+    /// (Llama 3's Tectonic: 2 TB/s sustained).
+    #[arg(long, default_value_t = 2000.0)]
+    pub storage_gbytes_per_s: f64,
+    /// PXN-style cross-plane recovery: a NIC cut off in a server that keeps another NIC
+    /// sends its rail through a peer GPU's NIC instead of interrupting the job.
+    #[arg(long)]
+    pub pxn: bool,
+    /// GPUs per scale-up (NVLink) domain, overriding the design's `hosts.scale_up_domain`
+    /// (a GPU failure takes its whole domain down).
+    #[arg(long, value_name = "GPUS")]
+    pub scale_up_domain: Option<u32>,
     /// Price list for the cost per GPU (TOML, as `fabric topo compare --prices`).
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
@@ -132,6 +166,16 @@ fn parse_shard(s: &str) -> anyhow::Result<(u32, u32)> {
     Ok((i, n))
 }
 
+/// Loads a design, with its scale-up domain overridden when asked (checked by the spec's
+/// own validation: a whole number of servers).
+fn load_design(arg: &str, scale_up_domain: Option<u32>) -> anyhow::Result<topo::Fabric> {
+    let (mut spec, origin) = common::design_spec(arg)?;
+    if let Some(d) = scale_up_domain {
+        spec.hosts.scale_up_domain = Some(d);
+    }
+    Ok(spec.build(&origin)?)
+}
+
 fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
     let rates = match &a.rates {
         None => Rates::default(),
@@ -149,7 +193,7 @@ fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
         other => anyhow::bail!("--failures {other}: expected all or network"),
     };
     let cfg = PlanConfig {
-        job_gpus: a.job_gpus,
+        job_gpus: a.job_gpus.first().copied().unwrap_or(0),
         days: a.days,
         trials: a.trials,
         seed: a.seed,
@@ -161,6 +205,15 @@ fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
         rates,
         scope,
         reroute_interrupt: a.reroute_interrupt,
+        recovery: Recovery {
+            spare_servers: a.spare_servers,
+            node_swap_minutes: a.node_swap_minutes,
+            spare_switches: a.spare_switches,
+            switch_swap_hours: a.switch_swap_hours,
+            checkpoint_gb_per_gpu: a.checkpoint_gb_per_gpu,
+            storage_gbytes_per_s: a.storage_gbytes_per_s,
+            pxn: a.pxn,
+        },
     };
     cfg.validate()?;
     Ok(cfg)
@@ -231,13 +284,15 @@ fn trials_needed(cfg: &PlanConfig, aggs: &[Aggregate], done: u32, precision: f64
 
 fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
     check_outputs(a.json.as_deref(), a.plot.as_deref())?;
-    let (si, sn) = a
+    let shard = a
         .shard
         .as_deref()
         .map(parse_shard)
         .transpose()?
         .unwrap_or((0, 1));
-    let mut cfg = config(&a)?;
+    let cfg = config(&a)?;
+    anyhow::ensure!(!a.job_gpus.is_empty(), "--job-gpus: give at least one size");
+    let sweep = a.job_gpus.len() > 1;
     if let Some(p) = a.precision {
         anyhow::ensure!(
             p.is_finite() && p > 0.0 && p < 100.0,
@@ -248,25 +303,90 @@ fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
             "--precision cannot be used with --shard (every shard must run the same trials); give --trials"
         );
     }
+    anyhow::ensure!(
+        !(sweep && a.shard.is_some()),
+        "--shard runs one job size: give one --job-gpus per shard (as docs/planner/slurm-array.sh does)"
+    );
     let prices = common::prices(a.prices.as_deref())?;
     let fabrics: Vec<topo::Fabric> = a
         .designs
         .iter()
-        .map(|d| common::load_design(d).with_context(|| format!("design {d}")))
-        .collect::<anyhow::Result<_>>()?;
-    let designs: Vec<Design<'_>> = a
-        .designs
-        .iter()
-        .zip(&fabrics)
-        .map(|(name, f)| Design::new(f, &cfg).with_context(|| format!("design {name}")))
+        .map(|d| load_design(d, a.scale_up_domain).with_context(|| format!("design {d}")))
         .collect::<anyhow::Result<_>>()?;
     let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
+    let mut results = Vec::new();
+    for &gpus in &a.job_gpus {
+        let mut c = cfg.clone();
+        c.job_gpus = gpus;
+        c.validate()?;
+        let mut names = Vec::new();
+        let mut designs = Vec::new();
+        for (name, f) in a.designs.iter().zip(&fabrics) {
+            if sweep && gpus > f.num_gpus() {
+                println!(
+                    "{gpus}-GPU job: {name} holds {} GPUs, left out",
+                    f.num_gpus()
+                );
+                continue;
+            }
+            designs.push((
+                f,
+                Design::new(f, &c).with_context(|| format!("design {name}"))?,
+            ));
+            names.push(name.clone());
+        }
+        if designs.is_empty() {
+            continue;
+        }
+        let r = run_size(&a, c, &names, &designs, &prices, shard);
+        if sweep {
+            print!("\n{gpus}-GPU job\n");
+        }
+        print!("{}", render_table(&r));
+        results.push(r);
+    }
+    if sweep {
+        print!("\n{}", render_sweep(&results));
+        json.write(&results)?;
+    } else if let Some(r) = results.first() {
+        json.write(r)?;
+    }
+    if let Some(dir) = a.plot.as_deref() {
+        for p in plot_results(&results, dir)? {
+            println!("wrote {}", p.display());
+        }
+    }
+    Ok(())
+}
+
+/// Plots of one result, or of a sweep: one directory per job size and the sweep plot.
+fn plot_results(results: &[RunResult], dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let [one] = results else {
+        let mut out = Vec::new();
+        for r in results {
+            out.extend(plots(r, &dir.join(format!("gpus-{}", r.config.job_gpus)))?);
+        }
+        out.push(plan_plots::sweep(results, dir)?);
+        return Ok(out);
+    };
+    plots(one, dir)
+}
+
+/// Runs the trials of one job size on every design (until the precision is reached).
+fn run_size(
+    a: &ResilienceArgs,
+    mut cfg: PlanConfig,
+    names: &[String],
+    designs: &[(&topo::Fabric, Design<'_>)],
+    prices: &topo::analysis::PriceList,
+    (si, sn): (u32, u32),
+) -> RunResult {
     let max_trials = cfg.trials;
     let mut target = match a.precision {
         Some(_) => max_trials.min(16),
         None => max_trials,
     };
-    let bar = progress(a.quiet, (target as usize * fabrics.len()) as u64);
+    let bar = progress(a.quiet, (target as usize * designs.len()) as u64);
     let mut aggs: Vec<Aggregate> = vec![Aggregate::default(); designs.len()];
     let mut lines: Vec<Option<Vec<TimelinePoint>>> = vec![None; designs.len()];
     let mut done = 0u32;
@@ -274,8 +394,8 @@ fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
         let trials: Vec<u32> = planner::shard_trials(target, si, sn)
             .filter(|&t| t >= done)
             .collect();
-        for (k, (name, d)) in a.designs.iter().zip(&designs).enumerate() {
-            bar.set_message(name.clone());
+        for (k, (name, (_, d))) in names.iter().zip(designs).enumerate() {
+            bar.set_message(format!("{name}, {} GPUs", cfg.job_gpus));
             let (agg, line) = run_trials(d, &trials, &bar);
             aggs[k].merge(&agg);
             lines[k] = lines[k].take().or(line);
@@ -288,19 +408,15 @@ fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
         }
         // grow by at most 4× per round: the estimate of the spread improves as trials come
         target = need.min(done.saturating_mul(4));
-        bar.set_length((target as usize * fabrics.len()) as u64);
+        bar.set_length((target as usize * designs.len()) as u64);
     }
     bar.finish_and_clear();
     cfg.trials = done;
     let mut out = Vec::new();
-    for (((name, f), d), (agg, timeline)) in a
-        .designs
-        .iter()
-        .zip(&fabrics)
-        .zip(&designs)
-        .zip(aggs.into_iter().zip(lines))
+    for ((name, (f, d)), (agg, timeline)) in
+        names.iter().zip(designs).zip(aggs.into_iter().zip(lines))
     {
-        let cost = topo::analysis::summarize(f, &d.healthy, &prices).cost_per_gpu_usd;
+        let cost = topo::analysis::summarize(f, &d.healthy, prices).cost_per_gpu_usd;
         let summary = planner::summarize(name, f.num_gpus(), d.healthy_busbw, cost, &cfg, &agg);
         out.push(DesignResult {
             design: name.clone(),
@@ -313,13 +429,70 @@ fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
             summary,
         });
     }
-    let result = RunResult {
+    RunResult {
         config: cfg,
         shards: vec![si],
         shard_count: sn,
         designs: out,
-    };
-    report(&result, &mut json, a.plot.as_deref())
+    }
+}
+
+/// Figures by job size (rows) and design (columns).
+pub fn render_sweep(results: &[RunResult]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for r in results {
+        for d in &r.designs {
+            if !names.contains(&d.design.as_str()) {
+                names.push(&d.design);
+            }
+        }
+    }
+    let figures: [(&str, Cell); 4] = [
+        ("interruptions / day", |s| est(&s.interruptions_per_day, 2)),
+        ("lost waiting", |s| pct(&s.lost_waiting)),
+        ("lost to checkpoint writes", |s| {
+            pct(&s.lost_to_checkpoint_writes)
+        }),
+        ("effective training time", |s| pct(&s.effective_training)),
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for (label, f) in figures {
+        for r in results {
+            let mut row = vec![format!("{label}, {} GPUs", r.config.job_gpus)];
+            for n in &names {
+                row.push(
+                    r.designs
+                        .iter()
+                        .find(|d| d.design == *n)
+                        .map_or("(does not fit)".into(), |d| f(&d.summary)),
+                );
+            }
+            rows.push(row);
+        }
+    }
+    let mut head = vec!["by job size".to_string()];
+    head.extend(names.iter().map(|n| n.to_string()));
+    let widths: Vec<usize> = (0..head.len())
+        .map(|i| {
+            rows.iter()
+                .chain(std::iter::once(&head))
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in std::iter::once(&head).chain(&rows) {
+        for (i, (v, w)) in row.iter().zip(&widths).enumerate() {
+            if i == 0 {
+                out.push_str(&format!("{v:w$}"));
+            } else {
+                out.push_str(&format!("  {v:>w$}"));
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn progress(quiet: bool, n: u64) -> indicatif::ProgressBar {
@@ -426,8 +599,18 @@ const ROWS: &[(&str, Cell)] = &[
     ("  server", |s| cause(s, 3)),
     ("  software", |s| cause(s, 4)),
     ("lost to interruptions", |s| pct(&s.lost_to_interruptions)),
+    ("lost to node swaps", |s| pct(&s.lost_to_node_swaps)),
+    ("lost to checkpoint writes", |s| {
+        pct(&s.lost_to_checkpoint_writes)
+    }),
     ("lost waiting (job cannot run)", |s| pct(&s.lost_waiting)),
     ("effective training time", |s| pct(&s.effective_training)),
+    ("NIC cut-offs ridden through (PXN) / day", |s| {
+        est(&s.pxn_absorbed_per_day, 3)
+    }),
+    ("switch failures with no spare / day", |s| {
+        est(&s.switch_without_spare_per_day, 3)
+    }),
     ("ECMP width lost (mean)", |s| pct(&s.ecmp_width_lost_mean)),
     ("ECMP width lost (max)", |s| {
         format!("{:.2} %", 100.0 * s.ecmp_width_lost_max)
@@ -506,102 +689,8 @@ pub fn render_table(r: &RunResult) -> String {
     out
 }
 
-/// CDF of relative bus bandwidth over time, as a step line.
-fn cdf(a: &Aggregate) -> Vec<(f64, f64)> {
-    let mut pts = vec![(0.0, 0.0)];
-    let mut acc = 0.0;
-    let bin = planner::HIST_MAX / planner::HIST_BINS as f64;
-    for (i, &h) in a.hist_hours.iter().enumerate() {
-        if h > 0.0 {
-            let x = i as f64 * bin;
-            pts.push((x, acc));
-            acc += h / a.hours;
-            pts.push((x, acc));
-        }
-    }
-    if let Some(&(x, _)) = pts.last() {
-        pts.push((x.max(1.0), acc));
-    }
-    pts
-}
-
-/// A trial's timeline as step lines: (hour, value).
-fn steps(line: &[TimelinePoint], end: f64, v: impl Fn(&TimelinePoint) -> f64) -> Vec<(f64, f64)> {
-    let mut pts = Vec::with_capacity(2 * line.len() + 1);
-    for (i, p) in line.iter().enumerate() {
-        if i > 0 {
-            pts.push((p.hour, v(&line[i - 1])));
-        }
-        pts.push((p.hour, v(p)));
-    }
-    if let Some(last) = line.last() {
-        pts.push((end, v(last)));
-    }
-    pts
-}
-
 fn plots(r: &RunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    use report::plots::line_chart;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let job = format!("{}-GPU job, {} days", r.config.job_gpus, r.config.days);
-    let mut out = Vec::new();
-    let series: Vec<(String, Vec<(f64, f64)>)> = r
-        .designs
-        .iter()
-        .map(|d| (d.design.clone(), cdf(&d.aggregate)))
-        .collect();
-    let p = dir.join("busbw-cdf.svg");
-    line_chart(
-        &p,
-        &format!("all-reduce bus bandwidth / healthy, CDF over time — {job}"),
-        "bus bandwidth / healthy",
-        "share of time",
-        &series,
-    )?;
-    out.push(p);
-    let end = r.config.days * 24.0;
-    let with_line: Vec<&DesignResult> = r.designs.iter().filter(|d| d.timeline.is_some()).collect();
-    if !with_line.is_empty() {
-        let tl = |v: fn(&TimelinePoint) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
-            with_line
-                .iter()
-                .map(|d| {
-                    (
-                        d.design.clone(),
-                        steps(d.timeline.as_deref().unwrap_or(&[]), end, v),
-                    )
-                })
-                .collect()
-        };
-        let p = dir.join("timeline-busbw.svg");
-        line_chart(
-            &p,
-            &format!("trial 0: bus bandwidth / healthy — {job}"),
-            "hour",
-            "bus bandwidth / healthy",
-            &tl(|p| p.rel_busbw),
-        )?;
-        out.push(p);
-        let p = dir.join("timeline-unreachable.svg");
-        line_chart(
-            &p,
-            &format!("trial 0: unreachable NICs — {job}"),
-            "hour",
-            "NICs",
-            &tl(|p| p.unreachable as f64),
-        )?;
-        out.push(p);
-        let p = dir.join("timeline-failed.svg");
-        line_chart(
-            &p,
-            &format!("trial 0: components down — {job}"),
-            "hour",
-            "components",
-            &tl(|p| p.failed as f64),
-        )?;
-        out.push(p);
-    }
-    Ok(out)
+    plan_plots::write(r, dir)
 }
 
 #[cfg(test)]
@@ -611,7 +700,7 @@ mod tests {
     fn args(dir: &Path, shard: Option<&str>, out: &str) -> ResilienceArgs {
         ResilienceArgs {
             designs: vec!["fat-tree-k4".into(), "fat-tree-k6".into()],
-            job_gpus: 8,
+            job_gpus: vec![8],
             days: 10.0,
             trials: 6,
             precision: None,
@@ -624,6 +713,14 @@ mod tests {
             restart_minutes: 10.0,
             scale_up_gbps: 3600.0,
             channels: 2,
+            spare_servers: None,
+            node_swap_minutes: 5.0,
+            spare_switches: None,
+            switch_swap_hours: 1.0,
+            checkpoint_gb_per_gpu: 0.346,
+            storage_gbytes_per_s: 2000.0,
+            pxn: false,
+            scale_up_domain: None,
             prices: None,
             json: Some(dir.join(out)),
             plot: None,
@@ -670,9 +767,10 @@ mod tests {
             assert!(a.aggregate.failures.iter().sum::<u64>() > 0);
         }
         for f in [
-            "busbw-cdf.svg",
+            "busbw-tail.svg",
             "timeline-busbw.svg",
-            "timeline-unreachable.svg",
+            "timeline-unusable.svg",
+            "timeline-failed.svg",
         ] {
             let t = std::fs::read_to_string(dir.join("plots").join(f)).unwrap();
             assert!(t.starts_with("<svg") && t.contains("fat-tree-k6"), "{f}");
@@ -693,7 +791,7 @@ mod tests {
         assert!(e.contains("bad.json: config: invalid type"), "{e}");
         // the job must fit
         let mut big = args(&dir, None, "x.json");
-        big.job_gpus = 1000;
+        big.job_gpus = vec![1000];
         let e = format!("{:#}", resilience(big).unwrap_err());
         assert!(
             e.contains("1000 GPUs do not fit in fat-tree-k4 (16 GPUs)"),
@@ -891,6 +989,105 @@ mod tests {
         assert!(t.contains("lost waiting (job cannot run)"), "{t}");
         assert!(t.contains("95 % intervals"), "{t}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_job_size_sweep_gives_a_table_and_a_plot_by_size_and_recovery_flags_reach_the_model() {
+        let dir = std::env::temp_dir().join(format!("fabric-plan-w-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = args(&dir, None, "sweep.json");
+        a.rates = None;
+        a.failures = "all".into();
+        a.lb = "ecmp".into();
+        a.job_gpus = vec![4, 32];
+        a.trials = 3;
+        a.spare_servers = Some(2);
+        a.spare_switches = Some(1);
+        a.plot = Some(dir.join("plots"));
+        resilience(a).unwrap();
+        let text = std::fs::read_to_string(dir.join("sweep.json")).unwrap();
+        let rs: Vec<RunResult> = serde_json::from_str(&text).unwrap();
+        // fat-tree-k4 holds 16 GPUs: left out of the 32-GPU run
+        assert_eq!(rs.len(), 2, "{text}");
+        assert_eq!(rs[0].config.job_gpus, 4);
+        assert_eq!(rs[0].config.recovery.spare_servers, Some(2));
+        assert_eq!(rs[0].config.recovery.spare_switches, Some(1));
+        assert_eq!(rs[1].config.job_gpus, 32);
+        assert_eq!(rs[1].designs.len(), 1);
+        let t = render_sweep(&rs);
+        assert!(t.contains("effective training time, 32 GPUs"), "{t}");
+        assert!(t.contains("(does not fit)"), "{t}");
+        for f in [
+            "gpus-4/busbw-tail.svg",
+            "gpus-32/timeline-failed.svg",
+            "sweep-effective-training.svg",
+        ] {
+            let t = std::fs::read_to_string(dir.join("plots").join(f)).unwrap();
+            assert!(t.starts_with("<svg"), "{f}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn plots_are_readable_log_tail_distinct_markers_whole_ticks_no_debug_text() {
+        let dir = std::env::temp_dir().join(format!("fabric-plan-plots-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = args(&dir, None, "p.json");
+        a.rates = None;
+        a.failures = "all".into();
+        a.lb = "ecmp".into();
+        a.trials = 2;
+        a.plot = Some(dir.join("plots"));
+        resilience(a).unwrap();
+        let read = |f: &str| std::fs::read_to_string(dir.join("plots").join(f)).unwrap();
+        let tail = read("busbw-tail.svg");
+        // a log axis (1e-5 … 1e0), the share below healthy in the legend, no debug text
+        assert!(tail.contains("1e-5") && tail.contains("1e0"), "{tail}");
+        assert!(tail.contains("below healthy"), "{tail}");
+        assert!(!tail.contains("Ecmp {") && tail.contains("ECMP"), "{tail}");
+        // two designs: a filled circle for the first, a polygon (triangle) for the second,
+        // the second line dashed
+        assert!(
+            tail.contains("<circle") && tail.contains("<polygon"),
+            "{tail}"
+        );
+        // counts: whole-number ticks only
+        let failed = read("timeline-failed.svg");
+        let labels: Vec<&str> = failed
+            .split("<text")
+            .filter_map(|t| t.split('>').nth(1))
+            .filter_map(|t| t.split('<').next())
+            .collect();
+        assert!(
+            !labels
+                .iter()
+                .any(|l| l.parse::<f64>().is_ok() && l.contains('.')),
+            "{labels:?}"
+        );
+        let unusable = read("timeline-unusable.svg");
+        assert!(unusable.contains("% of the fabric"), "{unusable}");
+        // no float noise in any tick label (`0.30000000000000004`)
+        for svg in [&tail, &failed, &unusable, &read("timeline-busbw.svg")] {
+            for l in svg
+                .split("<text")
+                .filter_map(|t| t.split('>').nth(1))
+                .filter_map(|t| t.split('<').next())
+                .filter(|l| l.parse::<f64>().is_ok())
+            {
+                let decimals = l.split('.').nth(1).map_or(0, str::len);
+                assert!(decimals <= 3, "tick label {l}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_scale_up_domain_flag_overrides_the_design_and_is_checked() {
+        let f = load_design("fat-tree-k4", Some(4)).unwrap();
+        assert_eq!(f.host_layout().scale_up_domain, 4);
+        assert_eq!(f.scale_up_domain_of(topo::NodeId(5)), 1);
+        let e = format!("{:#}", load_design("fat-tree-k4", Some(0)).unwrap_err());
+        assert!(e.contains("scale_up_domain"), "{e}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod cmd_topo;
 mod common;
 mod failure_args;
 mod lane_args;
+mod plan_plots;
 mod record;
 mod serve;
 mod sim_knobs;

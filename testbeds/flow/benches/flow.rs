@@ -144,6 +144,7 @@ fn planner_case(name: &str, f: &Fabric, gpus: u64, trials: u32) {
         rates: Rates::default(),
         scope: planner::FailureScope::All,
         reroute_interrupt: 0.5,
+        recovery: Default::default(),
     };
     let (d, tp) = best(1, || Design::new(f, &cfg).unwrap());
     let t0 = Instant::now();

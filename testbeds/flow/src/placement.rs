@@ -111,27 +111,75 @@ pub fn health(f: &Fabric, routes: &Routes, attached: &[u64]) -> Health {
     }
 }
 
+/// Which servers a scheduler may give a job, and what makes a server usable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlaceRules {
+    /// Only the first `n` servers (the job's partition: its servers and its spares);
+    /// `None`: every server.
+    pub partition: Option<u32>,
+    /// PXN: a server with some NICs cut off stays usable while one of its NICs is left
+    /// (the cut-off rails' traffic goes over NVLink through a peer GPU's NIC).
+    pub pxn: bool,
+}
+
 /// NICs of the servers a topology-aware scheduler gives a job of `gpus` GPUs, or `None`
 /// when there are not enough healthy servers. `down[s] > 0` marks server `s` as down (a
 /// failed GPU domain or server); an empty `down` means none is.
 pub fn place(f: &Fabric, health: &Health, gpus: u64, down: &[u16]) -> Option<Vec<NodeId>> {
+    place_in(f, health, gpus, down, PlaceRules::default())
+}
+
+/// [`place`] under `rules`: within the partition, and with PXN a server needs one
+/// reachable NIC instead of all.
+pub fn place_in(
+    f: &Fabric,
+    health: &Health,
+    gpus: u64,
+    down: &[u16],
+    rules: PlaceRules,
+) -> Option<Vec<NodeId>> {
     let lay = f.host_layout();
     let need = gpus.div_ceil(lay.gpus_per_server.max(1) as u64) as usize;
     let nics = lay.nics_per_server as usize;
+    let servers = rules.partition.map_or(lay.servers, |p| p.min(lay.servers)) as usize;
     let mut out = Vec::with_capacity(need * nics);
     let mut taken = 0usize;
-    for s in 0..lay.servers as usize {
+    for s in 0..servers {
         if taken == need {
             break;
         }
         let r = s * nics..(s + 1) * nics;
-        if down.get(s).is_some_and(|&n| n > 0) || health.unreachable[r.clone()].iter().any(|&b| b) {
+        let cut = &health.unreachable[r.clone()];
+        let unusable = if rules.pxn {
+            cut.iter().all(|&b| b)
+        } else {
+            cut.iter().any(|&b| b)
+        };
+        if down.get(s).is_some_and(|&n| n > 0) || unusable {
             continue;
         }
         out.extend(r.map(|h| NodeId(h as u32)));
         taken += 1;
     }
     (taken == need).then_some(out)
+}
+
+/// The NICs of a placement on the rails (NIC slots within a server) that are reachable
+/// in every server of it: with PXN a rail cut off anywhere is dropped job-wide and the
+/// other rails carry its share. Empty when no rail is left.
+pub fn live_rails(f: &Fabric, health: &Health, placement: &[NodeId]) -> Vec<NodeId> {
+    let nics = f.host_layout().nics_per_server.max(1) as usize;
+    let mut dead = vec![false; nics];
+    for h in placement {
+        if health.unreachable[h.idx()] {
+            dead[h.idx() % nics] = true;
+        }
+    }
+    placement
+        .iter()
+        .copied()
+        .filter(|h| !dead[h.idx() % nics])
+        .collect()
 }
 
 #[cfg(test)]
@@ -159,5 +207,39 @@ mod tests {
         down[2] = 1;
         let p = place(&f, &h, 8, &down).unwrap();
         assert!(!p.contains(&NodeId(2)) && p.contains(&NodeId(9)));
+        // a partition of 10 servers: 2 of them unusable, the job of 8 still fits; of 9 not
+        let rules = |n| PlaceRules {
+            partition: Some(n),
+            pxn: false,
+        };
+        assert_eq!(place_in(&f, &h, 8, &down, rules(10)).unwrap().len(), 8);
+        assert!(place_in(&f, &h, 8, &down, rules(9)).is_none());
+    }
+
+    #[test]
+    fn pxn_keeps_a_server_with_one_nic_left_and_drops_its_rail() {
+        // 4 servers of 2 NICs, one per plane: cut NIC 1 of server 0 (plane 1)
+        let text = "name = \"two-plane\"\n[hosts]\nservers = 4\ngpus_per_server = 2\nnics_per_server = 2\nrate = \"100G\"\n\
+             [[planes]]\ncopies = 2\nleaves_per_pod = 2\nleaf = { radix = 4, down = 2, up = 2 }\nspine = { radix = 2 }\n";
+        let f = topo::Spec::parse(text, topo::Format::Toml, "t")
+            .unwrap()
+            .build("t")
+            .unwrap();
+        let mut r = Routes::compute(&f);
+        let am = attached_masks(&f);
+        r.fail_links(&f, &[f.attachment(NodeId(1), 1).unwrap().link]);
+        let h = health(&f, &r, &am);
+        assert!(h.unreachable[1] && !h.unreachable[0]);
+        // without PXN, server 0 is skipped; with it, kept
+        assert!(place(&f, &h, 8, &[]).is_none());
+        let pxn = PlaceRules {
+            partition: None,
+            pxn: true,
+        };
+        let p = place_in(&f, &h, 8, &[], pxn).unwrap();
+        assert_eq!(p.len(), 8);
+        // rail 1 is dropped everywhere: the NICs left are the rail-0 ones
+        let live = live_rails(&f, &h, &p);
+        assert_eq!(live, vec![NodeId(0), NodeId(2), NodeId(4), NodeId(6)]);
     }
 }

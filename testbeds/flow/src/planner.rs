@@ -38,7 +38,7 @@ use topo::{Fabric, LinkId, NodeId, Routes, TIER_CORE, TIER_LEAF, TIER_SPINE};
 
 use crate::eval::{Evaluator, Job};
 use crate::paths::LoadBalance;
-use crate::placement::{self, Health};
+use crate::placement::{self, Health, PlaceRules};
 use crate::rates::{NUM_CLASSES, Rates};
 use crate::stats::{self, Estimate};
 use crate::traffic::Pattern;
@@ -58,6 +58,8 @@ pub const CLASSES: [&str; NUM_CLASSES] = [
 ];
 /// The first class that is not part of the network (the GPU class).
 pub const FIRST_CLUSTER_CLASS: usize = 6;
+const LEAF: usize = 2;
+const CORE: usize = 4;
 const GPU: usize = 6;
 const HOST: usize = 7;
 const SOFTWARE: usize = 8;
@@ -142,6 +144,121 @@ pub struct PlanConfig {
     /// Probability that a network failure on the job's paths that the routing survives
     /// still interrupts the job (**assumption**; see the module docs).
     pub reroute_interrupt: f64,
+    /// Spares, swap times, checkpoint storage and PXN.
+    #[serde(default)]
+    pub recovery: Recovery,
+}
+
+/// How the cluster and the job recover from a failure: spare pools and swap times,
+/// checkpoint storage, PXN. The defaults are assumptions or cited, field by field.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// Spare servers kept for the job beyond the servers it runs on (`None`: every server
+    /// of the fabric the job does not use). The job's partition is its servers plus the
+    /// spares, the first in server order; when more of them are down than there are
+    /// spares, the job waits for a repair.
+    pub spare_servers: Option<u32>,
+    /// Minutes to swap a spare server into the job after a hardware interruption (drain,
+    /// health check, requeue), on top of the restart. **Assumption**: 5 min for a hot
+    /// spare already imaged and checked.
+    pub node_swap_minutes: f64,
+    /// Spare switches on site (`None`: no pool modelled; a failed switch is down for its
+    /// class repair time). With a pool, a failed switch is back after
+    /// [`Recovery::switch_swap_hours`] while a spare is on hand, and the failed unit
+    /// returns to the pool after its class repair time (RMA); with the pool empty the
+    /// switch stays down for its own repair time.
+    pub spare_switches: Option<u32>,
+    /// Hours to swap a spare switch in (re-cable, load the config). **Assumption**: 1 h.
+    pub switch_swap_hours: f64,
+    /// Checkpoint bytes per GPU (GB). Default 0.346: Llama 3 405B's model and optimizer
+    /// state (405 B parameters × 14 bytes: bf16 weights, fp32 master weights and two Adam
+    /// moments; Rajbhandari et al., ZeRO, SC 2020, §3.1) over its 16,384 GPUs; the
+    /// checkpoint of a job grows with its GPUs (weak scaling).
+    pub checkpoint_gb_per_gpu: f64,
+    /// Storage bandwidth for checkpoint writes and restores (GB/s, the whole cluster's).
+    /// Default 2,000: Llama 3's Tectonic file system, 2 TB/s sustained (Dubey et al.
+    /// 2024, §3.3.1). Writes are taken as blocking (no asynchronous checkpointing).
+    pub storage_gbytes_per_s: f64,
+    /// PXN-style cross-plane recovery: a NIC cut off in a server that keeps another NIC
+    /// does not interrupt the job; its rail's traffic goes over NVLink through a peer
+    /// GPU's NIC. Modelled by dropping that rail job-wide, so the other rails carry its
+    /// share (bus bandwidth × live rails / rails; conservative when two servers lose
+    /// different rails).
+    pub pxn: bool,
+}
+
+impl Default for Recovery {
+    fn default() -> Self {
+        Recovery {
+            spare_servers: None,
+            node_swap_minutes: 5.0,
+            spare_switches: None,
+            switch_swap_hours: 1.0,
+            checkpoint_gb_per_gpu: 405.0 * 14.0 / 16_384.0,
+            storage_gbytes_per_s: 2000.0,
+            pxn: false,
+        }
+    }
+}
+
+impl Recovery {
+    /// Seconds to write (or read back) the checkpoint of a job of `gpus` GPUs.
+    pub fn checkpoint_seconds(&self, gpus: u64) -> f64 {
+        gpus as f64 * self.checkpoint_gb_per_gpu / self.storage_gbytes_per_s
+    }
+
+    fn validate(&self) -> Result<()> {
+        let bad = |what: &str, msg: String| {
+            Err(Error::Param {
+                what: what.into(),
+                msg,
+            })
+        };
+        if !(self.node_swap_minutes.is_finite()
+            && (0.0..=10_080.0).contains(&self.node_swap_minutes))
+        {
+            return bad(
+                "node swap time",
+                format!(
+                    "{} minutes: expected 0 to 10,080 (a week)",
+                    self.node_swap_minutes
+                ),
+            );
+        }
+        if !(self.switch_swap_hours.is_finite()
+            && self.switch_swap_hours > 0.0
+            && self.switch_swap_hours <= 8760.0)
+        {
+            return bad(
+                "switch swap time",
+                format!(
+                    "{} hours: expected above 0 and at most 8,760 (a year)",
+                    self.switch_swap_hours
+                ),
+            );
+        }
+        if !(self.checkpoint_gb_per_gpu.is_finite()
+            && (0.0..=10_000.0).contains(&self.checkpoint_gb_per_gpu))
+        {
+            return bad(
+                "checkpoint size",
+                format!(
+                    "{} GB per GPU: expected 0 to 10,000",
+                    self.checkpoint_gb_per_gpu
+                ),
+            );
+        }
+        if !(self.storage_gbytes_per_s.is_finite() && self.storage_gbytes_per_s > 0.0) {
+            return bad(
+                "storage bandwidth",
+                format!(
+                    "{} GB/s: expected a positive number",
+                    self.storage_gbytes_per_s
+                ),
+            );
+        }
+        Ok(())
+    }
 }
 
 impl PlanConfig {
@@ -205,6 +322,20 @@ impl PlanConfig {
             return bad(
                 "scale-up bandwidth",
                 format!("{} Gb/s: expected a positive number", self.scale_up_gbps),
+            );
+        }
+        self.recovery.validate()?;
+        let ckpt = self.recovery.checkpoint_seconds(self.job_gpus) / 3600.0;
+        if ckpt >= self.checkpoint_hours {
+            return bad(
+                "checkpoint interval",
+                format!(
+                    "{} hours is shorter than writing one checkpoint ({ckpt:.2} h for {} GPUs × {} GB at {} GB/s)",
+                    self.checkpoint_hours,
+                    self.job_gpus,
+                    self.recovery.checkpoint_gb_per_gpu,
+                    self.recovery.storage_gbytes_per_s
+                ),
             );
         }
         Ok(())
@@ -352,6 +483,7 @@ pub struct Design<'a> {
     /// The rates drawn (the configuration's, restricted to its scope).
     rates: Rates,
     cfg: PlanConfig,
+    rules: PlaceRules,
 }
 
 /// GPUs per server of the Llama 3 cluster the server failure rate comes from.
@@ -377,6 +509,26 @@ impl<'a> Design<'a> {
                 ),
             });
         }
+        let lay = f.host_layout();
+        let job_servers = cfg.job_gpus.div_ceil(lay.gpus_per_server.max(1) as u64);
+        let partition = match cfg.recovery.spare_servers {
+            None => None,
+            Some(n) if job_servers + n as u64 <= lay.servers as u64 => Some(job_servers as u32 + n),
+            Some(n) => {
+                return Err(Error::Param {
+                    what: "spare servers".into(),
+                    msg: format!(
+                        "{n} spares and the job's {job_servers} servers exceed the {} servers of {}",
+                        lay.servers,
+                        f.name()
+                    ),
+                });
+            }
+        };
+        let rules = PlaceRules {
+            partition,
+            pxn: cfg.recovery.pxn,
+        };
         let comps = Components::of(f);
         let rates = match cfg.scope {
             FailureScope::All => cfg.rates,
@@ -391,6 +543,7 @@ impl<'a> Design<'a> {
             healthy_busbw: 0.0,
             rates,
             cfg: cfg.clone(),
+            rules,
         };
         let expected: f64 = (0..NUM_CLASSES)
             .map(|c| d.exposure(c) * d.rates.classes()[c].1.per_hour())
@@ -409,15 +562,17 @@ impl<'a> Design<'a> {
         d.healthy_next_hops = d.healthy.width_stats().total_next_hops;
         let mut ev = Evaluator::default();
         let h = placement::health(f, &d.healthy, &d.attached);
-        let p = placement::place(f, &h, cfg.job_gpus, &[]).ok_or_else(|| Error::Param {
-            what: "job GPUs".into(),
-            msg: format!(
-                "no placement for {} GPUs on the healthy {}",
-                cfg.job_gpus,
-                f.name()
-            ),
-        })?;
-        d.healthy_busbw = d.job_state(&mut ev, &d.healthy, p).0;
+        let p =
+            placement::place_in(f, &h, cfg.job_gpus, &[], rules).ok_or_else(|| Error::Param {
+                what: "job GPUs".into(),
+                msg: format!(
+                    "no placement for {} GPUs on the healthy {}",
+                    cfg.job_gpus,
+                    f.name()
+                ),
+            })?;
+        let servers = p.len() / lay.nics_per_server.max(1) as usize;
+        d.healthy_busbw = d.job_state(&mut ev, &d.healthy, p, servers).0;
         if d.healthy_busbw <= 0.0 {
             return Err(Error::Param {
                 what: "job".into(),
@@ -460,13 +615,17 @@ impl<'a> Design<'a> {
         }
     }
 
-    /// Bus bandwidth (bytes/s) of the job on these NICs, and the links it uses.
+    /// Bus bandwidth (bytes/s) of the job on these NICs (`servers` servers; with PXN
+    /// `ranks` are the NICs of their live rails), and the links it uses.
     fn job_state(
         &self,
         ev: &mut Evaluator,
         routes: &Routes,
         ranks: Vec<NodeId>,
+        servers: usize,
     ) -> (f64, Vec<u64>) {
+        // the bus factor of the job's GPUs, not of the NICs left carrying them
+        let gpus = (servers * self.fabric.host_layout().gpus_per_server as usize) as f64;
         let job = Job {
             name: "job".into(),
             pattern: Pattern::Hierarchical {
@@ -492,7 +651,7 @@ impl<'a> Design<'a> {
         let bw = if r.jobs[0].unroutable > 0 {
             0.0
         } else {
-            r.jobs[0].busbw_bytes_per_s
+            r.jobs[0].algbw_bytes_per_s * 2.0 * (gpus - 1.0) / gpus.max(1.0)
         };
         (bw, links)
     }
@@ -598,7 +757,11 @@ impl Cache {
                 n
             }
         };
-        let placement = placement::place(d.fabric, &net.health, d.cfg.job_gpus, down);
+        let placed = placement::place_in(d.fabric, &net.health, d.cfg.job_gpus, down, d.rules);
+        // with PXN the job runs on the rails left in every one of its servers
+        let placement = placed.filter(|p| {
+            !d.rules.pxn || !placement::live_rails(d.fabric, &net.health, p).is_empty()
+        });
         let job = placement.as_ref().map(|p| {
             let key = (net_key.to_vec(), placement_key(p));
             if let Some(j) = self.jobs.get(&key) {
@@ -607,8 +770,14 @@ impl Cache {
             }
             self.misses += 1;
             let mut ev = std::mem::take(&mut self.ev);
+            let ranks = if d.rules.pxn {
+                placement::live_rails(d.fabric, &net.health, p)
+            } else {
+                p.clone()
+            };
             let routes = self.routes(d, net_key);
-            let (bw, links) = d.job_state(&mut ev, routes, p.clone());
+            let servers = p.len() / d.fabric.host_layout().nics_per_server.max(1) as usize;
+            let (bw, links) = d.job_state(&mut ev, routes, ranks, servers);
             self.ev = ev;
             let j = Arc::new(JobState {
                 rel_busbw: bw / d.healthy_busbw,
@@ -643,6 +812,10 @@ pub struct TimelinePoint {
     pub failed: usize,
     /// The event that began the state: `fail <class>` / `repair <class>` / `start`.
     pub event: String,
+    /// Share of the fabric's GPUs on servers that are down or have a NIC cut off
+    /// (comparable across designs with different server layouts).
+    #[serde(default)]
+    pub unusable_gpus: f64,
 }
 
 /// The figures of one trial (kept per trial for confidence intervals and merge checks).
@@ -668,11 +841,24 @@ pub struct TrialRecord {
     pub min_rel: f64,
     /// Hours per histogram bin, only the bins used.
     pub hist: Vec<(u32, f64)>,
+    /// NIC cut-offs the job rode through with PXN (no interruption).
+    #[serde(default)]
+    pub pxn_absorbed: u32,
+    /// Switch failures that found the spare pool empty (down for their repair time).
+    #[serde(default)]
+    pub switch_without_spare: u32,
 }
 
 impl TrialRecord {
     fn total_interruptions(&self) -> u32 {
         self.interruptions.iter().sum()
+    }
+    /// Interruptions after which the job takes a spare server (a NIC, GPU or server of
+    /// it lost).
+    fn hardware_interruptions(&self) -> u32 {
+        self.interruptions[Cause::NicCutOff as usize]
+            + self.interruptions[Cause::Gpu as usize]
+            + self.interruptions[Cause::Host as usize]
     }
     fn network_interruptions(&self) -> u32 {
         self.interruptions[Cause::NicCutOff as usize] + self.interruptions[Cause::Reroute as usize]
@@ -932,7 +1118,10 @@ fn interruption(
             })
         }
         _ => {
-            if p.iter().any(|h| next.health().unreachable[h.idx()]) {
+            let cut = newly_cut(cur, next);
+            // with PXN the job rides through a cut-off NIC while it keeps its servers
+            let moved = !d.rules.pxn || next.placement.as_ref() != Some(p);
+            if cut && moved {
                 Some(Cause::NicCutOff)
             } else if d.comps.links(comp).iter().any(|&l| job.uses(l))
                 && rng.random::<f64>() < d.cfg.reroute_interrupt
@@ -942,6 +1131,57 @@ fn interruption(
                 None
             }
         }
+    }
+}
+
+/// Share of servers (hence of GPUs) that are down or have a NIC cut off.
+fn unusable_share(d: &Design<'_>, e: &StateEval, down: &[u16]) -> f64 {
+    let lay = d.fabric.host_layout();
+    let nics = lay.nics_per_server.max(1) as usize;
+    let out = (0..lay.servers as usize)
+        .filter(|&s| {
+            down[s] > 0 || e.health().unreachable[s * nics..(s + 1) * nics].contains(&true)
+        })
+        .count();
+    out as f64 / lay.servers.max(1) as f64
+}
+
+/// True when a NIC of `cur`'s placement that was reachable is cut off in `next`.
+fn newly_cut(cur: &StateEval, next: &StateEval) -> bool {
+    cur.placement.as_ref().is_some_and(|p| {
+        p.iter()
+            .any(|h| !cur.health().unreachable[h.idx()] && next.health().unreachable[h.idx()])
+    })
+}
+
+/// Spare switches on hand and the failed units out for repair (return hours).
+struct SparePool {
+    on_hand: Option<u32>,
+    returns: Vec<f64>,
+}
+
+impl SparePool {
+    fn new(spares: Option<u32>) -> SparePool {
+        SparePool {
+            on_hand: spares,
+            returns: Vec::new(),
+        }
+    }
+
+    /// A switch failed at `hour`, its unit repaired at `repaired`: `Some(true)` when a
+    /// spare goes in (the unit joins the pool when repaired), `Some(false)` when the
+    /// pool is empty, `None` without a pool.
+    fn take(&mut self, hour: f64, repaired: f64) -> Option<bool> {
+        let on_hand = self.on_hand.as_mut()?;
+        let before = self.returns.len();
+        self.returns.retain(|&r| r > hour);
+        *on_hand += (before - self.returns.len()) as u32;
+        if *on_hand == 0 {
+            return Some(false);
+        }
+        *on_hand -= 1;
+        self.returns.push(repaired);
+        Some(true)
     }
 }
 
@@ -974,6 +1214,8 @@ pub fn run_trial(
             width_lost_max: 0.0,
             min_rel: f64::INFINITY,
             hist: Vec::new(),
+            pxn_absorbed: 0,
+            switch_without_spare: 0,
         },
         hist: vec![0.0; HIST_BINS],
     };
@@ -985,8 +1227,10 @@ pub fn run_trial(
             unreachable: cur.unreachable,
             failed: 0,
             event: "start".into(),
+            unusable_gpus: unusable_share(d, &cur, &down),
         }]
     });
+    let mut switches = SparePool::new(d.cfg.recovery.spare_switches);
     let mut fi = 0;
     loop {
         let next_fail = failures.get(fi).copied();
@@ -1015,8 +1259,21 @@ pub fn run_trial(
                 down[s as usize] += 1;
             }
             acc.rec.failures[class] += 1;
+            let repair = exp(&mut rng, rates[class].1.mttr_hours);
+            let back = if (LEAF..=CORE).contains(&class) {
+                match switches.take(ev.hour, ev.hour + repair) {
+                    Some(true) => d.cfg.recovery.switch_swap_hours,
+                    Some(false) => {
+                        acc.rec.switch_without_spare += 1;
+                        repair
+                    }
+                    None => repair,
+                }
+            } else {
+                repair
+            };
             repairs.push(Ev {
-                hour: ev.hour + exp(&mut rng, rates[class].1.mttr_hours),
+                hour: ev.hour + back,
                 comp: ev.comp,
             });
         } else {
@@ -1031,8 +1288,12 @@ pub fn run_trial(
         acc.add_state(&cur, ev.hour - since);
         since = ev.hour;
         let next = cache.state(d, &failed, &down);
-        if is_fail && let Some(c) = interruption(d, ev.comp, &cur, &next, &mut rng) {
-            acc.rec.interruptions[c as usize] += 1;
+        if is_fail {
+            match interruption(d, ev.comp, &cur, &next, &mut rng) {
+                Some(c) => acc.rec.interruptions[c as usize] += 1,
+                None if class < GPU && newly_cut(&cur, &next) => acc.rec.pxn_absorbed += 1,
+                None => {}
+            }
         }
         cur = next;
         if let Some(l) = line.as_mut() {
@@ -1041,6 +1302,7 @@ pub fn run_trial(
                 rel_busbw: cur.rel_busbw,
                 unreachable: cur.unreachable,
                 failed: failed.len(),
+                unusable_gpus: unusable_share(d, &cur, &down),
                 event: format!(
                     "{} {}",
                     if is_fail { "fail" } else { "repair" },
@@ -1099,9 +1361,22 @@ pub struct Summary {
     /// Share of time lost to interruptions (half a checkpoint interval plus the restart
     /// cost each).
     pub lost_to_interruptions: Estimate,
+    /// Share of time lost swapping spare servers into the job (each hardware
+    /// interruption).
+    #[serde(default)]
+    pub lost_to_node_swaps: Estimate,
+    /// Share of time lost writing checkpoints (blocking; grows with the job's GPUs).
+    #[serde(default)]
+    pub lost_to_checkpoint_writes: Estimate,
     /// Share of time the job cannot run: not enough available servers (waiting for
     /// repairs).
     pub lost_waiting: Estimate,
+    /// NIC cut-offs per day the job rode through with PXN.
+    #[serde(default)]
+    pub pxn_absorbed_per_day: Estimate,
+    /// Switch failures per day that found the spare pool empty.
+    #[serde(default)]
+    pub switch_without_spare_per_day: Estimate,
     /// Share of wall time left for training: 1 − both losses.
     pub effective_training: Estimate,
     /// Time-weighted mean share of ECMP next hops lost.
@@ -1137,11 +1412,29 @@ pub fn summarize(
         e.lo = e.lo.max(0.0);
         e
     };
+    // a share of time: its interval stays within [0, 1] too
+    let share = |f: &dyn Fn(&TrialRecord) -> f64| -> Estimate {
+        let mut e = per_trial(f);
+        e.hi = e.hi.min(1.0);
+        e
+    };
     let per_day = |n: u32| n as f64 / cfg.days;
-    let cost_h = cfg.checkpoint_hours / 2.0 + cfg.restart_minutes / 60.0;
+    let rec = &cfg.recovery;
+    let ckpt_h = rec.checkpoint_seconds(cfg.job_gpus) / 3600.0;
+    // an interruption loses half a checkpoint interval, the restart and reading the
+    // checkpoint back
+    let cost_h = cfg.checkpoint_hours / 2.0 + cfg.restart_minutes / 60.0 + ckpt_h;
     let interrupt_share =
         |r: &TrialRecord| (r.total_interruptions() as f64 * cost_h / hours).min(1.0);
+    let swap_share = |r: &TrialRecord| {
+        (r.hardware_interruptions() as f64 * rec.node_swap_minutes / 60.0 / hours).min(1.0)
+    };
     let wait_share = |r: &TrialRecord| r.down_hours / hours;
+    // blocking checkpoint writes, one per interval while the job runs
+    let write_share = |r: &TrialRecord| {
+        let left = (1.0 - interrupt_share(r) - swap_share(r) - wait_share(r)).max(0.0);
+        left * ckpt_h / cfg.checkpoint_hours
+    };
     Summary {
         design: design.into(),
         gpus,
@@ -1154,7 +1447,7 @@ pub fn summarize(
         })
         .map(|x| if x.is_finite() { x } else { 0.0 }),
         rel_mean: per_trial(&|r| r.rel_hours / hours),
-        unreachable_share: per_trial(&|r| r.unreachable_hours / hours),
+        unreachable_share: share(&|r| r.unreachable_hours / hours),
         interruptions_per_day: per_trial(&|r| per_day(r.total_interruptions())),
         network_interruptions_per_day: per_trial(&|r| per_day(r.network_interruptions())),
         interruptions_by_cause: CAUSES
@@ -1162,10 +1455,16 @@ pub fn summarize(
             .enumerate()
             .map(|(c, n)| (n.to_string(), per_trial(&|r| per_day(r.interruptions[c]))))
             .collect(),
-        lost_to_interruptions: per_trial(&interrupt_share),
-        lost_waiting: per_trial(&wait_share),
-        effective_training: per_trial(&|r| (1.0 - interrupt_share(r) - wait_share(r)).max(0.0)),
-        ecmp_width_lost_mean: per_trial(&|r| r.width_lost_hours / hours),
+        lost_to_interruptions: share(&interrupt_share),
+        lost_to_node_swaps: share(&swap_share),
+        lost_to_checkpoint_writes: share(&write_share),
+        lost_waiting: share(&wait_share),
+        effective_training: share(&|r| {
+            (1.0 - interrupt_share(r) - swap_share(r) - wait_share(r) - write_share(r)).max(0.0)
+        }),
+        pxn_absorbed_per_day: per_trial(&|r| per_day(r.pxn_absorbed)),
+        switch_without_spare_per_day: per_trial(&|r| per_day(r.switch_without_spare)),
+        ecmp_width_lost_mean: share(&|r| r.width_lost_hours / hours),
         ecmp_width_lost_max: recs.iter().map(|r| r.width_lost_max).fold(0.0, f64::max),
         failures_per_day: CLASSES
             .iter()
@@ -1353,4 +1652,31 @@ pub fn missing_shards(r: &RunResult) -> Vec<u32> {
     (0..r.shard_count)
         .filter(|s| !r.shards.contains(s))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SparePool;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Spares on hand plus units out for repair stay the pool's size, and a spare is
+        /// handed out only while one is on hand.
+        #[test]
+        fn the_switch_spare_pool_never_creates_or_loses_a_unit(
+            size in 0u32..5,
+            events in prop::collection::vec((0.0f64..100.0, 0.0f64..50.0), 0..40),
+        ) {
+            let mut pool = SparePool::new(Some(size));
+            let mut events = events;
+            events.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for (hour, repair) in events {
+                let out = pool.returns.iter().filter(|&&r| r > hour).count() as u32;
+                let given = pool.take(hour, hour + repair);
+                prop_assert_eq!(given, Some(out < size));
+                prop_assert_eq!(pool.on_hand.unwrap() + pool.returns.len() as u32, size);
+            }
+            prop_assert_eq!(SparePool::new(None).take(1.0, 2.0), None);
+        }
+    }
 }

@@ -29,6 +29,17 @@ pub struct Estimate {
     pub hi: f64,
 }
 
+/// No figure: 0 without an interval (a field missing from an older result file).
+impl Default for Estimate {
+    fn default() -> Self {
+        Estimate {
+            value: 0.0,
+            lo: f64::NAN,
+            hi: f64::NAN,
+        }
+    }
+}
+
 /// JSON has no NaN or infinity: they are written as `null` and read back as NaN.
 pub mod non_finite_as_null {
     use serde::{Deserialize, Deserializer, Serializer};

@@ -45,6 +45,7 @@ fn cfg(rates: Rates, trials: u32, seed: u64) -> PlanConfig {
         rates,
         scope: FailureScope::All,
         reroute_interrupt: 0.0,
+        recovery: Default::default(),
     }
 }
 
@@ -213,6 +214,8 @@ fn only(class: &str, afr: f64, mttr: f64) -> Rates {
         "software" => r.software = c,
         "fabric_link" => r.fabric_link = c,
         "spine" => r.spine = c,
+        "leaf" => r.leaf = c,
+        "nic" => r.nic = c,
         other => panic!("{other}"),
     }
     r
@@ -227,7 +230,11 @@ fn time_the_job_cannot_run_is_lost_and_shown_on_its_own() {
     let s = &run(&f, &c, (0, 1)).designs[0].summary;
     assert!(s.lost_waiting.value > 0.05, "{s:?}");
     assert!(s.rel_p50.value < 1.0 || s.rel_p99.value == 0.0, "{s:?}");
-    let want = 1.0 - s.lost_waiting.value - s.lost_to_interruptions.value;
+    let want = 1.0
+        - s.lost_waiting.value
+        - s.lost_to_interruptions.value
+        - s.lost_to_node_swaps.value
+        - s.lost_to_checkpoint_writes.value;
     assert!((s.effective_training.value - want).abs() < 1e-9, "{s:?}");
     // with spare servers (a job of 8 on 16) it rarely waits
     c.job_gpus = 8;
@@ -337,4 +344,161 @@ fn server_failures_scale_with_the_gpus_a_server_holds() {
         (one.value - per8.value).abs() < 0.25 * one.value,
         "{one:?} vs {per8:?}"
     );
+}
+
+#[test]
+fn a_spare_pool_bounds_the_servers_the_job_can_take_and_swaps_cost_time() {
+    // a job of 8 servers of 16; GPU failures (24 h repairs)
+    let f = spec(false);
+    let mut c = cfg(only("gpu", 3000.0, 24.0), 16, 4);
+    c.recovery.node_swap_minutes = 30.0;
+    let all = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    c.recovery.spare_servers = Some(1);
+    let one = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    c.recovery.spare_servers = Some(0);
+    let none = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    // fewer spares: more time waiting for repairs
+    assert!(
+        all.lost_waiting.value < one.lost_waiting.value,
+        "{all:?}\n{one:?}"
+    );
+    assert!(
+        one.lost_waiting.value < none.lost_waiting.value,
+        "{one:?}\n{none:?}"
+    );
+    // with no spare every failed server stops the job until its repair
+    assert!(none.lost_waiting.value > 0.2, "{none:?}");
+    // shares of time keep their intervals within [0, 1]
+    c.job_gpus = 16;
+    let all_busy = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    assert!(all_busy.lost_waiting.value > 0.5, "{all_busy:?}");
+    for e in [
+        all_busy.lost_waiting,
+        all_busy.effective_training,
+        all_busy.unreachable_share,
+        all_busy.lost_to_interruptions,
+    ] {
+        assert!(
+            0.0 <= e.lo && e.lo <= e.value && e.value <= e.hi && e.hi <= 1.0,
+            "{e:?}"
+        );
+    }
+    c.job_gpus = 8;
+    // each hardware interruption pays the swap: 30 min
+    let gpu = all.interruptions_by_cause["GPU"].value;
+    let want = gpu * 0.5 / 24.0;
+    assert!(
+        gpu > 0.0 && (all.lost_to_node_swaps.value - want).abs() < 1e-9,
+        "{all:?}"
+    );
+    // more spares than the fabric holds: a clear error
+    c.recovery.spare_servers = Some(9);
+    let e = Design::new(&f, &c).unwrap_err().to_string();
+    assert!(e.contains("9 spares") && e.contains("16 servers"), "{e}");
+}
+
+#[test]
+fn spare_switches_shorten_switch_outages_until_the_pool_runs_dry() {
+    // ToR failures with a 200 h repair (RMA); a spare goes in within 1 h
+    let f = spec(false);
+    let mut c = cfg(only("leaf", 20_000.0, 200.0), 8, 6);
+    let no_pool = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    c.recovery.spare_switches = Some(0);
+    let empty = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    c.recovery.spare_switches = Some(100);
+    let deep = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    // an empty pool is the same timeline as no pool, every failure counted as waiting
+    assert_eq!(empty.unreachable_share, no_pool.unreachable_share);
+    assert!(empty.switch_without_spare_per_day.value > 0.0);
+    assert_eq!(
+        empty.switch_without_spare_per_day.value,
+        empty.failures_per_day["leaf"].value
+    );
+    // a deep pool: outages of 1 h instead of 200 h
+    assert_eq!(deep.switch_without_spare_per_day.value, 0.0);
+    assert!(
+        deep.unreachable_share.value < no_pool.unreachable_share.value / 5.0,
+        "{deep:?}\n{no_pool:?}"
+    );
+}
+
+#[test]
+fn checkpoint_writes_and_restores_grow_with_the_job() {
+    // no failures: the only loss is writing checkpoints
+    let f = spec(false);
+    let mut c = cfg(only("gpu", 0.0, 1.0), 2, 1);
+    c.recovery.checkpoint_gb_per_gpu = 100.0;
+    c.recovery.storage_gbytes_per_s = 1.0;
+    c.checkpoint_hours = 2.0;
+    let small = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    c.job_gpus = 16;
+    let big = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    // 8 GPUs × 100 GB at 1 GB/s = 800 s of every 2 h; 16 GPUs: twice that
+    let w = |s: &planner::Summary| s.lost_to_checkpoint_writes.value;
+    assert!((w(&small) - 800.0 / 7200.0).abs() < 1e-9, "{small:?}");
+    assert!((w(&big) - 2.0 * w(&small)).abs() < 1e-9, "{big:?}");
+    assert_eq!(c.recovery.checkpoint_seconds(16), 1600.0);
+    // a restore (the same read) is part of every interruption's cost
+    let mut s = cfg(only("software", 20_000.0, 1.0), 4, 2);
+    let plain = run(&f, &s, (0, 1)).designs[0].summary.clone();
+    s.recovery.checkpoint_gb_per_gpu = 45.0;
+    s.recovery.storage_gbytes_per_s = 1.0; // 8 × 45 s = 6 min per restore
+    let slow = run(&f, &s, (0, 1)).designs[0].summary.clone();
+    let n = plain.interruptions_per_day.value;
+    assert_eq!(n, slow.interruptions_per_day.value);
+    let extra = slow.lost_to_interruptions.value - plain.lost_to_interruptions.value;
+    // 360 s more per interruption (the default restore took 8 × 0.35 GB / 2 TB/s ≈ 1 ms)
+    let want = n * 360.0 / 86_400.0;
+    assert!(
+        (extra - want).abs() < 1e-3 * want.max(1e-9) + 1e-4,
+        "{extra} vs {want}"
+    );
+    // a checkpoint that takes longer than its interval is refused
+    c.checkpoint_hours = 0.1;
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("shorter than writing one checkpoint"), "{e}");
+}
+
+/// 8 servers of 2 GPUs and 2 NICs, one per plane (a 2-plane design).
+fn two_plane() -> Fabric {
+    let text = "name = \"two-plane\"\n[hosts]\nservers = 8\ngpus_per_server = 2\nnics_per_server = 2\nrate = \"100G\"\n\
+                [[planes]]\ncopies = 2\nleaves_per_pod = 2\nleaf = { radix = 8, down = 4, up = 4 }\nspine = { radix = 2 }\n";
+    topo::Spec::parse(text, topo::Format::Toml, "t")
+        .unwrap()
+        .build("t")
+        .unwrap()
+}
+
+#[test]
+fn pxn_rides_through_a_cut_off_nic_at_a_bandwidth_cost() {
+    let f = two_plane();
+    let mut c = cfg(only("nic", 2000.0, 24.0), 12, 9);
+    let plain = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    c.recovery.pxn = true;
+    let pxn = run(&f, &c, (0, 1)).designs[0].summary.clone();
+    let cut = |s: &planner::Summary| s.interruptions_by_cause["network: NIC cut off"].value;
+    // without PXN every NIC failure under the job interrupts it; with it only those that
+    // leave the job no common rail (both NICs of a server, or NIC 0 of one server and
+    // NIC 1 of another: the conservative job-wide rail drop), and the job runs on one
+    // rail meanwhile
+    assert!(
+        cut(&plain) > 0.0 && plain.pxn_absorbed_per_day.value == 0.0,
+        "{plain:?}"
+    );
+    assert!(cut(&pxn) < cut(&plain) / 3.0, "{pxn:?}\n{plain:?}");
+    assert!(
+        (pxn.pxn_absorbed_per_day.value - cut(&plain)).abs() < 0.5 * cut(&plain),
+        "{pxn:?}\n{plain:?}"
+    );
+    assert!(
+        pxn.rel_mean.value < plain.rel_mean.value,
+        "{pxn:?}\n{plain:?}"
+    );
+    assert!(pxn.lost_to_interruptions.value < plain.lost_to_interruptions.value);
+    // one state directly: NIC 1 of server 0 cut off halves the job's bandwidth
+    let d = Design::new(&f, &c).unwrap();
+    let nic1 = d.comps.class_start[5] + 1;
+    let e = d.evaluate_state(&mut Evaluator::default(), &[nic1]);
+    assert!((e.rel_busbw - 0.5).abs() < 0.01, "{}", e.rel_busbw);
+    assert_eq!(f.server_of(e.placement.unwrap()[0]), 0);
 }
