@@ -11,27 +11,10 @@ use topo::export::{self, Format, MemSink, Routed, Tables};
 use topo::lft::Lft;
 use topo::{Fabric, NodeId, Routes};
 
-/// `switch GUID → (LID → IB port)` of every block of an LFT dump.
+/// `switch GUID → (LID → IB port)` of every block of an LFT dump (a LID listed twice for
+/// one switch is refused by the reader).
 fn parse_dump(text: &str) -> BTreeMap<u64, BTreeMap<u16, u8>> {
-    let mut out: BTreeMap<u64, BTreeMap<u16, u8>> = BTreeMap::new();
-    let mut cur = None;
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("Unicast lids") {
-            let g = rest.split(" guid 0x").nth(1).expect("guid");
-            let g = u64::from_str_radix(g.split_whitespace().next().unwrap(), 16).unwrap();
-            out.entry(g).or_default();
-            cur = Some(g);
-        } else if let (Some(g), Some(rest)) = (cur, line.strip_prefix("0x")) {
-            let mut it = rest.split_whitespace();
-            let lid = u16::from_str_radix(it.next().unwrap(), 16).unwrap();
-            let port: u8 = it.next().unwrap().parse().unwrap();
-            assert!(
-                out.get_mut(&g).unwrap().insert(lid, port).is_none(),
-                "LID {lid} twice"
-            );
-        }
-    }
-    out
+    topo::export::opensm::parse_lft_dump(text).unwrap_or_else(|e| panic!("LFT dump {e}"))
 }
 
 /// The fabric `fabric routes export --preset P --fail-links N --seed 1` routes, with the

@@ -14,36 +14,13 @@ use crate::{Error, Result};
 /// Switch node GUID → destination LID → output port.
 pub type Lfts = BTreeMap<u64, BTreeMap<u16, u8>>;
 
-/// Parses every LFT block of `text` (`what` names the source in errors).
+/// Parses every LFT block of `text` (`what` names the source in errors), with topo's
+/// reader of the format it writes ([`topo::export::opensm::parse_lft_dump`]).
 pub fn parse(text: &str, what: &str) -> Result<Lfts> {
-    let mut out = Lfts::new();
-    let mut cur = None;
-    for line in text.lines() {
-        let t = line.trim_start();
-        let bad = || Error::Parse {
-            what: what.to_string(),
-            line: line.to_string(),
-        };
-        if t.starts_with("Unicast lids") {
-            let g = t
-                .split(" guid 0x")
-                .nth(1)
-                .and_then(|r| r.split_whitespace().next())
-                .ok_or_else(bad)?;
-            let guid = u64::from_str_radix(g, 16).map_err(|_| bad())?;
-            out.entry(guid).or_default();
-            cur = Some(guid);
-        } else if let (Some(g), Some(rest)) = (cur, t.strip_prefix("0x")) {
-            let mut it = rest.split_whitespace();
-            let lid = it.next().and_then(|x| u16::from_str_radix(x, 16).ok());
-            let port = it.next().and_then(|x| x.parse::<u8>().ok());
-            let (Some(lid), Some(port)) = (lid, port) else {
-                return Err(bad());
-            };
-            out.entry(g).or_default().insert(lid, port);
-        }
-    }
-    Ok(out)
+    topo::export::opensm::parse_lft_dump(text).map_err(|e| Error::Parse {
+        what: format!("{what} line {} ({})", e.number, e.reason),
+        line: e.text,
+    })
 }
 
 /// One entry that differs.

@@ -189,3 +189,102 @@ pub fn net_node<W: Write>(w: &mut W, node: &NetNode<'_>, ports: &[NetPort<'_>]) 
     }
     Ok(())
 }
+
+/// Switch node GUID → destination LID → output port, as an LFT dump lists them.
+pub type LftDump = std::collections::BTreeMap<u64, std::collections::BTreeMap<u16, u8>>;
+
+/// A line of an LFT dump that could not be read: its number (from 1) and text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {number}: {reason}: {text:?}")]
+pub struct LftDumpLine {
+    /// Line number, from 1.
+    pub number: usize,
+    /// What was wrong.
+    pub reason: &'static str,
+    /// The line as read.
+    pub text: String,
+}
+
+/// Reads the LFT blocks that OpenSM's `opensm-lfts.dump`, fabric's `lfts.dump` and
+/// `ibroute` print alike: a header `Unicast lids [..] of switch Lid L guid 0xGUID (..):`,
+/// then one `0xLID PORT …` line per routed LID. Other lines are skipped; a header without
+/// a GUID, an entry line without a hex LID and a port, or a LID listed twice for one switch
+/// is an error naming the line.
+pub fn parse_lft_dump(text: &str) -> Result<LftDump, LftDumpLine> {
+    let mut out = LftDump::new();
+    let mut cur = None;
+    for (i, line) in text.lines().enumerate() {
+        let bad = |reason| LftDumpLine {
+            number: i + 1,
+            reason,
+            text: line.to_string(),
+        };
+        let t = line.trim_start();
+        if t.starts_with("Unicast lids") {
+            let guid = t
+                .split(" guid 0x")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|g| u64::from_str_radix(g, 16).ok())
+                .ok_or_else(|| bad("a switch header without a GUID"))?;
+            out.entry(guid).or_default();
+            cur = Some(guid);
+        } else if let (Some(g), Some(rest)) = (cur, t.strip_prefix("0x")) {
+            let mut it = rest.split_whitespace();
+            let lid = it.next().and_then(|x| u16::from_str_radix(x, 16).ok());
+            let port = it.next().and_then(|x| x.parse::<u8>().ok());
+            let (Some(lid), Some(port)) = (lid, port) else {
+                return Err(bad("expected `0xLID PORT`"));
+            };
+            if out.entry(g).or_default().insert(lid, port).is_some() {
+                return Err(bad("a LID listed twice for one switch"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod dump_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn blocks_are_read_and_bad_lines_named() {
+        let text = "Unicast lids [0x0-0x3] of switch Lid 1 guid 0x0002c90000000001 ('s'):\n\
+                    0x0001 000 : (Switch portguid 0x2: 's')\n\
+                    0x0003 007 : (Channel Adapter portguid 0x9: 'h')\n\
+                    2 lids dumped\n";
+        let d = parse_lft_dump(text).unwrap();
+        assert_eq!(d[&0x0002c90000000001], [(1, 0), (3, 7)].into());
+        let e = parse_lft_dump(&format!("{text}0x0003 002\n")).unwrap_err();
+        assert_eq!(
+            (e.number, e.reason),
+            (5, "a LID listed twice for one switch")
+        );
+        let e = parse_lft_dump("Unicast lids of switch Lid 1 guid 0xzz:\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 1: a switch header without a GUID: \"Unicast lids of switch Lid 1 guid 0xzz:\""
+        );
+        let e = parse_lft_dump(&format!("{text}0x0004 999\n")).unwrap_err();
+        assert_eq!(e.reason, "expected `0xLID PORT`");
+    }
+
+    proptest! {
+        /// Any text: a table or an error naming a line of it, never a panic.
+        #[test]
+        fn any_text_reads_or_names_a_line(lines in proptest::collection::vec(
+            prop_oneof![
+                Just("Unicast lids [0x0-0xff] of switch Lid 1 guid 0x1 ('a'):".to_string()),
+                "0x[0-9a-fA-F]{0,6} [0-9]{0,4}.{0,8}",
+                ".{0,40}",
+            ], 0..40)) {
+            let text = lines.join("\n");
+            if let Err(e) = parse_lft_dump(&text) {
+                prop_assert!(e.number >= 1);
+                prop_assert_eq!(Some(e.text.as_str()), text.lines().nth(e.number - 1));
+            }
+        }
+    }
+}

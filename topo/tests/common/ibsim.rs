@@ -85,33 +85,8 @@ impl Drop for Ibsim {
     }
 }
 
-/// The `0xLID PORT` lines of every `Unicast lids … guid 0x…` block of an LFT dump
-/// (OpenSM's, fabric's export, or `ibroute`'s), by switch GUID; `what` names the text in
-/// errors.
+/// The LFT blocks of an OpenSM or `ibroute` dump (topo's own reader), `what` naming the
+/// source in errors.
 pub fn parse_lft_dump(text: &str, what: &str) -> Result<BTreeMap<u64, BTreeMap<u16, u8>>, String> {
-    let mut out: BTreeMap<u64, BTreeMap<u16, u8>> = BTreeMap::new();
-    let mut cur = None;
-    for (i, line) in text.lines().enumerate() {
-        let bad = || format!("{what} line {}: {line:?}", i + 1);
-        let line = line.trim_start();
-        if line.starts_with("Unicast lids") {
-            let g = line
-                .split(" guid 0x")
-                .nth(1)
-                .and_then(|r| r.split_whitespace().next())
-                .ok_or_else(bad)?;
-            let guid = u64::from_str_radix(g, 16).map_err(|_| bad())?;
-            out.entry(guid).or_default();
-            cur = Some(guid);
-        } else if let (Some(g), Some(rest)) = (cur, line.strip_prefix("0x")) {
-            let mut it = rest.split_whitespace();
-            let lid = it.next().and_then(|x| u16::from_str_radix(x, 16).ok());
-            let port = it.next().and_then(|x| x.parse::<u8>().ok());
-            let (Some(lid), Some(port)) = (lid, port) else {
-                return Err(bad());
-            };
-            out.entry(g).or_default().insert(lid, port);
-        }
-    }
-    Ok(out)
+    topo::export::opensm::parse_lft_dump(text).map_err(|e| format!("{what} {e}"))
 }
