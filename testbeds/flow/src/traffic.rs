@@ -139,29 +139,9 @@ fn ring_flows(
     }
 }
 
-/// Parent of rank `i` of `n` in tree `tree` (0 or 1) of NCCL's double binary tree
-/// (`ncclGetDtree`), `None` at the root. Tree 0: rank 0 is the root, its child the
-/// highest power of two below `n`; rank `i`'s parent comes from clearing its lowest set bit
-/// `b` and setting `2b` (or only clearing `b` when that is beyond the ranks). Tree 1
-/// mirrors tree 0 (`i → n−1−i`) when `n` is even and shifts it by one rank when `n` is odd,
-/// so the inner ranks of one tree are leaves of the other. The scenario compiler (which
-/// the packet simulator runs) builds the same trees: `scenario::double_binary_tree`,
-/// compared rank by rank in the faithfulness tests (this crate does not depend on it).
-pub fn double_binary_tree(n: usize, tree: u8, i: usize) -> Option<usize> {
-    let btree = |i: usize| -> Option<usize> {
-        if i == 0 || i >= n {
-            return None;
-        }
-        let bit = i & i.wrapping_neg();
-        let up = (i ^ bit) | (bit << 1);
-        Some(if up >= n { i ^ bit } else { up })
-    };
-    match tree {
-        0 => btree(i),
-        _ if n.is_multiple_of(2) => btree(n - 1 - i).map(|u| n - 1 - u),
-        _ => btree((i + n - 1) % n).map(|u| (u + 1) % n),
-    }
-}
+/// NCCL's double binary tree, from the scenario compiler (which the packet simulator
+/// runs), so the model and the simulator use one definition.
+pub use scenario::double_binary_tree;
 
 impl Pattern {
     /// Flows and timing of the pattern on fabric `f`.

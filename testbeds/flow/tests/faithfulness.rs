@@ -470,23 +470,12 @@ fn contended_ecmp_ring_within_10_percent_of_the_packet_simulator() {
 }
 
 /// Tree all-reduce: the model and the scenario compiler (hence the simulator) build NCCL's
-/// double binary tree the same way, and the simulator's chunk-pipelined trees run within
+/// double binary tree from one function (`scenario::double_binary_tree`), and the simulator's chunk-pipelined trees run within
 /// 10 % of the model's bandwidth. 16 ranks spread over a k=8 fat-tree (full bisection, so
 /// the NICs bound the trees: an inner rank of one tree sends to its two children and its
 /// parent there and to its parent in the other tree).
 #[test]
-fn tree_allreduce_same_trees_and_within_10_percent_of_the_packet_simulator() {
-    for n in 2..130 {
-        for t in 0..2 {
-            for i in 0..n {
-                assert_eq!(
-                    flow_model::traffic::double_binary_tree(n, t, i),
-                    scenario::double_binary_tree(n, t, i),
-                    "{n} ranks, tree {t}, rank {i}"
-                );
-            }
-        }
-    }
+fn tree_allreduce_within_10_percent_of_the_packet_simulator() {
     let f = generators::fat_tree(8, Rate::gbps(100)).unwrap();
     let routes = Routes::compute(&f);
     let ranks: Vec<u32> = (0..16).map(|i| i * 8).collect();

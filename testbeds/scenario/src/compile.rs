@@ -173,7 +173,7 @@ pub const TREE_SLOTS: usize = 2;
 /// from clearing its lowest set bit `b` and setting `2b` (or only clearing `b` when that
 /// is beyond the ranks). Tree 1 mirrors tree 0 (`i → n−1−i`) when `n` is even and shifts
 /// it by one rank when `n` is odd, so the inner ranks of one tree are leaves of the other.
-/// The flow model (`flow_model::traffic`) uses the same trees.
+/// The flow model (`flow_model::traffic`) uses this function too.
 pub fn double_binary_tree(n: usize, tree: u8, i: usize) -> Option<usize> {
     let btree = |i: usize| -> Option<usize> {
         if i == 0 || i >= n {
