@@ -139,6 +139,9 @@ pub(super) struct HostsRan {
     pub sockets: Vec<PacketSocket>,
     /// Bytes delivered per flow per sample.
     pub delivered_series: HashMap<u32, Vec<u64>>,
+    /// When each sample was taken (the run's clock): at or after its slot on the
+    /// sampling grid, later when the loop ran late.
+    pub sample_times: Vec<Instant>,
     /// Controller state per flow per sample.
     pub cc_series: HashMap<u32, Vec<CcSample>>,
     pub completed: Completed,
@@ -378,6 +381,7 @@ impl HostsLoop {
             self.flow_ids.iter().map(|&f| (f, Vec::new())).collect();
         let mut cc_series: HashMap<u32, Vec<CcSample>> =
             self.flow_ids.iter().map(|&f| (f, Vec::new())).collect();
+        let mut sample_times = Vec::new();
         let wall_start = std::time::Instant::now();
         let mut late = Lateness::default();
         let end = loop {
@@ -387,6 +391,7 @@ impl HostsLoop {
             self.note_completions(&mut completed);
             if now >= next_sample {
                 self.sample(now, &mut delivered_series, &mut cc_series);
+                sample_times.push(now);
                 next_sample += self.sample_real;
             }
             let all_done = completed.len() == self.sized.len()
@@ -418,6 +423,7 @@ impl HostsLoop {
             hosts: self.hosts,
             sockets: self.sockets,
             delivered_series,
+            sample_times,
             cc_series,
             completed,
             end,

@@ -131,6 +131,38 @@ fn increments(cumulative: impl Iterator<Item = u64>) -> Vec<u64> {
         .collect()
 }
 
+/// Delivered Gb/s per slot of the sampling grid (slot `i` ends at `i × sample_us`, where
+/// the loop's sample `i` was due).
+/// A real-time loop takes a sample at or after its slot, late when it fell behind, so the
+/// cumulative bytes are first interpolated back to the grid (linearly between the samples'
+/// actual times): a late sample no longer puts more bytes into one slot than the slot's
+/// length can carry (the 8:1 incast's first bin read 120 Gb/s on a 100 Gb/s link).
+fn rate_on_grid(taken_us: &[f64], cumulative: &[u64], sample_us: f64) -> Vec<f64> {
+    let n = taken_us.len().min(cumulative.len());
+    let at = |t: f64| -> f64 {
+        // The first sample taken at or after `t`, and the one before it.
+        let j = taken_us[..n].partition_point(|&x| x < t);
+        match j {
+            _ if j >= n => cumulative[n - 1] as f64,
+            0 => cumulative[0] as f64 * (t / taken_us[0].max(1e-9)).clamp(0.0, 1.0),
+            _ => {
+                let (t0, t1) = (taken_us[j - 1], taken_us[j]);
+                let (b0, b1) = (cumulative[j - 1] as f64, cumulative[j] as f64);
+                b0 + (b1 - b0) * ((t - t0) / (t1 - t0).max(1e-9))
+            }
+        }
+    };
+    let mut prev = 0.0;
+    (0..n)
+        .map(|i| {
+            let b = at(i as f64 * sample_us);
+            let g = (b - prev).max(0.0) * 8.0 / (sample_us * 1e3);
+            prev = b;
+            g
+        })
+        .collect()
+}
+
 fn flow_result(
     f: &scenario::FlowSpec,
     ran: &Ran,
@@ -145,12 +177,9 @@ fn flow_result(
         .cloned()
         .unwrap_or_default();
     let sf = h.hosts[f.src as usize].flows.iter().find(|s| s.id == f.id);
-    let mut gbps = Vec::new();
-    let mut prev = 0u64;
-    for &b in h.delivered_series.get(&f.id).into_iter().flatten() {
-        gbps.push(b.saturating_sub(prev) as f64 * 8.0 / (sample_us * 1e3));
-        prev = b;
-    }
+    let taken: Vec<f64> = h.sample_times.iter().map(|&t| to_us(t)).collect();
+    let delivered = h.delivered_series.get(&f.id).map_or(&[][..], |v| &v[..]);
+    let gbps = rate_on_grid(&taken, delivered, sample_us);
     let cc = h.cc_series.get(&f.id).map_or(&[][..], |v| &v[..]);
     let cc_rate_gbps: Vec<f64> = cc.iter().map(|s| s.rate_gbps).collect();
     let cc_window_bytes: Vec<f64> = cc
@@ -192,5 +221,38 @@ fn flow_result(
         retransmitted_packets: sf.map_or(0, |s| s.retransmits),
         ce_packets: rx.ce_packets,
         final_rate_gbps: sf.map_or(0.0, |s| s.cc.rate().as_gbps_f64()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate_on_grid;
+
+    /// 100 Gb/s is 12,500 bytes per µs. Samples due every µs; the third is taken 1 µs late
+    /// (it holds 3 µs of bytes), the fourth catches up at once.
+    #[test]
+    fn a_late_sample_does_not_push_a_slot_past_line_rate() {
+        let taken = [0.0, 1.0, 3.0, 3.0, 4.0];
+        let bytes = [0, 12_500, 37_500, 37_500, 50_000];
+        let naive: Vec<f64> = bytes
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64 * 8.0 / 1e3)
+            .collect();
+        assert_eq!(
+            naive,
+            [100.0, 200.0, 0.0, 100.0],
+            "the defect: 200 Gb/s in one slot"
+        );
+        let g = rate_on_grid(&taken, &bytes, 1.0);
+        assert_eq!(g, [0.0, 100.0, 100.0, 100.0, 100.0]);
+        // Totals are kept: the grid's bytes up to the last sample are the bytes delivered.
+        let total: f64 = g.iter().sum::<f64>() * 1e3 / 8.0;
+        assert_eq!(total, 50_000.0);
+    }
+
+    #[test]
+    fn empty_and_single_sample_series() {
+        assert!(rate_on_grid(&[], &[], 1.0).is_empty());
+        assert_eq!(rate_on_grid(&[0.5], &[100], 1.0), [0.0]);
     }
 }
