@@ -9,7 +9,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Daemon, http_get};
+use common::{Daemon, free_port, http_get};
 
 fn have(tool: &str) -> bool {
     Command::new(tool)
@@ -27,14 +27,6 @@ fn tools_present() -> bool {
         return false;
     }
     panic!("prometheus and promtool are needed (scripts/install-deps.sh installs them)");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Runs a PromQL instant query; returns the result vector.

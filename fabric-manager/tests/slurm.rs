@@ -14,6 +14,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::free_port;
+
 use flow_model::place::{Cluster, Policy};
 use topo::export::slurm::expand_hostlist;
 
@@ -46,14 +49,6 @@ fn runnable() -> bool {
     panic!(
         "missing {missing:?} (root: {root}): run scripts/install-deps.sh as root, or set FABRIC_SKIP_TOOLS=1 to skip"
     );
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The private munged and slurmctld, stopped and their directory removed on drop.

@@ -418,3 +418,12 @@ pub fn promtool_check_and_test(dir: &str, rules: &str, tests: &str) {
         );
     }
 }
+
+/// A TCP port free on loopback right now (for a server a test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
