@@ -37,6 +37,9 @@ pub enum SourceSpec {
     Infiniband {
         /// Fabric spec file or preset name (single-plane).
         fabric: String,
+        /// Attach to a running subnet and its OpenSM instead of starting them
+        /// (`--ib-attach`); `None`: start ibsim and OpenSM.
+        attach: Option<ib_testbed::subnet::Attach>,
     },
     /// The namespace the daemon runs in, as switch `switch` of `fabric` (a Linux
     /// router): its routes programmed, its links watched (root).

@@ -6,9 +6,9 @@
 //! daemon gracefully, which drops it.
 //!
 //! - **Detection**: every sample reads OpenSM's log since the last one; a trap 128 (a
-//!   switch reporting a port state change) — or, as a fallback, every
-//!   [`DISCOVER_EVERY`] — runs `ibnetdiscover` and compares the cables with the links
-//!   fabric holds up.
+//!   switch reporting a port state change) has that switch's ports read (`iblinkinfo`
+//!   over a directed route) and compared with the links fabric holds up; when that
+//!   cannot tell — and every [`DISCOVER_EVERY`] — `ibnetdiscover` compares every cable.
 //! - **Answer**: a changed cable is routed around (or back over) incrementally, the new
 //!   tables are written for OpenSM's `file` engine and OpenSM is made to load them
 //!   (`SIGHUP`; one changed entry read back per sweep until a switch holds it). Events:
@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use fabric_api::{Column, Event, EventKind, FabricInfo, Snapshot, SourceKind, Timestamp};
 use ib_testbed::brain::{Brain, LinkChange};
 use ib_testbed::parse;
+use ib_testbed::subnet::Attach;
 use topo::{Fabric, LinkId, NodeId};
 
 use super::log;
@@ -78,6 +79,85 @@ impl IbSource {
         let name = fabric.name().to_string();
         let brain = Brain::start(Arc::new(fabric), "serve")
             .map_err(|e| anyhow::anyhow!("--infiniband {name}: {e}"))?;
+        let s = Self::with_brain(brain);
+        log::info(&format!(
+            "infiniband {name}: ibsim and OpenSM (file engine on fabric's tables) up in {:.2} s; files in {}",
+            t.elapsed().as_secs_f64(),
+            s.brain.net().dir().display()
+        ));
+        Ok(s)
+    }
+
+    /// Attaches to a running subnet of `fabric` and its OpenSM (`--ib-attach`): starts
+    /// nothing. The subnet must match the design — every node of the design present with
+    /// the LID the design export assigns, every cable where the design puts it (a cable
+    /// neither end of which answers is taken as down and routed around) — or it is
+    /// refused with what differs. Then fabric's tables are written to the LFT file and
+    /// OpenSM made to load them (`SIGHUP`).
+    pub fn attach(fabric: Fabric, a: &Attach) -> anyhow::Result<Self> {
+        let t = Instant::now();
+        let name = fabric.name().to_string();
+        let err = |e: ib_testbed::Error| anyhow::anyhow!("--ib-attach {name}: {e}");
+        let brain = Brain::attach(Arc::new(fabric), a).map_err(err)?;
+        let (peers, lids) = brain.net().discover_with_lids().map_err(err)?;
+        let design = brain.net().design();
+        let f = design.fabric.clone();
+        let mut differs = brain.net().lid_mismatches(&lids);
+        for &n in design.lids.nodes() {
+            if f.degree(n) > 0 && !lids.contains_key(&design.ib_name(n)) {
+                differs.push(format!(
+                    "{} ({}) is not in the running subnet",
+                    f.node_name(n),
+                    design.ib_name(n)
+                ));
+            }
+        }
+        anyhow::ensure!(
+            differs.is_empty(),
+            "--ib-attach {name}: the running subnet is not the design ({} difference(s)): {}",
+            differs.len(),
+            shortlist(&differs)
+        );
+        let down = unheard_links(&brain, &peers);
+        let report = cabling_report(&brain, &peers, &down);
+        if !report.mismatches.is_empty() {
+            let m: Vec<String> = report
+                .mismatches
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{} at {}: expected {}, seen {}",
+                        m.kind.as_str(),
+                        m.at,
+                        m.expected.as_deref().unwrap_or("-"),
+                        m.seen.as_deref().unwrap_or("nothing")
+                    )
+                })
+                .collect();
+            anyhow::bail!(
+                "--ib-attach {name}: the running subnet is not cabled as the design ({} finding(s)): {}",
+                m.len(),
+                shortlist(&m)
+            );
+        }
+        let mut s = Self::with_brain(brain);
+        let down: Vec<LinkId> = down.into_iter().collect();
+        let (up_line, sweeps) = s.brain.adopt(&down).map_err(err)?;
+        s.log_offset = s.sm_log_end();
+        log::info(&format!(
+            "infiniband {name}: attached to OpenSM pid {} ({} ports cabled as designed, {} cable(s) down and routed around, every LID as designed); fabric's tables written to {} and loaded in {} sweep(s) ({}), {:.2} s in all; OpenSM and the subnet are left running on exit",
+            a.sm_pid,
+            report.heard,
+            down.len(),
+            a.lfts.display(),
+            sweeps,
+            up_line.trim(),
+            t.elapsed().as_secs_f64(),
+        ));
+        Ok(s)
+    }
+
+    fn with_brain(brain: Brain) -> Self {
         let fabric = brain.net().design().fabric.clone();
         let n = 2 * fabric.num_links();
         let mut s = IbSource {
@@ -97,35 +177,53 @@ impl IbSource {
             brain,
         };
         s.log_offset = s.sm_log_end();
-        log::info(&format!(
-            "infiniband {name}: ibsim and OpenSM (file engine on fabric's tables) up in {:.2} s; files in {}",
-            t.elapsed().as_secs_f64(),
-            s.brain.net().dir().display()
-        ));
-        Ok(s)
+        s
     }
 
     fn sm_log_end(&mut self) -> u64 {
         self.brain.subnet().sm().map_or(0, |sm| sm.log_end())
     }
 
-    /// New trap-128 lines in OpenSM's log since the last call.
-    fn new_traps(&mut self) -> Result<usize, String> {
-        let off = self.log_offset;
+    /// The LIDs of the switches that sent a trap 128 since the last call, and the offset
+    /// in OpenSM's log just after the first such line.
+    fn new_traps(&mut self) -> Result<(Vec<u16>, Option<u64>), String> {
+        let mut off = self.log_offset;
         let sm = self.brain.subnet().sm().ok_or("OpenSM is not running")?;
         let (lines, end) = sm.lines_from(off).map_err(|e| e.to_string())?;
         self.log_offset = end;
-        Ok(lines
-            .iter()
-            .filter(|l| parse::trap128_lid(l).is_some())
-            .count())
+        let (mut lids, mut first_end) = (Vec::new(), None);
+        for l in &lines {
+            off += l.len() as u64 + 1;
+            if let Some(lid) = parse::trap128_lid(l) {
+                first_end.get_or_insert(off);
+                if !lids.contains(&lid) {
+                    lids.push(lid);
+                }
+            }
+        }
+        Ok((lids, first_end))
     }
 
-    /// Discovers, and answers what changed; the events.
-    fn detect_and_answer(&mut self) -> Result<Vec<Event>, String> {
-        self.last_discovery = Instant::now();
+    /// Finds what changed — at the trapping switches `lids` if they tell, else by
+    /// discovering the whole subnet — and answers it; the events.
+    fn detect_and_answer(
+        &mut self,
+        lids: &[u16],
+        trap_end: Option<u64>,
+    ) -> Result<Vec<Event>, String> {
         let detected = Instant::now();
-        let (changes, _) = self.brain.detect().map_err(|e| e.to_string())?;
+        let at_traps = if lids.is_empty() {
+            None
+        } else {
+            self.brain.detect_at(lids).map_err(|e| e.to_string())?
+        };
+        let changes = match at_traps {
+            Some(c) => c,
+            None => {
+                self.last_discovery = Instant::now();
+                self.brain.detect().map_err(|e| e.to_string())?.0
+            }
+        };
         if changes.is_empty() {
             return Ok(Vec::new());
         }
@@ -136,7 +234,10 @@ impl IbSource {
             .filter_map(|c| self.commanded.remove(&c.link))
             .min()
             .unwrap_or(detected);
-        let a = self.brain.answer(&changes).map_err(|e| e.to_string())?;
+        let a = self
+            .brain
+            .answer_after(&changes, trap_end)
+            .map_err(|e| e.to_string())?;
         // The answer's sweeps logged their own lines: skip them.
         self.log_offset = self.sm_log_end();
         let took = t0.elapsed();
@@ -229,6 +330,12 @@ impl IbSource {
     }
 
     fn set_link(&mut self, l: LinkId, up: bool) -> Result<String, String> {
+        if !self.brain.net().owned() {
+            return Err(format!(
+                "attached to a subnet fabric did not start: fabric never cuts or restores its cables (link {})",
+                l.0
+            ));
+        }
         if l.idx() >= self.fabric.num_links() {
             return Err(format!("no link {}", l.0));
         }
@@ -286,10 +393,10 @@ impl Source for IbSource {
 
     fn sample(&mut self, _elapsed: Duration, seq: u64) -> Result<Sample, String> {
         let t = Instant::now();
-        let traps = self.new_traps()?;
+        let (lids, trap_end) = self.new_traps()?;
         let mut events = std::mem::take(&mut self.pending);
-        if traps > 0 || self.last_discovery.elapsed() >= DISCOVER_EVERY {
-            match self.detect_and_answer() {
+        if !lids.is_empty() || self.last_discovery.elapsed() >= DISCOVER_EVERY {
+            match self.detect_and_answer(&lids, trap_end) {
                 Ok(mut e) => events.append(&mut e),
                 Err(e) => {
                     self.errors += 1;
@@ -335,46 +442,85 @@ impl Source for IbSource {
 }
 
 impl IbSource {
-    /// `ibnetdiscover` against the design.
+    /// `ibnetdiscover` against the design, the ports of links fabric holds failed left out.
     fn cabling(&self) -> ib_testbed::Result<veth::routed::NeighbourReport> {
         let t = Instant::now();
-        let net = self.brain.net();
-        let d = net.design();
-        let f = &self.fabric;
-        let peers = net.discover()?;
-        let mut heard: BTreeMap<(NodeId, topo::Port), (String, String)> = BTreeMap::new();
-        for p in &peers {
-            let Some(n) = d.node_of_ib_name(&p.node) else {
-                continue; // a node the design lacks: seen from its neighbour's port
-            };
-            let Some(port) = p.port.checked_sub(1).map(u16::from) else {
-                continue;
-            };
-            let seen = match d.node_of_ib_name(&p.peer) {
-                Some(m) => (
-                    f.node_name(m).to_string(),
-                    veth::routed::ifname(u16::from(p.peer_port.saturating_sub(1))),
-                ),
-                None => (p.peer.clone(), format!("ib{}", p.peer_port)),
-            };
-            heard.insert((n, port), seen);
-        }
-        let routes = self.brain.routes();
-        let mut down = BTreeSet::new();
-        for l in routes.failed_links() {
-            let k = f.link(l);
-            down.insert((k.a, k.a_port));
-            down.insert((k.b, k.b_port));
-        }
-        let mismatches = veth::routed::compare_neighbours(f, &heard, &down);
-        Ok(veth::routed::NeighbourReport {
-            ports: 2 * f.num_links() - down.len(),
-            heard: heard.len(),
-            down: down.len(),
-            mismatches,
-            took_s: t.elapsed().as_secs_f64(),
-        })
+        let peers = self.brain.net().discover()?;
+        let failed: BTreeSet<LinkId> = self.brain.routes().failed_links().collect();
+        let mut r = cabling_report(&self.brain, &peers, &failed);
+        r.took_s = t.elapsed().as_secs_f64();
+        Ok(r)
     }
+}
+
+/// The cables `peers` shows against the design, the ports of the links `down` left out.
+fn cabling_report(
+    b: &Brain,
+    peers: &[parse::PortPeer],
+    down: &BTreeSet<LinkId>,
+) -> veth::routed::NeighbourReport {
+    let d = b.net().design();
+    let f = &d.fabric;
+    let mut heard: BTreeMap<(NodeId, topo::Port), (String, String)> = BTreeMap::new();
+    for p in peers {
+        let Some(n) = d.node_of_ib_name(&p.node) else {
+            continue; // a node the design lacks: seen from its neighbour's port
+        };
+        let Some(port) = p.port.checked_sub(1).map(u16::from) else {
+            continue;
+        };
+        let seen = match d.node_of_ib_name(&p.peer) {
+            Some(m) => (
+                f.node_name(m).to_string(),
+                veth::routed::ifname(u16::from(p.peer_port.saturating_sub(1))),
+            ),
+            None => (p.peer.clone(), format!("ib{}", p.peer_port)),
+        };
+        heard.insert((n, port), seen);
+    }
+    let mut ports = BTreeSet::new();
+    for &l in down {
+        let k = f.link(l);
+        ports.insert((k.a, k.a_port));
+        ports.insert((k.b, k.b_port));
+    }
+    let mismatches = veth::routed::compare_neighbours(f, &heard, &ports);
+    veth::routed::NeighbourReport {
+        ports: 2 * f.num_links() - ports.len(),
+        heard: heard.len(),
+        down: ports.len(),
+        mismatches,
+        took_s: 0.0,
+    }
+}
+
+/// The design's links neither end of which `peers` shows cabled to anything: down.
+fn unheard_links(b: &Brain, peers: &[parse::PortPeer]) -> BTreeSet<LinkId> {
+    let d = b.net().design();
+    let f = &d.fabric;
+    let heard: BTreeSet<(NodeId, u8)> = peers
+        .iter()
+        .filter_map(|p| Some((d.node_of_ib_name(&p.node)?, p.port)))
+        .collect();
+    (0..f.num_links() as u32)
+        .map(LinkId)
+        .filter(|&l| {
+            let k = f.link(l);
+            let a = (k.a, ib_testbed::design::ib_port(k.a_port));
+            let z = (k.b, ib_testbed::design::ib_port(k.b_port));
+            !heard.contains(&a) && !heard.contains(&z)
+        })
+        .collect()
+}
+
+/// The first few of `items`, `; `-separated, with how many more.
+fn shortlist(items: &[String]) -> String {
+    const SHOWN: usize = 8;
+    let mut s = items[..items.len().min(SHOWN)].join("; ");
+    if items.len() > SHOWN {
+        s.push_str(&format!("; and {} more", items.len() - SHOWN));
+    }
+    s
 }
 
 /// The read-back as a drift report: one entry per differing LFT entry (prefix

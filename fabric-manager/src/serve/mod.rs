@@ -181,6 +181,38 @@ pub struct Args {
     /// traps, ibnetdiscover) and answered with new tables OpenSM loads (no root).
     #[arg(long, conflicts_with_all = ["sim", "testbed", "netns_prefix", "host_netns"])]
     pub infiniband: bool,
+    /// --infiniband: attach to a running subnet and its OpenSM (routing engine `file` on
+    /// --ib-lfts) instead of starting them; they are never stopped, restarted or
+    /// reconfigured (docs/infiniband.md). Needs --ib-sim-socket or --ib-ca, --ib-sm-pid,
+    /// --ib-sm-log and --ib-lfts.
+    #[arg(long, requires_all = ["infiniband", "ib_sm_pid", "ib_sm_log", "ib_lfts"])]
+    pub ib_attach: bool,
+    /// --ib-attach on ibsim: the simulator's socket name (its IBSIM_SOCKNAME); the tools
+    /// reach it through libumad2sim.
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "ib_attach",
+        conflicts_with = "ib_ca"
+    )]
+    pub ib_sim_socket: Option<String>,
+    /// --ib-attach on a real fabric: the channel adapter the tools use (`ibstat` lists
+    /// them; /dev/infiniband/umad*: root or the rdma group).
+    #[arg(long, value_name = "CA", requires = "ib_attach")]
+    pub ib_ca: Option<String>,
+    /// --ib-ca's port.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "ib_ca")]
+    pub ib_ca_port: u8,
+    /// --ib-attach: OpenSM's process id, or a file holding it; it gets SIGHUP to re-sweep.
+    #[arg(long, value_name = "PID|FILE", requires = "ib_attach")]
+    pub ib_sm_pid: Option<String>,
+    /// --ib-attach: OpenSM's log file (its -f), followed for traps and sweeps.
+    #[arg(long, value_name = "FILE", requires = "ib_attach")]
+    pub ib_sm_log: Option<PathBuf>,
+    /// --ib-attach: the LFT file OpenSM's file engine loads (its -U / lfts_file): the one
+    /// file fabric writes.
+    #[arg(long, value_name = "FILE", requires = "ib_attach")]
+    pub ib_lfts: Option<PathBuf>,
     /// Program and watch the namespace the daemon runs in as switch --switch of
     /// --fabric (root; a Linux router, or a namespace entered with `ip netns exec`):
     /// ports are the interfaces p<port>.
@@ -377,6 +409,7 @@ impl Args {
         } else if self.infiniband {
             SourceSpec::Infiniband {
                 fabric: self.fabric.clone(),
+                attach: self.ib_attach_spec()?,
             }
         } else if self.testbed {
             SourceSpec::Testbed {
@@ -428,6 +461,46 @@ impl Args {
         c.repair_drift = self.repair_drift;
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)
+    }
+}
+
+impl Args {
+    /// What `--ib-attach` names; `None` without it.
+    fn ib_attach_spec(&self) -> anyhow::Result<Option<ib_testbed::subnet::Attach>> {
+        if !self.ib_attach {
+            return Ok(None);
+        }
+        let port = match (&self.ib_sim_socket, &self.ib_ca) {
+            (Some(sock), None) => ib_testbed::tools::UmadPort::Sim { sock: sock.clone() },
+            (None, Some(ca)) => ib_testbed::tools::UmadPort::Ca {
+                name: ca.clone(),
+                port: self.ib_ca_port,
+            },
+            _ => anyhow::bail!(
+                "--ib-attach: name the umad port the tools use: --ib-sim-socket NAME (ibsim) or --ib-ca CA (a real HCA)"
+            ),
+        };
+        let pid = self.ib_sm_pid.as_deref().unwrap_or_default();
+        let sm_pid = match pid.parse::<u32>() {
+            Ok(p) => p,
+            Err(_) => {
+                let text = std::fs::read_to_string(pid).with_context(|| {
+                    format!("--ib-sm-pid {pid}: neither a process id nor a readable pid file")
+                })?;
+                text.trim().parse().map_err(|_| {
+                    anyhow::anyhow!(
+                        "--ib-sm-pid {pid}: expected a process id in the file, found {:?}",
+                        text.trim()
+                    )
+                })?
+            }
+        };
+        Ok(Some(ib_testbed::subnet::Attach {
+            port,
+            sm_pid,
+            sm_log: self.ib_sm_log.clone().unwrap_or_default(),
+            lfts: self.ib_lfts.clone().unwrap_or_default(),
+        }))
     }
 }
 

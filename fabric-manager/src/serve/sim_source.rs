@@ -106,9 +106,12 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
                 f, prefix,
             )?))
         }
-        SourceSpec::Infiniband { fabric } => {
+        SourceSpec::Infiniband { fabric, attach } => {
             let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;
-            Ok(Box::new(super::ib_source::IbSource::open(f)?))
+            Ok(Box::new(match attach {
+                None => super::ib_source::IbSource::open(f)?,
+                Some(a) => super::ib_source::IbSource::attach(f, a)?,
+            }))
         }
         SourceSpec::HostNetns { fabric, switch } => {
             let f = load_fabric(fabric).with_context(|| format!("--fabric {fabric}"))?;

@@ -1,11 +1,13 @@
 //! fabric as OpenSM's brain: OpenSM runs the `file` routing engine on tables fabric
-//! computes; when a cable fails or returns, fabric finds which one (`ibnetdiscover`
-//! against the links it believes up), re-routes incrementally
-//! ([`topo::Routes::fail_links`], [`Lft::update`]), writes the new dump and has OpenSM
-//! load it (`SIGHUP` forces the heavy sweep that re-reads it). A sweep that a trap started
-//! before the new dump was written loads the old one: after each `SUBNET UP` one changed
-//! entry is read back from its switch, and OpenSM is signalled again until it holds the
-//! new value.
+//! computes; when a cable fails or returns, fabric finds which one — the ports of the
+//! switches that sent the trap (`iblinkinfo` on each, over directed routes), or, when
+//! that cannot tell, `ibnetdiscover` against the links it believes up — re-routes
+//! incrementally ([`topo::Routes::fail_links`], [`Lft::update`]), writes the new dump
+//! ([`Dump`]: only the switches whose block changed are re-read) and has OpenSM load it.
+//! The heavy sweep the trap started re-reads the dump when it reaches routing: if it has
+//! not ended when the dump is written, fabric waits for it instead of asking for another;
+//! after each `SUBNET UP` one changed entry is read back from its switch, and OpenSM is
+//! signalled (`SIGHUP`, a heavy sweep) until the switch holds the new value.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,9 +15,10 @@ use std::time::{Duration, Instant};
 use topo::lft::Lft;
 use topo::{Fabric, LinkId, Routes};
 
+use crate::dump::Dump;
 use crate::opensm::{self, Engine, SmOptions};
 use crate::parse::{self, PortPeer};
-use crate::subnet::Subnet;
+use crate::subnet::{Attach, Subnet};
 use crate::tables::{self, EntryDiff, LftDiff, Lfts};
 use crate::{Error, Result};
 
@@ -23,6 +26,8 @@ use crate::{Error, Result};
 const MAX_SWEEPS: u32 = 8;
 /// How long one sweep may take (k=24 on a loaded machine: several seconds).
 const SWEEP_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long to wait for the end of the sweep a trap started before asking for another.
+const TRAP_SWEEP_WAIT: Duration = Duration::from_secs(5);
 
 /// A cable that changed state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +65,8 @@ pub struct Brain {
     net: Subnet,
     routes: Routes,
     lft: Lft,
+    /// The dump last written, and its tables.
+    dump: Dump,
     want: Lfts,
 }
 
@@ -71,15 +78,45 @@ impl Brain {
         let fab = net.design().fabric.clone();
         let routes = Routes::compute(&fab);
         let lft = Lft::compute(&fab, &routes);
-        let want = net.write_tables(&routes, &lft)?;
+        let dump = Dump::render(net.design(), &routes, &lft)?;
+        dump.write(&net.lfts_path())?;
+        let want = dump.tables()?;
         let path = net.lfts_path();
         net.start_sm(Engine::File(path), &SmOptions::default())?;
         Ok(Brain {
             net,
             routes,
             lft,
+            dump,
             want,
         })
+    }
+
+    /// Fabric as the brain of an OpenSM someone else runs (`a`; its `file` engine on
+    /// `a.lfts`): nothing is started, written or signalled yet — [`Self::adopt`] does.
+    pub fn attach(f: Arc<Fabric>, a: &Attach) -> Result<Brain> {
+        let net = Subnet::attach(f, a)?;
+        let fab = net.design().fabric.clone();
+        let routes = Routes::compute(&fab);
+        let lft = Lft::compute(&fab, &routes);
+        Ok(Brain {
+            net,
+            routes,
+            lft,
+            dump: Dump::default(),
+            want: Lfts::new(),
+        })
+    }
+
+    /// Takes the subnet over as found: routes around the links `down` (cables found
+    /// down), writes the tables and has OpenSM load them.
+    pub fn adopt(&mut self, down: &[LinkId]) -> Result<(String, u32)> {
+        let f = self.net.design().fabric.clone();
+        if !down.is_empty() {
+            self.routes.fail_links(&f, down);
+            self.lft.recompute(&f, &self.routes);
+        }
+        self.reload()
     }
 
     /// The subnet.
@@ -119,9 +156,75 @@ impl Brain {
         Ok((changes, peers))
     }
 
+    /// The cable changes at the switches with LIDs `lids` (those that sent a trap): each
+    /// switch's ports read with one `iblinkinfo` over directed routes and compared with
+    /// the links fabric holds up. `None` when that cannot tell — a LID that is not a
+    /// switch, a switch that does not answer (its path crossed the cut cable), a port
+    /// cabled other than the design says — and [`Self::detect`] must run.
+    pub fn detect_at(&self, lids: &[u16]) -> Result<Option<Vec<LinkChange>>> {
+        let d = self.net.design();
+        let f = &d.fabric;
+        let paths = d.dr_paths(&self.routes);
+        let mut changes: Vec<LinkChange> = Vec::new();
+        for &lid in lids {
+            let Some(s) = d.node_of_lid(lid).filter(|&n| !f.is_host(n)) else {
+                return Ok(None);
+            };
+            let Some(path) = &paths[s.idx()] else {
+                return Ok(None);
+            };
+            let Ok(text) = self
+                .net
+                .tools()
+                .run("iblinkinfo", &["-D", path, "-n", "0", "-l"])
+            else {
+                return Ok(None);
+            };
+            let states = parse::link_states(&text)?;
+            if states.is_empty() {
+                return Ok(None);
+            }
+            for st in states {
+                let Some(l) = d.link_at(s, st.port) else {
+                    continue; // a port the design leaves empty
+                };
+                if st.up == self.routes.link_is_up(l) {
+                    continue;
+                }
+                if st.up {
+                    let k = f.link(l);
+                    let (peer, pport) = if k.a == s {
+                        (k.b, k.b_port)
+                    } else {
+                        (k.a, k.a_port)
+                    };
+                    if st.peer != Some((d.lid(peer), crate::design::ib_port(pport))) {
+                        return Ok(None); // cabled elsewhere: the full check names it
+                    }
+                }
+                if !changes.iter().any(|c| c.link == l) {
+                    changes.push(LinkChange { link: l, up: st.up });
+                }
+            }
+        }
+        Ok(Some(changes))
+    }
+
     /// Re-routes around (or back over) `changes`, writes the tables and waits until
     /// OpenSM has loaded them into every switch.
     pub fn answer(&mut self, changes: &[LinkChange]) -> Result<Answer> {
+        self.answer_after(changes, None)
+    }
+
+    /// [`Self::answer`] to changes a trap announced: `trap_end` is the offset in
+    /// OpenSM's log just after the trap line. If the heavy sweep the trap started has
+    /// not ended when the new dump is in place, that sweep may load it: it is awaited
+    /// (and the new tables probed) before OpenSM is asked for another.
+    pub fn answer_after(
+        &mut self,
+        changes: &[LinkChange],
+        trap_end: Option<u64>,
+    ) -> Result<Answer> {
         let f = self.net.design().fabric.clone();
         let t = Instant::now();
         let down: Vec<LinkId> = changes.iter().filter(|c| !c.up).map(|c| c.link).collect();
@@ -138,10 +241,10 @@ impl Brain {
         }
         let compute_us = t.elapsed().as_micros() as u64;
         let t = Instant::now();
-        let new = self.net.write_tables(&self.routes, &self.lft)?;
+        let dump = Dump::render(self.net.design(), &self.routes, &self.lft)?;
+        dump.write(&self.net.lfts_path())?;
         let write_us = t.elapsed().as_micros() as u64;
-        let changed = tables::diff(&new, &self.want);
-        self.want = new;
+        let changed = self.take_dump(dump)?;
         let d = self.net.design();
         let mut switches_changed: Vec<topo::NodeId> = changed
             .entries
@@ -150,7 +253,7 @@ impl Brain {
             .collect();
         switches_changed.dedup();
         let t = Instant::now();
-        let (subnet_up, sweeps) = self.load(&changed)?;
+        let (subnet_up, sweeps) = self.load(&changed, trap_end)?;
         Ok(Answer {
             changes: changes.to_vec(),
             entries_changed: changed.entries.len(),
@@ -163,19 +266,57 @@ impl Brain {
         })
     }
 
-    /// Signals OpenSM and waits for a sweep after which a switch holds the new value of
-    /// one changed entry (any sweep when nothing changed).
-    fn load(&mut self, changed: &LftDiff) -> Result<(String, u32)> {
+    /// Makes `dump` the tables fabric holds; the entries that changed (only the
+    /// switches whose block differs are parsed).
+    fn take_dump(&mut self, dump: Dump) -> Result<LftDiff> {
+        let new = dump.changed_tables(&self.dump)?;
+        let old: Lfts = new
+            .keys()
+            .map(|g| (*g, self.want.get(g).cloned().unwrap_or_default()))
+            .collect();
+        let changed = tables::diff(&new, &old);
+        self.want.extend(new);
+        self.dump = dump;
+        Ok(changed)
+    }
+
+    /// Waits for a sweep after which a switch holds the new value of one changed entry
+    /// (any sweep when nothing changed): the one a trap started (`trap_end`) if it has
+    /// not ended yet, else one asked for with `SIGHUP`, again until the entry is held.
+    fn load(&mut self, changed: &LftDiff, trap_end: Option<u64>) -> Result<(String, u32)> {
         let probe: Option<EntryDiff> = changed.entries.first().cloned();
         let sm = self
             .net
             .sm()
             .ok_or_else(|| Error::Fabric("no OpenSM running".into()))?;
         let mut offset = sm.log_end();
-        sm.hup()?;
+        let mut asked = true;
+        match trap_end {
+            Some(from) => {
+                let (lines, end) = sm.lines_from(from)?;
+                if lines.iter().any(|l| opensm::is_subnet_up(l)) {
+                    sm.hup()?;
+                } else {
+                    (offset, asked) = (end, false);
+                }
+            }
+            None => sm.hup()?,
+        }
         for sweep in 1..=MAX_SWEEPS {
             let sm = self.net.sm().expect("checked above");
-            let (line, after) = sm.wait_line(offset, SWEEP_TIMEOUT, opensm::is_subnet_up)?;
+            let waited = if asked {
+                sm.wait_line(offset, SWEEP_TIMEOUT, opensm::is_subnet_up)
+            } else {
+                match sm.wait_line(offset, TRAP_SWEEP_WAIT, opensm::is_subnet_up) {
+                    Err(Error::Timeout { .. }) => {
+                        // No end in sight of the trap's sweep (or it had none): ask.
+                        sm.hup()?;
+                        sm.wait_line(offset, SWEEP_TIMEOUT, opensm::is_subnet_up)
+                    }
+                    r => r,
+                }
+            };
+            let (line, after) = waited?;
             offset = after;
             let Some(e) = &probe else {
                 return Ok((line, sweep));
@@ -189,6 +330,7 @@ impl Brain {
             }
             // That sweep read the old dump (it began before the rename): ask again.
             self.net.sm().expect("checked above").hup()?;
+            asked = true;
         }
         Err(Error::Fabric(format!(
             "OpenSM did not load the new tables in {MAX_SWEEPS} sweeps"
@@ -198,8 +340,11 @@ impl Brain {
     /// Writes the tables again and has OpenSM load them (a switch whose table was
     /// changed behind fabric's back gets fabric's back).
     pub fn reload(&mut self) -> Result<(String, u32)> {
-        self.want = self.net.write_tables(&self.routes, &self.lft)?;
-        self.load(&LftDiff::default())
+        let dump = Dump::render(self.net.design(), &self.routes, &self.lft)?;
+        dump.write(&self.net.lfts_path())?;
+        self.want = dump.tables()?;
+        self.dump = dump;
+        self.load(&LftDiff::default(), None)
     }
 
     /// Reads every switch's table back and compares it with fabric's; also the

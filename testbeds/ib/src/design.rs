@@ -32,6 +32,8 @@ pub struct Design {
     pub lids: LidPlan,
     by_guid: HashMap<u64, NodeId>,
     by_lid: HashMap<u16, NodeId>,
+    /// The node the tools run on (directed routes start there).
+    origin: NodeId,
 }
 
 impl Design {
@@ -52,12 +54,14 @@ impl Design {
             .map(|n| (addr.node_guid(n), n))
             .collect();
         let by_lid = lids.nodes().iter().map(|&n| (lids.lid(n), n)).collect();
+        let origin = lids.nodes()[0];
         Ok(Design {
             fabric: f,
             addr,
             lids,
             by_guid,
             by_lid,
+            origin,
         })
     }
 
@@ -94,6 +98,30 @@ impl Design {
     /// to the first channel adapter of the `.net`, the host with the lowest LID.
     pub fn sm_node(&self) -> NodeId {
         self.lids.nodes()[0]
+    }
+
+    /// The node the tools run on: [`Self::sm_node`] unless [`Self::set_origin`] said
+    /// otherwise (a real HCA, found by its LID).
+    pub fn origin(&self) -> NodeId {
+        self.origin
+    }
+
+    /// The tools run on the node holding `lid` (a channel adapter of the design).
+    pub fn set_origin(&mut self, lid: u16) -> Result<()> {
+        match self.node_of_lid(lid) {
+            Some(n) if self.fabric.is_host(n) => {
+                self.origin = n;
+                Ok(())
+            }
+            Some(n) => Err(Error::Fabric(format!(
+                "the tools' port has LID {lid}, which the design gives switch {}: run them on a channel adapter",
+                self.fabric.node_name(n)
+            ))),
+            None => Err(Error::Fabric(format!(
+                "the tools' port has LID {lid}, which the design gives no node (its LIDs are 1..={})",
+                self.lids.max_lid()
+            ))),
+        }
     }
 
     /// Writes the `.net` of the whole design (ibsim simulates every cable; failures are
@@ -144,12 +172,12 @@ impl Design {
         (usize::from(p) < self.fabric.degree(n)).then(|| self.fabric.port_link(n, p))
     }
 
-    /// Directed-route path (`0,p1,p2,…`, IB ports) from the SM's node to every node,
+    /// Directed-route path (`0,p1,p2,…`, IB ports) from the tools' node ([`Self::origin`]) to every node,
     /// over the links `routes` holds up; `None` where the node is cut off. A path never
     /// passes through another host.
     pub fn dr_paths(&self, routes: &Routes) -> Vec<Option<String>> {
         let f = &self.fabric;
-        let from = self.sm_node();
+        let from = self.origin;
         let mut path: Vec<Option<String>> = vec![None; f.num_nodes()];
         path[from.idx()] = Some("0".to_string());
         let mut queue = std::collections::VecDeque::from([from]);

@@ -13,17 +13,17 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::process::Child;
-use crate::{Error, Result, UMAD2SIM, io};
+use crate::tools::{Tools, UmadPort};
+use crate::{Error, Result, io};
 
 /// How long ibsim may take to build its fabric (k=24: a few seconds; k=48 longer).
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A running ibsim.
+/// A running ibsim (ours, with its console), or an attached subnet (no console).
 #[derive(Debug)]
 pub struct Ibsim {
-    child: Child,
-    sock: String,
-    dir: PathBuf,
+    child: Option<Child>,
+    tools: Tools,
     log: PathBuf,
 }
 
@@ -66,27 +66,57 @@ impl Ibsim {
             });
         }
         Ok(Ibsim {
-            child,
-            sock: sock.to_string(),
-            dir: dir.to_path_buf(),
+            child: Some(child),
+            tools: Tools::new(
+                UmadPort::Sim {
+                    sock: sock.to_string(),
+                },
+                dir,
+            ),
             log,
         })
     }
 
-    /// The socket name the tools use.
-    pub fn sock(&self) -> &str {
-        &self.sock
+    /// A subnet this process did not start, reached by `tools`: no console, and nothing
+    /// to stop on drop.
+    pub fn attached(tools: Tools) -> Ibsim {
+        Ibsim {
+            child: None,
+            tools,
+            log: PathBuf::new(),
+        }
+    }
+
+    /// The tools' way to the subnet.
+    pub fn tools(&self) -> &Tools {
+        &self.tools
+    }
+
+    /// True while the simulator this process started runs (false when attached).
+    pub fn running(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| c.exited().is_none())
+    }
+
+    /// True when this process started the simulator (it has a console).
+    pub fn owned(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Sends one console command.
     pub fn console(&mut self, line: &str) -> Result<()> {
-        if self.child.exited().is_some() {
+        let Some(child) = self.child.as_mut() else {
+            return Err(Error::Tool {
+                cmd: line.to_string(),
+                stderr: "attached to a subnet this process did not start: no ibsim console".into(),
+            });
+        };
+        if child.exited().is_some() {
             return Err(Error::Tool {
                 cmd: line.to_string(),
                 stderr: format!("ibsim has exited; see {}", self.log.display()),
             });
         }
-        let stdin = self.child.stdin().ok_or_else(|| Error::Tool {
+        let stdin = child.stdin().ok_or_else(|| Error::Tool {
             cmd: line.to_string(),
             stderr: "ibsim's console is not connected".into(),
         })?;
@@ -119,41 +149,11 @@ impl Ibsim {
 
     /// A command for an IB program that talks to this simulator.
     pub fn command(&self, program: &str) -> Command {
-        let mut c = Command::new(program);
-        c.env("LD_PRELOAD", UMAD2SIM)
-            .env("IBSIM_SOCKNAME", &self.sock)
-            .current_dir(&self.dir)
-            .stdin(Stdio::null());
-        c
+        self.tools.command(program)
     }
 
     /// Runs an infiniband-diags tool against the simulator; its standard output.
     pub fn tool(&self, program: &str, args: &[&str]) -> Result<String> {
-        let out = self.command(program).args(args).output().map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::Missing(program.to_string())
-            } else {
-                io(program)(e)
-            }
-        })?;
-        // umad2sim leaves a sys-<pid> tree in the working directory per process.
-        let _ = fs::remove_dir_all(self.dir.join(format!("sys-{}", out_pid(&out))));
-        if !out.status.success() {
-            return Err(Error::Tool {
-                cmd: format!("{program} {}", args.join(" ")),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            });
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        self.tools.run(program, args)
     }
-}
-
-/// The pid umad2sim announces on stderr (`ibwarn: [PID] sim_connect: …`), 0 if none.
-fn out_pid(out: &std::process::Output) -> u32 {
-    let e = String::from_utf8_lossy(&out.stderr);
-    e.split("ibwarn: [")
-        .nth(1)
-        .and_then(|r| r.split(']').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0)
 }

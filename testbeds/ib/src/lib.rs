@@ -9,6 +9,7 @@
 //! # Layout
 //! * [`design`] — plane 0 of a `topo` fabric as an IB subnet: the files ibsim and OpenSM
 //!   read (`fabric.net`, `guid2lid`, `lfts.dump`), names, LIDs and directed-route paths.
+//! * [`dump`] — fabric's LFT file for OpenSM's `file` engine, compared switch by switch.
 //! * [`tables`] — LFT blocks (`ibroute`, OpenSM's dumps, fabric's), compared; LIDs a
 //!   switch can reach but holds no entry for.
 //! * [`parse`] — the rest of what the tools print: cables (`ibnetdiscover`), port
@@ -21,6 +22,7 @@
 //!   discover the cabling, read every switch's table back.
 //! * [`brain`] — fabric as OpenSM's brain: detect a cable change, re-route
 //!   incrementally, have OpenSM (`file` engine) load the new tables, verify them.
+//! * [`tools`] — how the tools reach a subnet: ibsim's socket or a real HCA's port.
 //! * [`process`] — children killed on drop and on SIGINT/SIGTERM/SIGHUP.
 //!
 //! # Example
@@ -38,12 +40,14 @@
 
 pub mod brain;
 pub mod design;
+pub mod dump;
 pub mod ibsim;
 pub mod opensm;
 pub mod parse;
 pub mod process;
 pub mod subnet;
 pub mod tables;
+pub mod tools;
 
 use std::path::PathBuf;
 

@@ -9,6 +9,10 @@
 //! refuses a fat-tree with a failed link and falls back to `minhop`. Every routing pass
 //! ends with `<engine> tables configured on all switches`, then `SUBNET UP` once every
 //! switch has acknowledged its blocks.
+//!
+//! [`OpenSm::attach`] follows an OpenSM someone else runs (its pid and log): the same
+//! log reading and `SIGHUP`, and nothing else — it is never stopped, restarted or
+//! reconfigured, and dropping the value leaves it running.
 
 use std::fs;
 use std::io::{Read, Seek, SeekFrom};
@@ -59,13 +63,16 @@ impl Engine {
 /// How long the first sweep may take (k=24: a few seconds on a busy machine).
 pub const FIRST_SWEEP: Duration = Duration::from_secs(180);
 
-/// A running OpenSM.
+/// A running OpenSM: ours (stopped on drop) or attached (left running).
 #[derive(Debug)]
 pub struct OpenSm {
-    child: Child,
+    /// `None` when attached.
+    child: Option<Child>,
+    pid: u32,
     engine: Engine,
     log: PathBuf,
-    tmp: PathBuf,
+    /// Its dump directory (`OSM_TMP_DIR`), when ours.
+    tmp: Option<PathBuf>,
 }
 
 /// Options of [`OpenSm::start`].
@@ -121,13 +128,82 @@ impl OpenSm {
             .stderr(Stdio::null());
         let child = Child::spawn(&mut cmd, "opensm")?;
         let mut sm = OpenSm {
-            child,
+            pid: child.pid(),
+            child: Some(child),
             engine,
             log,
-            tmp,
+            tmp: Some(tmp),
         };
         sm.wait_line(0, FIRST_SWEEP, |l| l.contains("SUBNET UP"))?;
         Ok(sm)
+    }
+
+    /// Follows the OpenSM with process id `pid` that logs to `log` and loads `lfts`
+    /// (`routing_engine file`); an error when `pid` is not an OpenSM, when its command
+    /// line names another LFT file, or when the log cannot be read.
+    pub fn attach(pid: u32, log: &Path, lfts: &Path) -> Result<OpenSm> {
+        let comm = fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map_err(|e| Error::Fabric(format!("OpenSM pid {pid}: no such process ({e})")))?;
+        if comm.trim() != "opensm" {
+            return Err(Error::Fabric(format!(
+                "pid {pid} is {:?}, not opensm",
+                comm.trim()
+            )));
+        }
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let cwd = fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+        if let Some(named) = lfts_arg(&args)
+            && !same_file(&cwd.join(&named), lfts)
+        {
+            return Err(Error::Fabric(format!(
+                "OpenSM pid {pid} loads the LFT file {named}, not {} (its -U / --lfts_file)",
+                lfts.display()
+            )));
+        }
+        fs::File::open(log).map_err(io(format!("OpenSM's log {}", log.display())))?;
+        Ok(OpenSm {
+            child: None,
+            pid,
+            engine: Engine::File(lfts.to_path_buf()),
+            log: log.to_path_buf(),
+            tmp: None,
+        })
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// True when this process started it (it is stopped on drop).
+    pub fn owned(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// `Some(reason)` when it is no longer running.
+    pub fn gone(&mut self) -> Option<String> {
+        match &mut self.child {
+            Some(c) => c.exited().map(|st| format!("exited ({st})")),
+            None => {
+                let stat = fs::read_to_string(format!("/proc/{}/stat", self.pid));
+                // Field 3 is the state; Z: a zombie its parent has not reaped.
+                match stat {
+                    Ok(s)
+                        if s.rsplit(')')
+                            .next()
+                            .is_some_and(|r| r.trim_start().starts_with('Z')) =>
+                    {
+                        Some("exited (zombie)".into())
+                    }
+                    Ok(_) => None,
+                    Err(_) => Some("exited".into()),
+                }
+            }
+        }
     }
 
     /// The routing engine it was started with.
@@ -142,7 +218,14 @@ impl OpenSm {
 
     /// Forces a heavy sweep (`SIGHUP`): the `file` engine re-reads its dump.
     pub fn hup(&self) -> Result<()> {
-        self.child.signal(libc::SIGHUP)
+        match &self.child {
+            Some(c) => c.signal(libc::SIGHUP),
+            // SAFETY: kill(2) with a pid checked to be an opensm at attach time.
+            None if unsafe { libc::kill(self.pid as i32, libc::SIGHUP) } == 0 => Ok(()),
+            None => Err(io(format!("signalling OpenSM pid {}", self.pid))(
+                std::io::Error::last_os_error(),
+            )),
+        }
     }
 
     /// The log's length now: lines after it are new.
@@ -188,10 +271,10 @@ impl OpenSm {
                     return Ok((l, offset));
                 }
             }
-            if let Some(st) = self.child.exited() {
+            if let Some(why) = self.gone() {
                 return Err(Error::Tool {
                     cmd: format!("opensm -R {}", self.engine.name()),
-                    stderr: format!("exited ({st}); see {}", self.log.display()),
+                    stderr: format!("{why}; see {}", self.log.display()),
                 });
             }
             if t0.elapsed() > timeout {
@@ -222,9 +305,33 @@ impl OpenSm {
     /// The tables OpenSM programmed in its last routing pass (`opensm-lfts.dump`; needs
     /// [`SmOptions::dumps`]).
     pub fn programmed(&self) -> Result<Lfts> {
-        let p = self.tmp.join("opensm-lfts.dump");
+        let tmp = self.tmp.as_ref().ok_or_else(|| {
+            Error::Fabric("an attached OpenSM's dump directory is not known".into())
+        })?;
+        let p = tmp.join("opensm-lfts.dump");
         let text = fs::read_to_string(&p).map_err(io(p.display().to_string()))?;
         tables::parse(&text, "opensm-lfts.dump")
+    }
+}
+
+/// The LFT file named on an OpenSM command line (`-U F`, `--lfts_file F`, `--lfts_file=F`).
+fn lfts_arg(args: &[String]) -> Option<String> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "-U" || a == "--lfts_file" {
+            return it.next().cloned();
+        }
+        if let Some(v) = a.strip_prefix("--lfts_file=") {
+            return Some(v.to_string());
+        }
+    }
+    None
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
     }
 }
 
@@ -236,4 +343,34 @@ pub fn is_configured(line: &str) -> bool {
 /// True for the line that ends a sweep.
 pub fn is_subnet_up(line: &str) -> bool {
     line.contains("SUBNET UP")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lft_file_on_an_opensm_command_line() {
+        let v = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            lfts_arg(&v("opensm -s 1 -R file -U /x/lfts.dump -f log")).as_deref(),
+            Some("/x/lfts.dump")
+        );
+        assert_eq!(lfts_arg(&v("opensm --lfts_file=/y")).as_deref(), Some("/y"));
+        assert_eq!(lfts_arg(&v("opensm --lfts_file /z")).as_deref(), Some("/z"));
+        assert_eq!(lfts_arg(&v("opensm -R ftree")), None);
+    }
+
+    #[test]
+    fn attaching_to_what_is_not_an_opensm_is_refused() {
+        let e = OpenSm::attach(
+            std::process::id(),
+            Path::new("/nonexistent"),
+            Path::new("/x"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("not opensm"), "{e}");
+        let e = OpenSm::attach(u32::MAX - 1, Path::new("/x"), Path::new("/x")).unwrap_err();
+        assert!(e.to_string().contains("no such process"), "{e}");
+    }
 }

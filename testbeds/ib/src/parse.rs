@@ -107,6 +107,108 @@ pub fn counters_by_port(text: &str) -> Result<BTreeMap<u8, BTreeMap<String, u64>
     Ok(out)
 }
 
+/// One switch port as `iblinkinfo -l` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortState {
+    /// The IB port.
+    pub port: u8,
+    /// Physical link up (anything but `Down`: `LinkUp`, with a logical state of
+    /// Init, Armed or Active).
+    pub up: bool,
+    /// The LID and port at the other end, when up.
+    pub peer: Option<(u16, u8)>,
+}
+
+/// The ports of `iblinkinfo -l` lines:
+/// `0xGUID "name" LID PORT[ ] ==( 4X 53.125 Gbps Active/ LinkUp)==> 0xPEER PLID PPORT[ ] "peer" (…)`,
+/// or `… PORT[ ] ==( Down/ Polling)==> [ ] "" ( )` for a port without a cable.
+pub fn link_states(text: &str) -> Result<Vec<PortState>> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| l.contains("==(")) {
+        let bad = || Error::Parse {
+            what: "iblinkinfo".into(),
+            line: line.to_string(),
+        };
+        let (left, rest) = line.split_once("==(").ok_or_else(bad)?;
+        let after_name = left.rsplit_once('"').ok_or_else(bad)?.1;
+        let port = after_name
+            .split('[')
+            .next()
+            .and_then(|p| p.split_whitespace().last())
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(bad)?;
+        let (state, right) = rest.split_once(")==>").ok_or_else(bad)?;
+        let up = !state.contains("Down");
+        let peer = if up {
+            let mut it = right.split_whitespace();
+            let _guid = it.next().filter(|g| g.starts_with("0x")).ok_or_else(bad)?;
+            let lid = it.next().and_then(|l| l.parse().ok()).ok_or_else(bad)?;
+            let pport = it
+                .next()
+                .and_then(|p| p.split('[').next())
+                .and_then(|p| p.parse().ok())
+                .ok_or_else(bad)?;
+            Some((lid, pport))
+        } else {
+            None
+        };
+        out.push(PortState { port, up, peer });
+    }
+    Ok(out)
+}
+
+/// The LID of the local port from `ibaddr` (`GID fe80::… LID start 0x1 end 0x1`).
+pub fn ibaddr_lid(text: &str) -> Result<u16> {
+    text.split("LID start ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|v| match v.strip_prefix("0x") {
+            Some(h) => u16::from_str_radix(h, 16).ok(),
+            None => v.parse().ok(),
+        })
+        .ok_or_else(|| Error::Parse {
+            what: "ibaddr".into(),
+            line: text.trim().to_string(),
+        })
+}
+
+/// Every node's LID in an `ibnetdiscover` topology: a switch's from its header
+/// (`… base port 0 lid 17 lmc 0`), a channel adapter's from its first cabled port
+/// (`[1](guid) "S-…"[1] # lid 1 lmc 0 …`). Node → LID.
+pub fn node_lids(text: &str) -> Result<BTreeMap<String, u16>> {
+    let mut out = BTreeMap::new();
+    let mut ca: Option<String> = None;
+    let lid_after = |s: &str, key: &str| -> Option<u16> {
+        s.split(key).nth(1)?.split_whitespace().next()?.parse().ok()
+    };
+    for line in text.lines() {
+        let bad = || Error::Parse {
+            what: "ibnetdiscover".into(),
+            line: line.to_string(),
+        };
+        if line.starts_with("Switch") {
+            let name = quoted(line).ok_or_else(bad)?.0.to_string();
+            let comment = line.split_once('#').ok_or_else(bad)?.1;
+            out.insert(name, lid_after(comment, " lid ").ok_or_else(bad)?);
+            ca = None;
+        } else if line.starts_with("Ca") || line.starts_with("Rt") {
+            ca = Some(quoted(line).ok_or_else(bad)?.0.to_string());
+        } else if let (Some(n), true) = (&ca, line.starts_with('['))
+            && !out.contains_key(n)
+        {
+            let comment = line.split_once('#').ok_or_else(bad)?.1;
+            let lid = comment
+                .trim_start()
+                .strip_prefix("lid ")
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(bad)?;
+            out.insert(n.clone(), lid);
+        }
+    }
+    Ok(out)
+}
+
 /// Time of day of an OpenSM log line (`Nov 26 20:15:07 939143 [...] ...`), µs.
 pub fn log_time_us(line: &str) -> Option<u64> {
     let mut it = line.split_whitespace().skip(2);
@@ -164,6 +266,47 @@ Ca\t1 \"H-0002c90300000000\"\t\t# \"host0-nic0\"
         assert_eq!(c[2].node, "H-0002c90300000000");
         assert_eq!((c[2].port, c[2].peer_port), (1, 1));
         assert!(cables("Switch 4 \"S-1\"\n[x]\t\"S-2\"[1]\n").is_err());
+        let lids = node_lids(DISC).unwrap();
+        assert_eq!(lids["S-0002c90300001000"], 17);
+        assert_eq!(lids["H-0002c90300000000"], 1);
+        assert_eq!(lids.len(), 2);
+        assert!(node_lids("Switch 4 \"S-1\" # \"x\" base port 0 lid zz\n").is_err());
+        assert_eq!(
+            ibaddr_lid("GID fe80::2:c903:0:1 LID start 0x1 end 0x1\n").unwrap(),
+            1
+        );
+        assert!(ibaddr_lid("nonsense").is_err());
+    }
+
+    #[test]
+    fn link_states_of_one_switch() {
+        let t = "0x0002c90300001000 \"                    pod0-leaf0\"     17    1[  ] ==( 4X        53.125 Gbps Active/  LinkUp)==>  0x0002c90300000001      1    1[  ] \"host0-nic0\" (Could be 12X )
+0x0002c90300001000 \"                    pod0-leaf0\"     17    3[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )
+0x0002c90300001000 \"                    pod0-leaf0\"     17   12[  ] ==( 4X        53.125 Gbps  Armed/  LinkUp)==>  0x0002c90300001900     26    1[  ] \"pod0-agg1\" (Could be 12X )
+";
+        let s = link_states(t).unwrap();
+        assert_eq!(
+            s,
+            vec![
+                PortState {
+                    port: 1,
+                    up: true,
+                    peer: Some((1, 1))
+                },
+                PortState {
+                    port: 3,
+                    up: false,
+                    peer: None
+                },
+                PortState {
+                    port: 12,
+                    up: true,
+                    peer: Some((26, 1))
+                },
+            ]
+        );
+        assert!(link_states("0x1 \"x\" 17 1[ ] ==( Active/ LinkUp)==> garbage\n").is_err());
+        assert!(link_states("no links here\n").unwrap().is_empty());
     }
 
     #[test]

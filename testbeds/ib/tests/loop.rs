@@ -42,6 +42,8 @@ fn cable_cut_is_found_answered_and_loaded_in_every_switch() {
     assert_ne!(lid, 0);
     let (changes, _) = b.detect().unwrap();
     assert_eq!(changes, vec![LinkChange { link, up: false }]);
+    // The trapping switch's own ports tell the same, without a full discovery.
+    assert_eq!(b.detect_at(&[lid]).unwrap(), Some(changes.clone()));
     let a = b.answer(&changes).unwrap();
     assert!(a.entries_changed > 0);
     let (d, unreached) = b.verify().unwrap();
@@ -57,10 +59,12 @@ fn cable_cut_is_found_answered_and_loaded_in_every_switch() {
     // And back.
     let offset = b.subnet().sm().unwrap().log_end();
     b.subnet().relink(link).unwrap();
-    brain::wait_trap(b.subnet(), offset, Duration::from_secs(60)).unwrap();
+    let (_, lid, trap_end) = brain::wait_trap(b.subnet(), offset, Duration::from_secs(60)).unwrap();
     let (changes, _) = b.detect().unwrap();
     assert_eq!(changes, vec![LinkChange { link, up: true }]);
-    b.answer(&changes).unwrap();
+    assert_eq!(b.detect_at(&[lid]).unwrap(), Some(changes.clone()));
+    // Answered after the trap: the trap's own sweep may load the new tables.
+    b.answer_after(&changes, Some(trap_end)).unwrap();
     let (d, unreached) = b.verify().unwrap();
     assert!(d.entries.is_empty());
     assert!(unreached.is_empty(), "{unreached:?}");

@@ -13,8 +13,10 @@
 //! `reroute`: for each engine, FAILURES cables (random switch–switch links, seed 7) are
 //! cut one at a time on ibsim's console and restored after; the time from OpenSM's trap
 //! line to the `SUBNET UP` of the sweep that loaded the re-routed tables, both time
-//! stamps from OpenSM's own log. For fabric: the trap, `ibnetdiscover`, incremental
-//! re-route, the dump written, `SIGHUP`, the sweep that loaded it. p50/p99 and the ratio
+//! stamps from OpenSM's own log. For fabric: the trap, the trapping switch's ports read
+//! (`iblinkinfo`; `ibnetdiscover` when that cannot tell), incremental re-route, the dump
+//! written, and the sweep that loaded it (the trap's own when it had not ended yet, else
+//! one asked for with `SIGHUP`). p50/p99 and the ratio
 //! to fabric's, from the same run.
 //!
 //! Needs Debian's opensm, ibsim-utils, libumad2sim0, infiniband-diags; no root.
@@ -229,26 +231,37 @@ fn fabric_once(b: &mut Brain, l: LinkId) -> Result<(f64, String)> {
     b.subnet().sm().ok_or("no SM")?.settle(QUIET, SETTLE);
     let offset = b.subnet().sm().ok_or("no SM")?.log_end();
     b.subnet().unlink(l).map_err(s)?;
-    let (trap, _, _) = brain::wait_trap(b.subnet(), offset, Duration::from_secs(60)).map_err(s)?;
-    let (changes, _) = b.detect().map_err(s)?;
+    let (trap, lid, trap_end) =
+        brain::wait_trap(b.subnet(), offset, Duration::from_secs(60)).map_err(s)?;
+    let t = Instant::now();
+    let (changes, how) = match b.detect_at(&[lid]).map_err(s)? {
+        Some(c) => (c, "iblinkinfo"),
+        None => (b.detect().map_err(s)?.0, "ibnetdiscover"),
+    };
+    let detect_ms = t.elapsed().as_secs_f64() * 1e3;
     if changes.len() != 1 || changes[0].link != l {
         return Err(format!("cut link {}, found {changes:?}", l.0));
     }
-    let a = b.answer(&changes).map_err(s)?;
+    let a = b.answer_after(&changes, Some(trap_end)).map_err(s)?;
     let took = elapsed_ms(&trap, &a.subnet_up)?;
     let detail = format!(
-        "{} entries, compute {:.1} ms, write {:.1} ms, {} sweeps",
+        "detect ({how}) {detect_ms:.1} ms, {} entries, compute {:.1} ms, write {:.1} ms, load {:.1} ms, {} sweeps",
         a.entries_changed,
         a.compute_us as f64 / 1e3,
         a.write_us as f64 / 1e3,
+        a.load_us as f64 / 1e3,
         a.sweeps
     );
     b.subnet().sm().ok_or("no SM")?.settle(QUIET, SETTLE);
     let offset = b.subnet().sm().ok_or("no SM")?.log_end();
     b.subnet().relink(l).map_err(s)?;
-    brain::wait_trap(b.subnet(), offset, Duration::from_secs(60)).map_err(s)?;
-    let (changes, _) = b.detect().map_err(s)?;
-    b.answer(&changes).map_err(s)?;
+    let (_, lid, trap_end) =
+        brain::wait_trap(b.subnet(), offset, Duration::from_secs(60)).map_err(s)?;
+    let changes = match b.detect_at(&[lid]).map_err(s)? {
+        Some(c) => c,
+        None => b.detect().map_err(s)?.0,
+    };
+    b.answer_after(&changes, Some(trap_end)).map_err(s)?;
     Ok((took, detail))
 }
 
