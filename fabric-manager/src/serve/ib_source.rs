@@ -242,7 +242,7 @@ impl IbSource {
         self.log_offset = self.sm_log_end();
         let took = t0.elapsed();
         log::info(&format!(
-            "infiniband: {} link(s) changed ({}); {} LFT entries on {} switches re-routed in {:.2} ms, written in {:.1} ms, loaded by OpenSM in {:.0} ms ({} sweep(s)); {:.0} ms from the {}",
+            "infiniband: {} link(s) changed ({}); {} LFT entries on {} switches re-routed in {:.2} ms, written in {:.1} ms, loaded by OpenSM in {:.0} ms ({} sweep(s), {} SIGHUP(s)); {:.0} ms from the {}",
             changes.len(),
             changes
                 .iter()
@@ -255,6 +255,7 @@ impl IbSource {
             a.write_us as f64 / 1e3,
             a.load_us as f64 / 1e3,
             a.sweeps,
+            a.hups,
             took.as_secs_f64() * 1e3,
             if t0 == detected {
                 "detection"

@@ -57,6 +57,8 @@ pub struct Answer {
     pub subnet_up: String,
     /// Heavy sweeps OpenSM ran before it held the new tables (1: the first).
     pub sweeps: u32,
+    /// `SIGHUP`s sent (0: the sweep the trap started loaded the new tables).
+    pub hups: u32,
 }
 
 /// OpenSM on ibsim, routed by fabric.
@@ -253,7 +255,7 @@ impl Brain {
             .collect();
         switches_changed.dedup();
         let t = Instant::now();
-        let (subnet_up, sweeps) = self.load(&changed, trap_end)?;
+        let (subnet_up, sweeps, hups) = self.load(&changed, trap_end)?;
         Ok(Answer {
             changes: changes.to_vec(),
             entries_changed: changed.entries.len(),
@@ -263,6 +265,7 @@ impl Brain {
             load_us: t.elapsed().as_micros() as u64,
             subnet_up,
             sweeps,
+            hups,
         })
     }
 
@@ -283,21 +286,22 @@ impl Brain {
     /// Waits for a sweep after which a switch holds the new value of one changed entry
     /// (any sweep when nothing changed): the one a trap started (`trap_end`) if it has
     /// not ended yet, else one asked for with `SIGHUP`, again until the entry is held.
-    fn load(&mut self, changed: &LftDiff, trap_end: Option<u64>) -> Result<(String, u32)> {
+    /// The `SUBNET UP` line, the sweeps waited for and the `SIGHUP`s sent.
+    fn load(&mut self, changed: &LftDiff, trap_end: Option<u64>) -> Result<(String, u32, u32)> {
         let probe: Option<EntryDiff> = changed.entries.first().cloned();
         let sm = self
             .net
             .sm()
             .ok_or_else(|| Error::Fabric("no OpenSM running".into()))?;
         let mut offset = sm.log_end();
-        let mut asked = true;
+        let (mut asked, mut hups) = (true, 1);
         match trap_end {
             Some(from) => {
                 let (lines, end) = sm.lines_from(from)?;
                 if lines.iter().any(|l| opensm::is_subnet_up(l)) {
                     sm.hup()?;
                 } else {
-                    (offset, asked) = (end, false);
+                    (offset, asked, hups) = (end, false, 0);
                 }
             }
             None => sm.hup()?,
@@ -311,6 +315,7 @@ impl Brain {
                     Err(Error::Timeout { .. }) => {
                         // No end in sight of the trap's sweep (or it had none): ask.
                         sm.hup()?;
+                        hups += 1;
                         sm.wait_line(offset, SWEEP_TIMEOUT, opensm::is_subnet_up)
                     }
                     r => r,
@@ -319,18 +324,18 @@ impl Brain {
             let (line, after) = waited?;
             offset = after;
             let Some(e) = &probe else {
-                return Ok((line, sweep));
+                return Ok((line, sweep, hups));
             };
             let d = self.net.design();
             let s = d
                 .node_of_guid(e.switch)
                 .ok_or_else(|| Error::Fabric(format!("no switch 0x{:016x}", e.switch)))?;
             if self.net.read_entry(&self.routes, s, e.lid)? == e.want {
-                return Ok((line, sweep));
+                return Ok((line, sweep, hups));
             }
             // That sweep read the old dump (it began before the rename): ask again.
             self.net.sm().expect("checked above").hup()?;
-            asked = true;
+            (asked, hups) = (true, hups + 1);
         }
         Err(Error::Fabric(format!(
             "OpenSM did not load the new tables in {MAX_SWEEPS} sweeps"
@@ -344,7 +349,8 @@ impl Brain {
         dump.write(&self.net.lfts_path())?;
         self.want = dump.tables()?;
         self.dump = dump;
-        self.load(&LftDiff::default(), None)
+        let (line, sweeps, _) = self.load(&LftDiff::default(), None)?;
+        Ok((line, sweeps))
     }
 
     /// Reads every switch's table back and compares it with fabric's; also the

@@ -144,6 +144,13 @@ impl Design {
             .map_err(|e| Error::Fabric(e.to_string()))
     }
 
+    /// [`Self::write_lfts`] without the comment after each entry
+    /// ([`ib::write_lfts_bare`]).
+    pub fn write_lfts_bare(&self, w: &mut impl Write, routes: &Routes, lft: &Lft) -> Result<()> {
+        ib::write_lfts_bare(w, &self.fabric, &self.addr, &self.lids, routes, lft)
+            .map_err(|e| Error::Fabric(e.to_string()))
+    }
+
     /// The tables [`Self::write_lfts`] writes, parsed.
     pub fn lfts(&self, routes: &Routes, lft: &Lft) -> Result<Lfts> {
         let mut buf = Vec::new();

@@ -1,6 +1,6 @@
 //! fabric's LFT file for OpenSM's `file` engine, kept per switch: rendered by topo's
-//! exporter ([`Design::write_lfts`]) and cut to what the engine reads — the switch header
-//! and `0xLID PORT` per entry, without the `# Channel Adapter …` comment (measured on
+//! exporter without its comments ([`Design::write_lfts_bare`]) — the switch header and
+//! `0xLID PORT` per entry, without the `# Channel Adapter …` comment (measured on
 //! OpenSM 3.3.23: the engine loads such a file unchanged; it is ~5× smaller to write and
 //! for OpenSM to read). Two dumps compare block by block, so after a re-route only the
 //! switches whose block changed are parsed and compared entry by entry.
@@ -25,12 +25,12 @@ pub struct Dump {
 impl Dump {
     /// fabric's tables (`routes`, `lft`) for `design`, as the `file` engine reads them.
     pub fn render(design: &Design, routes: &Routes, lft: &Lft) -> Result<Dump> {
-        let mut full = Vec::new();
-        design.write_lfts(&mut full, routes, lft)?;
-        Ok(Dump::compact(&full))
+        let mut bare = Vec::new();
+        design.write_lfts_bare(&mut bare, routes, lft)?;
+        Ok(Dump::compact(&bare))
     }
 
-    /// The blocks of a dump in the exporter's format, entry comments dropped.
+    /// The blocks of a dump in the exporter's format, entry comments (if any) dropped.
     fn compact(full: &[u8]) -> Dump {
         let mut blocks: Vec<(u64, Vec<u8>)> = Vec::new();
         for line in full.split(|&b| b == b'\n') {

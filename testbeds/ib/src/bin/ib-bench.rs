@@ -245,12 +245,13 @@ fn fabric_once(b: &mut Brain, l: LinkId) -> Result<(f64, String)> {
     let a = b.answer_after(&changes, Some(trap_end)).map_err(s)?;
     let took = elapsed_ms(&trap, &a.subnet_up)?;
     let detail = format!(
-        "detect ({how}) {detect_ms:.1} ms, {} entries, compute {:.1} ms, write {:.1} ms, load {:.1} ms, {} sweeps",
+        "detect ({how}) {detect_ms:.1} ms, {} entries, compute {:.1} ms, write {:.1} ms, load {:.1} ms, {} sweeps, {} SIGHUPs",
         a.entries_changed,
         a.compute_us as f64 / 1e3,
         a.write_us as f64 / 1e3,
         a.load_us as f64 / 1e3,
-        a.sweeps
+        a.sweeps,
+        a.hups
     );
     b.subnet().sm().ok_or("no SM")?.settle(QUIET, SETTLE);
     let offset = b.subnet().sm().ok_or("no SM")?.log_end();
