@@ -161,8 +161,9 @@ impl Brain {
     /// The cable changes at the switches with LIDs `lids` (those that sent a trap): each
     /// switch's ports read with one `iblinkinfo` over directed routes and compared with
     /// the links fabric holds up. `None` when that cannot tell — a LID that is not a
-    /// switch, a switch that does not answer (its path crossed the cut cable), a port
-    /// cabled other than the design says — and [`Self::detect`] must run.
+    /// switch, a switch that does not answer (its path crossed the cut cable), a path that
+    /// reached another switch, a port cabled other than the design says — and
+    /// [`Self::detect`] must run.
     pub fn detect_at(&self, lids: &[u16]) -> Result<Option<Vec<LinkChange>>> {
         let d = self.net.design();
         let f = &d.fabric;
@@ -182,10 +183,13 @@ impl Brain {
             else {
                 return Ok(None);
             };
-            let states = parse::link_states(&text)?;
-            if states.is_empty() {
+            // The path reached `s` itself (not another switch over a re-cabled port).
+            let me = format!("0x{:016x} ", d.addr.node_guid(s));
+            let lines = text.lines().filter(|l| l.contains("==("));
+            if lines.clone().next().is_none() || !lines.clone().all(|l| l.starts_with(&me)) {
                 return Ok(None);
             }
+            let states = parse::link_states(&text)?;
             for st in states {
                 let Some(l) = d.link_at(s, st.port) else {
                     continue; // a port the design leaves empty
