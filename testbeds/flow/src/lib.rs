@@ -8,6 +8,8 @@
 //!   adaptive), all in one arena of directed-link ids.
 //! * [`fill`] — max-min fair rates by progressive filling with a heap of link
 //!   saturation levels.
+//! * [`refill`] — max-min rates again after flows finish, re-filling only the flows the
+//!   departures can change (the fluid completion-time simulation's inner step).
 //! * [`traffic`] — patterns (permutation, all-to-all, ring / tree / hierarchical
 //!   all-reduce, incast) and how rates give completion time and bus bandwidth.
 //! * [`eval`] — one evaluation of a set of jobs: rates, utilisation, busiest links.
@@ -47,6 +49,7 @@ pub mod place;
 pub mod placement;
 pub mod planner;
 pub mod rates;
+pub mod refill;
 pub mod stats;
 pub mod trace;
 pub mod traffic;
