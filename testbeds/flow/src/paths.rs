@@ -136,6 +136,19 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The key of entropy value `ev` of the flow with hash `h`; each switch mixes it with its
+/// own id to pick a next hop, so the key itself needs no mixing.
+#[inline]
+fn ev_key(h: u64, ev: u64) -> u64 {
+    h ^ (ev + 1).wrapping_mul(0xa24b_aed4_963e_e407)
+}
+
+/// `h` mapped onto `0..k` by its high bits (a multiply instead of a division).
+#[inline]
+fn pick(h: u64, k: usize) -> usize {
+    ((h as u128 * k as u128) >> 64) as usize
+}
+
 fn flow_hash(seed: u64, fl: &Flow) -> u64 {
     mix(seed ^ mix(((fl.src.0 as u64) << 32 | fl.dst.0 as u64) ^ mix(fl.id)))
 }
@@ -432,9 +445,7 @@ fn entropy_walks(
             .expect("usable plane has an attachment");
         s.add(dlink(f, att.link, fl.src), share);
         s.evh.clear();
-        s.evh.extend(
-            (0..evs as u64).map(|ev| mix(h ^ (ev + 1).wrapping_mul(0xa24b_aed4_963e_e407))),
-        );
+        s.evh.extend((0..evs as u64).map(|ev| ev_key(h, ev)));
         s.groups.clear();
         s.groups.push((att.leaf.0, 0, evs as u32));
         for _ in 0..MAX_HOPS {
@@ -493,7 +504,7 @@ impl SprayScratch {
         self.pick.clear();
         let run = first as usize..(first + len) as usize;
         for &e in &self.evh[run.clone()] {
-            let i = (mix(e ^ (at.0 as u64) << 8) % k as u64) as u32;
+            let i = pick(mix(e ^ (at.0 as u64) << 8), k) as u32;
             self.pick.push(i);
             self.count[i as usize + 1] += 1;
         }
@@ -611,14 +622,14 @@ mod tests {
             let att = f.attachment(fl.src, p).unwrap();
             out.push((dlink(f, att.link, fl.src), share));
             for ev in 0..evs as u64 {
-                let ev_hash = mix(h ^ (ev + 1).wrapping_mul(0xa24b_aed4_963e_e407));
+                let ev_hash = ev_key(h, ev);
                 let mut at = att.leaf;
                 for _ in 0..MAX_HOPS {
                     let nh = routes.next_hops(at, fl.dst);
                     if nh.is_empty() {
                         return Vec::new();
                     }
-                    let port = nh[(mix(ev_hash ^ (at.0 as u64) << 8) % nh.len() as u64) as usize];
+                    let port = nh[pick(mix(ev_hash ^ (at.0 as u64) << 8), nh.len())];
                     out.push((dlink(f, f.port_link(at, port), at), part));
                     at = f.peer(at, port);
                     if at == fl.dst {

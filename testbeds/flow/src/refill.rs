@@ -14,14 +14,15 @@
 //!
 //! The load of the kept flows is tracked per link in fixed point (integers: adding and
 //! removing a flow's share cancels exactly, so no rounding error builds up over
-//! thousands of departures).
+//! thousands of departures; the unit is 2^-52 of the largest capacity, about the
+//! resolution of an `f64` load).
 
 use crate::fill::Filler;
 use crate::paths::PathSet;
 
-/// The largest capacity maps to this many fixed-point units: 2^-80 of it is the
-/// resolution, and a link's load (at most about its capacity) stays far inside `i128`.
-const FULL_SCALE: f64 = (1u128 << 80) as f64;
+/// The largest capacity maps to this many fixed-point units: 2^-52 of it is the
+/// resolution, and a link's load (at most about its capacity) stays far inside `i64`.
+const FULL_SCALE: f64 = (1u64 << 52) as f64;
 
 /// Restart the filling a hair below the lowest departed rate, so that a flow frozen in
 /// the same step as that rate (equal up to rounding) is filled again rather than kept.
@@ -30,9 +31,9 @@ const MARGIN: f64 = 1e-9;
 /// The load of the running flows on every directed link, kept across departures.
 #[derive(Debug, Clone)]
 pub struct Refill {
-    /// Σ over running flows of `weight × rate × scale`, rounded per flow, per directed
+    /// Σ over running flows of `weight × rate × scale`, truncated per flow, per directed
     /// link.
-    load: Vec<i128>,
+    load: Vec<i64>,
     /// Fixed-point units per bit/s.
     scale: f64,
     /// Scratch: flows to re-fill.
@@ -55,10 +56,10 @@ impl Refill {
         r
     }
 
-    fn add(&mut self, ps: &PathSet, fi: u32, rate: f64, sign: i128) {
+    fn add(&mut self, ps: &PathSet, fi: u32, rate: f64, sign: i64) {
         let (links, ws) = ps.entries(fi as usize);
         for (&d, &w) in links.iter().zip(ws) {
-            self.load[d as usize] += sign * (w * rate * self.scale).round() as i128;
+            self.load[d as usize] += sign * (w * rate * self.scale) as i64;
         }
     }
 
