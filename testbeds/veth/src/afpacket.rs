@@ -411,8 +411,9 @@ impl PacketSocket {
     /// user pages out of every skb (`skb_copy_ubufs`, a page allocation per frame)
     /// before handing it to the peer. Re-measured in session 9 with the kernel and code
     /// of today ([`PacketSocket::send_ring`], `veth-bench`'s fifth path, 9 alternating
-    /// trials, load 12–18): still slower, 1,242 against 1,163 ns per forwarded 64 B frame
-    /// and 1,549 against 1,491 ns at 1500 B.
+    /// trials, two runs at load 11–28): no gain, 1,242 / 990 against 1,163 / 1,015 ns of
+    /// switch CPU per forwarded 64 B frame and 1,549 / 1,544 against 1,491 / 1,465 ns at
+    /// 1500 B.
     pub fn send_batch<B: AsRef<[u8]>>(&mut self, frames: &[B]) -> usize {
         let mut sent = 0;
         for chunk in frames.chunks(BATCH) {

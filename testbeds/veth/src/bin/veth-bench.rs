@@ -53,11 +53,14 @@ use veth_core::wire::roce;
 
 type BoxErr = Box<dyn std::error::Error + Send + Sync>;
 
+/// The blasted frame: MACs of the `02:fb:…` device range, which no kernel interface of a
+/// testbed carries (`congestion::star::device_mac`), so the frame is `PACKET_OTHERHOST`
+/// for the first namespace on every path, as an emulated NIC's frames are.
 fn frame(len: usize, dst: Ipv4Addr) -> Vec<u8> {
     let payload = len - roce::OVERHEAD;
     let r = roce::Repr {
-        eth_dst: [2, 0xfa, 0, 0, 0, 0],
-        eth_src: [2, 0xfa, 0, 0, 0, 1],
+        eth_dst: [2, 0xfb, 0xff, 0xff, 0xff, 0],
+        eth_src: [2, 0xfb, 0xff, 0xff, 0xff, 1],
         ip_src: Ipv4Addr::new(10, 9, 0, 1),
         ip_dst: dst,
         dscp: 26,
