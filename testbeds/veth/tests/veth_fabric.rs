@@ -346,6 +346,12 @@ fn a_k4_fat_tree_carries_a_permutation_losslessly_like_the_simulator() {
         "sim, veth drops"
     );
     assert!(cores > 0, "inter-pod flows cross the core");
+    // Every hop's frames carry device MACs no kernel owns: no namespace's IPv4 stack saw
+    // one (they were routed and dropped there, on the sending loop's CPU, until session 9).
+    assert_eq!(
+        r.kernel_ip_input, 0,
+        "IPv4 packets taken in by namespace kernels"
+    );
     assert!(
         (0.5..2.0).contains(&c.median_ratio()),
         "median FCT veth/sim {:.2}",
