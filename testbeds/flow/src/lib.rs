@@ -19,6 +19,9 @@
 //!   TOML overrides.
 //! * [`planner`] — seeded Monte-Carlo timelines of failures and repairs, evaluated with
 //!   the flow model; per-design summaries; shard merging.
+//! * [`multijob`] — several jobs or tenants at once on one design: each on its own
+//!   servers, a shared spare pool by priority, bandwidth evaluated together, per-job and
+//!   cluster figures.
 //!
 //! # Example
 //! ```
@@ -42,6 +45,7 @@
 
 pub mod eval;
 pub mod fill;
+pub mod multijob;
 pub mod paths;
 pub mod place;
 pub mod placement;
