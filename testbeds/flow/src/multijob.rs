@@ -706,7 +706,7 @@ pub struct JobsDesignResult {
 pub struct JobsRunResult {
     /// Parameters (`job_gpus`: all jobs' GPUs).
     pub config: PlanConfig,
-    /// The jobs as given, in priority order.
+    /// The jobs in priority order (a tenant's servers: those in the first design).
     pub jobs: Vec<JobSpec>,
     /// Shards merged into this result, out of `shard_count`.
     pub shards: Vec<u32>,
@@ -885,7 +885,13 @@ fn check_part(p: &JobsRunResult) -> Result<()> {
         .collect();
     trials.sort_unstable();
     for d in &p.designs {
-        if d.jobs.len() != p.jobs.len() || d.jobs.iter().zip(&p.jobs).any(|(a, b)| a.spec != *b) {
+        // a tenant's servers may differ between designs: names, sizes and collectives not
+        let same = |a: &JobSpec, b: &JobSpec| {
+            a.name == b.name && a.gpus == b.gpus && a.collective == b.collective
+        };
+        if d.jobs.len() != p.jobs.len()
+            || d.jobs.iter().zip(&p.jobs).any(|(a, b)| !same(&a.spec, b))
+        {
             return Err(Error::Merge(format!(
                 "design {}: its jobs are not the run's jobs",
                 d.design

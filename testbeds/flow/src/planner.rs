@@ -1831,9 +1831,12 @@ pub fn merge(parts: &[RunResult]) -> Result<RunResult> {
 
 /// Shards missing from a merged result (empty when complete).
 pub fn missing_shards(r: &RunResult) -> Vec<u32> {
-    (0..r.shard_count)
-        .filter(|s| !r.shards.contains(s))
-        .collect()
+    missing_shards_of(r.shard_count, &r.shards)
+}
+
+/// Shards of `count` not in `have`.
+pub fn missing_shards_of(count: u32, have: &[u32]) -> Vec<u32> {
+    (0..count).filter(|s| !have.contains(s)).collect()
 }
 
 #[cfg(test)]
