@@ -297,7 +297,7 @@ fn trials_needed(cfg: &PlanConfig, aggs: &[Aggregate], done: u32, precision: f64
         .unwrap_or(done)
 }
 
-fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
+pub(crate) fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
     check_outputs(a.json.as_deref(), a.plot.as_deref())?;
     let shard = a
         .shard
@@ -527,7 +527,7 @@ pub(crate) fn progress(quiet: bool, n: u64) -> indicatif::ProgressBar {
     b
 }
 
-fn merge(a: MergeArgs) -> anyhow::Result<()> {
+pub(crate) fn merge(a: MergeArgs) -> anyhow::Result<()> {
     check_outputs(a.json.as_deref(), a.plot.as_deref())?;
     let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
     let values: Vec<(PathBuf, serde_json::Value)> = a

@@ -461,6 +461,231 @@ pub fn merge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd_plan::{MergeArgs, ResilienceArgs};
+    use std::path::PathBuf;
+
+    fn args(dir: &Path, jobs: &[&str], shard: Option<&str>, out: &str) -> ResilienceArgs {
+        ResilienceArgs {
+            designs: vec!["fat-tree-k4".into(), "fat-tree-k6".into()],
+            job_gpus: vec![4096],
+            days: 10.0,
+            trials: 6,
+            precision: None,
+            failures: "all".into(),
+            reroute_interrupt: 0.5,
+            seed: 9,
+            rates: Some(dir.join("rates.toml")),
+            lb: "ecmp".into(),
+            checkpoint_hours: 1.0,
+            restart_minutes: 10.0,
+            scale_up_gbps: 3600.0,
+            channels: 2,
+            spare_servers: Some(2),
+            node_swap_minutes: 5.0,
+            spare_switches: None,
+            switch_swap_hours: 1.0,
+            checkpoint_gb_per_gpu: 0.346,
+            storage_gbytes_per_s: 2000.0,
+            pxn: false,
+            scale_up_domain: None,
+            prices: None,
+            job: jobs.iter().map(|s| s.to_string()).collect(),
+            tenants: None,
+            json: Some(dir.join(out)),
+            plot: None,
+            shard: shard.map(String::from),
+            quiet: true,
+        }
+    }
+
+    fn read(p: &Path) -> JobsRunResult {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
+    fn merge_files(
+        files: Vec<PathBuf>,
+        json: Option<PathBuf>,
+        plot: Option<PathBuf>,
+    ) -> Result<(), String> {
+        crate::cmd_plan::merge(MergeArgs { files, json, plot }).map_err(|e| format!("{e:#}"))
+    }
+
+    fn scratch(tag: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("fabric-plan-jobs-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("rates.toml"),
+            "[host]\nafr_percent = 40000\n[leaf]\nafr_percent = 3000\n[host_link]\nafr_percent = 3000\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn multi_job_shards_merge_into_the_whole_run_with_tables_and_plots() {
+        let dir = scratch("m");
+        let jobs = ["a:4", "b:4:ring"];
+        crate::cmd_plan::resilience(args(&dir, &jobs, None, "all.json")).unwrap();
+        crate::cmd_plan::resilience(args(&dir, &jobs, Some("0/2"), "s0.json")).unwrap();
+        crate::cmd_plan::resilience(args(&dir, &jobs, Some("1/2"), "s1.json")).unwrap();
+        let whole = read(&dir.join("all.json"));
+        merge_files(
+            vec![dir.join("s1.json"), dir.join("s0.json")],
+            Some(dir.join("merged.json")),
+            Some(dir.join("plots")),
+        )
+        .unwrap();
+        let merged = read(&dir.join("merged.json"));
+        assert_eq!(merged.shards, vec![0, 1]);
+        assert_eq!(merged.jobs.len(), 2);
+        for (a, b) in whole.designs.iter().zip(&merged.designs) {
+            for (x, y) in a.jobs.iter().zip(&b.jobs) {
+                assert_eq!(x.aggregate.per_trial, y.aggregate.per_trial);
+                assert_eq!(x.summary.effective_training, y.summary.effective_training);
+            }
+            // equal up to the last digit (JSON round trips of the per-trial figures)
+            let close = |x: &Estimate, y: &Estimate| {
+                [(x.value, y.value), (x.lo, y.lo), (x.hi, y.hi)]
+                    .iter()
+                    .all(|(p, q)| (p - q).abs() <= 1e-9 * p.abs().max(1.0))
+            };
+            assert!(close(&a.cluster.gpu_hours_lost, &b.cluster.gpu_hours_lost));
+            assert!(close(
+                &a.cluster.effective_training,
+                &b.cluster.effective_training
+            ));
+            assert_eq!(a.cluster.job_gpus, b.cluster.job_gpus);
+            assert_eq!(a.timeline, b.timeline);
+            assert!(
+                a.jobs
+                    .iter()
+                    .map(|j| j.aggregate.interruptions)
+                    .sum::<u64>()
+                    > 0
+            );
+        }
+        let t = render(&merged);
+        for want in [
+            "fat-tree-k6 (54 GPUs",
+            "all jobs",
+            "GPU-hours lost / day",
+            "preempted",
+            "spare servers shared by priority",
+            "ring",
+        ] {
+            assert!(t.contains(want), "{want}: {t}");
+        }
+        for f in [
+            "jobs-busbw-tail-fat-tree-k4.svg",
+            "jobs-timeline-busbw-fat-tree-k6.svg",
+            "jobs-effective-training.svg",
+        ] {
+            let svg = std::fs::read_to_string(dir.join("plots").join(f)).unwrap();
+            assert!(
+                svg.starts_with("<svg") && svg.contains("b (4 GPUs")
+                    || f != "jobs-busbw-tail-fat-tree-k4.svg",
+                "{f}"
+            );
+            assert!(svg.starts_with("<svg") && !svg.contains("Ecmp {"), "{f}");
+        }
+        // a hand-edited count of one job is refused
+        let mut r = read(&dir.join("s1.json"));
+        r.designs[0].jobs[1].aggregate.interruptions += 1;
+        std::fs::write(dir.join("bad.json"), serde_json::to_string(&r).unwrap()).unwrap();
+        let e =
+            merge_files(vec![dir.join("s0.json"), dir.join("bad.json")], None, None).unwrap_err();
+        assert!(
+            e.contains("job b of shards [1]") && e.contains("not the sums"),
+            "{e}"
+        );
+        // shards of different jobs, and a single-job shard among multi-job ones
+        crate::cmd_plan::resilience(args(&dir, &["a:4", "b:2"], Some("1/2"), "o1.json")).unwrap();
+        let e =
+            merge_files(vec![dir.join("s0.json"), dir.join("o1.json")], None, None).unwrap_err();
+        assert!(e.contains("different parameters or jobs"), "{e}");
+        let mut single = args(&dir, &[], Some("1/2"), "single.json");
+        single.job_gpus = vec![4];
+        crate::cmd_plan::resilience(single).unwrap();
+        let e = merge_files(
+            vec![dir.join("s0.json"), dir.join("single.json")],
+            None,
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("single.json: a single-job result among multi-job ones"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn tenants_run_on_their_own_servers_and_bad_jobs_get_clear_errors() {
+        let dir = scratch("t");
+        let tenants = dir.join("tenants.toml");
+        std::fs::write(
+            &tenants,
+            "[[services]]\nname = \"storage\"\nservers = [\"14-15\"]\n\
+             [[tenants]]\nname = \"a\"\nservers = [\"8-13\"]\n\
+             [[tenants]]\nname = \"b\"\nservers = [\"0-3\"]\n",
+        )
+        .unwrap();
+        let mut a = args(&dir, &[], None, "t.json");
+        a.designs = vec!["fat-tree-k4".into()];
+        a.tenants = Some(tenants.clone());
+        a.spare_servers = None;
+        crate::cmd_plan::resilience(a).unwrap();
+        let r = read(&dir.join("t.json"));
+        let d = &r.designs[0];
+        // every tenant a job on all its servers; the pool is what no entry owns (4-7)
+        let names: Vec<(&str, u64)> = d
+            .jobs
+            .iter()
+            .map(|j| (j.spec.name.as_str(), j.spec.gpus))
+            .collect();
+        assert_eq!(names, vec![("a", 6), ("b", 4)]);
+        assert_eq!(
+            d.jobs[0].spec.servers.as_deref(),
+            Some(&[8, 9, 10, 11, 12, 13][..])
+        );
+        assert_eq!(d.shared_spares, 4);
+        // a job smaller than its tenant keeps the rest as its own spares
+        let mut a = args(&dir, &["b:2"], None, "t2.json");
+        a.designs = vec!["fat-tree-k4".into()];
+        a.tenants = Some(tenants.clone());
+        a.spare_servers = None;
+        crate::cmd_plan::resilience(a).unwrap();
+        let d = &read(&dir.join("t2.json")).designs[0];
+        assert_eq!((d.jobs[0].home_servers, d.jobs[0].private_spares), (2, 2));
+        // tenant a runs nothing here: its servers are not spares
+        assert_eq!(d.shared_spares, 4);
+        let check = |jobs: &[&str], want: &str| {
+            let mut a = args(&dir, jobs, None, "unused.json");
+            a.designs = vec!["fat-tree-k4".into()];
+            a.tenants = Some(tenants.clone());
+            let e = format!("{:#}", crate::cmd_plan::resilience(a).unwrap_err());
+            assert!(e.contains(want), "{want}: {e}");
+        };
+        check(&["c:2"], "--job c: ");
+        check(&["c:2"], "has no tenant c (tenants: a, b)");
+        check(&["storage:2"], "has no tenant storage");
+        check(
+            &["b:8"],
+            "job b: 8 GPUs need 8 servers of 1 GPUs; it owns 4 (4 GPUs)",
+        );
+        check(&["b:x"], "--job b:x: the GPU count is not a whole number");
+        // without a tenant file: jobs that do not fit together
+        let mut a = args(&dir, &["a:10", "b:10"], None, "unused.json");
+        a.designs = vec!["fat-tree-k4".into()];
+        a.spare_servers = None;
+        let e = format!("{:#}", crate::cmd_plan::resilience(a).unwrap_err());
+        assert!(
+            e.contains("a (10 servers), b (10 servers) do not fit together in fat-tree-k4"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn job_syntax() {
