@@ -254,9 +254,16 @@ impl<'a> JobsDesign<'a> {
             .collect();
         for (j, bw) in d.jobs.iter().zip(&d.healthy_busbw) {
             if *bw <= 0.0 {
+                let hint = if j.spec.collective != Collective::Hierarchical
+                    && f.host_layout().nics_per_server > 1
+                {
+                    " (a flat ring or tree runs over every NIC in rank order and crosses planes that may not connect: use hierarchical on a multi-NIC design)"
+                } else {
+                    ""
+                };
                 return bad(
                     &format!("job {}", j.spec.name),
-                    format!("it has no bandwidth on the healthy {}", f.name()),
+                    format!("it has no bandwidth on the healthy {}{hint}", f.name()),
                 );
             }
         }
