@@ -621,6 +621,32 @@ mod tests {
     }
 
     #[test]
+    fn precision_runs_trials_until_every_job_is_precise_enough() {
+        let dir = scratch("p");
+        let mut a = args(&dir, &["a:4", "b:4"], None, "p.json");
+        a.designs = vec!["fat-tree-k4".into()];
+        a.trials = 400;
+        a.precision = Some(20.0);
+        crate::cmd_plan::resilience(a).unwrap();
+        let r = read(&dir.join("p.json"));
+        assert!(
+            r.config.trials > 16 && r.config.trials < 400,
+            "{}",
+            r.config.trials
+        );
+        for j in &r.designs[0].jobs {
+            let lost = j.summary.effective_training.map(|x| 1.0 - x);
+            assert!(
+                lost.relative_half_width() <= 0.2,
+                "{}: {lost:?}",
+                j.spec.name
+            );
+            assert_eq!(j.summary.trials, r.config.trials as u64);
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
     fn tenants_run_on_their_own_servers_and_bad_jobs_get_clear_errors() {
         let dir = scratch("t");
         let tenants = dir.join("tenants.toml");
