@@ -358,7 +358,77 @@ fn cluster_cell(label: &str, d: &JobsDesignResult) -> String {
     }
 }
 
-/// One table per design: a column per job, one for all jobs.
+/// Cells of a text table, columns aligned (the first left, the others right).
+fn aligned(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        for (i, (v, w)) in row.iter().zip(&widths).enumerate() {
+            if i == 0 {
+                out.push_str(&format!("{v:w$}"));
+            } else {
+                out.push_str(&format!("  {v:>w$}"));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A row per job and one for all jobs: the figures to compare jobs by.
+fn summary_rows(d: &JobsDesignResult) -> String {
+    let f2 = |e: &Estimate| format!("{:.2}", 100.0 * e.value);
+    let mut rows = vec![vec![
+        "job".to_string(),
+        "GPUs".into(),
+        "busbw p50, p99".into(),
+        "interruptions / day".into(),
+        "lost %: interruptions / swaps / ckpt / waiting".into(),
+        "effective training time".into(),
+        "GPU-hours lost / day".into(),
+    ]];
+    for j in &d.jobs {
+        let s = &j.summary;
+        rows.push(vec![
+            j.spec.name.clone(),
+            j.spec.gpus.to_string(),
+            format!("{:.3}, {:.3}", s.rel_p50.value, s.rel_p99.value),
+            est(&s.interruptions_per_day, 3),
+            format!(
+                "{} / {} / {} / {}",
+                f2(&s.lost_to_interruptions),
+                f2(&s.lost_to_node_swaps),
+                f2(&s.lost_to_checkpoint_writes),
+                f2(&s.lost_waiting)
+            ),
+            pct(&s.effective_training),
+            est(&lost_per_day(&s.effective_training, j.spec.gpus), 1),
+        ]);
+    }
+    let c = &d.cluster;
+    rows.push(vec![
+        "all jobs".into(),
+        c.job_gpus.to_string(),
+        String::new(),
+        est(&c.interruptions_per_day, 3),
+        String::new(),
+        pct(&c.effective_training),
+        est(&c.gpu_hours_lost_per_day, 1),
+    ]);
+    aligned(&rows)
+}
+
+/// One table per design: a row per job and one for all jobs, then every figure with a
+/// column per job.
 pub fn render(r: &JobsRunResult) -> String {
     let c = &r.config;
     let mut out = format!(
@@ -397,34 +467,16 @@ pub fn render(r: &JobsRunResult) -> String {
         let mut head = vec![String::new()];
         head.extend(d.jobs.iter().map(|j| j.spec.name.clone()));
         head.push("all jobs".into());
-        let rows: Vec<Vec<String>> = ROWS
-            .iter()
-            .map(|(label, f)| {
-                let mut row = vec![label.to_string()];
-                row.extend(d.jobs.iter().map(f));
-                row.push(cluster_cell(label, d));
-                row
-            })
-            .collect();
-        let widths: Vec<usize> = (0..head.len())
-            .map(|i| {
-                rows.iter()
-                    .chain(std::iter::once(&head))
-                    .map(|r| r[i].chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        for row in std::iter::once(&head).chain(&rows) {
-            for (i, (v, w)) in row.iter().zip(&widths).enumerate() {
-                if i == 0 {
-                    out.push_str(&format!("{v:w$}"));
-                } else {
-                    out.push_str(&format!("  {v:>w$}"));
-                }
-            }
-            out.push('\n');
-        }
+        out.push_str(&summary_rows(d));
+        out.push('\n');
+        let mut rows = vec![head];
+        rows.extend(ROWS.iter().map(|(label, f)| {
+            let mut row = vec![label.to_string()];
+            row.extend(d.jobs.iter().map(f));
+            row.push(cluster_cell(label, d));
+            row
+        }));
+        out.push_str(&aligned(&rows));
     }
     out
 }
@@ -567,6 +619,7 @@ mod tests {
         }
         let t = render(&merged);
         for want in [
+            "lost %: interruptions / swaps / ckpt / waiting",
             "fat-tree-k6 (54 GPUs",
             "all jobs",
             "GPU-hours lost / day",
