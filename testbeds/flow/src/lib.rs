@@ -21,6 +21,9 @@
 //!   TOML overrides.
 //! * [`planner`] — seeded Monte-Carlo timelines of failures and repairs, evaluated with
 //!   the flow model; per-design summaries; shard merging.
+//! * [`multijob`] — several jobs or tenants at once on one design: each on its own
+//!   servers, a shared spare pool by priority, bandwidth evaluated together, per-job and
+//!   cluster figures.
 //!
 //! # Example
 //! ```
@@ -44,6 +47,7 @@
 
 pub mod eval;
 pub mod fill;
+pub mod multijob;
 pub mod paths;
 pub mod place;
 pub mod placement;
