@@ -391,6 +391,9 @@ pub fn rates(prev: &Sums, cur: &Sums, dt_ns: u64) -> Rates {
     }
 }
 
+/// A counter family of [`Sums`]: name, help, the field, its unit in the base unit.
+type CounterFamily = (&'static str, &'static str, fn(&Sums) -> Option<u64>, f64);
+
 /// The `fabric_tenant_*` families of the latest sums (label `tenant`; per priority also
 /// `priority`). Counters are scaled by `rate_scale` as the per-port ones are (simulated
 /// time to wall-clock time); a counter the source does not measure has no family.
@@ -421,7 +424,7 @@ pub fn encode(
             ConstGauge::new(i64::from(e.hosts)).encode(m.encode_family(&set)?)?;
         }
     }
-    let counters: [(&str, &str, fn(&Sums) -> Option<u64>, f64); 5] = [
+    let counters: [CounterFamily; 5] = [
         (
             "fabric_tenant_sent_bytes",
             "Bytes the leaves received from the tenant's NICs",
