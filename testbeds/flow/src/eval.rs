@@ -140,7 +140,15 @@ impl Evaluator {
                     groups,
                     per_edge,
                     fixed_s_per_byte,
-                } => gated_time(r, groups, *per_edge, *factor, *fixed_s_per_byte, job.bytes),
+                    fill_chunks,
+                } => {
+                    let per_edge_bytes = GatedBytes {
+                        bytes: job.bytes,
+                        factor: *factor,
+                        fill: fill_bytes(*fill_chunks, *factor * job.bytes),
+                    };
+                    gated_time(r, groups, *per_edge, per_edge_bytes, *fixed_s_per_byte)
+                }
                 Timing::Fluid { .. } => fluid_done[k],
             };
             results.push(job_result(job, e, r, unroutable, time_s));
@@ -294,14 +302,32 @@ fn subset(ps: &PathSet, keep: &[usize]) -> PathSet {
     out
 }
 
-fn gated_time(
-    rates: &[f64],
-    groups: &[u32],
-    per_edge: u32,
-    factor: f64,
-    fixed: f64,
+/// Bytes per edge that `fill_chunks` pipeline steps add when each edge carries
+/// `per_edge` bytes in chunks of [`scenario::TREE_CHUNK`].
+fn fill_bytes(fill_chunks: u32, per_edge: f64) -> f64 {
+    if fill_chunks == 0 || per_edge <= 0.0 {
+        return 0.0;
+    }
+    let chunk = scenario::TREE_CHUNK as f64;
+    let chunks = (per_edge / chunk).ceil().max(1.0);
+    fill_chunks as f64 * per_edge / chunks
+}
+
+/// What a gated collective moves over each edge: `factor × bytes` plus `fill` bytes of
+/// pipeline fill and drain.
+#[derive(Debug, Clone, Copy)]
+struct GatedBytes {
     bytes: f64,
-) -> f64 {
+    factor: f64,
+    fill: f64,
+}
+
+fn gated_time(rates: &[f64], groups: &[u32], per_edge: u32, b: GatedBytes, fixed: f64) -> f64 {
+    let GatedBytes {
+        bytes,
+        factor,
+        fill,
+    } = b;
     let ng = groups.iter().max().map_or(0, |&g| g as usize + 1);
     let mut min = vec![f64::INFINITY; ng];
     let pe = per_edge.max(1) as usize;
@@ -315,7 +341,7 @@ fn gated_time(
     } else if worst <= 0.0 {
         f64::INFINITY
     } else {
-        factor * bytes * 8.0 / worst
+        (factor * bytes + fill) * 8.0 / worst
     };
     // the scale-up and fabric phases are pipelined (NCCL overlaps them chunk by chunk)
     net.max(fixed * bytes)

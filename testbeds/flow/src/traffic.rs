@@ -14,9 +14,9 @@
 //! * **Tree all-reduce** — NCCL's double binary tree (Sanders, Speck, Träff 2009;
 //!   [`double_binary_tree`], the same trees as the scenario compiler gives the packet
 //!   simulator): two trees over the ranks, each carrying half the data, pipelined reduce
-//!   up and broadcast down; every tree edge carries `bytes/2` each way: `time = max over
-//!   trees of (bytes/2) / min rate of its edges` (the pipeline's fill and drain, about
-//!   2 × depth chunks, is not modelled).
+//!   up and broadcast down in chunks of [`scenario::TREE_CHUNK`]; every tree edge carries
+//!   `bytes/2` each way, plus the pipeline's fill and drain, one chunk per level up and
+//!   down: `time = (bytes/2 + 2 × depth × chunk) / min rate of the edges`.
 //! * **Hierarchical all-reduce** — ranks grouped by scale-up domain: reduce-scatter and
 //!   all-gather inside the domain over scale-up links (`2(g−1)/g × bytes / B_su`, g GPUs
 //!   per domain), and between domains one ring per rail (the `j`-th NIC of every domain),
@@ -95,6 +95,10 @@ pub enum Timing {
         /// Time per byte of the phases outside the fabric (scale-up), seconds; they overlap
         /// the fabric phase, so the completion time is the larger of the two.
         fixed_s_per_byte: f64,
+        /// Chunk steps a pipelined collective spends filling and draining (a tree: its
+        /// depth up and down), each one chunk of [`scenario::TREE_CHUNK`] (or of the
+        /// whole `factor × bytes` when smaller) more per edge; 0 for a ring.
+        fill_chunks: u32,
     },
     /// Flows of `bytes[i]` each, completion by fluid simulation.
     Fluid {
@@ -139,6 +143,25 @@ fn ring_flows(
     }
 }
 
+/// Levels (edges from root to the deepest leaf) of the deeper of the two trees.
+fn tree_depth(n: usize) -> u32 {
+    let mut deepest = 0;
+    for t in 0..2u8 {
+        for c in 0..n {
+            let (mut at, mut d) = (c, 0u32);
+            while let Some(p) = double_binary_tree(n, t, at) {
+                at = p;
+                d += 1;
+                if d as usize > n {
+                    break;
+                }
+            }
+            deepest = deepest.max(d);
+        }
+    }
+    deepest
+}
+
 /// NCCL's double binary tree, from the scenario compiler (which the packet simulator
 /// runs), so the model and the simulator use one definition.
 pub use scenario::double_binary_tree;
@@ -159,6 +182,7 @@ impl Pattern {
                         groups,
                         per_edge: 1,
                         fixed_s_per_byte: 0.0,
+                        fill_chunks: 0,
                     },
                     bus_factor: 2.0 * (n - 1.0) / n,
                     ranks: ranks.len(),
@@ -190,6 +214,7 @@ impl Pattern {
                         groups,
                         per_edge: 1,
                         fixed_s_per_byte: 0.0,
+                        fill_chunks: 2 * tree_depth(n),
                     },
                     bus_factor: 2.0 * (nf - 1.0) / nf,
                     ranks: n,
@@ -310,6 +335,7 @@ fn hierarchical(f: &Fabric, ranks: &[NodeId], scale_up_bps: f64, channels: u32) 
             groups,
             per_edge: channels.max(1),
             fixed_s_per_byte,
+            fill_chunks: 0,
         },
         bus_factor: 2.0 * (gpus - 1.0) / gpus.max(1.0),
         ranks: gpus as usize,

@@ -3,6 +3,7 @@
 //! stays under [`MAX_FLOWS`]).
 
 use cc_algos::{Bytes, Duration, Instant, Rate};
+use std::collections::HashMap;
 use std::path::Path;
 
 use crate::rng::Rng;
@@ -216,6 +217,24 @@ struct PoissonArrivals<'a> {
     host_rate: Rate,
 }
 
+/// Number each flow's connection among the connections between its two hosts
+/// ([`FlowSpec::ordinal`]), in plan order: a connection's first flow opens the pair's
+/// next ordinal, its later flows copy it.
+pub(crate) fn number_connections(flows: &mut [FlowSpec]) {
+    let mut next: HashMap<(u32, u32), u32> = HashMap::new();
+    for i in 0..flows.len() {
+        let f = &flows[i];
+        let ordinal = if f.conn == f.id || f.conn as usize >= i {
+            let n = next.entry((f.src, f.dst)).or_insert(0);
+            *n += 1;
+            *n - 1
+        } else {
+            flows[f.conn as usize].ordinal
+        };
+        flows[i].ordinal = ordinal;
+    }
+}
+
 /// Compiles one workload (index `wi`) into flows of `plan`: the checks every kind
 /// shares, the flow builder, and one method per kind.
 struct Compiler<'a> {
@@ -350,6 +369,7 @@ impl Compiler<'_> {
             priority,
             group: self.group,
             conn,
+            ordinal: 0,
         });
         Ok(id)
     }
@@ -736,5 +756,51 @@ impl Compiler<'_> {
             size: Bytes(0),
             collective: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{CompileCtx, Scenario};
+    use cc_algos::Rate;
+
+    fn compile(toml: &str) -> crate::Workplan {
+        Scenario::from_toml_str(toml, "t.toml")
+            .unwrap()
+            .compile(&CompileCtx::new(16, Rate::gbps(100), 1))
+            .unwrap()
+    }
+
+    const RING: &str =
+        "[[workload]]\nkind = \"ring_allreduce\"\nhosts = \"0..4\"\nsize = \"4MB\"\n";
+    const TWICE: &str = "[[workload]]\nkind = \"incast\"\nsenders = [5]\nreceiver = 6\nsize = \"1MB\"\n\
+         [[workload]]\nkind = \"incast\"\nsenders = [5]\nreceiver = 6\nsize = \"2MB\"\n";
+    const OTHERS: &str = "[[workload]]\nkind = \"all_to_all\"\nhosts = \"8..16\"\nsize = \"1MB\"\n";
+
+    #[test]
+    fn connections_are_numbered_per_host_pair() {
+        let p = compile(&format!("{RING}{TWICE}"));
+        // a ring edge's steps are one connection: its pair's first
+        assert!(p.flows[..24].iter().all(|f| f.ordinal == 0));
+        // two connections between hosts 5 and 6: ordinals 0 and 1
+        assert_eq!(
+            p.flows[24..].iter().map(|f| f.ordinal).collect::<Vec<_>>(),
+            [0, 1]
+        );
+    }
+
+    #[test]
+    fn ordinals_do_not_move_when_other_hosts_flows_are_added() {
+        let alone = compile(&format!("{RING}{TWICE}"));
+        let both = compile(&format!("{OTHERS}{RING}{TWICE}"));
+        let key = |p: &crate::Workplan, from: usize| -> Vec<(u32, u32, u32)> {
+            p.flows[from..]
+                .iter()
+                .map(|f| (f.src, f.dst, f.ordinal))
+                .collect()
+        };
+        assert_eq!(key(&alone, 0), key(&both, 56));
+        // flow ids (and connection ids) did move
+        assert_ne!(alone.flows[0].conn, both.flows[56].conn);
     }
 }

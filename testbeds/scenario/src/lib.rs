@@ -625,6 +625,11 @@ pub struct FlowSpec {
     /// (NCCL), so all steps of a ring edge share it, and with it their ECMP hash; any
     /// other flow opens its own (`conn == id`).
     pub conn: FlowId,
+    /// The connection's ordinal among the connections from `src` to `dst` (0 for the
+    /// first, in plan order): with the two hosts it names the connection the way a
+    /// 5-tuple's source port does, so it keys the simulator's ECMP hash and a
+    /// connection keeps its path when flows between other hosts are added.
+    pub ordinal: u32,
 }
 
 /// What kind of collective a workload is, for bus-bandwidth figures.
@@ -804,6 +809,7 @@ impl Scenario {
         for (wi, w) in self.workloads.iter().enumerate() {
             self.compile_one(wi, w, ctx, &mut rng, &mut plan)?;
         }
+        compile::number_connections(&mut plan.flows);
         for (fi, f) in self.failures.iter().enumerate() {
             let target = match (f.link, f.switch) {
                 (Some([a, b]), None) => FailureTarget::Link(a, b),

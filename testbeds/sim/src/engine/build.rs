@@ -198,9 +198,13 @@ pub(super) fn flow_state(
     } else {
         size.div_ceil(cfg.mtu.0).max(1) as u32
     };
-    // keyed by the connection, not the flow: a collective's steps keep their path
+    // keyed like a 5-tuple: the two hosts and the connection's ordinal between them (its
+    // "source port"), not the flow: a collective's steps keep their path, and a
+    // connection keeps it when other hosts' flows are added
     let hash = mix64(
-        (f.src as u64) << 32 ^ f.dst as u64 ^ mix64(f.conn as u64 ^ cfg.ecmp_seed.rotate_left(17)),
+        (f.src as u64) << 32
+            ^ f.dst as u64
+            ^ mix64(f.ordinal as u64 ^ cfg.ecmp_seed.rotate_left(17)),
     );
     let nports = net.ports_of(f.src).len() as u64;
     FlowState {
