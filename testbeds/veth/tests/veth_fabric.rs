@@ -70,8 +70,6 @@ fn mean_over(series: &[f64], sample_us: f64, from: f64, to: f64) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
-/// PAUSE frames sent on each hop of the victim's way back: leaf 0 to the spines, the
-/// spines to leaf 1, leaf 1 to the victim's sender (host 4). (veth, sim).
 /// The simulator twin of the head-of-line scenario, on an ECMP seed under which the
 /// victim (4 -> 1) shares a spine with incast frames, as the scenario means it to (and as
 /// the veth run's placement does, checked by its pauses into host 4). ECMP is a hash in
@@ -104,6 +102,8 @@ fn hol_twin(cfg: &CongestionConfig, plan: &scenario::Workplan) -> sim::SimResult
     panic!("no ECMP seed puts the simulated victim beside the incast");
 }
 
+/// PAUSE frames sent on each hop of the victim's way back: leaf 0 to the spines, the
+/// spines to leaf 1, leaf 1 to the victim's sender (host 4). (veth, sim).
 fn hops(f: &topo::Fabric, r: &CongestionReport, s: &sim::SimResults) -> [(u64, u64); 3] {
     let leaf = |h: u32| f.attachment(NodeId(h), 0).unwrap().leaf;
     let (l0, l1, h4) = (leaf(0), leaf(4), NodeId(4));
