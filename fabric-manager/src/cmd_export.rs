@@ -50,7 +50,7 @@ pub struct Args {
     pub engine: Engine,
     /// Formats to write, comma-separated or repeated: json, ip, ip-nhg, frr-bgp,
     /// frr-static, sonic, opensm, dot, slurm, or all; with --tenants also
-    /// opensm-partitions, vrf-ip, vrf-frr, vrf-sonic.
+    /// opensm-partitions, vrf-ip, vrf-frr, vrf-frr-bgp, vrf-sonic.
     #[arg(long, value_delimiter = ',', required = true, value_name = "FORMAT")]
     pub format: Vec<String>,
     /// Output directory (created if missing), or a file path when exporting one

@@ -36,8 +36,23 @@ pub struct ResilienceArgs {
     pub designs: Vec<String>,
     /// GPUs of the job (placed on whole servers, topology-aware); several sizes
     /// (`1024,4096,16384`) sweep them in one run, with a table by job size.
-    #[arg(long, value_delimiter = ',', default_value = "4096")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "4096",
+        conflicts_with = "job"
+    )]
     pub job_gpus: Vec<u64>,
+    /// Several jobs at once, repeated: `--job NAME:GPUS[:COLLECTIVE]` (hierarchical, ring
+    /// or tree), in priority order (spare servers go to the first job first). Each job gets
+    /// its own servers and figures; their flows share the fabric.
+    #[arg(long, value_name = "NAME:GPUS[:COLLECTIVE]")]
+    pub job: Vec<String>,
+    /// A tenant file (as `fabric routes verify --tenants`): each job runs on its tenant's
+    /// servers (`--job NAME:GPUS` names a tenant; without `--job`, every tenant runs one job
+    /// on all its servers); servers no entry owns are the shared spare pool.
+    #[arg(long, value_name = "FILE")]
+    pub tenants: Option<PathBuf>,
     /// Horizon of each trial (days).
     #[arg(long, default_value_t = 30.0)]
     pub days: f64,
@@ -282,7 +297,7 @@ fn trials_needed(cfg: &PlanConfig, aggs: &[Aggregate], done: u32, precision: f64
         .unwrap_or(done)
 }
 
-fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
+pub(crate) fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
     check_outputs(a.json.as_deref(), a.plot.as_deref())?;
     let shard = a
         .shard
@@ -314,6 +329,9 @@ fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
         .map(|d| load_design(d, a.scale_up_domain).with_context(|| format!("design {d}")))
         .collect::<anyhow::Result<_>>()?;
     let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
+    if !a.job.is_empty() || a.tenants.is_some() {
+        return crate::cmd_plan_jobs::resilience(&a, cfg, &fabrics, &prices, shard, &mut json);
+    }
     let mut results = Vec::new();
     for &gpus in &a.job_gpus {
         let mut c = cfg.clone();
@@ -495,7 +513,7 @@ pub fn render_sweep(results: &[RunResult]) -> String {
     out
 }
 
-fn progress(quiet: bool, n: u64) -> indicatif::ProgressBar {
+pub(crate) fn progress(quiet: bool, n: u64) -> indicatif::ProgressBar {
     if quiet {
         return indicatif::ProgressBar::hidden();
     }
@@ -509,17 +527,35 @@ fn progress(quiet: bool, n: u64) -> indicatif::ProgressBar {
     b
 }
 
-fn merge(a: MergeArgs) -> anyhow::Result<()> {
+pub(crate) fn merge(a: MergeArgs) -> anyhow::Result<()> {
     check_outputs(a.json.as_deref(), a.plot.as_deref())?;
     let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
-    let parts: Vec<RunResult> = a
+    let values: Vec<(PathBuf, serde_json::Value)> = a
         .files
         .iter()
         .map(|p| {
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("cannot read shard result {}", p.display()))?;
-            let de = &mut serde_json::Deserializer::from_str(&text);
-            serde_path_to_error::deserialize(de)
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not a JSON result", p.display()))?;
+            Ok((p.clone(), v))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    // a multi-job result has its jobs at the top
+    let multi = |v: &serde_json::Value| v.get("jobs").is_some();
+    if values.iter().any(|(_, v)| multi(v)) {
+        if let Some((p, _)) = values.iter().find(|(_, v)| !multi(v)) {
+            anyhow::bail!(
+                "{}: a single-job result among multi-job ones: merge shards of one run",
+                p.display()
+            );
+        }
+        return crate::cmd_plan_jobs::merge(&values, &mut json, a.plot.as_deref());
+    }
+    let parts: Vec<RunResult> = values
+        .into_iter()
+        .map(|(p, v)| {
+            serde_path_to_error::deserialize(v)
                 .map_err(|e| anyhow::anyhow!("{}: {}: {}", p.display(), e.path(), e.inner()))
         })
         .collect::<anyhow::Result<_>>()?;
@@ -553,7 +589,7 @@ fn report(
 type Cell = fn(&Summary) -> String;
 
 /// `value [lo, hi]` with `digits` decimals, `value [±?]` without an interval.
-fn est(e: &Estimate, digits: usize) -> String {
+pub(crate) fn est(e: &Estimate, digits: usize) -> String {
     if e.lo.is_finite() && e.hi.is_finite() {
         format!(
             "{:.digits$} [{:.digits$}, {:.digits$}]",
@@ -565,7 +601,7 @@ fn est(e: &Estimate, digits: usize) -> String {
 }
 
 /// An estimate of a share, in percent.
-fn pct(e: &Estimate) -> String {
+pub(crate) fn pct(e: &Estimate) -> String {
     est(&e.map(|x| 100.0 * x), 2) + " %"
 }
 
@@ -722,6 +758,8 @@ mod tests {
             pxn: false,
             scale_up_domain: None,
             prices: None,
+            job: Vec::new(),
+            tenants: None,
             json: Some(dir.join(out)),
             plot: None,
             shard: shard.map(String::from),

@@ -7,6 +7,7 @@ mod cmd_export;
 mod cmd_flow;
 mod cmd_place;
 mod cmd_plan;
+mod cmd_plan_jobs;
 mod cmd_routes;
 mod cmd_sim;
 mod cmd_status;

@@ -11,10 +11,13 @@
 //!   that are down or have a NIC cut off), `timeline-failed.svg` — trial 0.
 //! * `sweep-effective-training.svg` — effective training time with its 95 % interval by
 //!   job size (a run with several `--job-gpus`).
+//! * Several jobs (`--job`, `--tenants`): `jobs-busbw-tail-DESIGN.svg`,
+//!   `jobs-timeline-busbw-DESIGN.svg` (one line per job) and `jobs-effective-training.svg`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use flow_model::multijob::JobsRunResult;
 use flow_model::planner::{self, Aggregate, RunResult, TimelinePoint};
 use plotters::prelude::*;
 
@@ -404,6 +407,159 @@ pub fn sweep(results: &[RunResult], dir: &Path) -> anyhow::Result<PathBuf> {
         &lines,
     )?;
     Ok(p)
+}
+
+/// A file-name-safe form of a design name (`docs/x.toml` → `docs-x-toml`).
+fn file_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// Plots of a multi-job result, per design: `jobs-busbw-tail-DESIGN.svg` (share of time
+/// each job's bus bandwidth is below x, log scale; x relative to its healthy bandwidth
+/// with every job running) and `jobs-timeline-busbw-DESIGN.svg` (trial 0, one line per
+/// job), and `jobs-effective-training.svg` (each job's effective training time, one line
+/// per design over the jobs in priority order).
+pub fn jobs(r: &JobsRunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let c = &r.config;
+    let run = format!(
+        "{} jobs, {} days × {} trials, {}",
+        r.jobs.len(),
+        c.days,
+        c.trials,
+        c.lb.describe()
+    );
+    let mut out = Vec::new();
+    for d in &r.designs {
+        let tail: Vec<Series> = d
+            .jobs
+            .iter()
+            .map(|j| {
+                let (points, share) = below(&j.aggregate, 1.0);
+                Series {
+                    name: format!(
+                        "{} ({} GPUs; below healthy {:.3} % of the time)",
+                        j.spec.name,
+                        j.spec.gpus,
+                        100.0 * share
+                    ),
+                    points,
+                }
+            })
+            .collect();
+        let p = dir.join(format!("jobs-busbw-tail-{}.svg", file_safe(&d.design)));
+        draw(
+            &p,
+            &format!("{}: time below a bus bandwidth — {run}", d.design),
+            Axis::new(
+                "bus bandwidth / healthy with all jobs (0: the job cannot run)",
+                0.0,
+                1.0,
+            ),
+            Axis::new(
+                &format!("share of time below x (log; floor {FLOOR:.0e})"),
+                FLOOR,
+                1.0,
+            ),
+            true,
+            &tail,
+        )?;
+        out.push(p);
+        let Some(line) = d.timeline.as_deref() else {
+            continue;
+        };
+        let end = c.days * 24.0;
+        let lines: Vec<Series> = d
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(k, j)| {
+                let mut pts = Vec::with_capacity(2 * line.len() + 1);
+                for (i, pt) in line.iter().enumerate() {
+                    if i > 0 {
+                        pts.push((pt.hour / 24.0, line[i - 1].rel_busbw[k]));
+                    }
+                    pts.push((pt.hour / 24.0, pt.rel_busbw[k]));
+                }
+                if let Some(last) = line.last() {
+                    pts.push((end / 24.0, last.rel_busbw[k]));
+                }
+                Series {
+                    name: j.spec.name.clone(),
+                    points: pts,
+                }
+            })
+            .collect();
+        let hi = lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .fold(1.0, f64::max)
+            * 1.05;
+        let p = dir.join(format!("jobs-timeline-busbw-{}.svg", file_safe(&d.design)));
+        draw(
+            &p,
+            &format!(
+                "{}: trial 0, bus bandwidth / healthy per job — {run}",
+                d.design
+            ),
+            Axis::new("day", 0.0, c.days),
+            Axis::new("bus bandwidth / healthy with all jobs", 0.0, hi),
+            false,
+            &lines,
+        )?;
+        out.push(p);
+    }
+    let lines: Vec<Series> = r
+        .designs
+        .iter()
+        .map(|d| Series {
+            name: format!(
+                "{} (all jobs: {:.2} %)",
+                d.design,
+                100.0 * d.cluster.effective_training.value
+            ),
+            points: d
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(k, j)| (k as f64 + 1.0, 100.0 * j.summary.effective_training.value))
+                .collect(),
+        })
+        .collect();
+    let (lo, hi) = r
+        .designs
+        .iter()
+        .flat_map(|d| &d.jobs)
+        .map(|j| 100.0 * j.summary.effective_training.value)
+        .fold((100.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let mut x = Axis::new("job, in priority order", 0.0, r.jobs.len() as f64 + 1.0).whole();
+    x.fmt = |v| format!("{v:.0}");
+    let p = dir.join("jobs-effective-training.svg");
+    let names: Vec<String> = r
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(k, j)| format!("{} {}", k + 1, j.name))
+        .collect();
+    draw(
+        &p,
+        &format!(
+            "effective training time per job ({}) — {run}",
+            names.join(", ")
+        ),
+        x,
+        Axis::new(
+            "effective training time, % (95 % intervals in the table)",
+            (lo - 1.0).max(0.0),
+            (hi + 1.0).min(100.0),
+        ),
+        false,
+        &lines,
+    )?;
+    out.push(p);
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Tenants on the command line: `fabric routes verify --tenants FILE [--partitions FILE]`
 //! (the isolation proof, `topo::tenants::proof`) and the tenant formats of
-//! `fabric routes export --tenants FILE --format opensm-partitions,vrf-ip,vrf-frr,vrf-sonic`.
+//! `fabric routes export --tenants FILE --format
+//! opensm-partitions,vrf-ip,vrf-frr,vrf-frr-bgp,vrf-sonic`.
 
 use std::fmt::Write as _;
 use std::io::Read;
@@ -8,8 +9,8 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use topo::addressing::AddressPlan;
-use topo::export::Sink;
 use topo::export::vrf::VrfFormat;
+use topo::export::{Routed, Sink, Tables};
 use topo::tenants::enforce::{Enforcement, parse_partitions};
 use topo::tenants::proof::{self, Report};
 use topo::tenants::{TenantFile, Tenants, leaf};
@@ -22,7 +23,13 @@ use crate::common::FabricArgs;
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// The export formats that need `--tenants`.
-pub const FORMATS: [&str; 4] = ["opensm-partitions", "vrf-ip", "vrf-frr", "vrf-sonic"];
+pub const FORMATS: [&str; 5] = [
+    "opensm-partitions",
+    "vrf-ip",
+    "vrf-frr",
+    "vrf-frr-bgp",
+    "vrf-sonic",
+];
 
 fn read_capped(path: &Path, what: &str) -> anyhow::Result<String> {
     let mut text = String::new();
@@ -210,6 +217,15 @@ pub fn export<S: Sink>(
     for n in names {
         match n.as_str() {
             "opensm-partitions" => topo::export::partitions::export(f, addr, t, &enf, sink)?,
+            "vrf-frr-bgp" => {
+                let routed = Routed {
+                    fabric: f,
+                    addr,
+                    tables: Tables::Ecmp(routes),
+                    lanes: None,
+                };
+                topo::export::vrf_bgp::export(&routed, &vrfs, sink)?;
+            }
             other => {
                 let fmt = VrfFormat::ALL
                     .into_iter()

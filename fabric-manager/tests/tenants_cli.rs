@@ -56,12 +56,15 @@ fn proof_passes_then_a_hand_edited_partition_leaks_with_its_path() {
         "--tenants",
         TENANTS,
         "--format",
-        "opensm-partitions,vrf-ip",
+        "opensm-partitions,vrf-ip,vrf-frr-bgp",
         "--out",
         d,
     ]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(dir.join("vrf/ip/pod0-leaf0.batch").exists());
+    let bgp = std::fs::read_to_string(dir.join("vrf/frr-bgp/pod0-leaf0.conf")).unwrap();
+    assert!(bgp.contains("interface swp2 vrf Vrf-a\n"), "{bgp}");
+    assert!(bgp.contains(" vrf Vrf-a\n"), "{bgp}");
     let p = dir.join("opensm/plane0/partitions.conf");
     let text = std::fs::read_to_string(&p).unwrap();
     let host6_full = "0x0002c90300000601=full";

@@ -10,9 +10,10 @@ use crate::fabric::{FabricView, Grid};
 use crate::filter::Expr;
 use crate::heatmap::{self, Level, Window};
 use crate::keys::KeyMap;
-use crate::metrics::{EventRow, History, LinkRates, Sample};
+use crate::metrics::{EventRow, History, LinkRates, Sample, Totals};
 use crate::rows::{Job, Key, Query, Rows, Worker};
 use crate::table::{FlowSort, SortKey};
+use crate::tenants::{TenantMask, TenantSpec, TenantTotals, TenantView};
 use crate::theme::Theme;
 use crate::units::Units;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -219,6 +220,14 @@ pub struct App {
     pub requests: Vec<Request>,
     /// History of the link being looked at (drill-down to one link).
     pub link_history: VecDeque<LinkRates>,
+    /// The tenant file's entries (`--tenants`), kept to map every fabric the source sends.
+    pub tenant_spec: Option<TenantSpec>,
+    /// Each tenant's links in the fabric on screen.
+    pub tenants: Arc<TenantView>,
+    /// The tenant the views are restricted to (`t`), if any.
+    pub tenant: Option<usize>,
+    /// Each tenant's totals and history, kept as samples are shown.
+    tenant_totals: Vec<TenantTotals>,
     shown: Option<Arc<Sample>>,
     prev: Option<Arc<Sample>>,
     /// The latest sample received while frozen.
@@ -280,6 +289,10 @@ impl App {
             size: (80, 24),
             requests: Vec::new(),
             link_history: VecDeque::new(),
+            tenant_spec: None,
+            tenants: Arc::new(TenantView::default()),
+            tenant: None,
+            tenant_totals: Vec::new(),
             shown: None,
             prev: None,
             pending: None,
@@ -302,6 +315,47 @@ impl App {
     /// are computed in line, as tests and benchmarks want).
     pub fn set_worker(&mut self, worker: Worker) {
         self.worker = Some(worker);
+    }
+
+    /// Restrict views to tenants from now on (`t` cycles through them).
+    pub fn set_tenants(&mut self, spec: TenantSpec) {
+        self.tenants = Arc::new(spec.view(&self.fabric));
+        self.tenant_spec = Some(spec);
+        self.tenant_totals.clear();
+        if let Some(s) = &self.shown {
+            crate::tenants::update(
+                &self.tenants,
+                &self.fabric,
+                s,
+                &mut self.tenant_totals,
+                HISTORY,
+            );
+        }
+        self.dirty = true;
+    }
+
+    /// The name of the tenant the views are restricted to.
+    pub fn tenant_name(&self) -> Option<&str> {
+        self.tenant
+            .and_then(|i| self.tenants.names.get(i))
+            .map(String::as_str)
+    }
+
+    /// The totals the header shows: the tenant's links' when a tenant is chosen (once a
+    /// sample was shown with it), else the fabric's.
+    pub fn view_totals(&self) -> Option<&Totals> {
+        let cur = self.current()?;
+        Some(match self.tenant {
+            Some(i) => self.tenant_totals.get(i).map_or(&cur.totals, |t| &t.totals),
+            None => &cur.totals,
+        })
+    }
+
+    /// The history the header's sparklines draw: the chosen tenant's, else the fabric's.
+    pub fn view_history(&self) -> &History {
+        self.tenant
+            .and_then(|i| self.tenant_totals.get(i))
+            .map_or(&self.history, |t| &t.history)
     }
 
     /// The sample on screen.
@@ -387,6 +441,10 @@ impl App {
                 self.requested = None;
                 self.rows = None;
                 self.query_gen += 1;
+                if let Some(spec) = &self.tenant_spec {
+                    self.tenants = Arc::new(spec.view(&self.fabric));
+                }
+                self.tenant_totals.clear();
                 self.dirty = true;
             }
             Msg::Rows(r) => self.take_rows(r),
@@ -448,6 +506,10 @@ impl App {
             faults_only: self.faults_only,
             sort: self.sort,
             ascending: self.ascending,
+            tenant: self.tenant.and_then(|index| {
+                let mask = self.tenants.masks.get(index)?.clone();
+                Some(TenantMask { index, mask })
+            }),
         };
         if q != self.query {
             self.query = q;
@@ -516,6 +578,13 @@ impl App {
     fn show(&mut self, serial: u64, s: Arc<Sample>) {
         self.serial = serial;
         self.history.push(&s);
+        crate::tenants::update(
+            &self.tenants,
+            &self.fabric,
+            &s,
+            &mut self.tenant_totals,
+            HISTORY,
+        );
         if let Some(l) = self.watched_link() {
             if self.link_history.len() == 300 {
                 self.link_history.pop_front();
@@ -721,6 +790,16 @@ impl App {
             Action::SeekForward => self.requests.push(Request::Seek(1)),
             Action::Faster => self.requests.push(Request::Speed(2.0)),
             Action::Slower => self.requests.push(Request::Speed(0.5)),
+            Action::Tenant => {
+                let n = self.tenants.names.len();
+                self.tenant = match self.tenant {
+                    _ if n == 0 => None,
+                    None => Some(0),
+                    Some(i) if i + 1 < n => Some(i + 1),
+                    Some(_) => None,
+                };
+                self.selected = 0;
+            }
         }
     }
 

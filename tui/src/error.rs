@@ -30,6 +30,10 @@ pub enum Error {
         /// What was wrong (part of the message, so not a separate `source`).
         error: fabric_api::Error,
     },
+    /// A tenant file could not be read or does not fit the fabric (the message names the
+    /// file, the entry and the limit).
+    #[error("{0}")]
+    Tenants(String),
     /// A key binding names a key that does not exist.
     #[error("key binding `{key}` for `{action}`: {msg}")]
     Key {

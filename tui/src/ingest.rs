@@ -5,7 +5,7 @@
 
 use crate::app::Msg;
 use crate::fabric::{FabricView, LinkLabel, NodeLabel};
-use crate::metrics::{EventRow, FlowRow, LinkRates, Sample, Severity};
+use crate::metrics::{EventRow, FlowRow, LinkRates, PrioRates, Priorities, Sample, Severity};
 use crate::units::duration;
 use fabric_api::{Event, EventKind, FabricInfo, Frame, Interval, Snapshot};
 
@@ -175,6 +175,7 @@ impl Aggregator {
                 links[l as usize].down = true;
             }
         }
+        let priorities = self.priorities(prev, cur, dt_s);
         let t = &cur.totals;
         let mut s = Sample {
             at_ns: cur.time.ns,
@@ -187,11 +188,50 @@ impl Aggregator {
                 .iter()
                 .map(|f| flow_row(f, view))
                 .collect(),
+            priorities,
             ..Sample::default()
         };
         s.totals.drops_total = t.drops_buffer + t.drops_failure + t.drops_no_route + t.drops_kernel;
         s.finish(view);
         Some(s)
+    }
+}
+
+impl Aggregator {
+    /// Per-priority rates of the links that have any (PFC frames sent on either end,
+    /// per priority; queue depth of the larger end): `None` when the snapshot has no
+    /// per-priority column (the source does not count per priority).
+    fn priorities(&self, prev: &Snapshot, cur: &Snapshot, dt_s: f64) -> Option<Priorities> {
+        let (pfc, queue) = (&cur.counters.pfc_tx, &cur.gauges.queue_bytes);
+        let mut measured: Vec<u8> = pfc.keys().chain(queue.keys()).copied().collect();
+        measured.retain(|&p| p < 8);
+        measured.sort_unstable();
+        measured.dedup();
+        if measured.is_empty() {
+            return None;
+        }
+        let mut by_link: std::collections::BTreeMap<u32, PrioRates> = Default::default();
+        for (&p, col) in pfc.iter().filter(|(p, _)| **p < 8) {
+            let before = prev.counters.pfc_tx.get(&p);
+            for (i, v) in col.nonzero() {
+                let d = v.saturating_sub(before.map_or(0, |c| c.get(i)));
+                if let (true, Some(&l)) = (d > 0, self.map.link_of.get(i)) {
+                    by_link.entry(l).or_default().pfc_per_s[p as usize] += (d as f64 / dt_s) as f32;
+                }
+            }
+        }
+        for (&p, col) in queue.iter().filter(|(p, _)| **p < 8) {
+            for (i, v) in col.nonzero() {
+                if let Some(&l) = self.map.link_of.get(i) {
+                    let q = &mut by_link.entry(l).or_default().queue_bytes[p as usize];
+                    *q = (*q).max(v.min(u32::MAX as u64) as u32);
+                }
+            }
+        }
+        Some(Priorities {
+            measured,
+            links: by_link.into_iter().collect(),
+        })
     }
 }
 

@@ -74,10 +74,12 @@ pub enum Action {
     Slower,
     /// Suspend to the shell (`fg` resumes).
     Suspend,
+    /// Next tenant (`--tenants`): restrict the views to its links; after the last, all.
+    Tenant,
 }
 
 /// (action, config name, help text, default keys).
-pub const ACTIONS: [(Action, &str, &str, &[&str]); 33] = [
+pub const ACTIONS: [(Action, &str, &str, &[&str]); 34] = [
     (Action::Quit, "quit", "quit", &["q", "ctrl-c"]),
     (Action::Help, "help", "show / hide this help", &["?", "f1"]),
     (Action::NextView, "next-view", "next view", &["tab"]),
@@ -165,6 +167,12 @@ pub const ACTIONS: [(Action, &str, &str, &[&str]); 33] = [
         "suspend",
         "suspend to the shell (fg resumes)",
         &["ctrl-z"],
+    ),
+    (
+        Action::Tenant,
+        "tenant",
+        "next tenant: its links only (--tenants FILE), then all",
+        &["t"],
     ),
 ];
 

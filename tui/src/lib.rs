@@ -16,6 +16,7 @@
 //! * [`filter`] — the `/` filter language (`util>90 and pfc>0`, `leaf-3`, `plane=2`).
 //! * [`table`] — the links table: sort, filter, only the visible rows built.
 //! * [`rows`] — the table's order and the filter's matches, computed on a worker thread.
+//! * [`tenants`] — `--tenants FILE`: each tenant's links, for the tenant filter (`t`).
 //! * [`app`] — [`App`], [`Action`], the update logic.
 //! * [`keys`] — [`KeyMap`]: key → action, every binding with its help text.
 //! * [`config`] — optional TOML config (theme, units, key bindings).
@@ -63,6 +64,7 @@ pub mod prometheus;
 pub mod rows;
 pub mod source;
 pub mod table;
+pub mod tenants;
 pub mod theme;
 pub mod ui;
 pub mod units;

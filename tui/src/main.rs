@@ -61,9 +61,15 @@ struct Args {
     prometheus: Option<String>,
     /// With --prometheus: the design (a spec file or preset) whose switches' own
     /// node_exporter series to read (labels `switch` and `device`, docs/observe.md),
-    /// instead of `fabric serve` daemons' series.
-    #[arg(long, value_name = "DESIGN", requires = "prometheus")]
+    /// instead of `fabric serve` daemons' series. With --tenants and --connect or
+    /// --replay: the design the tenant file is checked against.
+    #[arg(long, value_name = "DESIGN")]
     fabric: Option<String>,
+    /// Tenant file (docs/tenants.md): `t` restricts the links table, the heat map, the
+    /// header and its sparklines to one tenant's host links. Checked against the demo's
+    /// preset, or --fabric.
+    #[arg(long, value_name = "FILE")]
+    tenants: Option<PathBuf>,
     /// Seconds between two Prometheus queries.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=3600), requires = "prometheus")]
     interval: u64,
@@ -135,11 +141,15 @@ fn main() -> Result<()> {
     if let Some(addr) = &a.connect {
         source::check_address(addr).map_err(anyhow::Error::msg)?;
     }
+    if a.fabric.is_some() && a.prometheus.is_none() && a.tenants.is_none() {
+        bail!("--fabric: only with --prometheus or --tenants");
+    }
     // before the screen opens: a path that cannot be written is an error here
     let rec = a.record.as_deref().map(Recorder::create).transpose()?;
     let rec_name = rec.as_ref().map(Recorder::name);
     let (tx, rx) = mpsc::channel::<Msg>();
     let (ctl_tx, ctl_rx) = mpsc::channel::<Control>();
+    let mut design: Option<topo::Fabric> = None;
     let (view, worker): (FabricView, Box<dyn FnOnce() + Send>) = if let Some(path) = &a.replay {
         let r = Replay::open(path)?;
         let speed = a.speed.unwrap_or(1.0);
@@ -192,6 +202,7 @@ fn main() -> Result<()> {
             ..DemoConfig::default()
         };
         let d = Demo::new(&cfg)?;
+        design = Some(d.fabric().clone());
         let view = FabricView::from_info(&d.info()).0;
         let tx2 = tx.clone();
         (view, Box::new(move || demo::run(d, &cfg, tx2, ctl_rx, rec)))
@@ -202,6 +213,17 @@ fn main() -> Result<()> {
         let _ = done_tx.send(());
     });
     let mut app = App::new(view, opts);
+    if let Some(path) = &a.tenants {
+        let f = match (design, &a.fabric) {
+            (Some(f), _) => f,
+            (None, Some(d)) => prometheus::load_design(d).map_err(anyhow::Error::msg)?,
+            (None, None) => bail!(
+                "--tenants {}: needs the design its hosts are in: --fabric DESIGN (or the demo)",
+                path.display()
+            ),
+        };
+        app.set_tenants(fabric_tui::tenants::TenantSpec::load(path, &f)?);
+    }
     app.recording = rec_name;
     app.set_worker(fabric_tui::rows::Worker::spawn(tx.clone()));
     let res = run_terminal(app, tx, rx, &ctl_tx);

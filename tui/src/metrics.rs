@@ -151,9 +151,48 @@ pub struct Sample {
     /// links inside the pod, which the heat map's pod rows show (computed by
     /// [`Sample::finish`], so drawing never walks every pod's links).
     pub pod_faults: Vec<Vec<Bin>>,
+    /// Per-priority rates, when the source has per-priority counters (the simulator and
+    /// the veth switch have 8 queues); `None`: it has none.
+    pub priorities: Option<Priorities>,
+}
+
+/// Rates of one link per PFC priority.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PrioRates {
+    /// PFC PAUSE frames per second sent on the link (both directions), per priority.
+    pub pfc_per_s: [f32; 8],
+    /// Queue depth (bytes) of the larger direction, per priority.
+    pub queue_bytes: [u32; 8],
+}
+
+/// The per-priority part of a [`Sample`]: which priorities the source measures, and the
+/// rates of the links where any is non-zero (sparse: a fabric's idle links cost nothing).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Priorities {
+    /// Priorities with counters, ascending.
+    pub measured: Vec<u8>,
+    /// `(link id, rates)` of the links with a non-zero rate, by link id.
+    pub links: Vec<(u32, PrioRates)>,
 }
 
 impl Sample {
+    /// The totals of links `ids` only (a tenant's); `drops_total` is 0 (the source
+    /// counts drops for the whole fabric).
+    pub fn totals_over(&self, fabric: &FabricView, ids: &[u32]) -> Totals {
+        totals(fabric, &self.links, ids.iter().copied())
+    }
+
+    /// Link `id`'s per-priority rates: `None` when the source has no per-priority
+    /// counters (shown "n/a"), zeros when it has them and the link had none.
+    pub fn link_priorities(&self, id: u32) -> Option<(Vec<u8>, PrioRates)> {
+        let p = self.priorities.as_ref()?;
+        let rates = p
+            .links
+            .binary_search_by_key(&id, |x| x.0)
+            .map_or(PrioRates::default(), |i| p.links[i].1);
+        Some((p.measured.clone(), rates))
+    }
+
     /// A sample with every link idle and up.
     pub fn idle(fabric: &FabricView, at_ns: u64) -> Sample {
         Sample {
@@ -175,42 +214,8 @@ impl Sample {
         for l in &mut self.links {
             l.util = l.util.min(1.0);
         }
-        let mut t = Totals {
-            drops_total: self.totals.drops_total,
-            ..Totals::default()
-        };
-        let mut per_tier: [Vec<f32>; 3] = Default::default();
-        let (mut paused_sum, mut busy) = (0.0f64, 0u32);
-        let mut worst = 0.0f32;
-        for (i, l) in self.links.iter().enumerate() {
-            t.drops_per_s += l.drops_per_s as f64;
-            if l.drops_per_s > worst {
-                worst = l.drops_per_s;
-                t.worst_drop_link = Some(i as u32);
-            }
-            t.pfc_per_s += l.pfc_per_s as f64;
-            t.failed_links += l.down as u32;
-            let label = &fabric.links[i];
-            let tier = (label.tier as usize).min(2);
-            per_tier[tier].push(l.util);
-            if l.util > 0.0 || l.paused > 0.0 {
-                paused_sum += l.paused as f64;
-                busy += 1;
-            }
-            t.ecn_per_s += l.ecn_per_s as f64;
-            t.max_queue = t.max_queue.max(l.queue_bytes);
-            if tier == 0 {
-                t.host_bps += l.bps as f64;
-            }
-        }
-        t.paused_share = if busy > 0 {
-            paused_sum / busy as f64
-        } else {
-            0.0
-        };
-        for (k, v) in per_tier.iter_mut().enumerate() {
-            t.tiers[k] = tier_util(v);
-        }
+        let mut t = totals(fabric, &self.links, 0..self.links.len() as u32);
+        t.drops_total = self.totals.drops_total;
         self.totals = t;
         // utilisation is ≥ 0, so its bits order like its value
         let mut keys: Vec<u64> = self
@@ -225,6 +230,47 @@ impl Sample {
             .map(|p| heatmap::pod_faults(&p.pods, &self.links))
             .collect();
     }
+}
+
+/// The totals of links `ids` (`drops_total` left 0: it is the source's count).
+fn totals(fabric: &FabricView, links: &[LinkRates], ids: impl Iterator<Item = u32>) -> Totals {
+    let mut t = Totals::default();
+    let mut per_tier: [Vec<f32>; 3] = Default::default();
+    let (mut paused_sum, mut busy) = (0.0f64, 0u32);
+    let mut worst = 0.0f32;
+    for i in ids {
+        let Some(l) = links.get(i as usize) else {
+            continue;
+        };
+        t.drops_per_s += l.drops_per_s as f64;
+        if l.drops_per_s > worst {
+            worst = l.drops_per_s;
+            t.worst_drop_link = Some(i);
+        }
+        t.pfc_per_s += l.pfc_per_s as f64;
+        t.failed_links += l.down as u32;
+        let label = &fabric.links[i as usize];
+        let tier = (label.tier as usize).min(2);
+        per_tier[tier].push(l.util);
+        if l.util > 0.0 || l.paused > 0.0 {
+            paused_sum += l.paused as f64;
+            busy += 1;
+        }
+        t.ecn_per_s += l.ecn_per_s as f64;
+        t.max_queue = t.max_queue.max(l.queue_bytes);
+        if tier == 0 {
+            t.host_bps += l.bps as f64;
+        }
+    }
+    t.paused_share = if busy > 0 {
+        paused_sum / busy as f64
+    } else {
+        0.0
+    };
+    for (k, v) in per_tier.iter_mut().enumerate() {
+        t.tiers[k] = tier_util(v);
+    }
+    t
 }
 
 fn tier_util(v: &mut [f32]) -> TierUtil {
@@ -282,12 +328,16 @@ impl History {
 
     /// Append the totals of a sample.
     pub fn push(&mut self, s: &Sample) {
+        self.push_totals(s.at_ns, &s.totals);
+    }
+
+    /// Append totals `t` taken at `at_ns`.
+    pub fn push_totals(&mut self, at_ns: u64, t: &Totals) {
         if self.points.len() == self.cap {
             self.points.pop_front();
         }
-        let t = &s.totals;
         self.points.push_back(Point {
-            at_ns: s.at_ns,
+            at_ns,
             tier_max: t.tiers.map(|x| x.max),
             tier_p99: t.tiers.map(|x| x.p99),
             host_bps: t.host_bps,

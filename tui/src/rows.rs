@@ -17,6 +17,7 @@ use crate::fabric::FabricView;
 use crate::filter::Expr;
 use crate::metrics::Sample;
 use crate::table::{self, SortKey};
+use crate::tenants::TenantMask;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 
@@ -31,17 +32,19 @@ pub struct Query {
     pub sort: SortKey,
     /// Ascending instead of descending.
     pub ascending: bool,
+    /// Only this tenant's links.
+    pub tenant: Option<TenantMask>,
 }
 
 impl Query {
     /// Every link by utilisation, highest first: a sample's own [`Sample::by_util`].
     pub fn is_default(&self) -> bool {
-        self.filter.is_none() && !self.faults_only && self.sort == SortKey::Util && !self.ascending
+        self.keeps_all() && self.sort == SortKey::Util && !self.ascending
     }
 
-    /// Keeps every link (no filter, not faults only).
+    /// Keeps every link (no filter, not faults only, no tenant).
     pub fn keeps_all(&self) -> bool {
-        self.filter.is_none() && !self.faults_only
+        self.filter.is_none() && !self.faults_only && self.tenant.is_none()
     }
 }
 
@@ -90,8 +93,12 @@ impl Job {
         };
         let rates = &self.sample.links;
         let n = self.fabric.links.len();
+        let tenant = self.query.tenant.as_ref().map(|t| &t.mask);
         let keep: Vec<bool> = (0..n as u32)
-            .map(|id| table::keeps(&self.fabric, rates, &q, id))
+            .map(|id| {
+                tenant.is_none_or(|m| m.get(id as usize).copied().unwrap_or(false))
+                    && table::keeps(&self.fabric, rates, &q, id)
+            })
             .collect();
         let by_util = &self.sample.by_util;
         let order =

@@ -225,13 +225,27 @@ pub struct NamedEvent {
     /// Its places, `switch:port` (see [`Event::places`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub at: Vec<String>,
+    /// The tenants it concerns (`fabric serve --tenants`: a tenant's host link, port or
+    /// host), absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<String>,
 }
 
 impl NamedEvent {
     /// `event` with its places named from `info`.
     pub fn new(event: Event, info: &FabricInfo) -> NamedEvent {
         let at = event.places(info);
-        NamedEvent { event, at }
+        NamedEvent {
+            event,
+            at,
+            tenants: Vec::new(),
+        }
+    }
+
+    /// The same, naming the tenants it concerns.
+    pub fn with_tenants(mut self, tenants: Vec<String>) -> NamedEvent {
+        self.tenants = tenants;
+        self
     }
 
     /// The event frame as one JSON line (`{"event":{…,"at":[…]}}` and `\n`), read back by

@@ -92,6 +92,8 @@ pub struct Config {
     pub drift_interval: Duration,
     /// Reprogram drifted routes at each periodic check.
     pub repair_drift: bool,
+    /// Tenant file (docs/tenants.md): per-tenant views of the hosts' links.
+    pub tenants: Option<std::path::PathBuf>,
 }
 
 /// Limits on the settings (what a user may ask for).
@@ -132,6 +134,7 @@ impl Config {
             max_header_bytes: 16 * 1024,
             drift_interval: Duration::from_secs(10),
             repair_drift: false,
+            tenants: None,
         }
     }
 

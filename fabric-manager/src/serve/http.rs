@@ -86,6 +86,7 @@ pub fn router(st: AppState, max_body: usize) -> Router {
     let limited = Router::new()
         .route("/api/v1/topology", get(topology))
         .route("/api/v1/namespaces", get(namespaces))
+        .route("/api/v1/tenants", get(tenants))
         .route("/api/v1/routes/{switch}", get(routes))
         .route("/api/v1/telemetry", get(telemetry))
         .route("/api/v1/events", get(events))
@@ -241,6 +242,16 @@ async fn namespaces(State(st): State<AppState>) -> Response {
         None => error(
             StatusCode::NOT_FOUND,
             "this source has no network namespaces (the simulator, or a fabric observed from outside)",
+        ),
+    }
+}
+
+async fn tenants(State(st): State<AppState>) -> Response {
+    match st.hub.tenants() {
+        Some(t) => Json(t.view()).into_response(),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "this daemon has no tenant file: start it with --tenants FILE",
         ),
     }
 }

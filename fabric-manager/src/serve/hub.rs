@@ -151,6 +151,8 @@ pub struct Hub {
     shutdown: watch::Sender<bool>,
     /// The daemon's own counters.
     pub counters: Counters,
+    /// Per-tenant sums (`--tenants`), fed at every publish; events name their tenants.
+    tenants: Option<Arc<super::tenants::TenantLive>>,
 }
 
 #[derive(Debug)]
@@ -190,7 +192,29 @@ impl Hub {
             stream_lag: stream_lag as u64,
             shutdown: watch::channel(false).0,
             counters: Counters::default(),
+            tenants: None,
         }
+    }
+
+    /// The same hub with a per-tenant view.
+    pub fn with_tenants(mut self, tenants: Option<Arc<super::tenants::TenantLive>>) -> Self {
+        self.tenants = tenants;
+        self
+    }
+
+    /// The per-tenant view, if the daemon has a tenant file.
+    pub fn tenants(&self) -> Option<&Arc<super::tenants::TenantLive>> {
+        self.tenants.as_ref()
+    }
+
+    /// `e` with its places and tenants named.
+    fn named(&self, e: Event) -> NamedEvent {
+        let tenants = self
+            .tenants
+            .as_ref()
+            .map(|t| t.map.of_event(&e))
+            .unwrap_or_default();
+        NamedEvent::new(e, &self.info).with_tenants(tenants)
     }
 
     /// The fabric map.
@@ -217,11 +241,14 @@ impl Hub {
         let Frame::Snapshot(snapshot) = frame else {
             return;
         };
+        if let Some(t) = &self.tenants {
+            t.observe(&snapshot);
+        }
         let json = Bytes::from(serde_json::to_vec(&snapshot).expect("snapshots serialize"));
         let event_lines: Vec<Bytes> = events
             .iter()
             // named `switch:port` for readers without the map (`"at"`)
-            .map(|e| Bytes::from(NamedEvent::new(e.clone(), &self.info).to_json_line()))
+            .map(|e| Bytes::from(self.named(e.clone()).to_json_line()))
             .collect();
         {
             let mut h = self.history.lock().expect("history lock");
@@ -344,7 +371,7 @@ impl Hub {
         ev.iter()
             .filter(|e| e.seq >= since)
             .take(limit)
-            .map(|e| NamedEvent::new(e.clone(), &self.info))
+            .map(|e| self.named(e.clone()))
             .collect()
     }
 

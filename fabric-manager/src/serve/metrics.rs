@@ -543,6 +543,9 @@ impl Collector for Scrape {
         if let Some(latest) = exp.hub.latest() {
             exp.ports(&latest.snapshot, sel, &mut enc)?;
         }
+        if let Some(t) = exp.hub.tenants() {
+            super::tenants::encode(t, sel, exp.rate_scale, &mut enc)?;
+        }
         exp.health.encode(&mut enc, (&exp.labels, sel))?;
         super::drain::encode(&exp.hub, &exp.health, sel, &mut enc)?;
         exp.daemon(sel, &mut enc)?;

@@ -16,6 +16,7 @@
 //!   broadcast ring, events, counters).
 //! * [`server`] — accept loop; [`http`] — routes, token, limits; [`stream`] — the
 //!   NDJSON/SSE stream; [`metrics`] — Prometheus exposition; [`routes`] — the tables;
+//!   [`tenants`] — per-tenant views of the host links (`--tenants FILE`);
 //!   [`health`] — what the events tell about the fabric; [`log`] — stderr log lines.
 //!
 //! # Example
@@ -47,6 +48,7 @@ pub mod server;
 pub mod sim_source;
 pub mod source;
 pub mod stream;
+pub mod tenants;
 pub mod testbed_source;
 
 use std::net::SocketAddr;
@@ -71,18 +73,22 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let source::SourceMap { info, fabric } = source.map();
+    let tenants = load_tenants(&config, &info, fabric.as_deref())?.map(Arc::new);
     let namespaces = match source.places() {
         Some(nodes) => Some(Bytes::from(serde_json::to_vec(
             &serde_json::json!({ "nodes": nodes }),
         )?)),
         None => None,
     };
-    let hub = Arc::new(hub::Hub::new(
-        info.clone(),
-        config.history,
-        config.events_kept,
-        config.stream_lag,
-    ));
+    let hub = Arc::new(
+        hub::Hub::new(
+            info.clone(),
+            config.history,
+            config.events_kept,
+            config.stream_lag,
+        )
+        .with_tenants(tenants),
+    );
     let health = Arc::new(health::DaemonHealth::new(&info, config.health));
     // A testbed's interfaces are `p<port>`: the API names them so (`swp<port+1>`, the
     // export's switch naming, otherwise).
@@ -159,6 +165,28 @@ pub async fn run(
     }
     log::info("stopped");
     Ok(())
+}
+
+/// The per-tenant map of `--tenants FILE` over the source's hosts (`None` without it); an
+/// error when the file is bad or the source knows no hosts.
+pub fn load_tenants(
+    config: &Config,
+    info: &fabric_api::FabricInfo,
+    fabric: Option<&topo::Fabric>,
+) -> anyhow::Result<Option<tenants::TenantLive>> {
+    let Some(path) = &config.tenants else {
+        return Ok(None);
+    };
+    let Some(f) = fabric else {
+        anyhow::bail!(
+            "--tenants {}: this source has no fabric design to find the tenants' hosts in",
+            path.display()
+        );
+    };
+    let t = crate::tenant_args::load(path, f)?;
+    Ok(Some(tenants::TenantLive::new(tenants::TenantMap::new(
+        info, f, &t,
+    ))))
 }
 
 /// `fabric serve` options.
@@ -314,6 +342,11 @@ pub struct Args {
     /// Time limit of a (non-streaming) request.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// Tenant file (docs/tenants.md): serve per-tenant utilisation, PFC pauses, drops and
+    /// per-priority counters of the tenants' host links (`GET /api/v1/tenants`,
+    /// `fabric_tenant_*` metrics, `tenants` on events).
+    #[arg(long, value_name = "FILE")]
+    pub tenants: Option<PathBuf>,
 }
 
 /// `250ms`, `1s`, `2.5s`, `1m`.
@@ -426,6 +459,7 @@ impl Args {
         c.request_timeout = self.request_timeout;
         c.drift_interval = self.drift_interval;
         c.repair_drift = self.repair_drift;
+        c.tenants = self.tenants.clone();
         c.validate().map_err(anyhow::Error::msg)?;
         Ok(c)
     }
@@ -453,6 +487,9 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     // Validated above; the source (a testbed is built here) opens before the readiness
     // line, so every error comes before it, and once.
     let source = sim_source::open(&config.source)?;
+    // A bad tenant file is reported before the readiness line.
+    let map = source.map();
+    load_tenants(&config, &map.info, map.fabric.as_deref())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -130,6 +130,53 @@ fn k8_all_to_all() {
     }
 }
 
+fn leaf_spine_all_to_all() {
+    // the extended faithfulness table's slowest rows (docs/planner.md): 2:1 leaf–spine,
+    // 128 hosts, all-to-all 32 KB per pair (16,256 flows); path building and the fluid
+    // completion times (re-filled after each batch of completions) timed apart
+    let f = topo::generators::leaf_spine_spec(16, 4, 8, 1, Rate::gbps(100))
+        .build("leaf-spine-2to1")
+        .unwrap();
+    let routes = Routes::compute(&f);
+    let hosts: Vec<NodeId> = f.hosts().collect();
+    let mut flows = Vec::new();
+    for &a in &hosts {
+        for &b in &hosts {
+            if a != b {
+                flows.push(flow_model::paths::Flow {
+                    src: a,
+                    dst: b,
+                    id: 0,
+                });
+            }
+        }
+    }
+    let cap = flow_model::eval::capacities(&f, &routes);
+    let bits = vec![32e3 * 8.0; flows.len()];
+    let mut ev = Evaluator::default();
+    for lb in [
+        LoadBalance::Ecmp { seed: 1 },
+        LoadBalance::Entropy { evs: 128, seed: 7 },
+        LoadBalance::Spray,
+    ] {
+        let (ps, tp) = best(7, || flow_model::paths::build(&f, &routes, &flows, lb));
+        let (fin, tf) = best(7, || {
+            (ev.refills, ev.refilled_flows) = (0, 0);
+            ev.finish_times(&ps, &cap, &bits, None)
+        });
+        println!(
+            "leaf-spine-2:1 all-to-all 128 hosts × 32 KB per pair {lb:?}: paths {:7.1} ms, completion times {:7.1} ms  ({} flows, {} path entries, {} re-fills of {:.0} flows on average, last {:.1} us)",
+            tp * 1e3,
+            tf * 1e3,
+            flows.len(),
+            ps.link.len(),
+            ev.refills,
+            ev.refilled_flows as f64 / ev.refills.max(1) as f64,
+            fin.iter().copied().fold(0.0, f64::max) * 1e6
+        );
+    }
+}
+
 fn planner_case(name: &str, f: &Fabric, gpus: u64, trials: u32) {
     let cfg = PlanConfig {
         job_gpus: gpus,
@@ -172,6 +219,9 @@ fn main() {
             .filter(|a| !a.starts_with('-'))
             .all(|a| s.contains(a.as_str()))
     };
+    if only("model-a2a") {
+        leaf_spine_all_to_all();
+    }
     if only("model") {
         k8_all_to_all();
         k16_permutation();

@@ -5,6 +5,7 @@ use topo::{Fabric, LinkId, Routes};
 
 use crate::fill::{Filler, link_loads};
 use crate::paths::{self, LoadBalance, PathSet};
+use crate::refill::Refill;
 use crate::traffic::{Expanded, Pattern, Timing};
 
 /// A job: a pattern and the bytes each rank contributes (all-reduce buffer size, bytes per
@@ -87,6 +88,11 @@ pub struct Evaluator {
     filler: Filler,
     /// Capacity factor per link (degraded links: below 1); empty: every link at its rate.
     pub link_scale: Vec<f64>,
+    /// Re-fills after completions so far, and the flows they re-filled (the others kept
+    /// their rates: [`crate::refill`]).
+    pub refills: u64,
+    /// See `refills`.
+    pub refilled_flows: u64,
 }
 
 impl Evaluator {
@@ -224,26 +230,32 @@ impl Evaluator {
     ) -> Vec<f64> {
         let mut left = bits.to_vec();
         let mut finish = vec![f64::INFINITY; ps.len()];
-        let mut active: Vec<usize> = (0..ps.len()).filter(|&i| !ps.unroutable(i)).collect();
-        let mut rates = match first {
-            Some(r) => active.iter().map(|&i| r[i]).collect(),
-            None => self.filler.max_min(&subset(ps, &active), cap),
+        let mut active: Vec<u32> = (0..ps.len() as u32)
+            .filter(|&i| !ps.unroutable(i as usize))
+            .collect();
+        let mut rate = match first {
+            Some(r) => r.to_vec(),
+            None => self.filler.max_min(ps, cap),
         };
+        let mut refill = Refill::new(ps, &rate, &active, cap);
+        let mut gone = Vec::new();
         let mut now = 0.0f64;
         for round in 0.. {
             let mut dt = f64::INFINITY;
-            for (ai, &i) in active.iter().enumerate() {
-                if left[i].is_finite() && rates[ai] > 0.0 {
-                    dt = dt.min(left[i] / rates[ai]);
+            for &i in &active {
+                let i = i as usize;
+                if left[i].is_finite() && rate[i] > 0.0 {
+                    dt = dt.min(left[i] / rate[i]);
                 }
             }
             if !dt.is_finite() {
                 break;
             }
             if round >= 10_000 {
-                for (ai, &i) in active.iter().enumerate() {
-                    if left[i].is_finite() && rates[ai] > 0.0 {
-                        finish[i] = now + left[i] / rates[ai];
+                for &i in &active {
+                    let i = i as usize;
+                    if left[i].is_finite() && rate[i] > 0.0 {
+                        finish[i] = now + left[i] / rate[i];
                     }
                 }
                 break;
@@ -255,27 +267,31 @@ impl Evaluator {
             let horizon = dt + BATCH * (now + dt);
             let t0 = now;
             now += dt;
-            let mut still = Vec::with_capacity(active.len());
-            for (ai, &i) in active.iter().enumerate() {
-                if left[i].is_finite() {
-                    let due = if rates[ai] > 0.0 {
-                        left[i] / rates[ai]
-                    } else {
-                        f64::INFINITY
-                    };
-                    if due <= horizon || left[i] - rates[ai] * dt <= 1e-9 * bits[i].max(1.0) {
-                        finish[i] = t0 + due.min(horizon);
-                        continue;
-                    }
-                    left[i] -= rates[ai] * dt;
+            gone.clear();
+            active.retain(|&fi| {
+                let i = fi as usize;
+                if !left[i].is_finite() {
+                    return true;
                 }
-                still.push(i);
-            }
-            active = still;
-            if active.iter().all(|&i| !left[i].is_finite()) {
+                let due = if rate[i] > 0.0 {
+                    left[i] / rate[i]
+                } else {
+                    f64::INFINITY
+                };
+                if due <= horizon || left[i] - rate[i] * dt <= 1e-9 * bits[i].max(1.0) {
+                    finish[i] = t0 + due.min(horizon);
+                    gone.push(fi);
+                    return false;
+                }
+                left[i] -= rate[i] * dt;
+                true
+            });
+            if active.iter().all(|&i| !left[i as usize].is_finite()) {
                 break;
             }
-            rates = self.filler.max_min(&subset(ps, &active), cap);
+            let n = refill.after_departures(&mut self.filler, ps, cap, &mut rate, &active, &gone);
+            self.refills += 1;
+            self.refilled_flows += n as u64;
         }
         finish
     }
@@ -285,22 +301,6 @@ impl Evaluator {
 /// in the same re-fill ([`Evaluator::finish_times`]): each keeps its exact projected finish
 /// time, the others see its capacity freed at most 1 % of the elapsed time early.
 pub const BATCH: f64 = 0.01;
-
-fn subset(ps: &PathSet, keep: &[usize]) -> PathSet {
-    let mut out = PathSet {
-        off: Vec::with_capacity(keep.len() + 1),
-        link: Vec::new(),
-        weight: Vec::new(),
-    };
-    out.off.push(0);
-    for &i in keep {
-        let (l, w) = ps.entries(i);
-        out.link.extend_from_slice(l);
-        out.weight.extend_from_slice(w);
-        out.off.push(out.link.len() as u32);
-    }
-    out
-}
 
 /// Bytes per edge that `fill_chunks` pipeline steps add when each edge carries
 /// `per_edge` bytes in chunks of [`scenario::TREE_CHUNK`].

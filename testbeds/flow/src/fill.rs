@@ -42,38 +42,62 @@ impl PartialOrd for Item {
     }
 }
 
-/// Reusable scratch for [`max_min`] (sized to the number of directed links).
+/// Reusable scratch for [`Filler::max_min`] (sized to the number of directed links).
 #[derive(Debug, Default)]
 pub struct Filler {
     frozen_load: Vec<f64>,
     weight: Vec<f64>,
     version: Vec<u32>,
-    /// Flows through each directed link (CSR, built per call).
+    /// `mark[d] == epoch`: link `d` carries a flow being filled in this call.
+    mark: Vec<u32>,
+    epoch: u32,
+    /// Position of each touched link in `touched` (valid where marked).
+    slot: Vec<u32>,
+    /// Flows being filled through each touched link (CSR over `touched`, built per call).
     by_link_off: Vec<u32>,
     by_link: Vec<u32>,
     touched: Vec<u32>,
     heap: BinaryHeap<Item>,
+    /// Links whose level moved while one link's flows froze (pushed once afterwards).
+    moved: Vec<u32>,
+    /// `moved_at[d] == step`: link `d` is in `moved` already.
+    moved_at: Vec<u64>,
+    step: u64,
 }
 
 impl Filler {
     /// Max-min fair rates (bits/s) of the flows in `ps` over directed links of capacity
     /// `cap[d]` (bits/s; a capacity of 0 means the link is down).
     pub fn max_min(&mut self, ps: &PathSet, cap: &[f64]) -> Vec<f64> {
-        let nl = cap.len();
-        let nf = ps.len();
-        self.reset(nl);
-        self.index_flows(ps, nl);
-        let mut rate = vec![f64::NAN; nf];
-        let mut left = 0usize;
-        for (i, r) in rate.iter_mut().enumerate() {
-            if ps.unroutable(i) {
-                *r = 0.0;
-            } else {
-                left += 1;
-            }
+        let mut rate = vec![0.0; ps.len()];
+        let free: Vec<u32> = (0..ps.len() as u32)
+            .filter(|&i| !ps.unroutable(i as usize))
+            .collect();
+        self.fill(ps, cap, &free, &mut rate, 0.0, |_| 0.0);
+        rate
+    }
+
+    /// Progressive filling of the flows `free` only (their entries of `rate` are
+    /// overwritten; the others are not read), starting at water level `floor`, over links
+    /// that already carry `base(d)` bits/s of other, frozen flows. With `floor = 0` and no
+    /// base load this is the whole max-min computation; [`crate::refill`] restarts it at
+    /// the level where departed flows had frozen.
+    pub(crate) fn fill(
+        &mut self,
+        ps: &PathSet,
+        cap: &[f64],
+        free: &[u32],
+        rate: &mut [f64],
+        floor: f64,
+        base: impl Fn(usize) -> f64,
+    ) {
+        self.index_flows(ps, cap.len(), free, base);
+        for &fi in free {
+            rate[fi as usize] = f64::NAN;
         }
+        let mut left = free.len();
         for k in 0..self.touched.len() {
-            self.push(self.touched[k], cap, 0.0);
+            self.push(self.touched[k], cap, floor);
         }
         while left > 0 {
             let Some(it) = self.heap.pop() else { break };
@@ -81,11 +105,14 @@ impl Filler {
             if it.version != self.version[d] || self.weight[d] <= EPS {
                 continue;
             }
-            let level = it.level.max(0.0);
+            let level = it.level.max(floor);
+            let k = self.slot[d] as usize;
             let (s, e) = (
-                self.by_link_off[d] as usize,
-                self.by_link_off[d + 1] as usize,
+                self.by_link_off[k] as usize,
+                self.by_link_off[k + 1] as usize,
             );
+            self.step += 1;
+            self.moved.clear();
             for k in s..e {
                 let fi = self.by_link[k] as usize;
                 if !rate[fi].is_nan() {
@@ -99,57 +126,71 @@ impl Filler {
                     self.frozen_load[m] += w * level;
                     self.weight[m] -= w;
                     self.version[m] = self.version[m].wrapping_add(1);
-                    if m != d {
-                        self.push(m as u32, cap, level);
+                    if m != d && self.moved_at[m] != self.step {
+                        self.moved_at[m] = self.step;
+                        self.moved.push(m as u32);
                     }
                 }
+            }
+            // one heap entry per link whose level moved (earlier ones would be stale)
+            for k in 0..self.moved.len() {
+                self.push(self.moved[k], cap, level);
             }
         }
         // Flows left unfrozen only if some link had no capacity bound (cannot happen with
         // finite capacities); give them 0 rather than NaN.
-        for r in &mut rate {
-            if r.is_nan() {
-                *r = 0.0;
+        for &fi in free {
+            if rate[fi as usize].is_nan() {
+                rate[fi as usize] = 0.0;
             }
         }
-        rate
     }
 
-    fn reset(&mut self, nl: usize) {
-        for &d in &self.touched {
-            let d = d as usize;
-            if d < self.frozen_load.len() {
-                self.frozen_load[d] = 0.0;
-                self.weight[d] = 0.0;
-            }
-        }
+    /// Marks the links of the `free` flows, sets their base load and summed weight, and
+    /// lists the free flows through each of them.
+    fn index_flows(&mut self, ps: &PathSet, nl: usize, free: &[u32], base: impl Fn(usize) -> f64) {
         self.frozen_load.resize(nl, 0.0);
         self.weight.resize(nl, 0.0);
         self.version.resize(nl, 0);
+        self.mark.resize(nl, 0);
+        self.slot.resize(nl, 0);
+        self.moved_at.resize(nl, 0);
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.mark.iter_mut().for_each(|m| *m = 0);
+            self.epoch = 1;
+        }
         self.touched.clear();
         self.heap.clear();
-    }
-
-    fn index_flows(&mut self, ps: &PathSet, nl: usize) {
         self.by_link_off.clear();
-        self.by_link_off.resize(nl + 1, 0);
-        for (&d, &w) in ps.link.iter().zip(&ps.weight) {
-            let d = d as usize;
-            if self.weight[d] == 0.0 && self.by_link_off[d + 1] == 0 {
-                self.touched.push(d as u32);
+        self.by_link_off.push(0);
+        for &fi in free {
+            let (links, ws) = ps.entries(fi as usize);
+            for (&d, &w) in links.iter().zip(ws) {
+                let du = d as usize;
+                if self.mark[du] != self.epoch {
+                    self.mark[du] = self.epoch;
+                    self.slot[du] = self.touched.len() as u32;
+                    self.touched.push(d);
+                    self.by_link_off.push(0);
+                    self.frozen_load[du] = base(du);
+                    self.weight[du] = 0.0;
+                }
+                self.weight[du] += w;
+                self.by_link_off[self.slot[du] as usize + 1] += 1;
             }
-            self.weight[d] += w;
-            self.by_link_off[d + 1] += 1;
         }
-        for i in 0..nl {
-            self.by_link_off[i + 1] += self.by_link_off[i];
+        for k in 0..self.touched.len() {
+            self.by_link_off[k + 1] += self.by_link_off[k];
         }
-        self.by_link.resize(ps.link.len(), 0);
-        let mut fill: Vec<u32> = self.by_link_off[..nl].to_vec();
-        for fi in 0..ps.len() {
-            for &d in ps.entries(fi).0 {
-                self.by_link[fill[d as usize] as usize] = fi as u32;
-                fill[d as usize] += 1;
+        let total = self.by_link_off[self.touched.len()] as usize;
+        self.by_link.resize(total, 0);
+        let mut fill: Vec<u32> = self.by_link_off[..self.touched.len()].to_vec();
+        for &fi in free {
+            for &d in ps.entries(fi as usize).0 {
+                let k = self.slot[d as usize] as usize;
+                self.by_link[fill[k] as usize] = fi;
+                fill[k] += 1;
             }
         }
     }

@@ -8,6 +8,8 @@
 //!   adaptive), all in one arena of directed-link ids.
 //! * [`fill`] — max-min fair rates by progressive filling with a heap of link
 //!   saturation levels.
+//! * [`refill`] — max-min rates again after flows finish, re-filling only the flows the
+//!   departures can change (the fluid completion-time simulation's inner step).
 //! * [`traffic`] — patterns (permutation, all-to-all, ring / tree / hierarchical
 //!   all-reduce, incast) and how rates give completion time and bus bandwidth.
 //! * [`eval`] — one evaluation of a set of jobs: rates, utilisation, busiest links.
@@ -19,6 +21,9 @@
 //!   TOML overrides.
 //! * [`planner`] — seeded Monte-Carlo timelines of failures and repairs, evaluated with
 //!   the flow model; per-design summaries; shard merging.
+//! * [`multijob`] — several jobs or tenants at once on one design: each on its own
+//!   servers, a shared spare pool by priority, bandwidth evaluated together, per-job and
+//!   cluster figures.
 //!
 //! # Example
 //! ```
@@ -42,11 +47,13 @@
 
 pub mod eval;
 pub mod fill;
+pub mod multijob;
 pub mod paths;
 pub mod place;
 pub mod placement;
 pub mod planner;
 pub mod rates;
+pub mod refill;
 pub mod stats;
 pub mod trace;
 pub mod traffic;

@@ -136,6 +136,19 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The key of entropy value `ev` of the flow with hash `h`; each switch mixes it with its
+/// own id to pick a next hop, so the key itself needs no mixing.
+#[inline]
+fn ev_key(h: u64, ev: u64) -> u64 {
+    h ^ (ev + 1).wrapping_mul(0xa24b_aed4_963e_e407)
+}
+
+/// `h` mapped onto `0..k` by its high bits (a multiply instead of a division).
+#[inline]
+fn pick(h: u64, k: usize) -> usize {
+    ((h as u128 * k as u128) >> 64) as usize
+}
+
 fn flow_hash(seed: u64, fl: &Flow) -> u64 {
     mix(seed ^ mix(((fl.src.0 as u64) << 32 | fl.dst.0 as u64) ^ mix(fl.id)))
 }
@@ -299,6 +312,20 @@ struct SprayScratch {
     cur: Vec<(u32, f64)>,
     next: Vec<(u32, f64)>,
     out: Vec<(u32, f64)>,
+    /// Weight per directed link of the flow being built (entropy), and the links set.
+    acc: Vec<f64>,
+    acc_links: Vec<u32>,
+    /// Entropy values' hashes, grouped by the node they are at.
+    evh: Vec<u64>,
+    /// Groups of values at a node: (node, first index into `evh`, count); this hop's and
+    /// the next.
+    groups: Vec<(u32, u32, u32)>,
+    next_groups: Vec<(u32, u32, u32)>,
+    /// Scratch of [`SprayScratch::split`].
+    pick: Vec<u32>,
+    count: Vec<u32>,
+    fill: Vec<u32>,
+    sorted: Vec<u64>,
 }
 
 /// The usable planes of a flow and the share of each (even), or `None` when it has none.
@@ -376,41 +403,155 @@ fn entropy(
     let Some((planes, share)) = plane_shares(routes, fl) else {
         return false;
     };
-    s.out.clear();
+    // weights summed per directed link in a dense array (in path order, as a sort and
+    // merge would add them), then emitted in link order
+    s.acc.resize(2 * f.num_links(), 0.0);
+    for &d in &s.acc_links {
+        s.acc[d as usize] = 0.0;
+    }
+    s.acc_links.clear();
     let part = share / evs as f64;
-    for (p, _) in planes {
+    let ok = entropy_walks(f, routes, fl, h, evs, &planes, share, part, s);
+    if ok {
+        s.acc_links.sort_unstable();
+        for &d in &s.acc_links {
+            ps.link.push(d);
+            ps.weight.push(s.acc[d as usize]);
+        }
+    }
+    ok
+}
+
+/// The walks of [`entropy`]: per plane, every entropy value from the source's leaf to the
+/// destination, weights into `s.acc`. The values travel in groups (a node and a run of
+/// value hashes in `s.evh`): a node with one next hop moves its whole group at once, a
+/// node with several splits it by each value's hash (the same choice a walk per value
+/// would make).
+#[allow(clippy::too_many_arguments)]
+fn entropy_walks(
+    f: &Fabric,
+    routes: &Routes,
+    fl: &Flow,
+    h: u64,
+    evs: u16,
+    planes: &[(u16, u16)],
+    share: f64,
+    part: f64,
+    s: &mut SprayScratch,
+) -> bool {
+    for &(p, _) in planes {
         let att = f
             .attachment(fl.src, p)
             .expect("usable plane has an attachment");
-        s.out.push((dlink(f, att.link, fl.src), share));
-        for ev in 0..evs as u64 {
-            let ev_hash = mix(h ^ (ev + 1).wrapping_mul(0xa24b_aed4_963e_e407));
-            let mut at = att.leaf;
-            let mut arrived = false;
-            for _ in 0..MAX_HOPS {
-                let nh = routes.next_hops(at, fl.dst);
-                if nh.is_empty() {
-                    return false;
-                }
-                let port = nh[(mix(ev_hash ^ (at.0 as u64) << 8) % nh.len() as u64) as usize];
-                s.out.push((dlink(f, f.port_link(at, port), at), part));
-                at = f.peer(at, port);
-                if at == fl.dst {
-                    arrived = true;
-                    break;
-                }
-                if f.is_host(at) {
+        s.add(dlink(f, att.link, fl.src), share);
+        s.evh.clear();
+        s.evh.extend((0..evs as u64).map(|ev| ev_key(h, ev)));
+        s.groups.clear();
+        s.groups.push((att.leaf.0, 0, evs as u32));
+        for _ in 0..MAX_HOPS {
+            if s.groups.is_empty() {
+                break;
+            }
+            s.next_groups.clear();
+            for gi in 0..s.groups.len() {
+                let (v, first, len) = s.groups[gi];
+                if !s.split(f, routes, fl, NodeId(v), first, len, part) {
                     return false;
                 }
             }
-            if !arrived {
+            std::mem::swap(&mut s.groups, &mut s.next_groups);
+        }
+        if !s.groups.is_empty() {
+            return false; // looping: more than MAX_HOPS
+        }
+    }
+    true
+}
+
+impl SprayScratch {
+    fn add(&mut self, d: u32, w: f64) {
+        if self.acc[d as usize] == 0.0 {
+            self.acc_links.push(d);
+        }
+        self.acc[d as usize] += w;
+    }
+
+    /// Moves the `len` entropy values at `s.evh[first..]`, sitting at `at`, one hop on:
+    /// weights onto the links taken, groups for the next hop into `next_groups` (none for
+    /// values that arrived). False when `at` has no route or a value reaches another host.
+    #[allow(clippy::too_many_arguments)]
+    fn split(
+        &mut self,
+        f: &Fabric,
+        routes: &Routes,
+        fl: &Flow,
+        at: NodeId,
+        first: u32,
+        len: u32,
+        part: f64,
+    ) -> bool {
+        let nh = routes.next_hops(at, fl.dst);
+        if nh.is_empty() {
+            return false;
+        }
+        let k = nh.len();
+        if k == 1 {
+            return self.hop(f, fl, at, nh[0], first, len, part);
+        }
+        // counting sort of the values by next-hop index
+        self.count.clear();
+        self.count.resize(k + 1, 0);
+        self.pick.clear();
+        let run = first as usize..(first + len) as usize;
+        for &e in &self.evh[run.clone()] {
+            let i = pick(mix(e ^ (at.0 as u64) << 8), k) as u32;
+            self.pick.push(i);
+            self.count[i as usize + 1] += 1;
+        }
+        for i in 0..k {
+            self.count[i + 1] += self.count[i];
+        }
+        self.sorted.clear();
+        self.sorted.resize(len as usize, 0);
+        self.fill.clear();
+        self.fill.extend_from_slice(&self.count[..k]);
+        for (j, &i) in self.pick.iter().enumerate() {
+            self.sorted[self.fill[i as usize] as usize] = self.evh[first as usize + j];
+            self.fill[i as usize] += 1;
+        }
+        self.evh[run].copy_from_slice(&self.sorted);
+        for (i, &port) in nh.iter().enumerate() {
+            let n = self.count[i + 1] - self.count[i];
+            if n > 0 && !self.hop(f, fl, at, port, first + self.count[i], n, part) {
                 return false;
             }
         }
+        true
     }
-    s.out.sort_unstable_by_key(|e| e.0);
-    merge_into(&s.out, ps);
-    true
+
+    /// The `n` values at `s.evh[first..]` leave `at` by `port`.
+    #[allow(clippy::too_many_arguments)]
+    fn hop(
+        &mut self,
+        f: &Fabric,
+        fl: &Flow,
+        at: NodeId,
+        port: u16,
+        first: u32,
+        n: u32,
+        part: f64,
+    ) -> bool {
+        self.add(dlink(f, f.port_link(at, port), at), n as f64 * part);
+        let peer = f.peer(at, port);
+        if peer == fl.dst {
+            return true;
+        }
+        if f.is_host(peer) {
+            return false;
+        }
+        self.next_groups.push((peer.0, first, n));
+        true
+    }
 }
 
 fn merge_into(sorted: &[(u32, f64)], ps: &mut PathSet) {
@@ -461,5 +602,84 @@ mod tests {
             id: 0,
         }];
         assert!(build(&f, &r, &same, LoadBalance::Spray).unroutable(0));
+    }
+
+    /// The entropy split as one walk per value (how it was first written), for
+    /// [`entropy_groups_equal_one_walk_per_value`].
+    fn entropy_by_walks(
+        f: &Fabric,
+        routes: &Routes,
+        fl: &Flow,
+        h: u64,
+        evs: u16,
+    ) -> Vec<(u32, f64)> {
+        let Some((planes, share)) = plane_shares(routes, fl) else {
+            return Vec::new();
+        };
+        let part = share / evs as f64;
+        let mut out: Vec<(u32, f64)> = Vec::new();
+        for (p, _) in planes {
+            let att = f.attachment(fl.src, p).unwrap();
+            out.push((dlink(f, att.link, fl.src), share));
+            for ev in 0..evs as u64 {
+                let ev_hash = ev_key(h, ev);
+                let mut at = att.leaf;
+                for _ in 0..MAX_HOPS {
+                    let nh = routes.next_hops(at, fl.dst);
+                    if nh.is_empty() {
+                        return Vec::new();
+                    }
+                    let port = nh[pick(mix(ev_hash ^ (at.0 as u64) << 8), nh.len())];
+                    out.push((dlink(f, f.port_link(at, port), at), part));
+                    at = f.peer(at, port);
+                    if at == fl.dst {
+                        break;
+                    }
+                }
+            }
+        }
+        out.sort_by_key(|e| e.0);
+        let mut merged: Vec<(u32, f64)> = Vec::new();
+        for (d, w) in out {
+            match merged.last_mut() {
+                Some(last) if last.0 == d => last.1 += w,
+                _ => merged.push((d, w)),
+            }
+        }
+        merged
+    }
+
+    #[test]
+    fn entropy_groups_equal_one_walk_per_value() {
+        let mut fabrics = vec![generators::fat_tree(4, Rate::gbps(100)).unwrap()];
+        let two = generators::multi_plane_spec(
+            generators::leaf_spine_spec(4, 4, 4, 1, Rate::gbps(100)),
+            2,
+        );
+        fabrics.push(two.build("two-plane").unwrap());
+        for f in &fabrics {
+            let mut r = Routes::compute(f);
+            r.fail_links(f, &topo::failures::random_links(f, 3, 5));
+            let hosts: Vec<NodeId> = f.hosts().collect();
+            for (i, &a) in hosts.iter().enumerate() {
+                let b = hosts[(i * 7 + 3) % hosts.len()];
+                let fl = Flow {
+                    src: a,
+                    dst: b,
+                    id: i as u64,
+                };
+                for evs in [1u16, 7, 128] {
+                    let lb = LoadBalance::Entropy { evs, seed: 9 };
+                    let got = build(f, &r, &[fl], lb);
+                    let want = entropy_by_walks(f, &r, &fl, flow_hash(9, &fl), evs);
+                    let (l, w) = got.entries(0);
+                    assert_eq!(l.len(), want.len(), "{fl:?} evs {evs}");
+                    for ((&d, &x), &(e, y)) in l.iter().zip(w).zip(&want) {
+                        assert_eq!(d, e);
+                        assert!((x - y).abs() <= 1e-12, "{fl:?} link {d}: {x} vs {y}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -58,11 +58,11 @@ pub const CLASSES: [&str; NUM_CLASSES] = [
 ];
 /// The first class that is not part of the network (the GPU class).
 pub const FIRST_CLUSTER_CLASS: usize = 6;
-const LEAF: usize = 2;
-const CORE: usize = 4;
-const GPU: usize = 6;
-const HOST: usize = 7;
-const SOFTWARE: usize = 8;
+pub(crate) const LEAF: usize = 2;
+pub(crate) const CORE: usize = 4;
+pub(crate) const GPU: usize = 6;
+pub(crate) const HOST: usize = 7;
+pub(crate) const SOFTWARE: usize = 8;
 
 /// Which failures a run draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -467,6 +467,61 @@ impl StateEval {
     }
 }
 
+/// The collective a job runs (all-reduce flavours; bus bandwidth by the nccl-tests
+/// definition).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Collective {
+    /// Scale-up inside domains, rail-aligned rings between them (NCCL's default on
+    /// multi-NIC servers).
+    #[default]
+    Hierarchical,
+    /// One flat ring over the job's NICs in rank order.
+    Ring,
+    /// NCCL's double binary tree over the job's NICs.
+    Tree,
+}
+
+impl Collective {
+    /// Parses `hierarchical`, `ring` or `tree`.
+    pub fn parse(s: &str) -> Option<Collective> {
+        match s {
+            "hierarchical" => Some(Collective::Hierarchical),
+            "ring" => Some(Collective::Ring),
+            "tree" => Some(Collective::Tree),
+            _ => None,
+        }
+    }
+    /// Name, as parsed.
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::Hierarchical => "hierarchical",
+            Collective::Ring => "ring",
+            Collective::Tree => "tree",
+        }
+    }
+    fn pattern(self, ranks: Vec<NodeId>, cfg: &PlanConfig) -> Pattern {
+        match self {
+            Collective::Hierarchical => Pattern::Hierarchical {
+                ranks,
+                scale_up_bps: cfg.scale_up_gbps * 1e9,
+                channels: cfg.channels,
+            },
+            Collective::Ring => Pattern::RingAllReduce { ranks },
+            Collective::Tree => Pattern::TreeAllReduce { ranks },
+        }
+    }
+}
+
+/// A job running in one state: its NICs (with PXN, those of its live rails), its servers
+/// and its collective.
+#[derive(Debug, Clone)]
+pub(crate) struct RunningJob {
+    pub(crate) ranks: Vec<NodeId>,
+    pub(crate) servers: usize,
+    pub(crate) collective: Collective,
+}
+
 /// A design ready for trials: the fabric, its healthy tables and healthy figures.
 #[derive(Debug)]
 pub struct Design<'a> {
@@ -481,9 +536,9 @@ pub struct Design<'a> {
     /// Healthy job bus bandwidth (bytes/s).
     pub healthy_busbw: f64,
     /// The rates drawn (the configuration's, restricted to its scope).
-    rates: Rates,
-    cfg: PlanConfig,
-    rules: PlaceRules,
+    pub(crate) rates: Rates,
+    pub(crate) cfg: PlanConfig,
+    pub(crate) rules: PlaceRules,
 }
 
 /// GPUs per server of the Llama 3 cluster the server failure rate comes from.
@@ -529,6 +584,36 @@ impl<'a> Design<'a> {
             partition,
             pxn: cfg.recovery.pxn,
         };
+        let mut d = Design::network(f, cfg, rules)?;
+        let mut ev = Evaluator::default();
+        let h = placement::health(f, &d.healthy, &d.attached);
+        let p =
+            placement::place_in(f, &h, cfg.job_gpus, &[], rules).ok_or_else(|| Error::Param {
+                what: "job GPUs".into(),
+                msg: format!(
+                    "no placement for {} GPUs on the healthy {}",
+                    cfg.job_gpus,
+                    f.name()
+                ),
+            })?;
+        let servers = p.len() / lay.nics_per_server.max(1) as usize;
+        d.healthy_busbw = d.job_state(&mut ev, &d.healthy, p, servers).0;
+        if d.healthy_busbw <= 0.0 {
+            return Err(Error::Param {
+                what: "job".into(),
+                msg: format!("the job has no bandwidth on the healthy {}", f.name()),
+            });
+        }
+        Ok(d)
+    }
+
+    /// The network part of a design (components, healthy tables, rates), with no job
+    /// bandwidth yet; errors if the rates would draw too many events.
+    pub(crate) fn network(
+        f: &'a Fabric,
+        cfg: &PlanConfig,
+        rules: PlaceRules,
+    ) -> Result<Design<'a>> {
         let comps = Components::of(f);
         let rates = match cfg.scope {
             FailureScope::All => cfg.rates,
@@ -560,33 +645,19 @@ impl<'a> Design<'a> {
             });
         }
         d.healthy_next_hops = d.healthy.width_stats().total_next_hops;
-        let mut ev = Evaluator::default();
-        let h = placement::health(f, &d.healthy, &d.attached);
-        let p =
-            placement::place_in(f, &h, cfg.job_gpus, &[], rules).ok_or_else(|| Error::Param {
-                what: "job GPUs".into(),
-                msg: format!(
-                    "no placement for {} GPUs on the healthy {}",
-                    cfg.job_gpus,
-                    f.name()
-                ),
-            })?;
-        let servers = p.len() / lay.nics_per_server.max(1) as usize;
-        d.healthy_busbw = d.job_state(&mut ev, &d.healthy, p, servers).0;
-        if d.healthy_busbw <= 0.0 {
-            return Err(Error::Param {
-                what: "job".into(),
-                msg: format!("the job has no bandwidth on the healthy {}", f.name()),
-            });
-        }
         Ok(d)
+    }
+
+    /// Health of every NIC on the healthy fabric.
+    pub(crate) fn healthy_health(&self) -> Health {
+        placement::health(self.fabric, &self.healthy, &self.attached)
     }
 
     /// Components of class `c` exposed to its rate: the software class counts the job's
     /// GPUs; the server class counts servers scaled to the 8-GPU servers its rate was
     /// measured on (Llama 3), so a design of 1-GPU servers is not charged 8× the host
     /// failures per GPU (an assumption: host parts scale with the GPUs they serve).
-    fn exposure(&self, c: usize) -> f64 {
+    pub(crate) fn exposure(&self, c: usize) -> f64 {
         match c {
             SOFTWARE => self.cfg.job_gpus as f64,
             HOST => {
@@ -624,36 +695,74 @@ impl<'a> Design<'a> {
         ranks: Vec<NodeId>,
         servers: usize,
     ) -> (f64, Vec<u64>) {
-        // the bus factor of the job's GPUs, not of the NICs left carrying them
-        let gpus = (servers * self.fabric.host_layout().gpus_per_server as usize) as f64;
-        let job = Job {
-            name: "job".into(),
-            pattern: Pattern::Hierarchical {
-                ranks,
-                scale_up_bps: self.cfg.scale_up_gbps * 1e9,
-                channels: self.cfg.channels,
-            },
-            bytes: JOB_BYTES,
-        };
-        let r = ev.evaluate(
-            self.fabric,
+        let mut r = self.job_states(
+            ev,
             routes,
-            std::slice::from_ref(&job),
-            self.cfg.lb,
-            0,
+            vec![RunningJob {
+                ranks,
+                servers,
+                collective: Collective::Hierarchical,
+            }],
         );
-        let mut links = vec![0u64; self.fabric.num_links().div_ceil(64)];
-        for (i, u) in r.utilisation.iter().enumerate() {
-            if *u > 0.0 {
-                links[i / 2 / 64] |= 1 << (i / 2 % 64);
-            }
-        }
-        let bw = if r.jobs[0].unroutable > 0 {
-            0.0
-        } else {
-            r.jobs[0].algbw_bytes_per_s * 2.0 * (gpus - 1.0) / gpus.max(1.0)
-        };
-        (bw, links)
+        r.pop().expect("one job in, one out")
+    }
+
+    /// Bus bandwidth (bytes/s) and links of every job, all running at once on `routes`
+    /// (their flows share the links: max-min fair between jobs as within one).
+    pub(crate) fn job_states(
+        &self,
+        ev: &mut Evaluator,
+        routes: &Routes,
+        jobs: Vec<RunningJob>,
+    ) -> Vec<(f64, Vec<u64>)> {
+        let gpus_per_server = self.fabric.host_layout().gpus_per_server as usize;
+        // the bus factor of each job's GPUs, not of the NICs left carrying them
+        let gpus: Vec<f64> = jobs
+            .iter()
+            .map(|j| (j.servers * gpus_per_server) as f64)
+            .collect();
+        let jobs: Vec<Job> = jobs
+            .into_iter()
+            .map(|j| Job {
+                name: "job".into(),
+                pattern: j.collective.pattern(j.ranks, &self.cfg),
+                bytes: JOB_BYTES,
+            })
+            .collect();
+        let (r, paths) = ev.evaluate_paths(self.fabric, routes, &jobs, self.cfg.lb, 0);
+        let words = self.fabric.num_links().div_ceil(64);
+        let mut at = 0usize;
+        r.jobs
+            .iter()
+            .zip(gpus)
+            .map(|(j, g)| {
+                // a link is the job's when one of its flows puts load on it
+                let mut links = vec![0u64; words];
+                for i in at..at + j.flows {
+                    if r.rates[i] <= 0.0 {
+                        continue;
+                    }
+                    let (ls, ws) = paths.entries(i);
+                    for (&l, &w) in ls.iter().zip(ws) {
+                        if w > 0.0 {
+                            let u = l as usize / 2;
+                            links[u / 64] |= 1 << (u % 64);
+                        }
+                    }
+                }
+                at += j.flows;
+                let bw = if j.unroutable > 0 {
+                    0.0
+                } else {
+                    j.algbw_bytes_per_s * 2.0 * (g - 1.0) / g.max(1.0)
+                };
+                (bw, links)
+            })
+            .collect()
+    }
+
+    pub(crate) fn down_counts_of(&self, failed: &[u32]) -> Vec<u16> {
+        self.down_counts(failed)
     }
 
     fn routes_for(&self, net_failed: &[u32]) -> Routes {
@@ -719,9 +828,14 @@ pub struct Cache {
 }
 
 /// Most entries a cache keeps before it starts over.
-const CACHE_CAP: usize = 4096;
+pub(crate) const CACHE_CAP: usize = 4096;
 
-fn placement_key(p: &[NodeId]) -> u64 {
+/// The network components of a sorted failure set (their ids come first).
+pub(crate) fn net_part<'f>(d: &Design<'_>, failed: &'f [u32]) -> &'f [u32] {
+    &failed[..failed.partition_point(|&c| c < d.comps.class_start[GPU])]
+}
+
+pub(crate) fn placement_key(p: &[NodeId]) -> u64 {
     let mut s = topo::failures::SplitMix64(p.len() as u64);
     let mut h = 0u64;
     for n in p {
@@ -740,9 +854,9 @@ impl Cache {
 
     /// The state with `failed` components down (sorted; network components first, as
     /// their ids are lower) and `down[s]` components holding server `s` down.
-    fn state(&mut self, d: &Design<'_>, failed: &[u32], down: &[u16]) -> StateEval {
-        let net_key = &failed[..failed.partition_point(|&c| c < d.comps.class_start[GPU])];
-        let net = match self.net.get(net_key) {
+    /// The network state with the network components `net_key` failed (sorted).
+    pub(crate) fn net(&mut self, d: &Design<'_>, net_key: &[u32]) -> Arc<NetState> {
+        match self.net.get(net_key) {
             Some(n) => {
                 self.hits += 1;
                 n.clone()
@@ -756,7 +870,27 @@ impl Cache {
                 self.net.insert(net_key.to_vec(), n.clone());
                 n
             }
-        };
+        }
+    }
+
+    /// Bandwidth and links of `jobs` running together in the network state `net_key`
+    /// (evaluated with the flow model; not cached here).
+    pub(crate) fn evaluate_jobs(
+        &mut self,
+        d: &Design<'_>,
+        net_key: &[u32],
+        jobs: Vec<RunningJob>,
+    ) -> Vec<(f64, Vec<u64>)> {
+        let mut ev = std::mem::take(&mut self.ev);
+        let routes = self.routes(d, net_key);
+        let out = d.job_states(&mut ev, routes, jobs);
+        self.ev = ev;
+        out
+    }
+
+    fn state(&mut self, d: &Design<'_>, failed: &[u32], down: &[u16]) -> StateEval {
+        let net_key = net_part(d, failed);
+        let net = self.net(d, net_key);
         let placed = placement::place_in(d.fabric, &net.health, d.cfg.job_gpus, down, d.rules);
         // with PXN the job runs on the rails left in every one of its servers
         let placement = placed.filter(|p| {
@@ -847,11 +981,33 @@ pub struct TrialRecord {
     /// Switch failures that found the spare pool empty (down for their repair time).
     #[serde(default)]
     pub switch_without_spare: u32,
+    /// Several jobs: times the job was stopped because a job of higher priority took the
+    /// last spare server it was running on (`fabric plan resilience --job`).
+    #[serde(default)]
+    pub preempted: u32,
 }
 
 impl TrialRecord {
+    /// An empty record of trial `t`.
+    pub(crate) fn new(t: u32) -> TrialRecord {
+        TrialRecord {
+            trial: t,
+            interruptions: [0; NUM_CAUSES],
+            failures: [0; NUM_CLASSES],
+            down_hours: 0.0,
+            rel_hours: 0.0,
+            unreachable_hours: 0.0,
+            width_lost_hours: 0.0,
+            width_lost_max: 0.0,
+            min_rel: f64::INFINITY,
+            hist: Vec::new(),
+            pxn_absorbed: 0,
+            switch_without_spare: 0,
+            preempted: 0,
+        }
+    }
     fn total_interruptions(&self) -> u32 {
-        self.interruptions.iter().sum()
+        self.interruptions.iter().sum::<u32>() + self.preempted
     }
     /// Interruptions after which the job takes a spare server (a NIC, GPU or server of
     /// it lost).
@@ -928,7 +1084,7 @@ impl Aggregate {
         self.per_trial.sort_by_key(|r| r.trial);
     }
 
-    fn add_trial(&mut self, r: TrialRecord, hours: f64) {
+    pub(crate) fn add_trial(&mut self, r: TrialRecord, hours: f64) {
         self.trials += 1;
         self.hours += hours;
         for &(b, h) in &r.hist {
@@ -1015,10 +1171,11 @@ fn quantile(hists: &[&Vec<(u32, f64)>], q: f64) -> f64 {
     HIST_MAX
 }
 
+/// A failure or repair of component `comp` at `hour`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Ev {
-    hour: f64,
-    comp: u32,
+pub(crate) struct Ev {
+    pub(crate) hour: f64,
+    pub(crate) comp: u32,
 }
 
 impl Eq for Ev {}
@@ -1033,19 +1190,19 @@ impl PartialOrd for Ev {
     }
 }
 
-fn exp(rng: &mut ChaCha8Rng, mean: f64) -> f64 {
+pub(crate) fn exp(rng: &mut ChaCha8Rng, mean: f64) -> f64 {
     let u: f64 = rng.random();
     -(1.0 - u).ln() * mean
 }
 
 /// Seed of trial `t`.
-fn trial_seed(seed: u64, t: u32) -> u64 {
+pub(crate) fn trial_seed(seed: u64, t: u32) -> u64 {
     let mut s = topo::failures::SplitMix64(seed ^ (t as u64).wrapping_mul(0xa076_1d64_78bd_642f));
     s.next_u64()
 }
 
 /// Failure arrivals of one trial, sorted by time.
-fn draw_failures(d: &Design<'_>, rng: &mut ChaCha8Rng, hours: f64) -> Vec<Ev> {
+pub(crate) fn draw_failures(d: &Design<'_>, rng: &mut ChaCha8Rng, hours: f64) -> Vec<Ev> {
     let mut out = Vec::new();
     for (c, (_, r)) in d.rates.classes().iter().enumerate() {
         let n = d.comps.count(c);
@@ -1068,13 +1225,33 @@ fn draw_failures(d: &Design<'_>, rng: &mut ChaCha8Rng, hours: f64) -> Vec<Ev> {
 }
 
 /// Accumulates one trial's record state by state.
-struct TrialAcc {
-    rec: TrialRecord,
+pub(crate) struct TrialAcc {
+    pub(crate) rec: TrialRecord,
     hist: Vec<f64>,
 }
 
 impl TrialAcc {
-    fn add_state(&mut self, e: &StateEval, hours: f64) {
+    pub(crate) fn new(t: u32) -> TrialAcc {
+        TrialAcc {
+            rec: TrialRecord::new(t),
+            hist: vec![0.0; HIST_BINS],
+        }
+    }
+
+    /// The finished record (histogram bins used only).
+    pub(crate) fn finish(self) -> TrialRecord {
+        let mut rec = self.rec;
+        rec.hist = self
+            .hist
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| **h > 0.0)
+            .map(|(i, &h)| (i as u32, h))
+            .collect();
+        rec
+    }
+
+    pub(crate) fn add_state(&mut self, e: &StateEval, hours: f64) {
         if hours <= 0.0 {
             return;
         }
@@ -1095,7 +1272,7 @@ impl TrialAcc {
 
 /// Why the event `comp` failing, moving the state from `cur` to `next`, interrupts the
 /// job (`None`: it does not, or the job was not running).
-fn interruption(
+pub(crate) fn interruption(
     d: &Design<'_>,
     comp: u32,
     cur: &StateEval,
@@ -1135,7 +1312,7 @@ fn interruption(
 }
 
 /// Share of servers (hence of GPUs) that are down or have a NIC cut off.
-fn unusable_share(d: &Design<'_>, e: &StateEval, down: &[u16]) -> f64 {
+pub(crate) fn unusable_share(d: &Design<'_>, e: &StateEval, down: &[u16]) -> f64 {
     let lay = d.fabric.host_layout();
     let nics = lay.nics_per_server.max(1) as usize;
     let out = (0..lay.servers as usize)
@@ -1147,7 +1324,7 @@ fn unusable_share(d: &Design<'_>, e: &StateEval, down: &[u16]) -> f64 {
 }
 
 /// True when a NIC of `cur`'s placement that was reachable is cut off in `next`.
-fn newly_cut(cur: &StateEval, next: &StateEval) -> bool {
+pub(crate) fn newly_cut(cur: &StateEval, next: &StateEval) -> bool {
     cur.placement.as_ref().is_some_and(|p| {
         p.iter()
             .any(|h| !cur.health().unreachable[h.idx()] && next.health().unreachable[h.idx()])
@@ -1155,13 +1332,13 @@ fn newly_cut(cur: &StateEval, next: &StateEval) -> bool {
 }
 
 /// Spare switches on hand and the failed units out for repair (return hours).
-struct SparePool {
+pub(crate) struct SparePool {
     on_hand: Option<u32>,
     returns: Vec<f64>,
 }
 
 impl SparePool {
-    fn new(spares: Option<u32>) -> SparePool {
+    pub(crate) fn new(spares: Option<u32>) -> SparePool {
         SparePool {
             on_hand: spares,
             returns: Vec::new(),
@@ -1171,7 +1348,7 @@ impl SparePool {
     /// A switch failed at `hour`, its unit repaired at `repaired`: `Some(true)` when a
     /// spare goes in (the unit joins the pool when repaired), `Some(false)` when the
     /// pool is empty, `None` without a pool.
-    fn take(&mut self, hour: f64, repaired: f64) -> Option<bool> {
+    pub(crate) fn take(&mut self, hour: f64, repaired: f64) -> Option<bool> {
         let on_hand = self.on_hand.as_mut()?;
         let before = self.returns.len();
         self.returns.retain(|&r| r > hour);
@@ -1202,23 +1379,7 @@ pub fn run_trial(
     let mut down = vec![0u16; d.fabric.host_layout().servers as usize];
     let (h0, m0) = (cache.hits, cache.misses);
     let mut cur = cache.state(d, &failed, &down);
-    let mut acc = TrialAcc {
-        rec: TrialRecord {
-            trial: t,
-            interruptions: [0; NUM_CAUSES],
-            failures: [0; NUM_CLASSES],
-            down_hours: 0.0,
-            rel_hours: 0.0,
-            unreachable_hours: 0.0,
-            width_lost_hours: 0.0,
-            width_lost_max: 0.0,
-            min_rel: f64::INFINITY,
-            hist: Vec::new(),
-            pxn_absorbed: 0,
-            switch_without_spare: 0,
-        },
-        hist: vec![0.0; HIST_BINS],
-    };
+    let mut acc = TrialAcc::new(t);
     let mut since = 0.0;
     let mut line = timeline.then(|| {
         vec![TimelinePoint {
@@ -1312,15 +1473,7 @@ pub fn run_trial(
         }
     }
     acc.add_state(&cur, hours - since);
-    let mut rec = acc.rec;
-    rec.hist = acc
-        .hist
-        .iter()
-        .enumerate()
-        .filter(|(_, h)| **h > 0.0)
-        .map(|(i, &h)| (i as u32, h))
-        .collect();
-    agg.add_trial(rec, hours);
+    agg.add_trial(acc.finish(), hours);
     agg.cache_hits += cache.hits - h0;
     agg.evaluations += cache.misses - m0;
     line
@@ -1377,6 +1530,10 @@ pub struct Summary {
     /// Switch failures per day that found the spare pool empty.
     #[serde(default)]
     pub switch_without_spare_per_day: Estimate,
+    /// Several jobs: stops per day because a job of higher priority took the job's last
+    /// spare server (counted among the interruptions).
+    #[serde(default)]
+    pub preempted_per_day: Estimate,
     /// Share of wall time left for training: 1 − both losses.
     pub effective_training: Estimate,
     /// Time-weighted mean share of ECMP next hops lost.
@@ -1393,6 +1550,44 @@ pub struct Summary {
     pub evaluations: u64,
     /// States reused from the cache.
     pub cache_hits: u64,
+}
+
+/// Shares of one trial's horizon a job loses, by kind.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Losses {
+    interrupt: f64,
+    swap: f64,
+    wait: f64,
+    write: f64,
+}
+
+impl Losses {
+    /// The losses of the job of `cfg.job_gpus` GPUs in trial `r`.
+    pub(crate) fn of(cfg: &PlanConfig, r: &TrialRecord) -> Losses {
+        let hours = cfg.days * 24.0;
+        let rec = &cfg.recovery;
+        let ckpt_h = rec.checkpoint_seconds(cfg.job_gpus) / 3600.0;
+        // an interruption loses half a checkpoint interval, the restart and reading the
+        // checkpoint back
+        let cost_h = cfg.checkpoint_hours / 2.0 + cfg.restart_minutes / 60.0 + ckpt_h;
+        let interrupt = (r.total_interruptions() as f64 * cost_h / hours).min(1.0);
+        let swap =
+            (r.hardware_interruptions() as f64 * rec.node_swap_minutes / 60.0 / hours).min(1.0);
+        let wait = r.down_hours / hours;
+        // blocking checkpoint writes, one per interval while the job runs
+        let write = (1.0 - interrupt - swap - wait).max(0.0) * ckpt_h / cfg.checkpoint_hours;
+        Losses {
+            interrupt,
+            swap,
+            wait,
+            write,
+        }
+    }
+
+    /// Share left for training.
+    pub(crate) fn effective(&self) -> f64 {
+        (1.0 - self.interrupt - self.swap - self.wait - self.write).max(0.0)
+    }
 }
 
 /// Figures of a design from its aggregate.
@@ -1419,22 +1614,10 @@ pub fn summarize(
         e
     };
     let per_day = |n: u32| n as f64 / cfg.days;
-    let rec = &cfg.recovery;
-    let ckpt_h = rec.checkpoint_seconds(cfg.job_gpus) / 3600.0;
-    // an interruption loses half a checkpoint interval, the restart and reading the
-    // checkpoint back
-    let cost_h = cfg.checkpoint_hours / 2.0 + cfg.restart_minutes / 60.0 + ckpt_h;
-    let interrupt_share =
-        |r: &TrialRecord| (r.total_interruptions() as f64 * cost_h / hours).min(1.0);
-    let swap_share = |r: &TrialRecord| {
-        (r.hardware_interruptions() as f64 * rec.node_swap_minutes / 60.0 / hours).min(1.0)
-    };
-    let wait_share = |r: &TrialRecord| r.down_hours / hours;
-    // blocking checkpoint writes, one per interval while the job runs
-    let write_share = |r: &TrialRecord| {
-        let left = (1.0 - interrupt_share(r) - swap_share(r) - wait_share(r)).max(0.0);
-        left * ckpt_h / cfg.checkpoint_hours
-    };
+    let interrupt_share = |r: &TrialRecord| Losses::of(cfg, r).interrupt;
+    let swap_share = |r: &TrialRecord| Losses::of(cfg, r).swap;
+    let wait_share = |r: &TrialRecord| Losses::of(cfg, r).wait;
+    let write_share = |r: &TrialRecord| Losses::of(cfg, r).write;
     Summary {
         design: design.into(),
         gpus,
@@ -1459,9 +1642,8 @@ pub fn summarize(
         lost_to_node_swaps: share(&swap_share),
         lost_to_checkpoint_writes: share(&write_share),
         lost_waiting: share(&wait_share),
-        effective_training: share(&|r| {
-            (1.0 - interrupt_share(r) - swap_share(r) - wait_share(r) - write_share(r)).max(0.0)
-        }),
+        effective_training: share(&|r| Losses::of(cfg, r).effective()),
+        preempted_per_day: per_trial(&|r| per_day(r.preempted)),
         pxn_absorbed_per_day: per_trial(&|r| per_day(r.pxn_absorbed)),
         switch_without_spare_per_day: per_trial(&|r| per_day(r.switch_without_spare)),
         ecmp_width_lost_mean: share(&|r| r.width_lost_hours / hours),
@@ -1649,9 +1831,12 @@ pub fn merge(parts: &[RunResult]) -> Result<RunResult> {
 
 /// Shards missing from a merged result (empty when complete).
 pub fn missing_shards(r: &RunResult) -> Vec<u32> {
-    (0..r.shard_count)
-        .filter(|s| !r.shards.contains(s))
-        .collect()
+    missing_shards_of(r.shard_count, &r.shards)
+}
+
+/// Shards of `count` not in `have`.
+pub fn missing_shards_of(count: u32, have: &[u32]) -> Vec<u32> {
+    (0..count).filter(|s| !have.contains(s)).collect()
 }
 
 #[cfg(test)]

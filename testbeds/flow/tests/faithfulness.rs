@@ -601,7 +601,24 @@ struct Row {
     model_even: f64,
 }
 
-fn table_row(c: &Case, lb: LbScheme) -> Row {
+/// Runs per timed figure of the extended table (the best one counts, for the simulator and
+/// the model alike: on a shared machine the best run is the least disturbed one).
+const TIMED_RUNS: usize = 3;
+
+/// `run()`'s result and its shortest wall time over `n` runs (s).
+fn best_of<T>(n: usize, mut run: impl FnMut() -> T) -> (T, f64) {
+    let mut out = None;
+    let mut best = f64::INFINITY;
+    for _ in 0..n.max(1) {
+        let t = std::time::Instant::now();
+        let v = run();
+        best = best.min(t.elapsed().as_secs_f64());
+        out = Some(v);
+    }
+    (out.expect("at least one run"), best)
+}
+
+fn table_row(c: &Case, lb: LbScheme, runs: usize) -> Row {
     let f = &c.fabric;
     let routes = Routes::compute(f);
     let plan = Scenario::from_toml_str(&c.workload, c.name)
@@ -613,9 +630,9 @@ fn table_row(c: &Case, lb: LbScheme) -> Row {
         rto: c.rto,
         ..SimConfig::default()
     };
-    let t = std::time::Instant::now();
-    let r = Sim::from_fabric(f, cfg, &plan).unwrap().run();
-    let sim_s = t.elapsed().as_secs_f64();
+    let (r, sim_s) = best_of(runs, || {
+        Sim::from_fabric(f, cfg.clone(), &plan).unwrap().run()
+    });
     let g = &r.groups[0];
     assert_eq!(g.unfinished, 0, "{}: unfinished flows", c.name);
     let t_sim = (g.end_us.unwrap() - g.start_us) * 1e-6;
@@ -632,9 +649,8 @@ fn table_row(c: &Case, lb: LbScheme) -> Row {
         LbScheme::Spray => LoadBalance::Entropy { evs: 128, seed: 7 },
         _ => LoadBalance::Adaptive { seed: 1 },
     };
-    let t = std::time::Instant::now();
-    let (t_own, _) = model_time(f, &routes, &plan, lb, Split::Own(own));
-    let model_own_s = t.elapsed().as_secs_f64();
+    let ((t_own, _), model_own_s) =
+        best_of(runs, || model_time(f, &routes, &plan, lb, Split::Own(own)));
     let (model_sim_hash, model_even) = match lb {
         LbScheme::Ecmp => (
             bw(model_time(f, &routes, &plan, lb, Split::SimHash).0),
@@ -662,10 +678,11 @@ fn table_row(c: &Case, lb: LbScheme) -> Row {
 
 /// The extended faithfulness table of docs/planner.md (markdown on stderr): every
 /// pattern with every load balancing at two fabric sizes, with the wall time of the
-/// simulator and of the model (one core each). Not a test of speed: run it once, with
+/// simulator and of the model (one core each, best of [`TIMED_RUNS`]). Not a test of
+/// speed: run it once, with
 /// `cargo test -p flow-model --profile ci --test faithfulness -- --ignored --nocapture`.
 #[test]
-#[ignore = "the full table: about a minute of simulation"]
+#[ignore = "the full table: a few minutes of simulation"]
 fn faithfulness_table() {
     eprintln!(
         "| fabric | workload | LB | sim, Gb/s | model, sim's hashes | Δ | model's own LB | Δ | even spray | sim time | model time | speed-up |"
@@ -688,7 +705,7 @@ fn faithfulness_table() {
     for leaves in [8, 16] {
         for c in table_cases(leaves) {
             for lb in [LbScheme::Ecmp, LbScheme::Spray, LbScheme::Adaptive] {
-                let r = table_row(&c, lb);
+                let r = table_row(&c, lb, TIMED_RUNS);
                 let own = match lb {
                     LbScheme::Ecmp => "ecmp",
                     LbScheme::Spray => "entropy",
@@ -726,7 +743,7 @@ fn network_limited_patterns_within_10_percent_of_the_packet_simulator() {
     let mut bad = Vec::new();
     for c in table_cases(8).into_iter().skip(1) {
         for lb in [LbScheme::Ecmp, LbScheme::Spray, LbScheme::Adaptive] {
-            let r = table_row(&c, lb);
+            let r = table_row(&c, lb, 1);
             let checks = match lb {
                 LbScheme::Ecmp => vec![r.model_sim_hash],
                 LbScheme::Spray => vec![r.model_sim_hash, r.model_own],

@@ -8,6 +8,8 @@
 //! that way. With the ring the kernel copies each frame into a shared slot while it
 //! delivers it (in the sender's context) and the switch reads it in place; checking for
 //! new frames is a memory read, so a busy loop needs no system call to receive.
+//! A socket may also get a `PACKET_TX_RING` ([`PacketSocket::open_with_tx_ring`],
+//! [`PacketSocket::send_ring`]); the engine does not use it (see `send_batch`).
 //! TPACKET_V2 rather than V3: V3 hands frames over a block at a time, and a block is only
 //! retired when full or when its timer (whole milliseconds) fires — a PFC pause or an
 //! ACK could wait a millisecond; V2 hands every slot over as soon as it is written.
@@ -32,6 +34,8 @@ pub const BATCH: usize = 64;
 pub const RING_BYTES: usize = 4 << 20;
 /// Size of one ring block (frames never straddle blocks).
 const RING_BLOCK: usize = 128 << 10;
+/// Memory of one transmit ring (sockets opened with one).
+const TX_RING_BYTES: usize = 1 << 20;
 
 fn os(what: &str) -> Error {
     Error::Os {
@@ -166,6 +170,8 @@ pub struct PacketSocket {
     fd: OwnedFd,
     ifname: String,
     ring: Ring,
+    /// The transmit ring, if the socket was opened with one.
+    tx: Option<Ring>,
     // Unmapped when the socket goes.
     _map: Mapping,
     /// Slots of the current batch: (data offset from the slot, frame length).
@@ -187,6 +193,16 @@ impl PacketSocket {
 
     /// Open a socket on `ifname` in the current namespace.
     pub fn open_here(ifname: &str) -> Result<PacketSocket> {
+        Self::open_here_with(ifname, false)
+    }
+
+    /// Open a socket on `ifname` inside `ns` with a `PACKET_TX_RING` as well (see
+    /// [`PacketSocket::send_ring`]).
+    pub fn open_with_tx_ring(ns: &Netns, ifname: &str) -> Result<PacketSocket> {
+        in_netns(ns, || Self::open_here_with(ifname, true))?
+    }
+
+    fn open_here_with(ifname: &str, tx_ring: bool) -> Result<PacketSocket> {
         let proto = (libc::ETH_P_ALL as u16).to_be();
         // SAFETY: plain socket(2).
         let raw = unsafe {
@@ -264,7 +280,18 @@ impl PacketSocket {
             &rx_req,
             "PACKET_RX_RING",
         )?;
-        let len = Ring::len(&rx_req);
+        let tx_req = Ring::request(mtu, TX_RING_BYTES);
+        if tx_ring {
+            setopt(
+                raw,
+                libc::SOL_PACKET,
+                libc::PACKET_TX_RING,
+                &tx_req,
+                "PACKET_TX_RING",
+            )?;
+        }
+        let rx_len = Ring::len(&rx_req);
+        let len = rx_len + if tx_ring { Ring::len(&tx_req) } else { 0 };
         // SAFETY: mapping the rings the kernel just allocated for this socket.
         let base = unsafe {
             libc::mmap(
@@ -284,10 +311,13 @@ impl PacketSocket {
             len,
         };
         let ring = Ring::at(map.base, &rx_req);
+        // SAFETY: the transmit ring follows the receive ring inside the mapping.
+        let tx = tx_ring.then(|| Ring::at(unsafe { map.base.add(rx_len) }, &tx_req));
         let mut s = PacketSocket {
             fd,
             ifname: ifname.to_string(),
             ring,
+            tx,
             _map: map,
             batch: [(0, 0); BATCH],
             batch_start: 0,
@@ -379,7 +409,11 @@ impl PacketSocket {
     /// transmit ring cost the switch 4.1–7.3 µs of CPU per forwarded frame against
     /// 2.9–4.9 µs with `sendmmsg` in the same hour, because the veth must copy the ring's
     /// user pages out of every skb (`skb_copy_ubufs`, a page allocation per frame)
-    /// before handing it to the peer.
+    /// before handing it to the peer. Re-measured in session 9 with the kernel and code
+    /// of today ([`PacketSocket::send_ring`], `veth-bench`'s fifth path, 9 alternating
+    /// trials, two runs at load 11–28): no gain, 1,242 / 990 against 1,163 / 1,015 ns of
+    /// switch CPU per forwarded 64 B frame and 1,549 / 1,544 against 1,491 / 1,465 ns at
+    /// 1500 B.
     pub fn send_batch<B: AsRef<[u8]>>(&mut self, frames: &[B]) -> usize {
         let mut sent = 0;
         for chunk in frames.chunks(BATCH) {
@@ -411,6 +445,51 @@ impl PacketSocket {
             }
         }
         sent
+    }
+
+    /// Send frames through the transmit ring: copy each into a free slot, mark it
+    /// `TP_STATUS_SEND_REQUEST`, then one `sendto` for all of them (the kernel sends every
+    /// requested slot before it returns, as the socket is non-blocking). Returns how many
+    /// were handed over (fewer when the ring has no free slot). Without a transmit ring,
+    /// [`PacketSocket::send_batch`].
+    pub fn send_ring<B: AsRef<[u8]>>(&mut self, frames: &[B]) -> usize {
+        let Some(tx) = self.tx.as_mut() else {
+            return self.send_batch(frames);
+        };
+        // Where V2 expects a frame to send: right after the aligned header.
+        let data = libc::TPACKET2_HDRLEN - std::mem::size_of::<libc::sockaddr_ll>();
+        let mut queued = 0;
+        for f in frames {
+            let f = f.as_ref();
+            let i = tx.head;
+            if tx.status(i) != libc::TP_STATUS_AVAILABLE || data + f.len() > tx.frame_size {
+                break;
+            }
+            let h = tx.slot(i);
+            // SAFETY: the slot is ours (TP_STATUS_AVAILABLE); the frame fits in it.
+            unsafe {
+                std::ptr::copy_nonoverlapping(f.as_ptr(), (h as *mut u8).add(data), f.len());
+                (*h).tp_len = f.len() as u32;
+                (*h).tp_snaplen = f.len() as u32;
+            }
+            tx.set_status(i, libc::TP_STATUS_SEND_REQUEST);
+            tx.head = (i + 1) % tx.frames;
+            queued += 1;
+        }
+        if queued > 0 {
+            // SAFETY: sendto with no buffer: the kernel takes the ring's requested slots.
+            unsafe {
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null(),
+                    0,
+                );
+            }
+        }
+        queued
     }
 
     /// Add the kernel's receive drops since the last call to [`PacketSocket::kernel_drops`].

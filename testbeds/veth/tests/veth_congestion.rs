@@ -259,6 +259,11 @@ fn single_flow_completes_without_loss() {
     );
     assert_eq!(r.flows[0].delivered, 4_001_792);
     assert_eq!(r.total_drops(), 0);
+    // Frames carry device MACs no kernel owns: no namespace's IPv4 stack took one in.
+    assert_eq!(
+        r.kernel_ip_input, 0,
+        "IPv4 packets taken in by namespace kernels"
+    );
 }
 
 fn incast(n: u32, size: &str) -> Workplan {

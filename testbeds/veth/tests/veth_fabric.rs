@@ -70,6 +70,38 @@ fn mean_over(series: &[f64], sample_us: f64, from: f64, to: f64) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
+/// The simulator twin of the head-of-line scenario, on an ECMP seed under which the
+/// victim (4 -> 1) shares a spine with incast frames, as the scenario means it to (and as
+/// the veth run's placement does, checked by its pauses into host 4). ECMP is a hash in
+/// both: with the simulator's default seed and its (source, destination, connection
+/// ordinal) key all three cross-leaf incast flows take one spine and the victim the other,
+/// and there is no head-of-line blocking to compare. The victim's leaf-1 uplink is the one
+/// with its 16 MB; the other carries all 6 MB of cross-leaf incast only when it is alone.
+fn hol_twin(cfg: &CongestionConfig, plan: &scenario::Workplan) -> sim::SimResults {
+    for seed in [0x5EED, 1, 2, 3, 4, 5, 6, 7] {
+        let mut sc = twin::sim_config(cfg);
+        sc.sample = Some(cc_algos::Duration::micros(20));
+        sc.stop = plan.stop;
+        sc.ecmp_seed = seed;
+        let s = sim::Sim::from_net(twin::sim_net(cfg).unwrap(), sc, plan)
+            .unwrap()
+            .run();
+        let f = cfg.topology.fabric(cfg.virtual_rate).unwrap().unwrap();
+        let l1 = f.attachment(NodeId(4), 0).unwrap().leaf;
+        let up: Vec<u64> = s
+            .links
+            .iter()
+            .filter(|l| NodeId(l.node) == l1 && f.tier(NodeId(l.peer)) == 2)
+            .map(|l| l.data_bytes)
+            .collect();
+        if up.iter().copied().min().unwrap_or(0) < 5_000_000 {
+            eprintln!("simulator twin: ECMP seed {seed:#x}, leaf 1 uplinks {up:?} B");
+            return s;
+        }
+    }
+    panic!("no ECMP seed puts the simulated victim beside the incast");
+}
+
 /// PAUSE frames sent on each hop of the victim's way back: leaf 0 to the spines, the
 /// spines to leaf 1, leaf 1 to the victim's sender (host 4). (veth, sim).
 fn hops(f: &topo::Fabric, r: &CongestionReport, s: &sim::SimResults) -> [(u64, u64); 3] {
@@ -119,7 +151,7 @@ fn pfc_pauses_spread_to_a_victim_that_shares_no_bottleneck_and_it_recovers() {
     cfg.apply(&plan.network).unwrap();
     let r = run(&cfg, &plan);
     print_ports(&r);
-    let s = twin::run_sim(&cfg, &plan, Some(cc_algos::Duration::micros(20))).unwrap();
+    let s = hol_twin(&cfg, &plan);
     let c = report::compare::compare(&s.outcome(), &r.outcome()).unwrap();
     eprintln!(
         "agreement (veth / sim): median FCT {:.2}×, last FCT {:.2}×, pauses {} / {}",
@@ -314,6 +346,12 @@ fn a_k4_fat_tree_carries_a_permutation_losslessly_like_the_simulator() {
         "sim, veth drops"
     );
     assert!(cores > 0, "inter-pod flows cross the core");
+    // Every hop's frames carry device MACs no kernel owns: no namespace's IPv4 stack saw
+    // one (they were routed and dropped there, on the sending loop's CPU, until session 9).
+    assert_eq!(
+        r.kernel_ip_input, 0,
+        "IPv4 packets taken in by namespace kernels"
+    );
     assert!(
         (0.5..2.0).contains(&c.median_ratio()),
         "median FCT veth/sim {:.2}",

@@ -365,7 +365,7 @@ pub fn export_sonic<S: Sink>(
     Ok(())
 }
 
-fn router(r: &Routed<'_>, s: NodeId) -> frr::Router {
+pub(super) fn router(r: &Routed<'_>, s: NodeId) -> frr::Router {
     let f = r.fabric;
     let mut interfaces = Vec::new();
     for p in 0..f.degree(s) as u16 {
@@ -394,6 +394,7 @@ fn router(r: &Routed<'_>, s: NodeId) -> frr::Router {
             address,
             address6,
             description,
+            vrf: None,
         });
     }
     frr::Router {
@@ -408,60 +409,67 @@ fn router(r: &Routed<'_>, s: NodeId) -> frr::Router {
 pub fn export_frr_bgp<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), ExportError> {
     let f = r.fabric;
     for s in f.switches() {
-        let no_asn = |n: NodeId| ExportError::Addressing(format!("{}: no ASN", f.node_name(n)));
-        let mut b = frr::Bgp {
-            asn: r.addr.asn(f, s).ok_or_else(|| no_asn(s))?,
-            ..Default::default()
-        };
-        for p in 0..f.degree(s) as u16 {
-            let peer = f.peer(s, p);
-            if f.is_host(peer) {
-                continue;
-            }
-            let remote_as = r.addr.asn(f, peer).ok_or_else(|| no_asn(peer))?;
-            let description = f.node_name(peer).to_owned();
-            if let Some((_, a)) = routes::peer_addr(f, r.addr, s, p) {
-                b.neighbors.push(frr::Neighbor {
-                    address: a.to_string(),
-                    remote_as,
-                    description: description.clone(),
-                });
-            }
-            if let Some((_, a)) = routes::peer_addr6(f, r.addr, s, p) {
-                b.neighbors6.push(frr::Neighbor {
-                    address: a.to_string(),
-                    remote_as,
-                    description,
-                });
-            }
-        }
-        if f.tier(s) == TIER_LEAF {
-            b.networks
-                .extend(r.addr.tor_prefix_v4(s).map(|p| p.to_string()));
-            b.networks6
-                .extend(r.addr.tor_prefix_v6(s).map(|p| p.to_string()));
-        }
-        let plane = f.plane(s);
-        for p in (0..f.degree(s) as u16).filter(|&p| f.is_host(f.peer(s, p))) {
-            let h = f.peer(s, p);
-            let ifname = LinuxIf(p).to_string();
-            if let Some(ip) = plane.and_then(|pl| r.addr.host_v4(f, h, pl)) {
-                b.host_routes.push((format!("{ip}/32"), ifname.clone()));
-            }
-            if let Some(ip) = plane.and_then(|pl| r.addr.host_v6(f, h, pl)) {
-                b.host_routes6.push((format!("{ip}/128"), ifname));
-            }
-        }
-        // RFC 7938 §6.1: ECMP over all up ports (the widest group a switch can have).
-        b.maximum_paths = (0..f.degree(s) as u16)
-            .filter(|&p| f.tier(f.peer(s, p)) > f.tier(s))
-            .count()
-            .max(1);
+        let b = bgp_of(r, s)?;
         let path = format!("frr/bgp/{}.conf", f.node_name(s));
         let rt = router(r, s);
         sink::with_file(sink, &path, |w| Ok(frr::write_bgp(w, &rt, &b)?))?;
     }
     Ok(())
+}
+
+/// Switch `s`'s eBGP sessions, originated prefixes, host routes and `maximum-paths`.
+pub(super) fn bgp_of(r: &Routed<'_>, s: NodeId) -> Result<frr::Bgp, ExportError> {
+    let f = r.fabric;
+    let no_asn = |n: NodeId| ExportError::Addressing(format!("{}: no ASN", f.node_name(n)));
+    let mut b = frr::Bgp {
+        asn: r.addr.asn(f, s).ok_or_else(|| no_asn(s))?,
+        ..Default::default()
+    };
+    for p in 0..f.degree(s) as u16 {
+        let peer = f.peer(s, p);
+        if f.is_host(peer) {
+            continue;
+        }
+        let remote_as = r.addr.asn(f, peer).ok_or_else(|| no_asn(peer))?;
+        let description = f.node_name(peer).to_owned();
+        if let Some((_, a)) = routes::peer_addr(f, r.addr, s, p) {
+            b.neighbors.push(frr::Neighbor {
+                address: a.to_string(),
+                remote_as,
+                description: description.clone(),
+            });
+        }
+        if let Some((_, a)) = routes::peer_addr6(f, r.addr, s, p) {
+            b.neighbors6.push(frr::Neighbor {
+                address: a.to_string(),
+                remote_as,
+                description,
+            });
+        }
+    }
+    if f.tier(s) == TIER_LEAF {
+        b.networks
+            .extend(r.addr.tor_prefix_v4(s).map(|p| p.to_string()));
+        b.networks6
+            .extend(r.addr.tor_prefix_v6(s).map(|p| p.to_string()));
+    }
+    let plane = f.plane(s);
+    for p in (0..f.degree(s) as u16).filter(|&p| f.is_host(f.peer(s, p))) {
+        let h = f.peer(s, p);
+        let ifname = LinuxIf(p).to_string();
+        if let Some(ip) = plane.and_then(|pl| r.addr.host_v4(f, h, pl)) {
+            b.host_routes.push((format!("{ip}/32"), ifname.clone()));
+        }
+        if let Some(ip) = plane.and_then(|pl| r.addr.host_v6(f, h, pl)) {
+            b.host_routes6.push((format!("{ip}/128"), ifname));
+        }
+    }
+    // RFC 7938 §6.1: ECMP over all up ports (the widest group a switch can have).
+    b.maximum_paths = (0..f.degree(s) as u16)
+        .filter(|&p| f.tier(f.peer(s, p)) > f.tier(s))
+        .count()
+        .max(1);
+    Ok(b)
 }
 
 /// `frr/static/<switch>.conf`: the computed table as static routes, one

@@ -41,6 +41,8 @@ pub struct Interface {
     pub address6: Option<String>,
     /// Free text (`to spine-0 port 3`).
     pub description: String,
+    /// The VRF the interface is bound to (`Vrf-a`; `None`: the default VRF).
+    pub vrf: Option<String>,
 }
 
 /// One eBGP session.
@@ -92,9 +94,14 @@ pub fn write_preamble<W: Write>(w: &mut W, r: &Router, what: &str) -> io::Result
         w.write_all(b"exit\n!\n")?;
     }
     for i in &r.interfaces {
+        let vrf = i
+            .vrf
+            .as_deref()
+            .map(|v| format!(" vrf {v}"))
+            .unwrap_or_default();
         writeln!(
             w,
-            "interface {}\n description {}\n ip address {}",
+            "interface {}{vrf}\n description {}\n ip address {}",
             i.name, i.description, i.address
         )?;
         if let Some(a6) = &i.address6 {
@@ -124,6 +131,34 @@ pub struct Bgp {
     pub host_routes6: Vec<(String, String)>,
     /// `maximum-paths` (the widest ECMP group the switch can have).
     pub maximum_paths: usize,
+    /// Tenant VRFs (leaves with a tenant file; empty otherwise).
+    pub vrfs: Vec<BgpVrf>,
+}
+
+/// One tenant VRF of a leaf in its BGP configuration: VRF-lite over the RFC 7938 fabric,
+/// whose sessions stay in the default VRF.
+#[derive(Debug, Clone, Default)]
+pub struct BgpVrf {
+    /// VRF name (`Vrf-a`).
+    pub name: String,
+    /// (host /32, interface) of the hosts on ports bound to this VRF.
+    pub host_routes: Vec<(String, String)>,
+    /// (host /128, interface) of the same hosts.
+    pub host_routes6: Vec<(String, String)>,
+    /// VRFs it imports routes from (`default`, and other VRFs of the leaf that hold a
+    /// destination it may reach).
+    pub imports: Vec<String>,
+    /// IPv4 host prefixes it may import (every other destination is filtered out).
+    pub allowed: Vec<String>,
+    /// IPv6 host prefixes it may import.
+    pub allowed6: Vec<String>,
+}
+
+impl BgpVrf {
+    /// The import route-map of one family (`Vrf-a-IN4`, `Vrf-a-IN6`).
+    pub fn route_map(&self, v6: bool) -> String {
+        format!("{}-IN{}", self.name, if v6 { 6 } else { 4 })
+    }
 }
 
 /// Writes an RFC 7938 eBGP configuration. The leaf reaches its hosts through
@@ -143,6 +178,7 @@ pub fn write_bgp<W: Write>(w: &mut W, r: &Router, b: &Bgp) -> io::Result<()> {
     if !b.host_routes.is_empty() || !b.host_routes6.is_empty() {
         writeln!(w, "!")?;
     }
+    write_vrf_statics(w, &b.vrfs)?;
     // FRR 8.4's kernel next-hop groups keep a shrunken group after a link flap.
     w.write_all(b"no zebra nexthop kernel enable\n!\n")?;
     if !b.neighbors.is_empty() || !b.neighbors6.is_empty() {
@@ -156,6 +192,7 @@ pub fn write_bgp<W: Write>(w: &mut W, r: &Router, b: &Bgp) -> io::Result<()> {
     w.write_all(
         b"route-map FABRIC-OUT permit 10\n set extcommunity bandwidth num-multipaths\nexit\n!\n",
     )?;
+    write_vrf_filters(w, &b.vrfs)?;
     writeln!(w, "router bgp {asn}")?;
     if let Some(lo) = &r.loopback {
         let id = lo.split('/').next().unwrap_or(lo);
@@ -206,7 +243,89 @@ pub fn write_bgp<W: Write>(w: &mut W, r: &Router, b: &Bgp) -> io::Result<()> {
         for p in nets {
             writeln!(w, "  network {p}")?;
         }
+        // The tenants' host routes into the default VRF, which carries them over the
+        // fabric (a remote leaf imports them into the same tenant's VRF).
+        for v in &b.vrfs {
+            writeln!(w, "  import vrf {}", v.name)?;
+        }
         writeln!(w, "  maximum-paths {paths}\n exit-address-family")?;
     }
-    writeln!(w, "exit\n!\nend")
+    writeln!(w, "exit\n!")?;
+    for v in &b.vrfs {
+        write_vrf_bgp(w, r, asn, paths, v)?;
+    }
+    writeln!(w, "end")
+}
+
+/// The `vrf` blocks: an unreachable default (a miss must not fall through to the default
+/// VRF) and the static route of every host bound to the VRF.
+fn write_vrf_statics<W: Write>(w: &mut W, vrfs: &[BgpVrf]) -> io::Result<()> {
+    for v in vrfs {
+        writeln!(w, "vrf {}", v.name)?;
+        writeln!(w, " ip route 0.0.0.0/0 blackhole 255")?;
+        writeln!(w, " ipv6 route ::/0 blackhole 255")?;
+        for (prefix, ifname) in &v.host_routes {
+            writeln!(w, " ip route {prefix} {ifname}")?;
+        }
+        for (prefix, ifname) in &v.host_routes6 {
+            writeln!(w, " ipv6 route {prefix} {ifname}")?;
+        }
+        writeln!(w, "exit-vrf\n!")?;
+    }
+    Ok(())
+}
+
+/// Each VRF's import filter: the host prefixes it may reach, nothing else.
+fn write_vrf_filters<W: Write>(w: &mut W, vrfs: &[BgpVrf]) -> io::Result<()> {
+    for v in vrfs {
+        for (fam, v6, allowed) in [("ip", false, &v.allowed), ("ipv6", true, &v.allowed6)] {
+            let map = v.route_map(v6);
+            if allowed.is_empty() {
+                writeln!(w, "{fam} prefix-list {map} seq 5 deny any")?;
+            }
+            for (i, p) in allowed.iter().enumerate() {
+                writeln!(w, "{fam} prefix-list {map} seq {} permit {p}", (i + 1) * 5)?;
+            }
+            writeln!(
+                w,
+                "route-map {map} permit 10\n match {fam} address prefix-list {map}\nexit\n!"
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `router bgp ASN vrf NAME`: the VRF's hosts announced in it; routes imported from the
+/// default VRF (and the leaf's other VRFs) only through its filter.
+fn write_vrf_bgp<W: Write>(
+    w: &mut W,
+    r: &Router,
+    asn: u32,
+    paths: usize,
+    v: &BgpVrf,
+) -> io::Result<()> {
+    writeln!(w, "router bgp {asn} vrf {}", v.name)?;
+    if let Some(lo) = &r.loopback {
+        let id = lo.split('/').next().unwrap_or(lo);
+        writeln!(w, " bgp router-id {id}")?;
+    }
+    w.write_all(
+        b" bgp bestpath as-path multipath-relax\n no bgp ebgp-requires-policy\n \
+          no bgp network import-check\n",
+    )?;
+    for (af, v6, hosts) in [
+        ("ipv4", false, &v.host_routes),
+        ("ipv6", true, &v.host_routes6),
+    ] {
+        writeln!(w, " !\n address-family {af} unicast")?;
+        for (p, _) in hosts {
+            writeln!(w, "  network {p}")?;
+        }
+        for from in &v.imports {
+            writeln!(w, "  import vrf {from}")?;
+        }
+        writeln!(w, "  import vrf route-map {}", v.route_map(v6))?;
+        writeln!(w, "  maximum-paths {paths}\n exit-address-family")?;
+    }
+    writeln!(w, "exit\n!")
 }

@@ -7,6 +7,7 @@
 //! | [`Format::IpNhg`] | `ip-nhg/<switch>.batch` | `ip -batch`, with next-hop objects |
 //! | [`Format::FrrBgp`] | `frr/bgp/<switch>.conf` | FRR (eBGP per RFC 7938) |
 //! | [`Format::FrrStatic`] | `frr/static/<switch>.conf` | FRR (static routes) |
+//! | [`vrf_bgp`] (tenants) | `vrf/frr-bgp/<switch>.conf` | FRR: `frr-bgp` with per-tenant VRFs on the leaves |
 //! | [`Format::Sonic`] | `sonic/<switch>.json` | SONiC `swssconfig` (APPL_DB `ROUTE_TABLE`) |
 //! | [`Format::Opensm`] | `opensm/plane<p>/{lfts.dump,fabric.net,guid2lid}` | `opensm -R file -U`, `ibsim` |
 //! | [`Format::Dot`] | `fabric.dot` | Graphviz |
@@ -56,6 +57,7 @@ pub mod sonic;
 mod tables;
 pub mod topology;
 pub mod vrf;
+pub mod vrf_bgp;
 
 pub use sink::{Counter, CountingSink, MemSink, Sink};
 pub use tables::Tables;

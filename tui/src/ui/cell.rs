@@ -112,13 +112,15 @@ pub fn render_link(f: &mut Frame<'_>, r: Rect, app: &App, id: u32) {
             si(x.ecn_per_s as f64),
             si(x.queue_bytes as f64)
         )),
-        Line::from(Span::styled(
-            app.current().map_or(String::new(), |s| {
-                format!("interval {}", duration(s.interval_ns))
-            }),
-            t.dim(),
-        )),
     ];
+    let mut lines = lines;
+    lines.extend(priority_lines(app, id));
+    lines.push(Line::from(Span::styled(
+        app.current().map_or(String::new(), |s| {
+            format!("interval {}", duration(s.interval_ns))
+        }),
+        t.dim(),
+    )));
     let text_h = (lines.len() as u16).min(inner.height);
     f.render_widget(
         Paragraph::new(lines),
@@ -135,6 +137,37 @@ pub fn render_link(f: &mut Frame<'_>, r: Rect, app: &App, id: u32) {
     if chart_area.height >= 5 {
         util_chart(f, chart_area, app, x.util);
     }
+}
+
+/// Per-priority PFC and queue depth of link `id`, one column per priority the source
+/// counts; "n/a" when it counts none (never zeros it did not measure).
+fn priority_lines(app: &App, id: u32) -> Vec<Line<'static>> {
+    let Some(cur) = app.current() else {
+        return Vec::new();
+    };
+    let Some((measured, r)) = cur.link_priorities(id) else {
+        return vec![Line::from(Span::styled(
+            "per priority: n/a (this source has no per-priority counters)",
+            app.theme.dim(),
+        ))];
+    };
+    let cols = |f: &dyn Fn(usize) -> String| {
+        measured
+            .iter()
+            .map(|&p| format!("{:>7}", f(p as usize)))
+            .collect::<String>()
+    };
+    vec![
+        Line::from(format!("priority   {}", cols(&|p| p.to_string()))),
+        Line::from(format!(
+            "PFC/s      {}",
+            cols(&|p| si(r.pfc_per_s[p] as f64))
+        )),
+        Line::from(format!(
+            "queue B    {}",
+            cols(&|p| si(r.queue_bytes[p] as f64))
+        )),
+    ]
 }
 
 /// The link's utilisation over the samples since it was opened (braille).

@@ -73,6 +73,14 @@ fn status_line(app: &App, width: u16) -> Line<'static> {
         s.push(Span::raw(" "));
         s.push(Span::styled(" ❚❚ FROZEN ", t.banner()));
     }
+    if let (Some(i), Some(name)) = (app.tenant, app.tenant_name()) {
+        let links = app.tenants.links.get(i).map_or(0, Vec::len);
+        s.push(Span::raw(" "));
+        s.push(Span::styled(
+            format!(" TENANT {name}: {links} host links "),
+            t.banner(),
+        ));
+    }
     if let Some(cur) = app.current() {
         let used: usize = s.iter().map(|x| x.width()).sum();
         let tail = format!("t={} ", crate::units::stamp(cur.at_ns));
@@ -87,10 +95,9 @@ fn status_line(app: &App, width: u16) -> Line<'static> {
 
 fn loss_line(app: &App, width: u16) -> Line<'static> {
     let t = app.theme;
-    let Some(cur) = app.current() else {
+    let Some(tot) = app.view_totals() else {
         return Line::from(Span::styled(" no data yet", t.dim()));
     };
-    let tot = &cur.totals;
     let mut s = vec![Span::raw(" ")];
     // The indicator always shows; the other parts are added while they fit, most urgent first.
     let mut parts: Vec<(String, ratatui::style::Style)> = Vec::new();
@@ -154,14 +161,14 @@ fn loss_line(app: &App, width: u16) -> Line<'static> {
 
 fn tier_line(app: &App, width: u16) -> Line<'static> {
     let t = app.theme;
-    let Some(cur) = app.current() else {
+    let Some(tot) = app.view_totals() else {
         return Line::default();
     };
-    let tiers: Vec<usize> = (0..3).filter(|&k| cur.totals.tiers[k].links > 0).collect();
+    let tiers: Vec<usize> = (0..3).filter(|&k| tot.tiers[k].links > 0).collect();
     let per = (width as usize).saturating_sub(1) / tiers.len().max(1);
     let mut s = vec![Span::raw(" ")];
     for k in tiers {
-        let x = cur.totals.tiers[k];
+        let x = tot.tiers[k];
         let name = if per >= 32 {
             TIER_NAMES[k]
         } else {
@@ -172,7 +179,7 @@ fn tier_line(app: &App, width: u16) -> Line<'static> {
         s.push(Span::raw(text.clone()));
         if spark_w >= 4 {
             let pts: Vec<f32> = app
-                .history
+                .view_history()
                 .points
                 .iter()
                 .rev()

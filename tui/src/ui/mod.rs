@@ -282,6 +282,9 @@ fn render_tabs(f: &mut Frame<'_>, r: Rect, app: &App) {
         ));
     }
     let mut right = Vec::new();
+    if let Some(name) = app.tenant_name() {
+        right.push(format!("tenant {name}"));
+    }
     if app.faults_only {
         right.push("faults only".to_string());
     }

@@ -82,6 +82,19 @@ pub(super) fn port_states(net: &Net, cfg: &SimConfig) -> Vec<PortState> {
         .collect()
 }
 
+/// How far ahead of the clock a frame's events land: the longest serialisation of a
+/// full frame plus the delay to the next hop, over the connected ports (ps). The
+/// event queue sizes its year to it.
+pub(super) fn horizon(net: &Net, cfg: &SimConfig, port: &[PortState]) -> u64 {
+    let frame = cfg.mtu.0 + cfg.header.0;
+    port.iter()
+        .zip(&net.port_rate)
+        .filter(|(ps, r)| ps.peer != u32::MAX && r.as_bps() != 0)
+        .map(|(ps, &r)| ps.arrive_ps.saturating_add(super::links::tx_ps(r, frame)))
+        .max()
+        .unwrap_or(0)
+}
+
 /// Classes: the distinct priorities the flows use, highest first (at least one).
 pub(super) fn classes(plan: &Workplan) -> Vec<u8> {
     let mut prios: Vec<u8> = plan.flows.iter().map(|f| f.priority).collect();

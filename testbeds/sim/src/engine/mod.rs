@@ -559,7 +559,7 @@ impl<Q: EventQueue> Sim<Q> {
         fabric: Option<topo::Fabric>,
         cfg: SimConfig,
         plan: &Workplan,
-        q: Q,
+        mut q: Q,
     ) -> Result<Self, SimError> {
         build::link_overrides(&mut net, plan)?;
         let np = net.ports() as usize;
@@ -574,6 +574,7 @@ impl<Q: EventQueue> Sim<Q> {
         let (flows, dependents) = build::flow_states(&net, &cfg, plan, &prios, &mut rng)?;
         let (port_link, api_port) = telemetry::port_maps(&net, fabric.as_ref());
         let port = build::port_states(&net, &cfg);
+        q.fit_horizon(build::horizon(&net, &cfg, &port));
         let flow_hash = flows.iter().map(|f| f.hash).collect();
         let mut s = Sim {
             net,

@@ -63,11 +63,18 @@ impl<Q: EventQueue> Sim<Q> {
             self.release(pid);
             return;
         }
-        let mut buf = std::mem::take(&mut self.hop_buf);
-        buf.clear();
-        buf.extend_from_slice(hops);
-        let local = self.choose(node, &buf, &pk);
-        self.hop_buf = buf;
+        let local = match self.pick(node, hops, &pk) {
+            Some(h) => h,
+            None => {
+                // Flowlets change the engine's state: copy the hops out of the router.
+                let mut buf = std::mem::take(&mut self.hop_buf);
+                buf.clear();
+                buf.extend_from_slice(self.router.next_hops(node, dst));
+                let h = self.choose_flowlet(node, &buf, &pk);
+                self.hop_buf = buf;
+                h
+            }
+        };
         let e = self.net.port_off[node as usize] + local as u32;
         if !self.up[e as usize] {
             self.t.drops_failure += 1;
@@ -78,16 +85,19 @@ impl<Q: EventQueue> Sim<Q> {
         self.enqueue(node, e, pid, r);
     }
 
-    /// Pick one of the equal-cost next hops for a packet.
-    pub(super) fn choose(&mut self, node: u32, hops: &[u16], pk: &Pkt) -> u16 {
+    /// Pick one of the equal-cost next hops for a packet, for every scheme but
+    /// flowlets (`None`: call [`Self::choose_flowlet`]). Read-only, so the hops can
+    /// stay borrowed from the router: the arrival path copies nothing.
+    #[inline]
+    pub(super) fn pick(&self, node: u32, hops: &[u16], pk: &Pkt) -> Option<u16> {
         let n = hops.len();
         if n == 1 {
-            return hops[0];
+            return Some(hops[0]);
         }
         let salt = self.salt[node as usize];
         let fh = self.flow_hash[pk.flow as usize];
         let pick = |h: u64| hops[((h as u128 * n as u128) >> 64) as usize];
-        match self.cfg.lb {
+        Some(match self.cfg.lb {
             LbScheme::Ecmp => pick(mix64(fh ^ salt)),
             LbScheme::Spray | LbScheme::Reps | LbScheme::Bitmap | LbScheme::Mixed => {
                 if pk.kind == K_DATA || pk.kind == K_ACK || pk.kind == K_NACK {
@@ -100,17 +110,10 @@ impl<Q: EventQueue> Sim<Q> {
             }
             LbScheme::Flowlet => {
                 if pk.kind != K_DATA {
-                    return pick(mix64(fh ^ salt));
+                    pick(mix64(fh ^ salt))
+                } else {
+                    return None;
                 }
-                let gap = self.cfg.flowlet_gap.as_picos();
-                let now = self.now;
-                let entry = self.flowlet[node as usize].get(&pk.flow).copied();
-                let port = match entry {
-                    Some((last, port)) if now - last <= gap && hops.contains(&port) => port,
-                    _ => hops[self.rng.below(n as u64) as usize],
-                };
-                self.flowlet[node as usize].insert(pk.flow, (now, port));
-                port
             }
             LbScheme::Adaptive => {
                 let base = self.net.port_off[node as usize];
@@ -128,7 +131,22 @@ impl<Q: EventQueue> Sim<Q> {
                 }
                 best
             }
-        }
+        })
+    }
+
+    /// LetFlow: a data packet keeps its flow's next hop unless the flow was idle for
+    /// the flowlet gap, then takes a random one (`hops` has two or more).
+    pub(super) fn choose_flowlet(&mut self, node: u32, hops: &[u16], pk: &Pkt) -> u16 {
+        let n = hops.len();
+        let gap = self.cfg.flowlet_gap.as_picos();
+        let now = self.now;
+        let entry = self.flowlet[node as usize].get(&pk.flow).copied();
+        let port = match entry {
+            Some((last, port)) if now - last <= gap && hops.contains(&port) => port,
+            _ => hops[self.rng.below(n as u64) as usize],
+        };
+        self.flowlet[node as usize].insert(pk.flow, (now, port));
+        port
     }
 
     pub(super) fn enqueue(&mut self, node: u32, e: u32, pid: u32, in_port: u32) {

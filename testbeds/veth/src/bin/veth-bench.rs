@@ -1,7 +1,7 @@
 //! `veth-bench`: forwarding rate of the userspace switch against a direct veth path,
 //! measured in the same run (root required).
 //!
-//! Four paths, each between fresh namespaces:
+//! Five paths, each between fresh namespaces:
 //! - direct: sender ns ──veth── receiver ns;
 //! - switched: sender ns ──veth── switch ns ──veth── receiver ns, the switch being the
 //!   engine's [`Switch`] core driven by the same AF_PACKET batched I/O as the
@@ -13,7 +13,10 @@
 //!   end to end, and frames forwarded by the loop (all switches; per switch = / 3);
 //! - what-if: the same leaf–spine with its two switch-to-switch hops handed to the peer
 //!   switch inside the loop instead of crossing a veth (see `leaf_spine`; not how the
-//!   testbed runs), to measure what the kernel part of those hops costs.
+//!   testbed runs), to measure what the kernel part of those hops costs;
+//! - TX ring: the switched path with the switch sending through `PACKET_TX_RING`s
+//!   ([`PacketSocket::send_ring`]) instead of `sendmmsg` (not how the engine sends:
+//!   measured slower, see `PacketSocket::send_batch`).
 //!
 //! The sender blasts the same RoCEv2 frame with `sendmmsg` (batches of 64) for the
 //! given time; the receiver counts frames from its receive ring. All paths use the
@@ -50,11 +53,14 @@ use veth_core::wire::roce;
 
 type BoxErr = Box<dyn std::error::Error + Send + Sync>;
 
+/// The blasted frame: MACs of the `02:fb:…` device range, which no kernel interface of a
+/// testbed carries (`congestion::star::device_mac`), so the frame is `PACKET_OTHERHOST`
+/// for the first namespace on every path, as an emulated NIC's frames are.
 fn frame(len: usize, dst: Ipv4Addr) -> Vec<u8> {
     let payload = len - roce::OVERHEAD;
     let r = roce::Repr {
-        eth_dst: [2, 0xfa, 0, 0, 0, 0],
-        eth_src: [2, 0xfa, 0, 0, 0, 1],
+        eth_dst: [2, 0xfb, 0xff, 0xff, 0xff, 0],
+        eth_src: [2, 0xfb, 0xff, 0xff, 0xff, 1],
         ip_src: Ipv4Addr::new(10, 9, 0, 1),
         ip_dst: dst,
         dscp: 26,
@@ -313,7 +319,7 @@ fn switch_loop(sw: Switched, stop: Arc<AtomicBool>, counting: Arc<AtomicBool>) -
                     None => break,
                 }
             }
-            let k = s.send_batch(&out[p]);
+            let k = s.send_ring(&out[p]);
             fwd += k as u64;
             moved |= k > 0;
             pool.recycle(out[p].drain(..k));
@@ -447,14 +453,22 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// The single-switch path's switch: port 0 in, port 1 out toward `dst`.
+/// The single-switch path's switch: port 0 in, port 1 out toward `dst`. `tx_ring`: its
+/// sockets send through a `PACKET_TX_RING` ([`PacketSocket::send_ring`]) instead of
+/// `sendmmsg` — the experiment of the fifth path; the engine uses `sendmmsg`.
 fn one_switch(
     ns: &Netns,
     mac_in: [u8; 6],
     mac_out: [u8; 6],
     dst: Ipv4Addr,
+    tx_ring: bool,
 ) -> Result<Switched, BoxErr> {
-    let socks = vec![PacketSocket::open(ns, "s0")?, PacketSocket::open(ns, "s1")?];
+    let open = if tx_ring {
+        PacketSocket::open_with_tx_ring
+    } else {
+        PacketSocket::open
+    };
+    let socks = vec![open(ns, "s0")?, open(ns, "s1")?];
     let routes = HashMap::from([(dst, vec![1usize])]);
     let mut c = SwitchConfig::new(
         vec![mac_in, mac_out],
@@ -536,8 +550,9 @@ fn main() -> Result<(), BoxErr> {
     let dst = Ipv4Addr::new(10, 9, 0, 2);
     let fabric_dst = veth::congestion::star::host_ip(0);
     let mut what_if = Vec::new();
+    let mut tx_ring = Vec::new();
     for len in [64usize, 1500] {
-        let mut m: [Vec<f64>; 12] = Default::default();
+        let mut m: [Vec<f64>; 14] = Default::default();
         for _ in 0..reps {
             let d = run_path(
                 PacketSocket::open(&a, "d0")?,
@@ -551,7 +566,15 @@ fn main() -> Result<(), BoxErr> {
                 PacketSocket::open(&sa, "e0")?,
                 PacketSocket::open(&sb, "e1")?,
                 dst,
-                Some(one_switch(&ss, l_in.b_mac, l_out.a_mac, dst)?),
+                Some(one_switch(&ss, l_in.b_mac, l_out.a_mac, dst, false)?),
+                len,
+                secs,
+            )?;
+            let r = run_path(
+                PacketSocket::open(&sa, "e0")?,
+                PacketSocket::open(&sb, "e1")?,
+                dst,
+                Some(one_switch(&ss, l_in.b_mac, l_out.a_mac, dst, true)?),
                 len,
                 secs,
             )?;
@@ -574,6 +597,8 @@ fn main() -> Result<(), BoxErr> {
                 h.pps / d.pps,
                 h.switch_cpu_ns_per_frame() * h.forwarded_pps() / h.pps.max(1.0),
                 f.switch_cpu_ns_per_frame() * f.forwarded_pps() / f.pps.max(1.0),
+                r.pps / d.pps,
+                r.switch_cpu_ns_per_frame(),
             ]) {
                 v.push(x);
             }
@@ -596,6 +621,7 @@ fn main() -> Result<(), BoxErr> {
                 .fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)))
         };
         let ((lo, hi), (flo, fhi), (hlo, hhi)) = (range(&m[2]), range(&m[5]), range(&m[9]));
+        let (rlo, rhi) = range(&m[12]);
         let med: Vec<f64> = m.iter().map(|v| median(v.clone())).collect();
         println!(
             "| {len} B | {:.0} | {:.0} ns | {:.0} | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns | {:.0} | {:.2} [{flo:.2}–{fhi:.2}] | {:.0} | {:.0} | {:.0} ns |",
@@ -614,6 +640,10 @@ fn main() -> Result<(), BoxErr> {
             "| {len} B | {:.0} ns | {:.2} [{flo:.2}–{fhi:.2}] | {:.0} ns | {:.2} [{hlo:.2}–{hhi:.2}] | {:.0} ns |",
             med[8], med[5], med[11], med[9], med[10],
         ));
+        tx_ring.push(format!(
+            "| {len} B | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns | {:.2} [{rlo:.2}–{rhi:.2}] | {:.0} ns |",
+            med[2], med[3], med[12], med[13],
+        ));
     }
     println!();
     println!(
@@ -624,6 +654,15 @@ fn main() -> Result<(), BoxErr> {
     );
     println!("|---|---|---|---|---|---|");
     for row in what_if {
+        println!("{row}");
+    }
+    println!();
+    println!("One switch: sending with sendmmsg (as the engine does) vs through a PACKET_TX_RING");
+    println!(
+        "| frame | ratio, sendmmsg | switch CPU per forwarded frame | ratio, TX ring | switch CPU per forwarded frame |"
+    );
+    println!("|---|---|---|---|---|");
+    for row in tx_ring {
         println!("{row}");
     }
     println!("load average at the end: {}", loadavg());

@@ -22,7 +22,7 @@ use veth_core::fabric::{FabricEvent, SwitchSet};
 use veth_core::switch::Switch;
 
 use super::CongestionConfig;
-use super::star::{Sockets, host_ip};
+use super::star::{Sockets, device_mac, host_ip};
 use crate::afpacket::PacketSocket;
 use crate::{Error, Result, Testbed, VethLink, netlink};
 use scenario::{FailureTarget, Workplan};
@@ -239,12 +239,14 @@ pub fn build(cfg: &CongestionConfig, plan: &Workplan, scale: TimeScale) -> Resul
         let v = tb.connect(&ns[l.b.idx()], &up_if, &ns[l.a.idx()], &low_if)?;
         netlink::Nl::open(&ns[l.b.idx()])?.set_mtu(&up_if, 9000)?;
         netlink::Nl::open(&ns[l.a.idx()])?.set_mtu(&low_if, 9000)?;
-        // (own MAC, peer MAC) of each switch end.
-        ends.insert((l.b.0, l.b_port), (v.a_mac, v.b_mac));
+        // (own MAC, peer MAC) of each switch end: the devices' MACs, which no kernel
+        // of the run owns (see `device_mac`).
+        let (a, b) = (device_mac(v.a_mac), device_mac(v.b_mac));
+        ends.insert((l.b.0, l.b_port), (a, b));
         if f.is_host(l.a) {
             host_links[l.a.idx()] = Some(v);
         } else {
-            ends.insert((l.a.0, l.a_port), (v.b_mac, v.a_mac));
+            ends.insert((l.a.0, l.a_port), (b, a));
         }
     }
     let host_links = host_links

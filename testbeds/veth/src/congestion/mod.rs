@@ -352,6 +352,12 @@ pub struct CongestionReport {
     pub kernel_drops: u64,
     /// Frames dropped inside the veths (stats64 rx/tx_dropped), all links.
     pub veth_drops: u64,
+    /// IPv4 packets the kernels of the run's namespaces took into their IP stack
+    /// (`Ip: InReceives` of `/proc/net/snmp`, all namespaces). Every frame of the run
+    /// carries device MACs no kernel owns ([`star::device_mac`]), so this stays 0: a
+    /// non-zero figure means frames were routed (and dropped) by a namespace's kernel
+    /// at the expense of the loop that sent them.
+    pub kernel_ip_input: u64,
     /// Frames lost on links that failed during the run (queued on a port that went down).
     pub link_down_drops: u64,
     /// Frames a switch had no (live) route for: after a link failure, until the re-route.
@@ -722,6 +728,7 @@ fn run(
     let h = &mut ran.hosts;
     h.live.send(end, &ports, &h.hosts);
     let mut report = results::assemble(cfg, plan, scale, &ran, drops);
+    report.kernel_ip_input = star::kernel_ip_input(&star_tb)?;
     report.port_names = port_names;
     drop(ran);
     let mut tb = star_tb;

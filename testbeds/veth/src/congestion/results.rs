@@ -94,6 +94,8 @@ pub(super) fn assemble(
         hosts_max_late_us: h.late_us,
         kernel_drops: drops.kernel,
         veth_drops: drops.veth,
+        // Read from the namespaces by the caller, which still holds them.
+        kernel_ip_input: 0,
         all_completed: h.completed.len() == plan.flows.iter().filter(|f| f.size.is_some()).count(),
     }
 }

@@ -21,6 +21,20 @@ pub fn host_ip(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 200, (i / 250) as u8, (i % 250) as u8 + 1)
 }
 
+/// The MAC of the emulated device (a userspace switch port, an emulated RoCE NIC) on a
+/// veth end whose kernel interface has `kernel`: the same address with its second byte
+/// set to `0xfb`. [`crate::mac_for`] gives every kernel interface of a testbed `02:fa:…`,
+/// so no kernel of the run owns a device MAC: a frame addressed to one is
+/// `PACKET_OTHERHOST` for the namespace it lands in, handed to our AF_PACKET socket and
+/// then dropped by the kernel's IPv4 input at its first test, instead of being routed,
+/// given a `dst` and freed by `ip_error` — work the sender of every hop paid (~15 % of
+/// the fabric loop's CPU, docs/veth.md "Forwarding benchmark").
+pub fn device_mac(kernel: Mac) -> Mac {
+    let mut m = kernel;
+    m[1] = 0xfb;
+    m
+}
+
 /// The sockets of a star: one per switch port, one per host, in host order.
 #[derive(Debug)]
 pub struct Sockets {
@@ -71,6 +85,36 @@ impl Star {
     }
 }
 
+/// IPv4 packets taken in by the IP stacks of every namespace of `tb` (`Ip: InReceives`
+/// of each namespace's `/proc/net/snmp`, read from inside it).
+pub fn kernel_ip_input(tb: &Testbed) -> Result<u64> {
+    let mut n = 0;
+    for ns in tb.namespaces() {
+        let text =
+            crate::netns::in_netns(ns, || std::fs::read_to_string("/proc/thread-self/net/snmp"))?
+                .map_err(|e| Error::Os {
+                what: format!("read /proc/net/snmp in {}", ns.name()),
+                source: e,
+            })?;
+        n += snmp_ip_in_receives(&text).ok_or_else(|| {
+            Error::Invalid(format!(
+                "/proc/net/snmp in {}: no Ip InReceives counter",
+                ns.name()
+            ))
+        })?;
+    }
+    Ok(n)
+}
+
+/// `Ip: InReceives` from a `/proc/net/snmp` text: a header line `Ip: Forwarding
+/// DefaultTTL InReceives ...` followed by a value line `Ip: 2 64 17 ...`.
+fn snmp_ip_in_receives(text: &str) -> Option<u64> {
+    let mut ip = text.lines().filter(|l| l.starts_with("Ip: "));
+    let (names, values) = (ip.next()?, ip.next()?);
+    let col = names.split_whitespace().position(|w| w == "InReceives")?;
+    values.split_whitespace().nth(col)?.parse().ok()
+}
+
 /// Frames dropped inside the veths (stats64 rx/tx_dropped) of every namespace of `tb`.
 pub fn veth_drops(tb: &Testbed) -> Result<u64> {
     let mut drops = 0;
@@ -88,8 +132,9 @@ pub fn veth_drops(tb: &Testbed) -> Result<u64> {
 pub fn switch(cfg: &CongestionConfig, links: &[VethLink]) -> Switch {
     let routes: HashMap<Ipv4Addr, Vec<usize>> =
         (0..cfg.hosts).map(|i| (host_ip(i), vec![i])).collect();
-    let peers = links.iter().map(|l| Some(l.b_mac)).collect();
-    let c = switch_config(cfg, links.iter().map(|l| l.a_mac).collect(), peers, routes);
+    let peers = links.iter().map(|l| Some(device_mac(l.b_mac))).collect();
+    let own = links.iter().map(|l| device_mac(l.a_mac)).collect();
+    let c = switch_config(cfg, own, peers, routes);
     Switch::new(c)
 }
 
@@ -138,9 +183,9 @@ pub fn hosts(
             };
             Host::new(
                 HostConfig {
-                    mac: links[i].b_mac,
+                    mac: device_mac(links[i].b_mac),
                     ip: host_ip(i),
-                    gateway_mac: links[i].a_mac,
+                    gateway_mac: device_mac(links[i].a_mac),
                     link_rate: cfg.link_rate,
                     scale,
                     payload: cfg.payload,
@@ -170,4 +215,34 @@ pub fn hosts(
         hosts[f.dst as usize].add_recv_flow(f.id, host_ip(f.src as usize), f.size.map(|b| b.0));
     }
     Ok(hosts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ip_in_receives_is_read_from_the_ip_lines_of_snmp() {
+        let text = "Ip: Forwarding DefaultTTL InReceives InHdrErrors\nIp: 2 64 1234 0\n\
+                    Icmp: InMsgs InErrors\nIcmp: 5 0\n";
+        assert_eq!(snmp_ip_in_receives(text), Some(1234));
+        assert_eq!(snmp_ip_in_receives("Icmp: InMsgs\nIcmp: 5\n"), None);
+        assert_eq!(
+            snmp_ip_in_receives("Ip: Forwarding InReceives\nIp: 2\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn device_macs_differ_from_every_kernel_mac_of_a_testbed() {
+        for (n, side) in [(0, 0), (7, 1), (70_000, 1)] {
+            let kernel = crate::mac_for(n, side);
+            let dev = device_mac(kernel);
+            assert_ne!(dev, kernel);
+            assert_eq!(dev[1], 0xfb, "{dev:02x?}");
+            // Locally administered unicast, unique per kernel MAC.
+            assert_eq!(dev[0] & 0x03, 0x02);
+            assert_eq!((dev[2..]), kernel[2..]);
+        }
+    }
 }

@@ -37,6 +37,40 @@ pub fn frr_configs(f: &Fabric, plan: &AddressPlan) -> Result<Vec<(String, String
     Ok(out)
 }
 
+/// Every switch's `vrf-frr-bgp` export for tenant file `t` (`topo::export::vrf_bgp`: the
+/// `frr-bgp` configuration with each leaf's tenant VRFs carried into BGP), renamed as
+/// [`frr_configs`] does. FRR runs these only on a kernel with the VRF driver
+/// (`CONFIG_NET_VRF`), which this testbed's kernel lacks; the testbed binds ports to
+/// tenant tables with policy rules instead (`crate::tenant_vrf`).
+pub fn frr_vrf_configs(
+    f: &Fabric,
+    plan: &AddressPlan,
+    t: &topo::tenants::Tenants,
+) -> Result<Vec<(String, String)>> {
+    let routes = topo::Routes::compute(f);
+    let enf = topo::tenants::enforce::Enforcement::from_tenants(f, t);
+    let vrfs = topo::tenants::leaf::leaf_vrfs(f, &routes, plan, &enf);
+    let routed = Routed {
+        fabric: f,
+        addr: plan,
+        tables: Tables::Ecmp(&routes),
+        lanes: None,
+    };
+    let mut sink = MemSink::new();
+    export::vrf_bgp::export(&routed, &vrfs, &mut sink)
+        .map_err(|e| Error::Invalid(format!("exporting vrf-frr-bgp: {e}")))?;
+    let mut out = Vec::new();
+    for s in f.switches() {
+        let name = f.node_name(s);
+        let path = format!("vrf/frr-bgp/{name}.conf");
+        let text = sink
+            .text(&path)
+            .ok_or_else(|| Error::Invalid(format!("the vrf-frr-bgp export has no {path}")))?;
+        out.push((name.to_string(), rename_interfaces(text)));
+    }
+    Ok(out)
+}
+
 /// `swpN` → `p{N-1}` wherever a word is an interface name of the export.
 pub fn rename_interfaces(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -99,5 +133,26 @@ mod tests {
         assert!(c.iter().all(|(_, t)| !t.contains("swp")));
         let p = prometheus_config(&[("s".into(), Ipv4Addr::new(100, 64, 0, 10), 9100)]);
         assert!(p.contains("targets: ['100.64.0.10:9100']"));
+    }
+
+    #[test]
+    fn tenant_vrfs_bind_the_testbeds_interfaces() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(100)).unwrap();
+        let plan = AddressPlan::new(&f).unwrap();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/tenants/fat-tree-k4.toml"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let file = topo::tenants::TenantFile::parse(&text, topo::Format::Toml, path).unwrap();
+        let t = topo::tenants::Tenants::resolve(&file, &f, path).unwrap();
+        let c = frr_vrf_configs(&f, &plan, &t).unwrap();
+        assert_eq!(c.len(), 20);
+        let leaf0 = &c.iter().find(|(n, _)| n == "pod0-leaf0").unwrap().1;
+        // host0 (mgmt) on port 0, host1 (tenant a) on port 1
+        assert!(leaf0.contains("interface p0 vrf Vrf-mgmt\n"), "{leaf0}");
+        assert!(leaf0.contains("interface p1 vrf Vrf-a\n"), "{leaf0}");
+        assert!(leaf0.contains(" vrf Vrf-a\n"));
+        assert!(c.iter().all(|(_, t)| !t.contains("swp")));
     }
 }
