@@ -368,18 +368,19 @@ fn write_lanes(f: &Fabric, c: &Computed, opensm: bool, sink: &mut DirSink) -> an
 pub fn run(args: Args) -> anyhow::Result<()> {
     use crate::failure_args::input;
     let (names, tenant_formats) = crate::tenant_args::split_formats(&args.format);
-    if !tenant_formats.is_empty() && args.tenants.is_none() {
+    let formats = input(parse_formats(&names));
+    let fabric = input(args.fabric.load());
+    let tenants = input(crate::tenant_args::fabric_tenants(
+        &args.fabric,
+        &fabric,
+        args.tenants.as_deref(),
+    ));
+    if !tenant_formats.is_empty() && tenants.is_none() {
         input::<()>(Err(anyhow::anyhow!(
-            "--format {}: needs --tenants FILE",
+            "--format {}: needs tenants: --tenants FILE or a spec with a [[tenants]] section",
             tenant_formats.join(",")
         )));
     }
-    let formats = input(parse_formats(&names));
-    let fabric = input(args.fabric.load());
-    let tenants = args
-        .tenants
-        .as_deref()
-        .map(|p| input(crate::tenant_args::load(p, &fabric)));
     let mut sink = if tenant_formats.is_empty() {
         input(sink_for(&args.out, &formats))
     } else {

@@ -31,9 +31,9 @@ pub struct VerifyArgs {
     /// with its path. Exit 1 on a leak.
     #[arg(long, value_name = "FILE")]
     pub tenants: Option<std::path::PathBuf>,
-    /// With --tenants: prove a deployed OpenSM partitions.conf (plane 0) instead of the
-    /// partitions derived from the tenant file.
-    #[arg(long, value_name = "FILE", requires = "tenants")]
+    /// With tenants (--tenants or the spec's `[[tenants]]`): prove a deployed OpenSM
+    /// partitions.conf (plane 0) instead of the partitions derived from the tenants.
+    #[arg(long, value_name = "FILE")]
     pub partitions: Option<std::path::PathBuf>,
 }
 
@@ -173,8 +173,21 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         None => a.fabric.load(),
     });
     let set = input(a.fail.resolve(&f));
-    let tenants = a.tenants.as_deref().map(|p| {
-        let t = input(crate::tenant_args::load(p, &f));
+    let tenants = match &a.design {
+        Some(_) => a
+            .tenants
+            .as_deref()
+            .map(|p| crate::tenant_args::load(p, &f))
+            .transpose(),
+        None => crate::tenant_args::fabric_tenants(&a.fabric, &f, a.tenants.as_deref()),
+    };
+    let tenants = input(tenants);
+    if tenants.is_none() && a.partitions.is_some() {
+        input::<()>(Err(anyhow::anyhow!(
+            "--partitions: needs tenants to prove against: --tenants FILE or a spec with a [[tenants]] section"
+        )));
+    }
+    let tenants = tenants.map(|t| {
         let enf = input(crate::tenant_args::enforcement(
             &f,
             &t,

@@ -86,6 +86,10 @@ pub struct RunArgs {
     /// The htsim knobs, written over the scenario's `[network]` (flags win).
     #[command(flatten)]
     pub knobs: crate::sim_knobs::Knobs,
+    /// Tenant file (TOML/YAML/JSON): workloads with `tenant = "a"` take their class from
+    /// it and the ports its ETS weights; replaces the scenario's `tenants` key.
+    #[arg(long, value_name = "FILE")]
+    pub tenants: Option<PathBuf>,
 }
 
 /// Options of `compare-lb`.
@@ -258,12 +262,17 @@ fn prepare(a: &RunArgs) -> anyhow::Result<(topo::Fabric, Workplan, SimConfig)> {
     let mut scen = Scenario::from_file(path)?;
     a.knobs.overlay(&mut scen.network)?;
     let fabric = sim_fabric(&a.fabric, path)?;
+    let tenants = crate::tenant_args::scenario_tenants(
+        &scen,
+        Some(&a.fabric),
+        &fabric,
+        a.tenants.as_deref(),
+    )?;
     let plan = scen
-        .compile(&CompileCtx::new(
-            fabric.num_hosts() as u32,
-            host_rate(&fabric),
-            a.seed,
-        ))
+        .compile(
+            &CompileCtx::new(fabric.num_hosts() as u32, host_rate(&fabric), a.seed)
+                .with_tenants(tenants),
+        )
         .map_err(|e| a.knobs.explain(e))?;
     let mut cfg = sim_config(&a.cc, &a.lb, a.pfc, a.seed, &plan)?;
     if let Some(s) = &a.stop {
@@ -325,11 +334,10 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
 fn export_cm(a: ExportCmArgs) -> anyhow::Result<()> {
     let fabric = a.fabric.load_or("fat-tree-k8")?;
     let n = fabric.num_hosts() as u32;
-    let plan = Scenario::from_file(&a.scenario)?.compile(&CompileCtx::new(
-        n,
-        host_rate(&fabric),
-        a.seed,
-    ))?;
+    let scen = Scenario::from_file(&a.scenario)?;
+    let tenants = crate::tenant_args::scenario_tenants(&scen, Some(&a.fabric), &fabric, None)?;
+    let plan =
+        scen.compile(&CompileCtx::new(n, host_rate(&fabric), a.seed).with_tenants(tenants))?;
     let (m, skipped) = scenario::cm::ConnectionMatrix::from_plan(&plan, n);
     let text = m.to_text();
     match &a.out {
@@ -570,6 +578,7 @@ mod tests {
             record: None,
             record_every: "10us".into(),
             knobs: Default::default(),
+            tenants: None,
         }
     }
 

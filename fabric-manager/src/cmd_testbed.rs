@@ -130,7 +130,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "star")]
     pub topology: veth::congestion::fabric::Topology,
     /// Make this host's NIC storm: from `--storm-at` on it pauses its switch port and
-    /// never stops (a PAUSE of priority 0 with the longest quanta every 5 ms, real time).
+    /// never stops (a PAUSE with the longest quanta every 5 ms, real time, of priority 0,
+    /// or of the host's tenant's class with a tenant file).
     #[arg(long)]
     pub storm_host: Option<usize>,
     /// When the storm starts (virtual time, e.g. `100us`).
@@ -184,6 +185,11 @@ pub struct RunArgs {
     /// recording that `fabric-tui --replay` reads.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Tenant file (TOML/YAML/JSON) checked against the `--topology` fabric: workloads
+    /// with `tenant = "a"` take their class from it and every switch port its ETS
+    /// weights; replaces the scenario's `tenants` key.
+    #[arg(long, value_name = "FILE")]
+    pub tenants: Option<PathBuf>,
 }
 
 fn need_root() -> anyhow::Result<()> {
@@ -655,8 +661,10 @@ pub(crate) fn configure(a: &RunArgs) -> anyhow::Result<(CongestionConfig, scenar
     check_spray(a.topology, a.spray.is_some())?;
     let scenario = Scenario::from_file(&a.scenario)?;
     let virtual_rate = Rate::gbps(a.virtual_gbps);
+    let tenants = testbed_tenants(a, &scenario, virtual_rate)?;
     let used = |hosts: u32| -> anyhow::Result<_> {
-        Ok(scenario.compile(&CompileCtx::new(hosts, virtual_rate, 1))?)
+        Ok(scenario
+            .compile(&CompileCtx::new(hosts, virtual_rate, 1).with_tenants(tenants.clone()))?)
     };
     let hosts = match (a.topology.hosts(), a.hosts) {
         (Some(n), Some(h)) if h != n => bail!(
@@ -688,9 +696,14 @@ pub(crate) fn configure(a: &RunArgs) -> anyhow::Result<(CongestionConfig, scenar
     let plan = used(hosts as u32)?;
     let mut cfg = CongestionConfig::new(hosts);
     cfg.topology = a.topology;
-    cfg.storm = a
-        .storm_host
-        .map(|h| veth::congestion::StormConfig::new(h, a.storm_at));
+    // A storming NIC pauses its own traffic's class: its tenant's, with a tenant file.
+    cfg.storm = a.storm_host.map(|h| veth::congestion::StormConfig {
+        priority: tenants
+            .as_ref()
+            .and_then(|t| t.class_of_host(h as u32))
+            .unwrap_or(0),
+        ..veth::congestion::StormConfig::new(h, a.storm_at)
+    });
     cfg.pfcwd = a
         .pfcwd
         .map(|d| {
@@ -718,6 +731,24 @@ pub(crate) fn configure(a: &RunArgs) -> anyhow::Result<(CongestionConfig, scenar
     cfg.pcap_ports = a.pcap_port.clone();
     cfg.wall_limit = std::time::Duration::from_secs(a.wall_limit);
     Ok((cfg, plan))
+}
+
+/// The run's tenant file checked against the `--topology` fabric (the star has none).
+fn testbed_tenants(
+    a: &RunArgs,
+    scenario: &Scenario,
+    rate: Rate,
+) -> anyhow::Result<Option<scenario::ScenarioTenants>> {
+    if scenario.tenants_path(a.tenants.as_deref()).is_none() {
+        return Ok(None);
+    }
+    let Some(f) = a.topology.fabric(rate)? else {
+        bail!(
+            "{}: a tenant file is checked against the fabric's hosts, and the star has no fabric: give --topology leaf-spine:LxSxH or fat-tree:K",
+            a.scenario.display()
+        );
+    };
+    crate::tenant_args::scenario_tenants(scenario, None, &f, a.tenants.as_deref())
 }
 
 fn run_scenario(a: RunArgs) -> anyhow::Result<()> {

@@ -16,6 +16,8 @@ use topo::tenants::proof::{self, Report};
 use topo::tenants::{TenantFile, Tenants, leaf};
 use topo::{Fabric, Routes};
 
+use crate::common::FabricArgs;
+
 /// The largest tenant file or partitions.conf read (100k hosts listed one by one are a few
 /// MB).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
@@ -55,6 +57,66 @@ pub fn load(path: &Path, f: &Fabric) -> anyhow::Result<Tenants> {
     let text = read_capped(path, "tenant file")?;
     let file = TenantFile::parse(&text, format, &origin)?;
     Ok(Tenants::resolve(&file, f, &origin)?)
+}
+
+/// The `[[tenants]]` section of the fabric spec file `fa` names (presets have none),
+/// checked against `f`, with the spec file's name.
+fn spec_section(fa: &FabricArgs, f: &Fabric) -> anyhow::Result<Option<(Tenants, String)>> {
+    let Some(path) = &fa.fabric else {
+        return Ok(None);
+    };
+    let (spec, origin) = crate::common::read_spec_file(path)?;
+    Ok(spec.tenants(f, &origin)?.map(|t| (t, origin)))
+}
+
+fn both(spec: &str, file: &Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{spec}: the spec has a [[tenants]] section and a tenant file was given too ({}): give one (drop the file to use the spec's tenants, or the section to use the file)",
+        file.display()
+    )
+}
+
+/// The run's tenants: the fabric spec's `[[tenants]]` section, or `cli` (`--tenants
+/// FILE`); a spec with a section and a file is refused.
+pub fn fabric_tenants(
+    fa: &FabricArgs,
+    f: &Fabric,
+    cli: Option<&Path>,
+) -> anyhow::Result<Option<Tenants>> {
+    match (spec_section(fa, f)?, cli) {
+        (Some((_, spec)), Some(c)) => Err(both(&spec, c)),
+        (Some((t, _)), None) => Ok(Some(t)),
+        (None, Some(c)) => load(c, f).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The tenants of a scenario run on `f` (built from `fa`): `cli` (`--tenants FILE`) if
+/// given, with a note when it replaces the scenario's own `tenants` key, else the
+/// scenario's, else the spec's `[[tenants]]` section; a spec section and a file are
+/// refused together.
+pub fn scenario_tenants(
+    scen: &scenario::Scenario,
+    fa: Option<&FabricArgs>,
+    f: &Fabric,
+    cli: Option<&Path>,
+) -> anyhow::Result<Option<scenario::ScenarioTenants>> {
+    if let (Some(c), Some(own)) = (cli, &scen.tenants) {
+        eprintln!(
+            "note: --tenants {} replaces the scenario's tenants = \"{}\"",
+            c.display(),
+            own.display()
+        );
+    }
+    let section = match fa {
+        Some(fa) => spec_section(fa, f)?,
+        None => None,
+    };
+    match (section, scen.tenants_path(cli)) {
+        (Some((_, spec)), Some(file)) => Err(both(&spec, &file)),
+        (Some((t, spec)), None) => Ok(Some(scenario::ScenarioTenants::from_tenants(&t, f, &spec))),
+        (None, _) => Ok(scen.load_tenants(f, cli)?),
+    }
 }
 
 /// The enforcement layer to prove: derived from the tenant file, with the partitions of a

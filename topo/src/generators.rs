@@ -45,7 +45,10 @@ pub fn fat_tree_spec(k: u32, rate: Rate) -> Spec {
             5 * k64 * k64 / 4
         ),
         source: vec!["M. Al-Fares, A. Loukissas, A. Vahdat. A Scalable, Commodity Data Center Network Architecture. SIGCOMM 2008, §3.".into()],
+        traffic_classes: None,
         hosts: hosts(rate),
+        services: vec![],
+        tenants: vec![],
         planes: vec![PlaneSpec {
             copies: 1,
             kind: PlaneKind::Clos,
@@ -79,7 +82,10 @@ pub fn leaf_spine_spec(
         name: format!("leaf-spine-{leaves}x{spines}"),
         description: format!("2-tier leaf-spine: {leaves} leaves, {spines} spines"),
         source: vec![],
+        traffic_classes: None,
         hosts: hosts(rate),
+        services: vec![],
+        tenants: vec![],
         planes: vec![PlaneSpec {
             copies: 1,
             kind: PlaneKind::Clos,
@@ -126,7 +132,10 @@ pub fn dragonfly_plus_spec(
         name: format!("dragonfly-plus-g{groups}"),
         description: format!("Dragonfly+: {groups} groups of {leaves} leaves + {spines} spines"),
         source: vec!["A. Shpiner, Z. Haramaty, S. Eliad, V. Zdornov, B. Gafni, E. Zahavi. Dragonfly+: Low Cost Topology for Scaling Datacenters. HiPINEB 2017.".into()],
+        traffic_classes: None,
         hosts: hosts(rate),
+        services: vec![],
+        tenants: vec![],
         planes: vec![PlaneSpec {
             copies: 1,
             kind: PlaneKind::DragonflyPlus,

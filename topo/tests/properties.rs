@@ -37,6 +37,9 @@ fn arb_spec() -> impl Strategy<Value = Spec> {
                 name: "clos".into(),
                 description: String::new(),
                 source: vec![],
+                traffic_classes: None,
+                services: vec![],
+                tenants: vec![],
                 hosts: HostSpec {
                     servers: None,
                     gpus_per_server: 1,

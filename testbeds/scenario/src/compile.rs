@@ -24,6 +24,7 @@ impl Scenario {
     ) -> Result<()> {
         let first = plan.flows.len();
         let group = plan.groups.len() as u32;
+        let (prio, tenant) = self.workload_class(wi, w, ctx)?;
         let mut c = Compiler {
             scenario: self,
             wi,
@@ -38,53 +39,47 @@ impl Scenario {
                 receiver,
                 size,
                 start,
-                priority,
-            } => (
-                name,
-                c.incast(senders, *receiver, *size, *start, *priority)?,
-            ),
+                ..
+            } => (name, c.incast(senders, *receiver, *size, *start, prio)?),
             Workload::Permutation {
                 name,
                 hosts,
                 size,
                 start,
-                priority,
-            } => (name, c.permutation(hosts, *size, *start, *priority, rng)?),
+                ..
+            } => (name, c.permutation(hosts, *size, *start, prio, rng)?),
             Workload::AllToAll {
                 name,
                 hosts,
                 size,
                 start,
-                priority,
-            } => (name, c.all_to_all(hosts, *size, *start, *priority)?),
+                ..
+            } => (name, c.all_to_all(hosts, *size, *start, prio)?),
             Workload::RingAllreduce {
                 name,
                 hosts,
                 size,
                 stride,
                 start,
-                priority,
-            } => (
-                name,
-                c.ring_allreduce(hosts, *size, *stride, *start, *priority)?,
-            ),
+                ..
+            } => (name, c.ring_allreduce(hosts, *size, *stride, *start, prio)?),
             Workload::TreeAllreduce {
                 name,
                 hosts,
                 size,
                 start,
-                priority,
-            } => (name, c.tree_allreduce(hosts, *size, *start, *priority)?),
+                ..
+            } => (name, c.tree_allreduce(hosts, *size, *start, prio)?),
             Workload::Fairness {
                 name,
                 senders,
                 receiver,
                 interval,
                 start,
-                priority,
+                ..
             } => (
                 name,
-                c.fairness(senders, *receiver, *interval, *start, *priority)?,
+                c.fairness(senders, *receiver, *interval, *start, prio)?,
             ),
             Workload::Victim {
                 name,
@@ -96,7 +91,7 @@ impl Scenario {
                 victim_size,
                 start,
                 victim_start,
-                priority,
+                ..
             } => {
                 let victim = VictimFlow {
                     src: *victim_src,
@@ -106,7 +101,7 @@ impl Scenario {
                 };
                 (
                     name,
-                    c.victim(senders, *receiver, *size, victim, *start, *priority)?,
+                    c.victim(senders, *receiver, *size, victim, *start, prio)?,
                 )
             }
             Workload::Poisson {
@@ -117,7 +112,7 @@ impl Scenario {
                 cdf,
                 start,
                 duration,
-                priority,
+                ..
             } => {
                 let arrivals = PoissonArrivals {
                     load: *load,
@@ -127,21 +122,18 @@ impl Scenario {
                     duration: *duration,
                     host_rate: ctx.host_rate,
                 };
-                (name, c.poisson(hosts, &arrivals, *priority, rng)?)
+                (name, c.poisson(hosts, &arrivals, prio, rng)?)
             }
-            Workload::Flows {
-                name,
-                flow,
-                priority,
-            } => (name, c.flows(flow, *priority)?),
-            Workload::ConnectionMatrix {
-                name,
-                file,
-                priority,
-            } => (name, c.connection_matrix(file, *priority)?),
+            Workload::Flows { name, flow, .. } => (name, c.flows(flow, prio)?),
+            Workload::ConnectionMatrix { name, file, .. } => {
+                (name, c.connection_matrix(file, prio)?)
+            }
         };
         if plan.flows.len() == first {
             return Err(self.invalid(format!("workload[{wi}]"), "produces no flows"));
+        }
+        if let Some(t) = tenant {
+            self.check_tenant_flows(wi, w, t, ctx, &plan.flows[first..])?;
         }
         plan.groups.push(Group {
             name: name.clone().unwrap_or_else(|| format!("{}#{wi}", g.kind)),

@@ -31,8 +31,10 @@
 pub mod cm;
 mod compile;
 pub mod rng;
+pub mod tenancy;
 
 pub use compile::{MAX_FLOWS, TREE_CHUNK, double_binary_tree};
+pub use tenancy::ScenarioTenants;
 pub mod units;
 
 use crate::rng::Rng;
@@ -70,6 +72,18 @@ pub enum ScenarioError {
         /// What was wrong and what was expected.
         message: String,
     },
+    /// A tenant file could not be read.
+    #[error("{file}: {message}")]
+    Tenants {
+        /// The tenant file.
+        file: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// A tenant file does not parse or does not fit the fabric (the message names the
+    /// file, the entry's field, what was expected and the limit).
+    #[error("{0}")]
+    TenantFile(String),
     /// A line of an htsim connection matrix is malformed.
     #[error("{file}:{line}: {message}")]
     ConnectionMatrix {
@@ -105,6 +119,11 @@ pub struct Scenario {
     /// Network settings this scenario needs (override the driver's defaults).
     #[serde(default)]
     pub network: NetworkOverrides,
+    /// A tenant file (relative to the scenario file): workloads with `tenant = "a"` take
+    /// their class from it and the ports its ETS weights ([`tenancy`]). A driver's
+    /// `--tenants FILE` replaces it.
+    #[serde(default)]
+    pub tenants: Option<PathBuf>,
     /// The workloads, run side by side.
     #[serde(default, rename = "workload")]
     pub workloads: Vec<Workload>,
@@ -284,9 +303,6 @@ pub enum TrimVictimName {
     Htsim,
 }
 
-fn default_priority() -> u8 {
-    0
-}
 fn one() -> u32 {
     1
 }
@@ -311,9 +327,12 @@ pub enum Workload {
         /// Start time.
         #[serde(default, deserialize_with = "de_time")]
         start: Duration,
-        /// Traffic class.
-        #[serde(default = "default_priority")]
-        priority: u8,
+        /// Traffic class (default 0; a tenant's workload takes its tenant's).
+        #[serde(default)]
+        priority: Option<u8>,
+        /// The tenant it belongs to: its traffic class and hosts come from the tenant file.
+        #[serde(default)]
+        tenant: Option<String>,
     },
     /// Every host sends to one other host, each host receiving exactly once
     /// (a random derangement drawn from the scenario seed).
@@ -330,9 +349,12 @@ pub enum Workload {
         /// Start time.
         #[serde(default, deserialize_with = "de_time")]
         start: Duration,
-        /// Traffic class.
-        #[serde(default = "default_priority")]
-        priority: u8,
+        /// Traffic class (default 0; a tenant's workload takes its tenant's).
+        #[serde(default)]
+        priority: Option<u8>,
+        /// The tenant it belongs to: its traffic class and hosts come from the tenant file.
+        #[serde(default)]
+        tenant: Option<String>,
     },
     /// Every host sends `size` to every other host (MoE dispatch).
     AllToAll {
@@ -348,9 +370,12 @@ pub enum Workload {
         /// Start time.
         #[serde(default, deserialize_with = "de_time")]
         start: Duration,
-        /// Traffic class.
-        #[serde(default = "default_priority")]
-        priority: u8,
+        /// Traffic class (default 0; a tenant's workload takes its tenant's).
+        #[serde(default)]
+        priority: Option<u8>,
+        /// The tenant it belongs to: its traffic class and hosts come from the tenant file.
+        #[serde(default)]
+        tenant: Option<String>,
     },
     /// Ring all-reduce of a `size`-byte buffer on each rank: 2(n−1) steps, each
     /// rank sending `size/n` to its ring successor, a step starting when the
@@ -372,9 +397,12 @@ pub enum Workload {
         /// Start time.
         #[serde(default, deserialize_with = "de_time")]
         start: Duration,
-        /// Traffic class.
-        #[serde(default = "default_priority")]
-        priority: u8,
+        /// Traffic class (default 0; a tenant's workload takes its tenant's).
+        #[serde(default)]
+        priority: Option<u8>,
+        /// The tenant it belongs to: its traffic class and hosts come from the tenant file.
+        #[serde(default)]
+        tenant: Option<String>,
     },
     /// Tree all-reduce on NCCL's double binary tree ([`double_binary_tree`]):
     /// two trees, each all-reducing half the buffer, pipelined in chunks.
@@ -391,9 +419,12 @@ pub enum Workload {
         /// Start time.
         #[serde(default, deserialize_with = "de_time")]
         start: Duration,
-        /// Traffic class.
-        #[serde(default = "default_priority")]
-        priority: u8,
+        /// Traffic class (default 0; a tenant's workload takes its tenant's).
+        #[serde(default)]
+        priority: Option<u8>,
+        /// The tenant it belongs to: its traffic class and hosts come from the tenant file.
+        #[serde(default)]
+        tenant: Option<String>,
     },
     /// Long-lived flows to one receiver joining one by one every `interval`, then
     /// leaving in reverse order, so the fair share steps down and back up.
@@ -411,9 +442,12 @@ pub enum Workload {
         /// Start time of the first flow.
         #[serde(default, deserialize_with = "de_time")]
         start: Duration,
-        /// Traffic class.
-        #[serde(default = "default_priority")]
-        priority: u8,
+        /// Traffic class (default 0; a tenant's workload takes its tenant's).
+        #[serde(default)]
+        priority: Option<u8>,
+        /// The tenant it belongs to: its traffic class and hosts come from the tenant file.
+        #[serde(default)]
+        tenant: Option<String>,
     },
     /// An incast beside a victim flow that shares part of its path.
     Victim {
@@ -440,9 +474,12 @@ pub enum Workload {
         /// Victim start (default: with the incast).
         #[serde(default, deserialize_with = "de_opt_time")]
         victim_start: Option<Duration>,
-        /// Traffic class.
-        #[serde(default = "default_priority")]
-        priority: u8,
+        /// Traffic class (default 0; a tenant's workload takes its tenant's).
+        #[serde(default)]
+        priority: Option<u8>,
+        /// The tenant it belongs to: its traffic class and hosts come from the tenant file.
+        #[serde(default)]
+        tenant: Option<String>,
     },
     /// Poisson flow arrivals per source at `load` × host link rate, random
     /// destinations, sizes fixed (`size`) or drawn from a CDF (`cdf`).
@@ -468,9 +505,12 @@ pub enum Workload {
         /// Arrivals stop after this long.
         #[serde(deserialize_with = "de_time")]
         duration: Duration,
-        /// Traffic class.
-        #[serde(default = "default_priority")]
-        priority: u8,
+        /// Traffic class (default 0; a tenant's workload takes its tenant's).
+        #[serde(default)]
+        priority: Option<u8>,
+        /// The tenant it belongs to: its traffic class and hosts come from the tenant file.
+        #[serde(default)]
+        tenant: Option<String>,
     },
     /// Explicit flows.
     Flows {
@@ -479,9 +519,12 @@ pub enum Workload {
         name: Option<String>,
         /// The flows.
         flow: Vec<FlowLine>,
-        /// Traffic class (per-flow `priority` wins).
-        #[serde(default = "default_priority")]
-        priority: u8,
+        /// Traffic class (per-flow `priority` wins; default 0).
+        #[serde(default)]
+        priority: Option<u8>,
+        /// The tenant it belongs to: its traffic class and hosts come from the tenant file.
+        #[serde(default)]
+        tenant: Option<String>,
     },
     /// An htsim connection matrix (`.cm`), path relative to the scenario file.
     ConnectionMatrix {
@@ -490,9 +533,12 @@ pub enum Workload {
         name: Option<String>,
         /// The `.cm` file.
         file: PathBuf,
-        /// Traffic class.
-        #[serde(default = "default_priority")]
-        priority: u8,
+        /// Traffic class (default 0; a tenant's workload takes its tenant's).
+        #[serde(default)]
+        priority: Option<u8>,
+        /// The tenant it belongs to: its traffic class and hosts come from the tenant file.
+        #[serde(default)]
+        tenant: Option<String>,
     },
 }
 
@@ -583,6 +629,8 @@ pub struct CompileCtx {
     pub host_rate: Rate,
     /// Seed for the random parts (used unless the scenario pins one).
     pub seed: u64,
+    /// The tenant file, resolved against the fabric ([`Scenario::load_tenants`]).
+    pub tenants: Option<ScenarioTenants>,
 }
 
 impl CompileCtx {
@@ -592,7 +640,14 @@ impl CompileCtx {
             hosts,
             host_rate,
             seed,
+            tenants: None,
         }
+    }
+
+    /// The same context with tenants.
+    pub fn with_tenants(mut self, tenants: Option<ScenarioTenants>) -> Self {
+        self.tenants = tenants;
+        self
     }
 }
 
@@ -728,11 +783,37 @@ impl Scenario {
             workloads: vec![Workload::ConnectionMatrix {
                 name: None,
                 file: path.to_path_buf(),
-                priority: 0,
+                priority: None,
+                tenant: None,
             }],
             origin,
             ..Scenario::default()
         })
+    }
+
+    /// The tenant file this run uses: `cli` (a driver's `--tenants FILE`) if given, else
+    /// the scenario's `tenants` key, relative to the scenario file.
+    pub fn tenants_path(&self, cli: Option<&Path>) -> Option<PathBuf> {
+        if let Some(p) = cli {
+            return Some(p.to_path_buf());
+        }
+        let p = self.tenants.as_ref()?;
+        Some(match &self.base_dir {
+            Some(d) if p.is_relative() => d.join(p),
+            _ => p.clone(),
+        })
+    }
+
+    /// Reads and checks the run's tenant file ([`Scenario::tenants_path`]) against the
+    /// fabric the scenario runs on; `None` without one.
+    pub fn load_tenants(
+        &self,
+        f: &topo::Fabric,
+        cli: Option<&Path>,
+    ) -> Result<Option<ScenarioTenants>> {
+        self.tenants_path(cli)
+            .map(|p| ScenarioTenants::load(&p, f))
+            .transpose()
     }
 
     /// Whether a workload names `all` hosts (so the scenario has no size of its own: a
@@ -806,6 +887,7 @@ impl Scenario {
                 format!("{} B is outside 64 B..64 KiB", m.0),
             ));
         }
+        self.check_tenants(ctx, &mut plan)?;
         for (wi, w) in self.workloads.iter().enumerate() {
             self.compile_one(wi, w, ctx, &mut rng, &mut plan)?;
         }

@@ -35,6 +35,7 @@ mod validate;
 pub use validate::{MAX_HOSTS, MAX_LINKS, MAX_PORTS, MAX_SWITCHES, Plan};
 
 use crate::model::*;
+use crate::tenants::{EntrySpec, TenantFile, Tenants};
 use crate::units::Rate;
 use crate::{Error, Result};
 
@@ -50,10 +51,21 @@ pub struct Spec {
     /// Where the design comes from (paper, reference architecture).
     #[serde(default)]
     pub source: Vec<String>,
+    /// Tenants: traffic classes a switch has for them (a tenant file's
+    /// `traffic_classes`, default 8; docs/tenants.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic_classes: Option<u32>,
     /// Servers, NICs, GPUs.
     pub hosts: HostSpec,
     /// Planes (at least one).
     pub planes: Vec<PlaneSpec>,
+    /// Tenants: shared services (`[[services]]`, as in a tenant file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<EntrySpec>,
+    /// Tenants (`[[tenants]]`, as in a tenant file): checked against the fabric when the
+    /// spec is built, with the tenant file's errors ([`Spec::tenants`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<EntrySpec>,
 }
 
 /// Hosts of a fabric.
@@ -320,10 +332,33 @@ impl Spec {
             .fold(0u32, |n, p| n.saturating_add(p.copies))
     }
 
-    /// Validates and builds the fabric. `origin` goes into error messages.
+    /// Validates and builds the fabric, its tenants section included (checked as a
+    /// tenant file would be). `origin` goes into error messages.
     pub fn build(&self, origin: &str) -> Result<Fabric> {
         let plan = self.validate(origin)?;
-        Ok(generate::generate(self, &plan))
+        let f = generate::generate(self, &plan);
+        self.tenants(&f, origin)?;
+        Ok(f)
+    }
+
+    /// The tenants section (`traffic_classes`, `[[services]]`, `[[tenants]]`) as a tenant
+    /// file; `None` when the spec has none of them.
+    pub fn tenant_file(&self) -> Option<TenantFile> {
+        let none =
+            self.traffic_classes.is_none() && self.services.is_empty() && self.tenants.is_empty();
+        (!none).then(|| TenantFile {
+            traffic_classes: self.traffic_classes.unwrap_or(8),
+            services: self.services.clone(),
+            tenants: self.tenants.clone(),
+        })
+    }
+
+    /// The tenants section checked against `f` (the fabric this spec builds), with the
+    /// errors a tenant file gets (`tenants[1].servers[0]: …`); `None` without one.
+    pub fn tenants(&self, f: &Fabric, origin: &str) -> Result<Option<Tenants>> {
+        self.tenant_file()
+            .map(|file| Tenants::resolve(&file, f, origin))
+            .transpose()
     }
 }
 

@@ -451,3 +451,140 @@ fn classes_give_ets_weights_and_dscp() {
             .unwrap();
     assert_eq!(t.ets_weights(), [0, 0, 0, 23, 22, 0, 0, 0]);
 }
+
+// ---- the `[[tenants]]` section of a fabric spec ----
+
+/// fat-tree-k4's spec with `section` (tenant-file text) in it; `traffic_classes` and any
+/// other top-level key of the section go first, before the spec's tables.
+fn spec_with(section: &str) -> String {
+    let spec = generators::fat_tree_spec(4, Rate::gbps(400)).to_toml();
+    let (keys, tables): (Vec<&str>, Vec<&str>) = {
+        let cut = section.find("[[").unwrap_or(section.len());
+        (vec![&section[..cut]], vec![&section[cut..]])
+    };
+    format!("{}\n{spec}\n{}", keys.concat(), tables.concat())
+}
+
+fn build_spec(text: &str, format: Format) -> Result<Fabric> {
+    crate::Spec::parse(text, format, "s.toml")?.build("s.toml")
+}
+
+#[test]
+fn a_spec_section_is_the_tenant_file_inside_the_spec() {
+    let text = spec_with(GOOD);
+    let spec = crate::Spec::parse(&text, Format::Toml, "s.toml").unwrap();
+    let f = spec.build("s.toml").unwrap();
+    let from_spec = spec.tenants(&f, "t.toml").unwrap().unwrap();
+    assert_eq!(from_spec, resolve(GOOD).unwrap());
+    // The same in YAML and JSON, and written back as TOML.
+    let json = serde_json::to_string(&spec).unwrap();
+    assert_eq!(
+        crate::Spec::parse(&json, Format::Json, "s.json").unwrap(),
+        spec
+    );
+    let yaml = serde_yaml_ng::to_string(&spec).unwrap();
+    assert_eq!(
+        crate::Spec::parse(&yaml, Format::Yaml, "s.yaml").unwrap(),
+        spec
+    );
+    let back = crate::Spec::parse(&spec.to_toml(), Format::Toml, "s.toml").unwrap();
+    assert_eq!(back, spec);
+    // No section, no tenants.
+    let plain = generators::fat_tree_spec(4, Rate::gbps(400));
+    assert_eq!(plain.tenant_file(), None);
+    assert_eq!(plain.tenants(&f, "s.toml").unwrap(), None);
+    assert!(!plain.to_toml().contains("tenants"));
+}
+
+#[test]
+fn a_spec_section_gets_the_tenant_files_errors_when_the_spec_is_built() {
+    for (section, want) in [
+        (
+            GOOD.replace("[6, \"7-13\"]", "[6, \"7-16\"]"),
+            "s.toml: tenants[1].servers[1]: server 16 does not exist: the fabric has 16 servers (0-15)",
+        ),
+        (
+            GOOD.replace("servers = [\"0-5\"]", "servers = [\"0-6\"]"),
+            "s.toml: tenants[1].servers[0]: host6-nic0 (server 6) is already in tenants[0].servers[0]: an entry's hosts must not overlap another's",
+        ),
+        (
+            format!("traffic_classes = 2\n{GOOD}"),
+            "s.toml: tenants[1].classes[1]: class 2: a switch has 2 classes (expected 0-1)",
+        ),
+        (
+            "[[services]]\nname = \"storage\"\nservers = [1]\n".to_string(),
+            "s.toml: tenants: no tenants: expected at least one [[tenants]] entry",
+        ),
+    ] {
+        let e = build_spec(&spec_with(&section), Format::Toml)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, want);
+        // Word for word what the same text as a tenant file gets (a tenant file without
+        // `[[tenants]]` does not parse: the key is required there).
+        if let Ok(file) = TenantFile::parse(&section, Format::Toml, "s.toml") {
+            let e2 = Tenants::resolve(&file, &k4(), "s.toml")
+                .unwrap_err()
+                .to_string();
+            assert_eq!(e, e2);
+        }
+    }
+    let e = build_spec(
+        &spec_with("[[tenants]]\nname = \"a\"\nservers = [1]\nsharez = 3\n"),
+        Format::Toml,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("s.toml: tenants[0].sharez: unknown field `sharez`"),
+        "{e}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Any values in a spec's tenants section: the spec parses and builds or names the
+    /// field, never a panic, a hang or a huge allocation, and a section that parses gets
+    /// exactly the answer the same text gets as a tenant file.
+    #[test]
+    fn a_spec_section_with_unbounded_values_answers_as_a_tenant_file_does(
+        items in proptest::collection::vec(item(), 0..4),
+        gpus in proptest::collection::vec(item(), 0..3),
+        hosts in proptest::collection::vec("[a-z0-9-]{0,12}", 0..3),
+        classes in proptest::collection::vec(any::<u32>(), 0..10),
+        share in any::<u32>(),
+        pkey in any::<u64>(),
+        vrf in any::<u64>(),
+        tc in any::<u32>(),
+        sl in any::<u32>(),
+        name in "[a-z0-9-]{0,20}",
+    ) {
+        let section = format!(
+            "traffic_classes = {tc}\n[[tenants]]\nname = \"{name}\"\nservers = [{}]\ngpus = [{}]\nhosts = [{}]\nclasses = [{}]\nshare = {share}\npkey = {pkey}\nvrf = {vrf}\nsl = {sl}\n[[tenants]]\nname = \"z\"\nservers = [\"0-3\"]\n",
+            items.join(", "),
+            gpus.join(", "),
+            hosts.iter().map(|h| format!("\"{h}\"")).collect::<Vec<_>>().join(", "),
+            classes.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        );
+        let built = build_spec(&spec_with(&section), Format::Toml);
+        match TenantFile::parse(&section, Format::Toml, "s.toml") {
+            Err(_) => {
+                let e = built.unwrap_err().to_string();
+                prop_assert!(e.starts_with("s.toml: "), "{e}");
+            }
+            Ok(file) => {
+                let alone = Tenants::resolve(&file, &k4(), "s.toml");
+                match (built, alone) {
+                    (Ok(f), Ok(t)) => {
+                        prop_assert_eq!(f.num_hosts(), k4().num_hosts());
+                        let inside = |e: &Entry| e.hosts.iter().all(|h| h.idx() < f.num_hosts());
+                        prop_assert!(t.entries().iter().all(inside));
+                    }
+                    (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+                    (a, b) => prop_assert!(false, "spec {:?} vs file {:?}", a.map(|_| ()), b.map(|_| ())),
+                }
+            }
+        }
+    }
+}
