@@ -393,13 +393,17 @@ impl EventQueue for CalendarQueue {
     /// year four times too long spreads the pending events over four times the memory:
     /// on the 1024-host permutation (100 Gb/s, 500 ns links: a 0.83 µs horizon) 1,024
     /// buckets instead of 4,096 took ~15 % off the event loop's CPU (docs/sim.md).
+    /// The year only ever shrinks: on slow links (1 Gb/s: a 33 µs horizon) a year grown
+    /// to 32,768 buckets made the clock sweep empty buckets between sparse events, and a
+    /// run ten times slower; those horizons keep the queue's own year and the far heap.
     fn fit_horizon(&mut self, ps: u64) {
         if self.len > 0 {
             return;
         }
         let nb = (((ps >> self.width_shift) as usize).saturating_add(2))
             .next_power_of_two()
-            .clamp(Self::MIN_FIT_BUCKETS, Self::MAX_BUCKETS);
+            .max(Self::MIN_FIT_BUCKETS)
+            .min(self.buckets.len());
         if nb != self.buckets.len() {
             self.buckets = (0..nb).map(|_| Vec::new()).collect();
             self.cur = 0;
@@ -460,7 +464,7 @@ mod tests {
     }
 
     /// Fitting the year to a horizon keeps it just longer than the horizon (within
-    /// bounds), and only before the first push.
+    /// bounds, never longer than it was), and only before the first push.
     #[test]
     fn fit_horizon_sizes_the_year() {
         let mut q = CalendarQueue::for_sim();
@@ -469,11 +473,15 @@ mod tests {
         assert!(q.year_end() > 833_000);
         q.fit_horizon(0);
         assert_eq!(q.buckets.len(), CalendarQueue::MIN_FIT_BUCKETS);
+        // Never longer than the year the queue had: a slow link's horizon keeps it.
+        let mut q = CalendarQueue::for_sim();
+        q.fit_horizon(33_000_000);
+        assert_eq!(q.buckets.len(), 4096);
         q.fit_horizon(u64::MAX);
-        assert_eq!(q.buckets.len(), CalendarQueue::MAX_BUCKETS);
+        assert_eq!(q.buckets.len(), 4096);
         q.push(5, 1, 1);
         q.fit_horizon(833_000);
-        assert_eq!(q.buckets.len(), CalendarQueue::MAX_BUCKETS);
+        assert_eq!(q.buckets.len(), 4096);
         assert_eq!(q.pop().map(|e| e.t), Some(5));
     }
 
