@@ -723,6 +723,21 @@ pub struct JobsRunResult {
     pub designs: Vec<JobsDesignResult>,
 }
 
+impl JobsRunResult {
+    /// What [`crate::planner::join_shard`] compares between shards.
+    pub(crate) fn header(&self) -> crate::planner::ShardHeader<'_> {
+        crate::planner::ShardHeader {
+            count: self.shard_count,
+            designs: self
+                .designs
+                .iter()
+                .map(|d| (d.design.as_str(), d.fingerprint.as_str()))
+                .collect(),
+            shards: &self.shards,
+        }
+    }
+}
+
 /// The figures of all jobs from their aggregates (per trial: the sum over jobs).
 pub fn cluster_figures(cfg: &PlanConfig, jobs: &[JobOutcome]) -> ClusterFigures {
     let hours = cfg.days * 24.0;
@@ -817,39 +832,7 @@ pub fn merge(parts: &[JobsRunResult]) -> Result<JobsRunResult> {
                 "the results were run with different parameters or jobs (job sizes, days, trials, seed, rates …)".into(),
             ));
         }
-        if p.shard_count != first.shard_count {
-            return Err(Error::Merge(format!(
-                "shard counts differ: {} and {}",
-                first.shard_count, p.shard_count
-            )));
-        }
-        let names = |r: &JobsRunResult| {
-            r.designs
-                .iter()
-                .map(|d| d.design.clone())
-                .collect::<Vec<_>>()
-        };
-        if names(p) != names(first) {
-            return Err(Error::Merge(format!(
-                "designs differ: {:?} and {:?}",
-                names(first),
-                names(p)
-            )));
-        }
-        for (a, b) in first.designs.iter().zip(&p.designs) {
-            if a.fingerprint != b.fingerprint {
-                return Err(Error::Merge(format!(
-                    "design {} changed between shards {:?} and {:?} (fabric fingerprint {} vs {}): re-run every shard on one version of the design",
-                    a.design, first.shards, p.shards, a.fingerprint, b.fingerprint
-                )));
-            }
-        }
-        for s in &p.shards {
-            if out.shards.contains(s) {
-                return Err(Error::Merge(format!("shard {s} given twice")));
-            }
-            out.shards.push(*s);
-        }
+        crate::planner::join_shard(&first.header(), &p.header(), &mut out.shards)?;
         for (o, d) in out.designs.iter_mut().zip(&p.designs) {
             for (oj, dj) in o.jobs.iter_mut().zip(&d.jobs) {
                 oj.aggregate.merge(&dj.aggregate);

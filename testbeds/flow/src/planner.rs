@@ -1723,6 +1723,21 @@ pub struct RunResult {
     pub designs: Vec<DesignResult>,
 }
 
+impl RunResult {
+    /// What [`crate::planner::join_shard`] compares between shards.
+    pub(crate) fn header(&self) -> crate::planner::ShardHeader<'_> {
+        crate::planner::ShardHeader {
+            count: self.shard_count,
+            designs: self
+                .designs
+                .iter()
+                .map(|d| (d.design.as_str(), d.fingerprint.as_str()))
+                .collect(),
+            shards: &self.shards,
+        }
+    }
+}
+
 /// Trials of shard `i` of `n`: `t` with `t mod n = i`.
 pub fn shard_trials(trials: u32, i: u32, n: u32) -> impl Iterator<Item = u32> {
     (i..trials).step_by(n.max(1) as usize)
@@ -1758,6 +1773,57 @@ fn check_part(p: &RunResult) -> Result<()> {
     Ok(())
 }
 
+/// Where a shard came from: its sweep's shard count, its designs (name, fabric
+/// fingerprint) in order, and the shards it holds.
+pub(crate) struct ShardHeader<'a> {
+    pub count: u32,
+    pub designs: Vec<(&'a str, &'a str)>,
+    pub shards: &'a [u32],
+}
+
+/// Checks that shard `p` belongs to the same sweep as `first` (shard count, designs and
+/// their fingerprints) and adds its shards to `seen`, refusing one given twice.
+pub(crate) fn join_shard(
+    first: &ShardHeader<'_>,
+    p: &ShardHeader<'_>,
+    seen: &mut Vec<u32>,
+) -> Result<()> {
+    if p.count != first.count {
+        return Err(Error::Merge(format!(
+            "shard counts differ: {} and {}",
+            first.count, p.count
+        )));
+    }
+    let names = |h: &ShardHeader<'_>| {
+        h.designs
+            .iter()
+            .map(|d| d.0.to_string())
+            .collect::<Vec<_>>()
+    };
+    if names(p) != names(first) {
+        return Err(Error::Merge(format!(
+            "designs differ: {:?} and {:?}",
+            names(first),
+            names(p)
+        )));
+    }
+    for (a, b) in first.designs.iter().zip(&p.designs) {
+        if a.1 != b.1 {
+            return Err(Error::Merge(format!(
+                "design {} changed between shards {:?} and {:?} (fabric fingerprint {} vs {}): re-run every shard on one version of the design",
+                a.0, first.shards, p.shards, a.1, b.1
+            )));
+        }
+    }
+    for s in p.shards {
+        if seen.contains(s) {
+            return Err(Error::Merge(format!("shard {s} given twice")));
+        }
+        seen.push(*s);
+    }
+    Ok(())
+}
+
 /// Merges shard results of one sweep: same parameters, same designs (names and
 /// fingerprints), distinct shards, totals that add up.
 pub fn merge(parts: &[RunResult]) -> Result<RunResult> {
@@ -1775,39 +1841,7 @@ pub fn merge(parts: &[RunResult]) -> Result<RunResult> {
                     .into(),
             ));
         }
-        if p.shard_count != first.shard_count {
-            return Err(Error::Merge(format!(
-                "shard counts differ: {} and {}",
-                first.shard_count, p.shard_count
-            )));
-        }
-        let names = |r: &RunResult| {
-            r.designs
-                .iter()
-                .map(|d| d.design.clone())
-                .collect::<Vec<_>>()
-        };
-        if names(p) != names(first) {
-            return Err(Error::Merge(format!(
-                "designs differ: {:?} and {:?}",
-                names(first),
-                names(p)
-            )));
-        }
-        for (a, b) in first.designs.iter().zip(&p.designs) {
-            if a.fingerprint != b.fingerprint {
-                return Err(Error::Merge(format!(
-                    "design {} changed between shards {:?} and {:?} (fabric fingerprint {} vs {}): re-run every shard on one version of the design",
-                    a.design, first.shards, p.shards, a.fingerprint, b.fingerprint
-                )));
-            }
-        }
-        for s in &p.shards {
-            if out.shards.contains(s) {
-                return Err(Error::Merge(format!("shard {s} given twice")));
-            }
-            out.shards.push(*s);
-        }
+        join_shard(&first.header(), &p.header(), &mut out.shards)?;
         for (o, d) in out.designs.iter_mut().zip(&p.designs) {
             o.aggregate.merge(&d.aggregate);
             if o.timeline.is_none() {
