@@ -559,7 +559,7 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     let config = args.config()?;
     // Validated above; the source (a testbed is built here) opens before the readiness
     // line, so every error comes before it, and once.
-    let source = sim_source::open(&config.source)?;
+    let source = sim_source::open(&config.source, config.interval)?;
     // A bad tenant file is reported before the readiness line.
     let map = source.map();
     load_tenants(&config, &map.info, map.fabric.as_deref())?;

@@ -78,10 +78,12 @@ pub struct SimSource {
     failed: BTreeMap<LinkId, usize>,
     /// The storm to play, if any.
     storm: Option<StormSpec>,
+    /// Most virtual time one sample may advance, ns (see [`SimSource::set_step`]).
+    max_step_ns: u64,
 }
 
-/// Opens the source a spec names.
-pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
+/// Opens the source a spec names; `interval` is the collector's sampling interval.
+pub fn open(spec: &SourceSpec, interval: Duration) -> anyhow::Result<Box<dyn Source>> {
     match spec {
         SourceSpec::Sim {
             fabric,
@@ -91,6 +93,7 @@ pub fn open(spec: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
             storm,
         } => {
             let mut s = SimSource::new(fabric, scenario.as_deref(), *ratio, *seed)?;
+            s.set_step(interval);
             if let Some(st) = storm {
                 s.set_storm(*st)?;
             }
@@ -234,7 +237,18 @@ impl SimSource {
             base_flows: (0, 0, 0),
             failed: BTreeMap::new(),
             storm: None,
+            max_step_ns: u64::MAX,
         })
+    }
+
+    /// Sampled every `interval`: one sample advances the simulation by at most two
+    /// intervals of virtual time (`2 × interval × ratio`). A simulation slower than its
+    /// ratio (a loaded machine, a large fabric) falls behind the wall clock and catches up
+    /// at most at twice its pace, instead of jumping to the wall clock in one step: a jump
+    /// of 1.8 s at `--ratio 1` once held a whole 1.5 s PAUSE storm between two snapshots,
+    /// and the watchdog, which polls at the snapshots, never saw it.
+    pub fn set_step(&mut self, interval: Duration) {
+        self.max_step_ns = (2.0 * interval.as_secs_f64() * self.ratio * 1e9).max(1.0) as u64;
     }
 
     /// Plays `storm` from now on: the running iteration restarts with it (the first
@@ -336,7 +350,9 @@ impl Source for SimSource {
     }
 
     fn sample(&mut self, elapsed: Duration, seq: u64) -> Result<Sample, String> {
-        let target = (elapsed.as_secs_f64() * self.ratio * 1e9) as u64;
+        let now_ns = self.offset_ns + self.sim.now().nanos();
+        let target = ((elapsed.as_secs_f64() * self.ratio * 1e9) as u64)
+            .min(now_ns.saturating_add(self.max_step_ns));
         let wall = WallInstant::now();
         let mut events = Vec::new();
         loop {
@@ -441,6 +457,28 @@ mod tests {
         let c = s.iteration_config();
         assert!(c.storm.is_none());
         assert_eq!(c.stop, s.cfg.stop);
+    }
+
+    /// A simulation behind the wall clock (here: sampled 10 s after it started, as after
+    /// a slow start on a loaded machine) advances two intervals of virtual time per
+    /// sample; it used to jump to the wall clock at once, so a PAUSE storm shorter than
+    /// the jump fell between two snapshots and the watchdog never saw it.
+    #[test]
+    fn a_sample_behind_the_wall_clock_advances_at_most_two_intervals() {
+        let mut s = SimSource::new("fat-tree-k4", None, 1e-3, 1).unwrap();
+        s.set_step(Duration::from_millis(100));
+        let (mut last, mut seq) = (0, 0);
+        for _ in 0..4 {
+            let t = s
+                .sample(Duration::from_secs(10), seq)
+                .unwrap()
+                .snapshot
+                .time
+                .ns;
+            assert!(t > last, "it moves on: {t} ns");
+            assert!(t - last <= 200_000, "{} ns in one sample", t - last);
+            (last, seq) = (t, seq + 1);
+        }
     }
 
     #[test]
