@@ -49,12 +49,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Engine::Ecmp)]
     pub engine: Engine,
     /// Formats to write, comma-separated or repeated: json, ip, ip-nhg, frr-bgp,
-    /// frr-static, sonic, opensm, dot, slurm, or all; with --tenants also
+    /// frr-static, sonic, opensm, dot, slurm, slurm-yaml, k8s, or all; with --tenants also
     /// opensm-partitions, vrf-ip, vrf-frr, vrf-frr-bgp, vrf-sonic.
     #[arg(long, value_delimiter = ',', required = true, value_name = "FORMAT")]
     pub format: Vec<String>,
     /// Output directory (created if missing), or a file path when exporting one
-    /// single-file format (json, dot, slurm).
+    /// single-file format (json, dot, slurm, slurm-yaml).
     #[arg(long, value_name = "DIR|FILE", default_value = "out")]
     pub out: PathBuf,
     /// Tenant file (docs/tenants.md) for the tenant formats.

@@ -236,7 +236,7 @@ fn read_capped(path: &Path, limit: u64) -> anyhow::Result<String> {
         .take(limit + 1)
         .read_to_string(&mut text)?;
     if text.len() as u64 > limit {
-        anyhow::bail!("larger than the {} MiB a spec may have", limit >> 20);
+        anyhow::bail!("larger than the {} MiB such a file may have", limit >> 20);
     }
     Ok(text)
 }
@@ -259,10 +259,11 @@ pub fn preset_spec(name: &str) -> anyhow::Result<(topo::Spec, String)> {
     };
     let spec = match base.strip_prefix("leaf-spine-") {
         Some(ls) => leaf_spine(name, ls)?,
-        None => topo::presets::spec(base).map_err(|e| {
-            anyhow::anyhow!(
-                "{e}; besides these: leaf-spine-<LEAVES>x<SPINES>, and -x<PLANES> after any name"
-            )
+        None => topo::presets::spec(base).map_err(|e| match e {
+            topo::Error::UnknownPreset { .. } => anyhow::anyhow!(
+                "{e}; besides these: dragonfly-plus-g<GROUPS>, leaf-spine-<LEAVES>x<SPINES>, and -x<PLANES> after any name"
+            ),
+            e => e.into(),
         })?,
     };
     let spec = if planes > 1 {
@@ -318,13 +319,30 @@ pub fn prices(path: Option<&Path>) -> anyhow::Result<topo::analysis::PriceList> 
     let Some(path) = path else {
         return Ok(Default::default());
     };
-    let text = std::fs::read_to_string(path)
+    let text = read_capped(path, MAX_PRICES_BYTES)
         .with_context(|| format!("cannot read price list {}", path.display()))?;
     let de = toml::Deserializer::parse(&text)
         .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e))?;
-    serde_path_to_error::deserialize(de)
-        .map_err(|e| anyhow::anyhow!("{}: {}: {}", path.display(), e.path(), e.inner().message()))
+    let p: topo::analysis::PriceList = serde_path_to_error::deserialize(de).map_err(|e| {
+        anyhow::anyhow!("{}: {}: {}", path.display(), e.path(), e.inner().message())
+    })?;
+    for (field, v) in [
+        ("switch_usd_per_gbps", p.switch_usd_per_gbps),
+        ("optic_usd_per_gbps", p.optic_usd_per_gbps),
+        ("fiber_usd", p.fiber_usd),
+        ("copper_usd", p.copper_usd),
+    ] {
+        anyhow::ensure!(
+            v.is_finite() && v >= 0.0,
+            "{}: {field}: {v} is not a price (expected a number of dollars, 0 or more)",
+            path.display()
+        );
+    }
+    Ok(p)
 }
+
+/// The largest price list read (five numbers; anything near this is not a price list).
+const MAX_PRICES_BYTES: u64 = 1 << 20;
 
 #[cfg(test)]
 mod tests {
@@ -482,6 +500,33 @@ mod tests {
         assert!(e.contains("bogus"), "{e}");
         let pr = temp("prices2.toml", "copper_usd = 1.0\n");
         assert_eq!(prices(Some(&pr)).unwrap().copper_usd, 1.0);
+        // A negative or non-finite price is refused, naming the field (TOML has nan and inf).
+        for (text, field) in [
+            ("fiber_usd = -50.0\n", "fiber_usd: -50 is not a price"),
+            (
+                "switch_usd_per_gbps = nan\n",
+                "switch_usd_per_gbps: NaN is not a price",
+            ),
+            (
+                "optic_usd_per_gbps = inf\n",
+                "optic_usd_per_gbps: inf is not a price",
+            ),
+        ] {
+            let pr = temp("prices3.toml", text);
+            let e = prices(Some(&pr)).unwrap_err().to_string();
+            assert!(
+                e.ends_with(&format!(
+                    "prices3.toml: {field} (expected a number of dollars, 0 or more)"
+                )),
+                "{e}"
+            );
+        }
+        // An endless file is read no further than the limit.
+        let e = format!("{:#}", prices(Some(Path::new("/dev/zero"))).unwrap_err());
+        assert!(
+            e.contains("cannot read price list /dev/zero") && e.contains("larger than"),
+            "{e}"
+        );
         std::fs::remove_dir_all(p.parent().unwrap()).ok();
     }
 }

@@ -79,3 +79,41 @@ fn out_to_a_full_device_is_a_write_error() {
         "error: --out /dev/full: is (or looks like) a file",
     );
 }
+
+/// A preset number out of range is named as such, with no list of other preset names after
+/// it; an unknown failure name says what a failure may be.
+#[test]
+fn bad_presets_and_failure_names_say_what_was_expected() {
+    let e = refused(&["topo", "show", "fat-tree-k3"], Some(2), "error: ");
+    assert!(
+        e.starts_with("error: preset fat-tree-k3: k: 3 is not an even switch radix from 2 to 160"),
+        "{e}"
+    );
+    assert!(!e.contains("besides these"), "{e}");
+    let e = refused(
+        &["topo", "show", "fat-tree-k99999999999999999999"],
+        Some(2),
+        "error: ",
+    );
+    assert!(
+        e.contains("k: 99999999999999999999 is not an even switch radix"),
+        "{e}"
+    );
+    let e = refused(&["topo", "show", "fat-tree-x"], Some(2), "error: ");
+    assert!(
+        e.contains("unknown preset `fat-tree-x`") && e.contains("dragonfly-plus-g<GROUPS>"),
+        "{e}"
+    );
+    refused(
+        &[
+            "routes",
+            "verify",
+            "--preset",
+            "fat-tree-k4",
+            "--fail",
+            "pod0-leaf9",
+        ],
+        Some(2),
+        "error: invalid failure `pod0-leaf9`: no node named `pod0-leaf9` (expected a switch or host name",
+    );
+}

@@ -19,6 +19,10 @@ pub struct FailureSet {
     pub nodes: Vec<NodeId>,
 }
 
+/// What a failure name may be, for the error of a name that is none of them.
+const FAILURE_FORMS: &str =
+    "expected a switch or host name (all its links), A--B, A--B#i or link:N";
+
 /// Resolves user-given names (see the module docs).
 pub fn resolve(f: &Fabric, names: &[String]) -> Result<FailureSet> {
     let index: HashMap<&str, NodeId> = f.name_index();
@@ -45,8 +49,12 @@ pub fn resolve(f: &Fabric, names: &[String]) -> Result<FailureSet> {
                 ),
                 None => (b, 0),
             };
-            let na = *index.get(a).ok_or_else(|| Error::UnknownNode(a.into()))?;
-            let nb = *index.get(b).ok_or_else(|| Error::UnknownNode(b.into()))?;
+            let node = |n: &str| {
+                index.get(n).copied().ok_or_else(|| {
+                    Error::BadFailure(s.into(), format!("no node named `{n}` ({FAILURE_FORMS})"))
+                })
+            };
+            let (na, nb) = (node(a)?, node(b)?);
             let l = f
                 .ports(na)
                 .filter(|&(p, _)| p == nb)
@@ -57,7 +65,9 @@ pub fn resolve(f: &Fabric, names: &[String]) -> Result<FailureSet> {
                 })?;
             set.links.push(l);
         } else {
-            let n = *index.get(s).ok_or_else(|| Error::UnknownNode(s.into()))?;
+            let n = *index.get(s).ok_or_else(|| {
+                Error::BadFailure(s.into(), format!("no node named `{s}` ({FAILURE_FORMS})"))
+            })?;
             set.nodes.push(n);
             set.links.extend(f.ports(n).map(|(_, l)| l));
         }
@@ -184,7 +194,13 @@ mod tests {
         );
         assert_eq!(
             resolve(&f, &["nope".into()]).unwrap_err().to_string(),
-            "no node named `nope`"
+            "invalid failure `nope`: no node named `nope` (expected a switch or host name (all its links), A--B, A--B#i or link:N)"
+        );
+        assert_eq!(
+            resolve(&f, &["pod0-leaf0--nope".into()])
+                .unwrap_err()
+                .to_string(),
+            "invalid failure `pod0-leaf0--nope`: no node named `nope` (expected a switch or host name (all its links), A--B, A--B#i or link:N)"
         );
         assert_eq!(
             resolve(&f, &["pod0-leaf0--pod1-agg0".into()])

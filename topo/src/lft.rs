@@ -719,6 +719,9 @@ fn live_up_ports(f: &Fabric, r: &Routes, s: NodeId) -> Vec<bool> {
 /// switch whose ideal is 104); [`PlaneLft::respread_narrowed`] re-spreads them. Leaves keep
 /// d-mod-k (`div` 1 spreads a narrowed leaf's columns cyclically): re-spreading them too made
 /// the one-link re-route at k=48 take 111–127 ms instead of 2 ms (every leaf's row).
+/// A switch with up ports that lost the route to some destinations entirely counts too:
+/// their columns leave holes in the d-mod-k pattern (k=32 with 20 failed links: an
+/// aggregation switch at 496 destinations on one port against an ideal of 493).
 fn narrowed(f: &Fabric, r: &Routes, s: NodeId) -> bool {
     if f.tier(s) <= TIER_LEAF {
         return false;
@@ -726,10 +729,11 @@ fn narrowed(f: &Fabric, r: &Routes, s: NodeId) -> bool {
     let up = live_up_ports(f, r, s);
     let width = up.iter().filter(|&&u| u).count();
     r.row_entries(s).iter().any(|&e| {
-        e != LOCAL && e != NO_ROUTE && {
-            let g = r.groups().get(e);
-            g.len() < width && up[g[0] as usize]
-        }
+        e == NO_ROUTE && width > 0
+            || e != LOCAL && e != NO_ROUTE && {
+                let g = r.groups().get(e);
+                g.len() < width && up[g[0] as usize]
+            }
     })
 }
 
@@ -819,6 +823,42 @@ mod tests {
             let s = names[format!("pod{pod}-agg0").as_str()];
             let loads = t.planes[0].port_loads(&f, s);
             assert_eq!(&loads[4..], &[28, 28, 28, 28], "{}", f.node_name(s));
+        }
+        for s in f.switches() {
+            for h in f.hosts() {
+                assert_eq!(t.port(&f, s, h), fresh.port(&f, s, h));
+                if let Some(p) = t.port(&f, s, h) {
+                    assert!(r.next_hops(s, h).contains(&p));
+                }
+            }
+        }
+    }
+
+    /// A leaf–aggregation link of pod 1 fails (`pod1-leaf0--pod1-agg0`): core group 0 can
+    /// no longer reach `pod1-leaf0`, so every other pod's `agg0` loses its route to that
+    /// leaf's 4 destinations. Plain d-mod-k had put those 4 columns on one up port, which
+    /// stayed at 24 while the others kept 28 (ideal 27); re-spread, every up port is at
+    /// most 27, and the incremental update equals a full compute.
+    #[test]
+    fn switches_that_lost_routes_are_respread_to_their_ideal() {
+        let f = fat_tree(8, Rate::gbps(100)).unwrap();
+        let mut r = Routes::compute(&f);
+        let mut t = Lft::compute(&f, &r);
+        let names = f.name_index();
+        let (leaf, agg) = (names["pod1-leaf0"], names["pod1-agg0"]);
+        let l = f.ports(leaf).find(|&(p, _)| p == agg).unwrap().1;
+        let rep = r.fail_links(&f, &[l]);
+        t.update(&f, &r, &rep.changed);
+        let fresh = Lft::compute(&f, &r);
+        for pod in [0, 2, 7] {
+            let s = names[format!("pod{pod}-agg0").as_str()];
+            let loads = t.planes[0].port_loads(&f, s);
+            assert_eq!(loads[4..].iter().sum::<u32>(), 108, "{}", f.node_name(s));
+            assert!(
+                loads[4..].iter().all(|&n| n <= 27),
+                "{}: {loads:?}",
+                f.node_name(s)
+            );
         }
         for s in f.switches() {
             for h in f.hosts() {

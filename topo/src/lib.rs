@@ -129,9 +129,6 @@ pub enum Error {
         /// Names available.
         known: String,
     },
-    /// No node with this name.
-    #[error("no node named `{0}`")]
-    UnknownNode(String),
     /// A failure specification is invalid.
     #[error("invalid failure `{0}`: {1}")]
     BadFailure(String, String),

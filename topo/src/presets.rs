@@ -78,27 +78,44 @@ pub const MAX_FAT_TREE_K: u32 = 160;
 
 /// The spec of a preset by name.
 pub fn spec(name: &str) -> Result<Spec> {
-    if let Some(k) = name.strip_prefix("fat-tree-k") {
-        let k: u32 = k.parse().map_err(|_| Error::UnknownPreset {
-            name: name.into(),
-            known: known(),
-        })?;
-        if !(2..=MAX_FAT_TREE_K).contains(&k) || !k.is_multiple_of(2) {
+    if let Some(ks) = name.strip_prefix("fat-tree-k") {
+        if ks.is_empty() || !ks.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Error::UnknownPreset {
+                name: name.into(),
+                known: known(),
+            });
+        }
+        // All digits: a number too large for u32 is out of range, not an unknown name.
+        let k = ks
+            .parse::<u32>()
+            .ok()
+            .filter(|k| (2..=MAX_FAT_TREE_K).contains(k) && k.is_multiple_of(2));
+        let Some(k) = k else {
             return Err(Error::Spec {
                 origin: format!("preset {name}"),
                 path: "k".into(),
                 msg: format!(
-                    "{k} is not an even switch radix from 2 to {MAX_FAT_TREE_K} (a k-ary fat-tree has k³/4 hosts; the largest fabric this tool builds has {} hosts)",
+                    "{ks} is not an even switch radix from 2 to {MAX_FAT_TREE_K} (a k-ary fat-tree has k³/4 hosts; the largest fabric this tool builds has {} hosts)",
                     crate::spec::MAX_HOSTS
                 ),
             });
-        }
+        };
         return Ok(crate::generators::fat_tree_spec(k, Rate::gbps(400)));
     }
-    if let Some(g) = name.strip_prefix("dragonfly-plus-g") {
-        let g: u32 = g.parse().map_err(|_| Error::UnknownPreset {
-            name: name.into(),
-            known: known(),
+    if let Some(gs) = name.strip_prefix("dragonfly-plus-g") {
+        if gs.is_empty() || !gs.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Error::UnknownPreset {
+                name: name.into(),
+                known: known(),
+            });
+        }
+        let g: u32 = gs.parse().map_err(|_| Error::Spec {
+            origin: format!("preset {name}"),
+            path: "G".into(),
+            msg: format!(
+                "{gs} groups is too many (32 leaves + 32 spines and 1,024 hosts per group; {})",
+                crate::spec::limits()
+            ),
         })?;
         let mut s = spec("dragonfly-plus")?;
         s.planes[0].pods = g;
@@ -210,6 +227,27 @@ mod tests {
             "{e}"
         );
         assert!(spec("fat-tree-k7").is_err());
+        // A number out of range is named as such, not as an unknown preset.
+        for (name, e) in [
+            (
+                "fat-tree-k162",
+                "preset fat-tree-k162: k: 162 is not an even switch radix",
+            ),
+            (
+                "fat-tree-k99999999999999999999",
+                "preset fat-tree-k99999999999999999999: k: 99999999999999999999 is not an even switch radix from 2 to 160",
+            ),
+            (
+                "dragonfly-plus-g99999999999",
+                "preset dragonfly-plus-g99999999999: G: 99999999999 groups is too many",
+            ),
+            ("fat-tree-k-4", "unknown preset `fat-tree-k-4`"),
+            ("fat-tree-k", "unknown preset `fat-tree-k`"),
+            ("dragonfly-plus-gx", "unknown preset `dragonfly-plus-gx`"),
+        ] {
+            let got = spec(name).unwrap_err().to_string();
+            assert!(got.starts_with(e), "{name}: {got}");
+        }
         assert_eq!(build("fat-tree-k4").unwrap().num_hosts(), 16);
     }
 

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 mod generate;
 mod validate;
 
+pub(crate) use validate::limits;
 pub use validate::{MAX_HOSTS, MAX_LINKS, MAX_PORTS, MAX_SWITCHES, Plan};
 
 use crate::model::*;

@@ -41,7 +41,7 @@ pub const MAX_SWITCHES: u64 = 1 << 18;
 /// The largest fabric [`Spec::build`] builds: links (host links included).
 pub const MAX_LINKS: u64 = 1 << 22;
 
-fn limits() -> String {
+pub(crate) fn limits() -> String {
     format!(
         "the largest fabric this tool builds has {MAX_HOSTS} hosts, {MAX_SWITCHES} switches and {MAX_LINKS} links"
     )
