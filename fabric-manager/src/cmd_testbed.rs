@@ -165,7 +165,8 @@ pub struct RunArgs {
     /// Switch ports to capture, repeated or comma-separated (`--pcap-port 0,3`): global
     /// numbering, ports 0..hosts face the hosts (on the star port i faces host i), then
     /// every other switch port, switch by switch (`testbed run` prints the names).
-    #[arg(long, value_delimiter = ',', default_value = "0")]
+    /// Only with `--pcap` (without it nothing would be captured).
+    #[arg(long, value_delimiter = ',', default_value = "0", requires = "pcap")]
     pub pcap_port: Vec<usize>,
     /// Write the full report (time series, counters) as JSON.
     #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
@@ -753,6 +754,12 @@ fn testbed_tenants(
 
 fn run_scenario(a: RunArgs) -> anyhow::Result<()> {
     let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
+    // The plots are written after the run: a directory that cannot be made is refused
+    // now, not after a run the user waited for.
+    if let Some(dir) = &a.plot {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--plot {}: cannot create the directory", dir.display()))?;
+    }
     let (cfg, plan) = configure(&a)?;
     let hosts = cfg.hosts;
     let scale = cfg.scale()?;

@@ -1,0 +1,52 @@
+//! `fabric testbed run` refuses arguments that cannot work before it builds the testbed,
+//! so a user does not wait for a real-time run to learn that its plots have nowhere to go
+//! (root-only: the root check comes first) or that nothing was captured.
+
+use std::process::Command;
+
+#[test]
+fn an_unwritable_plot_directory_is_refused_before_the_run() {
+    match veth::root_tests_enabled() {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(why) => panic!("{why}"),
+    }
+    // /proc does not take new directories, even from root.
+    let o = Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args(["testbed", "run", "scenarios/veth-incast-8to1.toml"])
+        .args(["--plot", "/proc/fabric-no-such-dir"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("--plot /proc/fabric-no-such-dir: cannot create the directory"),
+        "{stderr}"
+    );
+    // Refused before the testbed was built: no run, no report.
+    assert!(!stdout.contains("ran "), "the run went ahead: {stdout}");
+    assert!(
+        !stdout.contains("scenario "),
+        "the run went ahead: {stdout}"
+    );
+}
+
+/// `--pcap-port` names what to capture, `--pcap` where: the port alone used to run the
+/// testbed and capture nothing, silently. Refused by the argument parser (exit 2), so
+/// this needs no root.
+#[test]
+fn a_pcap_port_without_a_pcap_file_is_refused() {
+    let o = Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args(["testbed", "run", "scenarios/veth-incast-8to1.toml"])
+        .args(["--pcap-port", "3"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("--pcap <PCAP>"), "{stderr}");
+    assert!(!stdout.contains("ran "), "the run went ahead: {stdout}");
+}
