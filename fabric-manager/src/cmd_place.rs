@@ -179,7 +179,7 @@ fn resolve_health(f: &Fabric, a: &HealthArgs) -> anyhow::Result<Health> {
     let fails = a.fail.resolve(f)?;
     h.failed.extend(fails.links);
     if let Some(path) = &a.health {
-        let text = std::fs::read_to_string(path)
+        let text = crate::common::read_capped(path, crate::common::MAX_SPEC_BYTES)
             .with_context(|| format!("cannot read health file {}", path.display()))?;
         let de = &mut serde_json::Deserializer::from_str(&text);
         let file: HealthFile = serde_path_to_error::deserialize(de)

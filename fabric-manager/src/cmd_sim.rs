@@ -401,7 +401,7 @@ fn workload_toml(w: &str, size: &str, hosts_per_leaf: u32) -> anyhow::Result<(St
             ),
         ),
         path => {
-            let s = std::fs::read_to_string(path).with_context(|| {
+            let s = crate::common::read_capped(Path::new(path), crate::common::MAX_SPEC_BYTES).with_context(|| {
                 format!(
                     "`{path}` is neither permutation, all-to-all, ring nor a readable scenario file"
                 )

@@ -635,6 +635,7 @@ fn interruption(
     let (status, why) = match signal {
         libc::SIGINT => (130, "interrupted by SIGINT".to_string()),
         libc::SIGTERM => (143, "stopped by SIGTERM".to_string()),
+        libc::SIGHUP => (129, "stopped by SIGHUP (its terminal closed)".to_string()),
         _ if wall_limit_hit => (124, "stopped at its --wall-limit".to_string()),
         _ => (3, "ended before every flow finished".to_string()),
     };

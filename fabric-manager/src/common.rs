@@ -19,7 +19,7 @@ impl std::fmt::Display for CheckFailed {
 
 impl std::error::Error for CheckFailed {}
 
-/// A run stopped before it finished: by SIGINT (exit 130), SIGTERM (143) or its own
+/// A run stopped before it finished: by SIGINT (exit 130), SIGTERM (143), SIGHUP (129) or its own
 /// wall-clock limit (124, as timeout(1) does).
 #[derive(Debug)]
 pub struct Interrupted {
@@ -229,7 +229,7 @@ pub const MAX_SPEC_BYTES: u64 = 64 << 20;
 
 /// Reads a text file of at most `limit` bytes; a larger one (or an endless one such as
 /// `/dev/zero`) is an error naming the limit, read no further than the limit.
-fn read_capped(path: &Path, limit: u64) -> anyhow::Result<String> {
+pub fn read_capped(path: &Path, limit: u64) -> anyhow::Result<String> {
     use std::io::Read;
     let mut text = String::new();
     std::fs::File::open(path)?

@@ -117,3 +117,35 @@ fn bad_presets_and_failure_names_say_what_was_expected() {
         "error: invalid failure `pod0-leaf9`: no node named `pod0-leaf9` (expected a switch or host name",
     );
 }
+
+/// Every file a user names is read up to a limit: an endless one (`/dev/zero`) is refused
+/// with the limit named instead of filling memory.
+#[test]
+fn endless_input_files_are_refused_at_their_limit() {
+    let e = refused(
+        &[
+            "place",
+            "job",
+            "fat-tree-k4",
+            "--gpus",
+            "4",
+            "--health",
+            "/dev/zero",
+        ],
+        None,
+        "error: ",
+    );
+    assert!(
+        e.contains("cannot read health file /dev/zero") && e.contains("larger than the 64 MiB"),
+        "{e}"
+    );
+    let e = refused(
+        &["sim", "compare-lb", "--workloads", "/dev/zero"],
+        None,
+        "error: ",
+    );
+    assert!(
+        e.contains("/dev/zero") && e.contains("larger than the 64 MiB"),
+        "{e}"
+    );
+}

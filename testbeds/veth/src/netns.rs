@@ -399,7 +399,7 @@ pub fn delete_all_live() -> Vec<String> {
         .collect()
 }
 
-/// Install a SIGINT/SIGTERM handler (once) that deletes this process's namespaces and
+/// Install a SIGINT/SIGTERM/SIGHUP handler (once) that deletes this process's namespaces and
 /// exits with status 130. Used by the `fabric testbed` commands that hold no run of their
 /// own to stop; tests rely on `Drop` (which also runs on panic). A program that can stop
 /// its work and let the [`crate::Testbed`] guard tear down (a daemon, a live run) uses
@@ -415,7 +415,8 @@ pub fn install_signal_cleanup() -> Result<()> {
     })
 }
 
-/// Call `handler` (once, on a dedicated thread) when SIGINT or SIGTERM arrives, instead of
+/// Call `handler` (once, on a dedicated thread) when SIGINT, SIGTERM or SIGHUP (its
+/// terminal closed) arrives, instead of
 /// dying: the graceful path, where the handler asks the program to stop and the program
 /// tears down through its normal guards. Only the first handler installed in a process
 /// takes effect.
@@ -431,6 +432,8 @@ pub fn on_signal(handler: impl FnOnce(libc::c_int) + Send + 'static) -> Result<(
             libc::sigemptyset(&mut set);
             libc::sigaddset(&mut set, libc::SIGINT);
             libc::sigaddset(&mut set, libc::SIGTERM);
+            // A closed terminal: a testbed started from it must not outlive it half-way.
+            libc::sigaddset(&mut set, libc::SIGHUP);
             if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
                 res = Err(os_err("pthread_sigmask"));
                 return;
