@@ -148,6 +148,8 @@ pub struct ObserveSource {
     failed: BTreeSet<LinkId>,
     /// Ports seen down at the last sample.
     down: BTreeSet<(NodeId, topo::Port)>,
+    /// Each port's drop counter when the daemon first read it (None: not read yet).
+    drops_at_start: Vec<Option<u64>>,
     errors: u64,
 }
 
@@ -225,6 +227,7 @@ impl ObserveSource {
             routes,
             failed: BTreeSet::new(),
             down: BTreeSet::new(),
+            drops_at_start: Vec::new(),
             errors: 0,
         })
     }
@@ -288,7 +291,9 @@ impl ObserveSource {
         s.counters.rx_bytes = take("rx_bytes");
         s.counters.tx_pkts = take("tx_pkts");
         s.counters.rx_pkts = take("rx_pkts");
-        s.counters.drops_kernel = take("drops");
+        s.counters.drops_kernel = col
+            .remove("drops")
+            .map(|d| Column::from(self.drops_since_start(d)));
         s.gauges.oper_down = self
             .down
             .iter()
@@ -339,6 +344,30 @@ impl ObserveSource {
         ));
         self.failed = failed;
         ev
+    }
+}
+
+impl ObserveSource {
+    /// Drops counted since the daemon started watching: the exporters' counters run from
+    /// each switch's boot (frames dropped before lldpd ran, say), and a fabric that has
+    /// been lossless since the daemon started must not read as LOSS DETECTED. A counter
+    /// that went backwards (the exporter or switch restarted) counts from zero again.
+    fn drops_since_start(&mut self, now: Vec<u64>) -> Vec<u64> {
+        self.drops_at_start.resize(now.len(), None);
+        now.into_iter()
+            .zip(&mut self.drops_at_start)
+            .map(|(v, start)| match *start {
+                Some(s) if v >= s => v - s,
+                Some(_) => {
+                    *start = Some(0);
+                    v
+                }
+                None => {
+                    *start = Some(v);
+                    0
+                }
+            })
+            .collect()
     }
 }
 
@@ -569,6 +598,43 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// node_exporter's drop counters run from each switch's boot: 22 frames dropped before
+    /// lldpd started made a healthy observed fabric read "LOSS DETECTED (22 total)".
+    /// Drops now count from the daemon's first read; a counter that went back (the
+    /// exporter restarted) counts from zero again.
+    #[test]
+    fn drops_count_from_the_daemons_first_read() {
+        let mut s = source();
+        let f = s.fabric.clone();
+        let leaf = f.name_index()["pod0-leaf0"];
+        let i = FabricInfo::topo_port_index(&f, leaf, 2) as usize;
+        let mut drops = |rx: f64, tx: f64| {
+            let series = vec![
+                (
+                    lab("node_network_receive_drop_total", "pod0-leaf0", "p2"),
+                    rx,
+                ),
+                (
+                    lab("node_network_transmit_drop_total", "pod0-leaf0", "p2"),
+                    tx,
+                ),
+            ];
+            let snap = s.snapshot(&series, 0);
+            let d = snap.counters.drops_kernel.as_ref().unwrap();
+            (d.get(i), d.sum())
+        };
+        assert_eq!(
+            drops(20.0, 2.0),
+            (0, 0),
+            "the lifetime count is not a loss seen"
+        );
+        assert_eq!(drops(20.0, 2.0), (0, 0));
+        assert_eq!(drops(25.0, 2.0), (5, 5));
+        // The exporter restarted: its counters start again from 3.
+        assert_eq!(drops(3.0, 0.0), (3, 3));
+        assert_eq!(drops(4.0, 0.0), (4, 4));
     }
 
     /// `ip link set p2 down` on pod0-agg0 (observed on the FRR testbed): that end has no
