@@ -13,41 +13,12 @@ use serde_json::Value;
 
 /// 8 hosts (0–3 on leaf0, 4–7 on leaf1), 2 spines, every link 1 Gb/s: cheap to simulate
 /// at one simulated second per second.
-const FABRIC: &str = r#"name = "leaf-spine-1g"
-
-[hosts]
-servers = 8
-gpus_per_server = 1
-nics_per_server = 1
-rate = "1G"
-
-[[planes]]
-kind = "clos"
-pods = 1
-leaves_per_pod = 2
-leaf = { radix = 6, down = 4, up = 2, uplink_rate = "1G" }
-spine = { radix = 2 }
-"#;
+const FABRIC: &str = include_str!("../../docs/daemon/leaf-spine-1g.toml");
 
 /// A draining burst (hosts 1 and 2 into host 0: 640 ms of PAUSE from leaf0 to their
 /// NICs, the queues draining all along), then flows from leaf1's hosts into host 0 while
 /// it storms (from 800 ms to 2.3 s, set on the command line).
-const SCENARIO: &str = r#"name = "a draining burst, then traffic into a storming host"
-stop = "3s"
-
-[[workload]]
-kind = "incast"
-senders = "1..3"
-receiver = 0
-size = "40MB"
-
-[[workload]]
-kind = "incast"
-senders = "5..7"
-receiver = 0
-size = "10MB"
-start = "750ms"
-"#;
+const SCENARIO: &str = include_str!("../../docs/daemon/storm.toml");
 
 /// Virtual time of an event, ns.
 fn at(e: &Value) -> u64 {

@@ -67,13 +67,28 @@ pub fn clock(ns: u64) -> String {
     }
 }
 
+/// From here on a timestamp is wall-clock time since the Unix epoch (1971-01-01), not
+/// time since a run started: no simulation or recording runs for a year.
+const WALL_CLOCK_FROM_NS: u64 = 365 * 86_400 * 1_000_000_000;
+
 /// A timestamp on a source's clock: fine-grained under a minute (`300.0µs`, `3.40ms`,
-/// `12.35s`, for simulated time), `h:mm:ss.mmm` above.
+/// `12.35s`, for simulated time), `h:mm:ss.mmm` above, and a wall-clock time (a daemon
+/// on a testbed, observe mode) as the UTC time of day, `08:34:45.796 UTC` (it read
+/// `498824:34:45.796`, the hours since 1970).
 pub fn stamp(ns: u64) -> String {
     if ns < 60_000_000_000 {
         duration(ns)
-    } else {
+    } else if ns < WALL_CLOCK_FROM_NS {
         clock(ns)
+    } else {
+        let ms = ns / 1_000_000;
+        let (h, m, s, milli) = (
+            ms / 3_600_000 % 24,
+            ms / 60_000 % 60,
+            ms / 1000 % 60,
+            ms % 1000,
+        );
+        format!("{h:02}:{m:02}:{s:02}.{milli:03} UTC")
     }
 }
 
@@ -125,6 +140,10 @@ mod tests {
         assert_eq!(clock(3_723_450_000_000), "1:02:03.450");
         assert_eq!(clock(83_450_000_000), "1:23.450");
         assert_eq!(duration(3_400_000), "3.40ms");
+        assert_eq!(stamp(3_400_000), "3.40ms");
+        assert_eq!(stamp(3_723_450_000_000), "1:02:03.450");
+        // A testbed daemon's snapshot at 2026-11-27 08:34:45.796 UTC.
+        assert_eq!(stamp(1_795_768_485_796_000_000), "08:34:45.796 UTC");
         assert_eq!(speed(1.0), "1");
         assert_eq!(speed(4.0), "4");
         assert_eq!(speed(0.5), "0.5");

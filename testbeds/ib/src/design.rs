@@ -10,7 +10,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use topo::addressing::AddressPlan;
-use topo::export::ib::{self, LidPlan};
+use topo::export::ib::{self, LftComments, LidPlan};
 use topo::lft::Lft;
 use topo::{Fabric, LinkId, NodeId, Port, Routes};
 
@@ -137,24 +137,31 @@ impl Design {
     }
 
     /// Writes the LFT dump of `lft` (OpenSM's `file` engine format) for the links `routes`
-    /// holds up: host LIDs as `lft` says, every other reachable LID min-hop
-    /// ([`ib::write_lfts`]).
-    pub fn write_lfts(&self, w: &mut impl Write, routes: &Routes, lft: &Lft) -> Result<()> {
-        ib::write_lfts(w, &self.fabric, &self.addr, &self.lids, routes, lft)
-            .map_err(|e| Error::Fabric(e.to_string()))
-    }
-
-    /// [`Self::write_lfts`] without the comment after each entry
-    /// ([`ib::write_lfts_bare`]).
-    pub fn write_lfts_bare(&self, w: &mut impl Write, routes: &Routes, lft: &Lft) -> Result<()> {
-        ib::write_lfts_bare(w, &self.fabric, &self.addr, &self.lids, routes, lft)
-            .map_err(|e| Error::Fabric(e.to_string()))
+    /// holds up: host LIDs as `lft` says, every other reachable LID min-hop, each entry
+    /// with its destination's comment or not ([`ib::write_lfts`]).
+    pub fn write_lfts(
+        &self,
+        w: &mut impl Write,
+        routes: &Routes,
+        lft: &Lft,
+        comments: LftComments,
+    ) -> Result<()> {
+        ib::write_lfts(
+            w,
+            &self.fabric,
+            &self.addr,
+            &self.lids,
+            routes,
+            lft,
+            comments,
+        )
+        .map_err(|e| Error::Fabric(e.to_string()))
     }
 
     /// The tables [`Self::write_lfts`] writes, parsed.
     pub fn lfts(&self, routes: &Routes, lft: &Lft) -> Result<Lfts> {
         let mut buf = Vec::new();
-        self.write_lfts(&mut buf, routes, lft)?;
+        self.write_lfts(&mut buf, routes, lft, LftComments::Kept)?;
         tables::parse(&String::from_utf8_lossy(&buf), "lfts.dump")
     }
 

@@ -1,5 +1,5 @@
 //! fabric's LFT file for OpenSM's `file` engine, kept per switch: rendered by topo's
-//! exporter without its comments ([`Design::write_lfts_bare`]) — the switch header and
+//! exporter without its comments ([`LftComments::Dropped`]) — the switch header and
 //! `0xLID PORT` per entry, without the `# Channel Adapter …` comment (measured on
 //! OpenSM 3.3.23: the engine loads such a file unchanged; it is ~5× smaller to write and
 //! for OpenSM to read). Two dumps compare block by block, so after a re-route only the
@@ -9,6 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use topo::Routes;
+use topo::export::ib::LftComments;
 use topo::lft::Lft;
 
 use crate::design::Design;
@@ -26,7 +27,7 @@ impl Dump {
     /// fabric's tables (`routes`, `lft`) for `design`, as the `file` engine reads them.
     pub fn render(design: &Design, routes: &Routes, lft: &Lft) -> Result<Dump> {
         let mut bare = Vec::new();
-        design.write_lfts_bare(&mut bare, routes, lft)?;
+        design.write_lfts(&mut bare, routes, lft, LftComments::Dropped)?;
         Ok(Dump::compact(&bare))
     }
 

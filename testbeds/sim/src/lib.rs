@@ -31,6 +31,7 @@ pub mod net;
 pub mod outcome;
 pub mod pacing;
 pub mod plots;
+mod prefetch;
 pub mod queue;
 pub mod results;
 pub mod summary;

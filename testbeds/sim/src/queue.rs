@@ -44,6 +44,29 @@ impl Ev {
     }
 }
 
+/// An event as the calendar queue stores it: `!(t << 64 | seq << 32 | data)`. One
+/// 128-bit integer that orders as (time, sequence) reversed, so a bucket sorts with the
+/// standard library's integer sort and pops its earliest event from the back, and the
+/// overflow heap (a max-heap) yields the earliest first. Comparing a (time, sequence)
+/// pair through a key closure took more instructions; an insertion sort (the buckets
+/// come partly in order) took as many as this sort and was dropped.
+type Packed = u128;
+
+#[inline]
+fn pack(e: Ev) -> Packed {
+    !((e.t as u128) << 64 | (e.seq as u128) << 32 | e.data as u128)
+}
+
+#[inline]
+fn unpack(p: Packed) -> Ev {
+    let k = !p;
+    Ev {
+        t: (k >> 64) as u64,
+        seq: (k >> 32) as u32,
+        data: k as u32,
+    }
+}
+
 impl Ord for Ev {
     fn cmp(&self, o: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap, we want the earliest first.
@@ -138,14 +161,16 @@ impl EventQueue for HeapQueue {
 #[derive(Debug)]
 pub struct CalendarQueue {
     width_shift: u32,
-    buckets: Vec<Vec<Ev>>,
+    buckets: Vec<Vec<Packed>>,
     /// Index of the bucket holding `now`.
     cur: usize,
     /// Start time of the current bucket.
     cur_start: u64,
-    /// Whether `buckets[cur]` is sorted (descending, so pop from the back).
+    /// End of the year (`cur_start` + the buckets' span), kept with `cur_start`.
+    year_end: u64,
+    /// Whether `buckets[cur]` is sorted (earliest event at the back).
     cur_sorted: bool,
-    far: BinaryHeap<Ev>,
+    far: BinaryHeap<Packed>,
     len: usize,
     seq: u32,
     /// Adaptive width: buckets sorted per decision (0: fixed width).
@@ -185,6 +210,7 @@ impl CalendarQueue {
             buckets: (0..nb).map(|_| Vec::new()).collect(),
             cur: 0,
             cur_start: 0,
+            year_end: (nb as u64) << width_shift,
             cur_sorted: true,
             far: BinaryHeap::new(),
             len: 0,
@@ -230,44 +256,51 @@ impl CalendarQueue {
         self.resizes
     }
 
+    /// Move the year to start at `start` (the current bucket's start).
     #[inline]
-    fn year_end(&self) -> u64 {
-        self.cur_start + ((self.buckets.len() as u64) << self.width_shift)
+    fn set_cur_start(&mut self, start: u64) {
+        self.cur_start = start;
+        self.year_end = start + ((self.buckets.len() as u64) << self.width_shift);
     }
 
     #[inline]
-    fn place(&mut self, e: Ev) {
-        if e.t >= self.year_end() {
+    fn place(&mut self, t: u64, e: Packed) {
+        if t >= self.year_end {
             self.far.push(e);
             return;
         }
-        let t = e.t.max(self.cur_start);
+        let t = t.max(self.cur_start);
         let off = ((t - self.cur_start) >> self.width_shift) as usize;
         let idx = (self.cur + off) & (self.buckets.len() - 1);
         let b = &mut self.buckets[idx];
         if off == 0 && self.cur_sorted {
-            // Keep descending order: insert before all events later than e.
-            let pos = b.partition_point(|x| x.key() > e.key());
-            b.insert(pos, e);
+            // Keep the order: e goes after every later event (the earliest is last).
+            let at = b.partition_point(|&x| x < e);
+            b.insert(at, e);
         } else {
             b.push(e);
         }
     }
 
-    fn advance(&mut self) {
-        self.cur = (self.cur + 1) & (self.buckets.len() - 1);
-        self.cur_start += 1 << self.width_shift;
-        self.cur_sorted = false;
-        self.crossed += 1;
-        // Pull far events that now fall inside the year.
-        let end = self.year_end();
-        while let Some(e) = self.far.peek() {
-            if e.t >= end {
+    /// Pull the far events that now fall inside the year.
+    fn pull_far(&mut self) {
+        let end = self.year_end;
+        while let Some(&e) = self.far.peek() {
+            let t = unpack(e).t;
+            if t >= end {
                 break;
             }
-            let e = self.far.pop().expect("peeked");
-            self.place(e);
+            self.far.pop();
+            self.place(t, e);
         }
+    }
+
+    fn advance(&mut self) {
+        self.cur = (self.cur + 1) & (self.buckets.len() - 1);
+        self.set_cur_start(self.cur_start + (1 << self.width_shift));
+        self.cur_sorted = false;
+        self.crossed += 1;
+        self.pull_far();
     }
 
     /// An adaptive queue's decision, when the current bucket (about to be sorted) holds
@@ -312,7 +345,7 @@ impl CalendarQueue {
         let nb = ((span >> shift) as usize)
             .next_power_of_two()
             .clamp(2, Self::MAX_BUCKETS.max(self.buckets.len()));
-        let mut pending: Vec<Ev> = std::mem::take(&mut self.far).into_vec();
+        let mut pending: Vec<Packed> = std::mem::take(&mut self.far).into_vec();
         for b in &mut self.buckets {
             pending.append(b);
         }
@@ -322,11 +355,11 @@ impl CalendarQueue {
         self.width_shift = shift;
         // Events pending are all at or after the current bucket's start; aligning it
         // down to the new width keeps them ahead of it.
-        self.cur_start &= !((1u64 << shift) - 1);
+        self.set_cur_start(self.cur_start & !((1u64 << shift) - 1));
         self.cur = 0;
         self.cur_sorted = false;
         for e in pending {
-            self.place(e);
+            self.place(unpack(e).t, e);
         }
         self.resizes += 1;
     }
@@ -338,12 +371,12 @@ impl EventQueue for CalendarQueue {
         debug_assert!(id <= MAX_ID && kind < 16);
         self.seq = self.seq.wrapping_add(1);
         self.len += 1;
-        let e = Ev {
+        let e = pack(Ev {
             t,
             seq: self.seq,
             data: kind << 28 | id,
-        };
-        self.place(e);
+        });
+        self.place(t, e);
     }
 
     fn pop(&mut self) -> Option<Ev> {
@@ -356,26 +389,23 @@ impl EventQueue for CalendarQueue {
                     if self.window > 0 && self.adapt(self.buckets[self.cur].len()) {
                         continue;
                     }
-                    self.buckets[self.cur].sort_unstable_by_key(|e| std::cmp::Reverse(e.key()));
+                    self.buckets[self.cur].sort_unstable();
                     self.cur_sorted = true;
+                    // The next bucket is sorted after this one's events: ask for it now
+                    // (a hint; its lines were last touched when events were pushed).
+                    let next = &self.buckets[(self.cur + 1) & (self.buckets.len() - 1)];
+                    crate::prefetch::prefetch_slice(next, 4);
                 }
                 self.len -= 1;
-                return self.buckets[self.cur].pop();
+                return self.buckets[self.cur].pop().map(unpack);
             }
             // Empty year ahead? Jump straight to the next far event's year.
             if self.len == self.far.len() {
-                let t = self.far.peek().expect("len > 0").t;
+                let t = unpack(*self.far.peek().expect("len > 0")).t;
                 let w = 1u64 << self.width_shift;
-                self.cur_start = t / w * w;
+                self.set_cur_start(t / w * w);
                 self.cur_sorted = false;
-                let end = self.year_end();
-                while let Some(e) = self.far.peek() {
-                    if e.t >= end {
-                        break;
-                    }
-                    let e = self.far.pop().expect("peeked");
-                    self.place(e);
-                }
+                self.pull_far();
                 continue;
             }
             self.advance();
@@ -384,7 +414,7 @@ impl EventQueue for CalendarQueue {
 
     fn unpop(&mut self, ev: Ev) {
         self.len += 1;
-        self.place(ev);
+        self.place(ev.t, pack(ev));
     }
 
     /// A year just longer than the horizon: a frame's arrival at the next hop and the
@@ -408,13 +438,14 @@ impl EventQueue for CalendarQueue {
             self.buckets = (0..nb).map(|_| Vec::new()).collect();
             self.cur = 0;
             self.cur_sorted = true;
+            self.set_cur_start(self.cur_start);
         }
     }
 
     #[inline]
     fn peek_hint(&self) -> Option<Ev> {
         if self.cur_sorted {
-            self.buckets[self.cur].last().copied()
+            self.buckets[self.cur].last().map(|&e| unpack(e))
         } else {
             None
         }
@@ -424,7 +455,7 @@ impl EventQueue for CalendarQueue {
     fn peek_hint2(&self) -> Option<Ev> {
         let b = &self.buckets[self.cur];
         if self.cur_sorted && b.len() >= 2 {
-            Some(b[b.len() - 2])
+            Some(unpack(b[b.len() - 2]))
         } else {
             None
         }
@@ -470,7 +501,7 @@ mod tests {
         let mut q = CalendarQueue::for_sim();
         q.fit_horizon(833_000);
         assert_eq!(q.buckets.len(), 1024);
-        assert!(q.year_end() > 833_000);
+        assert!(q.year_end > 833_000);
         q.fit_horizon(0);
         assert_eq!(q.buckets.len(), CalendarQueue::MIN_FIT_BUCKETS);
         // Never longer than the year the queue had: a slow link's horizon keeps it.

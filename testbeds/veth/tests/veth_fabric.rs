@@ -8,7 +8,7 @@ use topo::NodeId;
 use veth::congestion::fabric::Topology;
 use veth::congestion::{CongestionConfig, CongestionReport, StormConfig, twin};
 mod common;
-use common::{enabled, run_faithful as run, scenario_plan, serial};
+use common::{enabled, link_mbps_or, run_faithful as run, scenario_plan, serial};
 
 const LEAF_SPINE: Topology = Topology::LeafSpine {
     leaves: 2,
@@ -309,9 +309,10 @@ fn a_k4_fat_tree_carries_a_permutation_losslessly_like_the_simulator() {
     }
     let _g = serial();
     // 20 switches, 64 switch ports in one loop: real links at 200 Mb/s (time scale 500)
-    // so that the loop keeps up with 16 flows crossing up to 5 hops.
+    // so that the loop keeps up with 16 flows crossing up to 5 hops (docs/veth.md, "Why
+    // the fabric loop falls behind at 1 Gb/s"; VETH_LINK_MBPS=1000 measures it there).
     let mut cfg = CongestionConfig::on(Topology::FatTree { k: 4 });
-    cfg.link_rate = Rate::mbps(200);
+    cfg.link_rate = Rate::mbps(link_mbps_or(200));
     cfg.pfc = cfg.pfc.map(|p| cc_algos::PfcConfig {
         link_rate: cfg.link_rate,
         ..p
@@ -335,11 +336,14 @@ fn a_k4_fat_tree_carries_a_permutation_losslessly_like_the_simulator() {
         .map(|(_, p)| p.tx_packets)
         .sum();
     eprintln!(
-        "fat-tree k=4: {} flows, frames forwarded {hops} ({cores} by cores), FCT veth/sim median {:.2}×, last {:.2}×, late switch {:.0} µs",
+        "fat-tree k=4: {} flows, frames forwarded {hops} ({cores} by cores), FCT veth/sim median {:.2}×, last {:.2}×, late switch {:.0} µs, hosts {:.0} µs\n  switch loop {}\n  hosts loop {}",
         r.flows.len(),
         c.median_ratio(),
         c.last_ratio(),
-        r.switch_max_late_us
+        r.switch_max_late_us,
+        r.hosts_max_late_us,
+        r.switch_load,
+        r.hosts_load
     );
     assert!(r.all_completed && c.a_fct.finished == 16);
     assert_eq!(

@@ -316,7 +316,7 @@ pub fn export_opensm<S: Sink>(r: &Routed<'_>, sink: &mut S) -> Result<(), Export
             Ok(ib::write_guid2lid(w, f, addr, &plan)?)
         })?;
         sink::with_file(sink, &format!("{dir}/lfts.dump"), |w| {
-            ib::write_lfts(w, f, addr, &plan, routes, lft)
+            ib::write_lfts(w, f, addr, &plan, routes, lft, ib::LftComments::Kept)
         })?;
     }
     Ok(())

@@ -156,6 +156,7 @@ impl<Q: EventQueue> Sim<Q> {
             self.kx.scale[pu] = f;
             let r = self.kx.nominal[pu].as_bps_f64() * f;
             self.net.port_rate[pu] = Rate::from_bps_f64(r);
+            self.port[pu].set_rate(self.net.port_rate[pu]);
         }
     }
 

@@ -107,8 +107,8 @@ impl<Q: EventQueue> Sim<Q> {
             }
             return Some(i);
         }
-        if earliest_resume != u64::MAX && earliest_resume < self.port[pu].wake_at {
-            self.port[pu].wake_at = earliest_resume;
+        if earliest_resume != u64::MAX && earliest_resume < self.port_wake[pu] {
+            self.port_wake[pu] = earliest_resume;
             self.q.push(earliest_resume, EV_PORTWAKE, p);
         }
         None
@@ -117,7 +117,7 @@ impl<Q: EventQueue> Sim<Q> {
     pub(super) fn transmit(&mut self, p: u32, pid: u32) {
         let pu = p as usize;
         let wire = self.pkts[pid as usize].wire as u64;
-        let dur = tx_ps(self.net.port_rate[pu], wire);
+        let dur = self.port[pu].tx_ps(&self.net.port_rate[pu], wire);
         self.port[pu].busy_until = self.now + dur;
         let c = &mut self.pc[pu];
         c.tx_bytes += wire;
@@ -159,6 +159,34 @@ mod tests {
             let r = Rate::bps(bps);
             let d = r.tx_time(Bytes(bytes));
             prop_assert_eq!(tx_ps(r, bytes), d.as_picos());
+        }
+    }
+
+    proptest! {
+        /// A port's multiplication (whole picoseconds per byte) is `Rate::tx_time`
+        /// exactly, at the usual rates and at any other.
+        #[test]
+        fn port_tx_ps_is_tx_time(
+            bps in prop_oneof![
+                Just(0u64), Just(1), Just(25_000_000_000), Just(100_000_000_000),
+                Just(400_000_000_000), Just(800_000_000_000), 1u64..2_000_000_000_000
+            ],
+            bytes in prop_oneof![0u64..(1 << 23), any::<u32>().prop_map(u64::from), Just(u64::MAX)],
+        ) {
+            let r = Rate::bps(bps);
+            let mut ps = PortState {
+                busy_until: 0,
+                txdone_at: u64::MAX,
+                qtotal: 0,
+                ps_per_byte: 0,
+                pause_q: Fifo::EMPTY,
+                ctrl_q: Fifo::EMPTY,
+                arrive_ps: 0,
+                node: 0,
+                peer: 0,
+            };
+            ps.set_rate(r);
+            prop_assert_eq!(ps.tx_ps(&r, bytes), r.tx_time(Bytes(bytes)).as_picos());
         }
     }
 

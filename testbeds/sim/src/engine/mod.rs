@@ -52,6 +52,7 @@ mod int;
 mod knobs;
 mod links;
 mod pfc;
+mod prefetch;
 mod repeat;
 mod sampling;
 mod switch;
@@ -164,35 +165,6 @@ impl Fifo {
 
 const NIL: u32 = u32::MAX;
 
-/// Ask the CPU to bring `x`'s cache line in (a hint: no effect on results).
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    prefetch_ptr((x as *const T).cast::<u8>());
-}
-
-/// [`prefetch`] every cache line of `x` (a flow's state spans several).
-#[inline(always)]
-fn prefetch_all<T>(x: &T) {
-    let base = (x as *const T).cast::<u8>();
-    for off in (0..std::mem::size_of::<T>()).step_by(64) {
-        prefetch_ptr(base.wrapping_add(off));
-    }
-}
-
-/// The prefetch instruction for the line holding address `p` (never dereferenced).
-#[inline(always)]
-fn prefetch_ptr(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 only hints the cache hierarchy; it never faults (whatever the
-    // address) and reads no value, and SSE is part of the x86_64 baseline. Callers pass
-    // addresses inside a live value anyway.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
     /// Next packet in the same queue.
@@ -229,8 +201,10 @@ struct PortState {
     txdone_at: u64,
     /// Data bytes queued over all classes.
     qtotal: u64,
-    /// Time of the port's valid `PortWake` event (u64::MAX: none).
-    wake_at: u64,
+    /// Serialisation time of one byte at the port's rate, ps, when that is a whole
+    /// number (80 at 100 Gb/s; 0 otherwise: divide). Kept with the port's rate, which
+    /// a degradation changes ([`PortState::set_rate`]).
+    ps_per_byte: u64,
     pause_q: Fifo,
     ctrl_q: Fifo,
     /// A frame sent now arrives at the peer this long after its last bit leaves:
@@ -243,6 +217,28 @@ struct PortState {
 }
 
 const _: () = assert!(std::mem::size_of::<PortState>() == 64);
+
+impl PortState {
+    /// Take a new link rate: the whole picoseconds a byte takes, if they are whole.
+    fn set_rate(&mut self, rate: Rate) {
+        let bps = rate.as_bps();
+        self.ps_per_byte = if bps != 0 && 8_000_000_000_000 % bps == 0 {
+            8_000_000_000_000 / bps
+        } else {
+            0
+        };
+    }
+
+    /// Serialisation time of `bytes` at the port's `rate`, ps: [`links::tx_ps`] bit for
+    /// bit, with a multiplication instead of a division at the usual rates.
+    #[inline]
+    fn tx_ps(&self, rate: &Rate, bytes: u64) -> u64 {
+        match bytes.checked_mul(self.ps_per_byte) {
+            Some(ps) if self.ps_per_byte != 0 => ps,
+            _ => links::tx_ps(*rate, bytes),
+        }
+    }
+}
 
 /// One (port, class) data queue and the bytes in it.
 #[derive(Clone, Copy, Debug)]
@@ -448,6 +444,8 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     up: Vec<bool>,
     /// Per port: the state every frame touches, one cache line each.
     port: Vec<PortState>,
+    /// Per port: time of its valid `PortWake` event (u64::MAX: none).
+    port_wake: Vec<u64>,
     /// Per (port, class): the data queue and its bytes.
     cq: Vec<ClassQueue>,
     /// Per port: the ETS scheduler between data classes (empty: strict priority).
@@ -591,6 +589,7 @@ impl<Q: EventQueue> Sim<Q> {
             prio_of: prios,
             up: vec![true; np],
             port,
+            port_wake: vec![u64::MAX; np],
             cq: vec![ClassQueue::EMPTY; np * nclass],
             ets: Self::ets_state(&cfg, np),
             pfc_in,
@@ -748,14 +747,7 @@ impl<Q: EventQueue> Sim<Q> {
                 return RunState::Running;
             }
             debug_assert!(ev.t >= self.now);
-            // Two events ahead, the packet an arrival reads; one ahead (its packet
-            // asked for one event earlier), the receiving port's counters.
-            if let Some(next) = self.q.peek_hint2() {
-                self.prefetch_for(next);
-            }
-            if let Some(next) = self.q.peek_hint() {
-                self.prefetch_next(next);
-            }
+            self.prefetch_ahead();
             self.now = ev.t;
             self.events += 1;
             self.by_kind[ev.kind() as usize] += 1;
@@ -774,74 +766,6 @@ impl<Q: EventQueue> Sim<Q> {
             }
         }
         self.finish_run()
-    }
-
-    /// Start loading the state the next event will need while this one is handled: at
-    /// 8,192 hosts the packet an arrival reads is out of every cache most of the time.
-    #[inline]
-    fn prefetch_for(&self, next: super::queue::Ev) {
-        let id = next.id() as usize;
-        match next.kind() {
-            EV_ARRIVE => {
-                if let Some(p) = self.pkts.get(id) {
-                    prefetch(p);
-                }
-            }
-            EV_TXDONE => {
-                if let Some(p) = self.port.get(id) {
-                    prefetch(p);
-                }
-                if let Some(c) = self.cq.get(id * self.nclass) {
-                    prefetch(c);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The second stage for the next event, whose first lines [`Self::prefetch_for`]
-    /// asked for one event earlier: what they point at. An arrival: the receiving
-    /// port's counters and the flow's hash (a switch hop) or its state (a host). A
-    /// port's `TxDone`: the packet at the head of its control or first data queue (the
-    /// dequeue reads its link) and the port's transmit counters.
-    #[inline]
-    fn prefetch_next(&self, next: super::queue::Ev) {
-        let id = next.id() as usize;
-        match next.kind() {
-            EV_ARRIVE => {
-                let Some(p) = self.pkts.get(id) else { return };
-                if let Some(c) = self.pc.get(p.port as usize) {
-                    prefetch(&c.rx_bytes);
-                }
-                let to_host = self
-                    .net
-                    .port_node
-                    .get(p.port as usize)
-                    .is_some_and(|&n| self.net.is_host(n));
-                if to_host {
-                    if let Some(f) = self.flows.get(p.flow as usize) {
-                        prefetch_all(f);
-                    }
-                } else if let Some(h) = self.flow_hash.get(p.flow as usize) {
-                    prefetch(h);
-                }
-            }
-            EV_TXDONE => {
-                let Some(ps) = self.port.get(id) else { return };
-                let head = if ps.ctrl_q.is_empty() {
-                    self.cq.get(id * self.nclass).map_or(NIL, |c| c.q.head)
-                } else {
-                    ps.ctrl_q.head
-                };
-                if let Some(p) = self.pkts.get(head as usize) {
-                    prefetch(p);
-                }
-                if let Some(c) = self.pc.get(id) {
-                    prefetch(c);
-                }
-            }
-            _ => {}
-        }
     }
 
     fn dispatch(&mut self, ev: super::queue::Ev) {
@@ -864,8 +788,8 @@ impl<Q: EventQueue> Sim<Q> {
             EV_CCTIMER => self.cc_timer(id),
             EV_RTO => self.on_rto(id),
             EV_PORTWAKE => {
-                if self.port[id as usize].wake_at == self.now {
-                    self.port[id as usize].wake_at = u64::MAX;
+                if self.port_wake[id as usize] == self.now {
+                    self.port_wake[id as usize] = u64::MAX;
                     self.try_tx(id);
                 }
             }

@@ -43,8 +43,8 @@ impl<Q: EventQueue> Sim<Q> {
                 self.try_tx(r);
             } else if let Some(t) = self.pfc_out[ru].resume_at(now, pk.class) {
                 let t = t.picos();
-                if t < self.port[ru].wake_at || self.port[ru].wake_at <= self.now {
-                    self.port[ru].wake_at = t;
+                if t < self.port_wake[ru] || self.port_wake[ru] <= self.now {
+                    self.port_wake[ru] = t;
                     self.q.push(t, EV_PORTWAKE, r);
                 }
             }

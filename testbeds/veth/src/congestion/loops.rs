@@ -79,6 +79,109 @@ impl Lateness {
     }
 }
 
+/// What an event loop did and what it cost: its iterations, the frames it read and
+/// sent, its `sendmmsg` calls and its thread's CPU time (`getrusage(RUSAGE_THREAD)`).
+/// CPU per frame against the forwarding benchmark's says whether the loop pays only the
+/// kernel's per-frame cost or more (per-iteration walks, wake-ups); its share of the
+/// run's wall time says whether it was saturated (docs/veth.md, "Why the fabric loop
+/// falls behind at 1 Gb/s").
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct LoopLoad {
+    pub iterations: u64,
+    pub frames_in: u64,
+    pub frames_out: u64,
+    pub send_calls: u64,
+    /// CPU time of the loop's thread (µs).
+    pub cpu_us: f64,
+    /// Wall time the loop ran (µs).
+    pub wall_us: f64,
+}
+
+impl LoopLoad {
+    /// Share of its wall time the loop's thread was on a CPU.
+    pub fn busy(&self) -> f64 {
+        if self.wall_us > 0.0 {
+            self.cpu_us / self.wall_us
+        } else {
+            0.0
+        }
+    }
+
+    /// CPU per frame sent (ns); 0 when nothing was sent.
+    pub fn cpu_ns_per_frame_out(&self) -> f64 {
+        if self.frames_out > 0 {
+            self.cpu_us * 1e3 / self.frames_out as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// Frames sent per iteration.
+    pub fn frames_per_iteration(&self) -> f64 {
+        if self.iterations > 0 {
+            self.frames_out as f64 / self.iterations as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+impl std::fmt::Display for LoopLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} iterations, {} frames in, {} out ({:.2} per iteration, {} sendmmsg), CPU {:.1} ms of {:.1} ms ({:.0} %), {:.0} ns per frame out",
+            self.iterations,
+            self.frames_in,
+            self.frames_out,
+            self.frames_per_iteration(),
+            self.send_calls,
+            self.cpu_us / 1e3,
+            self.wall_us / 1e3,
+            self.busy() * 100.0,
+            self.cpu_ns_per_frame_out()
+        )
+    }
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu() -> std::time::Duration {
+    // SAFETY: getrusage fills a zeroed rusage for the calling thread.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec as u64)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Measures a loop from its start: see [`LoopLoad`].
+struct LoadMeter {
+    load: LoopLoad,
+    cpu0: std::time::Duration,
+    wall0: std::time::Instant,
+}
+
+impl LoadMeter {
+    fn start() -> LoadMeter {
+        LoadMeter {
+            load: LoopLoad::default(),
+            cpu0: thread_cpu(),
+            wall0: std::time::Instant::now(),
+        }
+    }
+
+    fn finish(mut self) -> LoopLoad {
+        self.load.cpu_us = (thread_cpu().saturating_sub(self.cpu0)).as_secs_f64() * 1e6;
+        self.load.wall_us = self.wall0.elapsed().as_secs_f64() * 1e6;
+        self.load
+    }
+}
+
 /// Frames one emulated host may send per visit of the host loop.
 const HOST_BATCH: usize = 16;
 
@@ -109,6 +212,7 @@ pub(super) struct SwitchRan {
     pub port_series: Vec<Vec<PortSample>>,
     /// How far (real µs) the loop fell behind at worst.
     pub late_us: f64,
+    pub load: LoopLoad,
 }
 
 /// One port's counters at one sample: its queue now, and cumulative ECN marks, PAUSE
@@ -148,6 +252,7 @@ pub(super) struct HostsRan {
     /// When the run ended (real clock of the run).
     pub end: Instant,
     pub late_us: f64,
+    pub load: LoopLoad,
     /// The live telemetry, for the run's last snapshot.
     pub live: Live,
 }
@@ -265,13 +370,16 @@ impl SwitchLoop {
         let mut port_series: Vec<Vec<PortSample>> = vec![Vec::new(); n];
         let mut next_sample = Instant::ZERO;
         let mut late = Lateness::default();
+        let mut meter = LoadMeter::start();
         while !self.stop.load(Ordering::Relaxed) {
             let now = clock.now();
             late.on_wake();
+            meter.load.iterations += 1;
             let mut busy = false;
             for (p, s) in socks.iter_mut().enumerate() {
                 let k = s.recv_batch();
                 busy |= k > 0;
+                meter.load.frames_in += k as u64;
                 for i in 0..k {
                     let f = pool.copy(s.frame(i));
                     if let Some(c) = pcap.as_mut() {
@@ -293,6 +401,8 @@ impl SwitchLoop {
                 }
                 let sent = socks[p].send_batch(&pending[p]);
                 busy |= sent > 0;
+                meter.load.send_calls += pending[p].len().div_ceil(afpacket::BATCH) as u64;
+                meter.load.frames_out += sent as u64;
                 if let Some(c) = pcap.as_mut() {
                     for f in &pending[p][..sent] {
                         c.frame(p, now, f);
@@ -324,11 +434,16 @@ impl SwitchLoop {
         }
         publish(&self.shared, switch);
         late.debug("switch", clock.0);
+        let load = meter.finish();
+        if std::env::var_os("FABRIC_VETH_DEBUG").is_some() {
+            eprintln!("switch loop: {load}");
+        }
         Ok(SwitchRan {
             switch: self.switch,
             sockets: self.sockets,
             port_series,
             late_us: late.max_us(),
+            load,
         })
     }
 }
@@ -384,9 +499,11 @@ impl HostsLoop {
         let mut sample_times = Vec::new();
         let wall_start = std::time::Instant::now();
         let mut late = Lateness::default();
+        let mut meter = LoadMeter::start();
         let end = loop {
             late.on_wake();
-            let busy = self.visit_hosts(&completed, &mut pending);
+            meter.load.iterations += 1;
+            let busy = self.visit_hosts(&completed, &mut pending, &mut meter.load);
             let now = clock.now();
             self.note_completions(&mut completed);
             if now >= next_sample {
@@ -416,6 +533,10 @@ impl HostsLoop {
         };
         self.stop.store(true, Ordering::Relaxed);
         late.debug("hosts", clock.0);
+        let load = meter.finish();
+        if std::env::var_os("FABRIC_VETH_DEBUG").is_some() {
+            eprintln!("hosts loop: {load}");
+        }
         for s in &mut self.sockets {
             s.read_kernel_drops();
         }
@@ -428,6 +549,7 @@ impl HostsLoop {
             completed,
             end,
             late_us: late.max_us(),
+            load,
             live: self.live,
         })
     }
@@ -437,7 +559,12 @@ impl HostsLoop {
     /// before its next frame, as a NIC would; and it sends at most HOST_BATCH frames per
     /// visit, which bounds what it can put on the wire after a PAUSE reached it. Returns
     /// whether any frame moved.
-    fn visit_hosts(&mut self, completed: &Completed, pending: &mut [Vec<Vec<u8>>]) -> bool {
+    fn visit_hosts(
+        &mut self,
+        completed: &Completed,
+        pending: &mut [Vec<Vec<u8>>],
+        load: &mut LoopLoad,
+    ) -> bool {
         let mut busy = false;
         let mut out: Vec<Vec<u8>> = Vec::new();
         for (i, h) in self.hosts.iter_mut().enumerate() {
@@ -445,6 +572,7 @@ impl HostsLoop {
             let s = &mut self.sockets[i];
             let k = s.recv_batch();
             busy |= k > 0;
+            load.frames_in += k as u64;
             for j in 0..k {
                 h.on_frame(now, s.frame(j));
             }
@@ -458,6 +586,8 @@ impl HostsLoop {
             if !pending[i].is_empty() {
                 let sent = s.send_batch(&pending[i]);
                 busy |= sent > 0;
+                load.send_calls += pending[i].len().div_ceil(afpacket::BATCH) as u64;
+                load.frames_out += sent as u64;
                 pending[i].drain(..sent);
             }
         }
@@ -499,5 +629,53 @@ impl HostsLoop {
         }
         let ports = self.shared.lock().map(|g| g.clone()).unwrap_or_default();
         self.live.send(now, &ports, &self.hosts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loop_load_divides_cpu_by_frames_and_wall_time() {
+        let l = LoopLoad {
+            iterations: 100,
+            frames_in: 900,
+            frames_out: 1000,
+            send_calls: 200,
+            cpu_us: 3_500.0,
+            wall_us: 5_000.0,
+        };
+        assert_eq!(l.busy(), 0.7);
+        assert_eq!(l.cpu_ns_per_frame_out(), 3_500.0);
+        assert_eq!(l.frames_per_iteration(), 10.0);
+        let s = l.to_string();
+        assert!(
+            s.contains("10.00 per iteration") && s.contains("(70 %)"),
+            "{s}"
+        );
+        // Nothing sent, nothing run: no division by zero.
+        let idle = LoopLoad::default();
+        assert_eq!(
+            (
+                idle.busy(),
+                idle.cpu_ns_per_frame_out(),
+                idle.frames_per_iteration()
+            ),
+            (0.0, 0.0, 0.0)
+        );
+    }
+
+    #[test]
+    fn the_meter_counts_this_thread_s_cpu() {
+        let m = LoadMeter::start();
+        let mut x = 0u64;
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(20) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        std::hint::black_box(x);
+        let l = m.finish();
+        assert!(l.cpu_us > 0.0 && l.wall_us >= 20_000.0, "{l:?}");
     }
 }

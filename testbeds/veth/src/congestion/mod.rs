@@ -46,6 +46,7 @@ use veth_core::endpoint::TimeScale;
 use veth_core::spray::SprayConfig;
 use veth_core::switch::PortCounters;
 
+pub use loops::LoopLoad;
 pub use report::jain;
 
 /// Configuration of a congestion-testbed run.
@@ -346,6 +347,10 @@ pub struct CongestionReport {
     pub switch_max_late_us: f64,
     /// The same for the hosts' loop.
     pub hosts_max_late_us: f64,
+    /// What the switch loop did and what it cost (iterations, frames, CPU).
+    pub switch_load: loops::LoopLoad,
+    /// The same for the hosts' loop.
+    pub hosts_load: loops::LoopLoad,
     /// Frames dropped by the switch (buffer full).
     pub switch_drops: u64,
     /// Frames the kernel dropped at our sockets (receive buffer full), all sockets.

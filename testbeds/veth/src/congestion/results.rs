@@ -92,6 +92,8 @@ pub(super) fn assemble(
         max_buffer_used: sw.switch.max_buffer_used(),
         switch_max_late_us: sw.late_us,
         hosts_max_late_us: h.late_us,
+        switch_load: sw.load,
+        hosts_load: h.load,
         kernel_drops: drops.kernel,
         veth_drops: drops.veth,
         // Read from the namespaces by the caller, which still holds them.

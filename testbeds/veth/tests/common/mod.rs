@@ -19,6 +19,18 @@ pub fn enabled() -> bool {
     }
 }
 
+/// The real link rate (Mb/s) a fabric test runs at: `VETH_LINK_MBPS` when set (to
+/// measure a run at another rate by hand), else `default`.
+#[allow(dead_code)] // not every test file runs a fabric
+pub fn link_mbps_or(default: u64) -> u64 {
+    match std::env::var("VETH_LINK_MBPS") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("VETH_LINK_MBPS={v:?}: expected a rate in Mb/s, e.g. 1000")),
+        Err(_) => default,
+    }
+}
+
 /// `scenarios/FILE` compiled for `hosts` hosts at 100 Gb/s, seed 1.
 #[allow(dead_code)] // not every test file runs scenario files
 pub fn scenario_plan(file: &str, hosts: u32) -> scenario::Workplan {
