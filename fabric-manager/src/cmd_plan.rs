@@ -442,8 +442,16 @@ pub(crate) fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
     } else if let Some(r) = results.first() {
         json.write(r)?;
     }
-    if let Some(dir) = a.plot.as_deref() {
-        for p in plot_results(&results, dir)? {
+    write_plots(a.plot.as_deref(), |dir| plot_results(&results, dir))
+}
+
+/// Writes plots into `dir` when one is given, naming every file written.
+pub(crate) fn write_plots(
+    dir: Option<&Path>,
+    plots: impl FnOnce(&Path) -> anyhow::Result<Vec<PathBuf>>,
+) -> anyhow::Result<()> {
+    if let Some(dir) = dir {
+        for p in plots(dir)? {
             println!("wrote {}", p.display());
         }
     }
@@ -455,12 +463,13 @@ fn plot_results(results: &[RunResult], dir: &Path) -> anyhow::Result<Vec<PathBuf
     let [one] = results else {
         let mut out = Vec::new();
         for r in results {
-            out.extend(plots(r, &dir.join(format!("gpus-{}", r.config.job_gpus)))?);
+            let sub = dir.join(format!("gpus-{}", r.config.job_gpus));
+            out.extend(plan_plots::write(r, &sub)?);
         }
         out.push(plan_plots::sweep(results, dir)?);
         return Ok(out);
     };
-    plots(one, dir)
+    plan_plots::write(one, dir)
 }
 
 /// Runs the trials of one job size on every design (until the precision is reached).
@@ -641,12 +650,7 @@ fn report(
 ) -> anyhow::Result<()> {
     print!("{}", render_table(r));
     json.write(r)?;
-    if let Some(dir) = plot {
-        for p in plots(r, dir)? {
-            println!("wrote {}", p.display());
-        }
-    }
-    Ok(())
+    write_plots(plot, |dir| plan_plots::write(r, dir))
 }
 
 type Cell = fn(&Summary) -> String;
@@ -767,10 +771,6 @@ pub fn render_table(r: &RunResult) -> String {
     }));
     out.push_str(&aligned(&rows));
     out
-}
-
-fn plots(r: &RunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    plan_plots::write(r, dir)
 }
 
 #[cfg(test)]

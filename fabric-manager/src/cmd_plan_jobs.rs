@@ -12,6 +12,7 @@ use topo::Fabric;
 
 use crate::cmd_plan::{
     ResilienceArgs, RoundDesign, aligned, est, parse_shards, pct, run_rounds, warn_missing_shards,
+    write_plots,
 };
 use crate::{plan_plots, tenant_args};
 
@@ -214,12 +215,7 @@ pub fn report(
 ) -> anyhow::Result<()> {
     print!("{}", render(r));
     json.write(r)?;
-    if let Some(dir) = plot {
-        for p in plan_plots::jobs(r, dir)? {
-            println!("wrote {}", p.display());
-        }
-    }
-    Ok(())
+    write_plots(plot, |dir| plan_plots::jobs(r, dir))
 }
 
 type Cell = fn(&multijob::JobOutcome) -> String;
