@@ -12,31 +12,20 @@
 mod common;
 
 use std::net::{SocketAddr, UdpSocket};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::Daemon;
+use common::{Daemon, ip};
 use serde_json::Value;
+use testkit::tmux::{self, Tmux};
 use topo::{NodeId, Rate, generators};
 use veth::frr::{FrrOptions, FrrTestbed};
 use veth::routed::{Family, ifname};
 
-const TOKEN: &str = "test-token-0123456789abcdef";
-
 /// Root and the FRR testbed's tools, or skipped as the README says (the shared check).
 fn enabled() -> bool {
     veth::frr::tests_enabled().unwrap_or_else(|why| panic!("{why}"))
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// `fabric-tui`, built beside `fabric` (`cargo test --workspace` builds both).
@@ -50,67 +39,9 @@ fn tui_bin() -> std::path::PathBuf {
     bin
 }
 
-/// A tmux session running one command, killed on drop.
-struct Tmux(String);
-
-impl Tmux {
-    fn start(cmd: &str) -> Tmux {
-        Self::start_named("connect", cmd)
-    }
-
-    fn start_named(tag: &str, cmd: &str) -> Tmux {
-        let name = format!("fabric-observe-{}-{tag}", std::process::id());
-        let ok = Command::new("tmux")
-            .args(["new-session", "-d", "-s", &name, "-x", "160", "-y", "40"])
-            // The pane outlives a command that exits (its error stays on screen) for longer
-            // than `wait_for` waits, so a failure shows why rather than an empty screen.
-            .arg(format!("{cmd}; echo \"[exited $?]\"; sleep 600"))
-            .status()
-            .expect("tmux (scripts/install-deps.sh)")
-            .success();
-        assert!(ok, "tmux new-session failed");
-        Tmux(name)
-    }
-
-    fn screen(&self) -> String {
-        let o = Command::new("tmux")
-            .args(["capture-pane", "-p", "-t", &self.0])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    fn keys(&self, k: &[&str]) {
-        Command::new("tmux")
-            .args(["send-keys", "-t", &self.0])
-            .args(k)
-            .status()
-            .unwrap();
-    }
-
-    /// Waits (generously: the machine may be loaded) until `ok(screen)`.
-    fn wait_for(&self, what: &str, mut ok: impl FnMut(&str) -> bool) -> String {
-        let t = Instant::now();
-        loop {
-            let s = self.screen();
-            if ok(&s) {
-                return s;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(60),
-                "{what} never appeared; screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.0])
-            .status();
-    }
+/// `cmd` in a 160×40 tmux session.
+fn tmux(tag: &str, cmd: &str) -> Tmux {
+    Tmux::start(&format!("observe-{tag}"), cmd, (160, 40))
 }
 
 /// The rate column of the links table's first row (sorted by utilisation), in b/s.
@@ -163,16 +94,14 @@ fn traffic(
 
 #[test]
 fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() {
-    if !enabled() {
+    if !enabled() || !tmux::available() {
         return;
     }
     let f = generators::fat_tree(4, Rate::gbps(100)).unwrap();
     let tb =
         FrrTestbed::converged(f.clone(), &FrrOptions::default(), Duration::from_secs(90)).unwrap();
 
-    let dir = common::temp_dir("observe-frr-token");
-    let token = dir.join("token");
-    std::fs::write(&token, TOKEN).unwrap();
+    let token = common::token_file("observe-frr");
     let prom = format!("http://{}", tb.prometheus().unwrap());
     let prefix = tb.routed().testbed().ns_name("");
     let lldp = tb.dir().to_str().unwrap().to_string();
@@ -192,6 +121,10 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
             "500ms",
             "--drift-interval",
             "1s",
+            // A drift check reads 20 switches' FIBs; on a loaded machine (load 12 in one
+            // run) that took longer than the default 10 s, and /api/v1/drift answered 503.
+            "--request-timeout",
+            "60s",
             "--token-file",
             token.to_str().unwrap(),
         ],
@@ -228,6 +161,8 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
             "vtysh",
             "--drift-interval",
             "1s",
+            "--request-timeout",
+            "60s",
         ],
     );
     vty.wait_for(
@@ -249,11 +184,10 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
 
     // The real TUI on the daemon's stream: idle links first, then the traffic's rate on
     // the busiest link.
-    let tui = Tmux::start(&format!(
-        "{} --connect {}",
-        tui_bin().display(),
-        daemon.addr
-    ));
+    let tui = tmux(
+        "connect",
+        &format!("{} --connect {}", tui_bin().display(), daemon.addr),
+    );
     tui.wait_for("the live header", |s| s.contains("● LIVE fabric serve"));
     tui.keys(&["Tab"]);
     let idle = tui.wait_for("the links table", |s| top_link_rate(s).is_some());
@@ -268,7 +202,7 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
 
     // `fabric-tui --prometheus --fabric`: the switches' node_exporter series straight from
     // Prometheus, given the design; a leaf whose exporter goes silent greys its host links.
-    let nodes = Tmux::start_named(
+    let nodes = tmux(
         "nodes",
         &format!(
             "{} --prometheus {prom} --fabric fat-tree-k4 --interval 1",
@@ -299,21 +233,10 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
     drop(nodes);
 
     // Observe-only: a request to fail a link is refused and nothing changes.
-    let auth = format!("Bearer {TOKEN}");
-    let r = daemon.request(
-        "POST",
-        "/api/v1/links/20/fail",
-        &[("Authorization", &auth)],
-        b"",
-    );
+    let r = daemon.post("/api/v1/links/20/fail");
     assert_ne!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("only observes"), "{}", r.text());
-    let r = daemon.request(
-        "POST",
-        "/api/v1/drift/repair",
-        &[("Authorization", &auth)],
-        b"",
-    );
+    let r = daemon.post("/api/v1/drift/repair");
     assert_ne!(r.status, 200, "{}", r.text());
     let l = *f.link(topo::LinkId(20));
     assert!(tb.routed().nl(l.a).oper_up(&ifname(l.a_port)).unwrap());
@@ -345,8 +268,13 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
         Duration::from_secs(60),
     );
     // The TUI shows the downed link, with the traffic still flowing around it.
-    let down = tui.wait_for("the downed link", |s| s.contains("✖ 1 link down"));
-    assert!(top_link_rate(&down).is_some_and(|r| r > 20e6), "{down}");
+    // Waited for, not read from the first screen that shows the link down: rates come
+    // from counters Prometheus scrapes every second, read by the daemon every 500 ms, so
+    // an interval in which no switch on the traffic's path was scraped again shows the
+    // path idle (one run read 22.5 kb/s there), as does the moment BGP moves the flow.
+    tui.wait_for("the downed link with the traffic around it", |s| {
+        s.contains("✖ 1 link down") && top_link_rate(s).is_some_and(|r| r > 20e6)
+    });
     stop.store(true, Ordering::Relaxed);
     assert!(sender.join().unwrap() > 0);
     tui.keys(&["q"]);

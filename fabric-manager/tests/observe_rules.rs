@@ -5,26 +5,9 @@
 
 mod common;
 
-use std::process::Command;
-
-fn promtool_present() -> bool {
-    if Command::new("promtool")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return true;
-    }
-    if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
-        eprintln!("skipped: promtool not installed (FABRIC_SKIP_TOOLS=1)");
-        return false;
-    }
-    panic!("promtool is needed (scripts/install-deps.sh installs prometheus)");
-}
-
 #[test]
 fn the_sonic_mapping_rules_pass_promtool() {
-    if !promtool_present() {
+    if !testkit::tools::require(&["promtool"], &[]) {
         return;
     }
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/observe");

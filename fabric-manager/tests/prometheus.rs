@@ -9,24 +9,11 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Daemon, free_port, http_get};
-
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use common::{Daemon, http_get};
+use testkit::prometheus::Prometheus;
 
 fn tools_present() -> bool {
-    if have("prometheus") && have("promtool") {
-        return true;
-    }
-    if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
-        eprintln!("skipped: prometheus/promtool not installed (FABRIC_SKIP_TOOLS=1)");
-        return false;
-    }
-    panic!("prometheus and promtool are needed (scripts/install-deps.sh installs them)");
+    testkit::tools::require(&["prometheus", "promtool"], &[])
 }
 
 /// Runs a PromQL instant query; returns the result vector.
@@ -43,15 +30,6 @@ fn query(prom: &str, q: &str) -> Vec<serde_json::Value> {
     let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(v["status"], "success", "{v}");
     v["data"]["result"].as_array().unwrap().clone()
-}
-
-struct Prom(std::process::Child);
-
-impl Drop for Prom {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
@@ -86,41 +64,14 @@ fn a_real_prometheus_scrapes_the_daemon_and_answers_queries() {
     }
     let d = Daemon::start("prometheus", &["--sim", "--interval", "200ms"]);
     let dir = common::temp_dir("prometheus-tsdb");
-    let cfg = dir.join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: fabric\n    static_configs:\n      - targets: ['{}']\n",
-            d.addr
-        ),
-    )
-    .unwrap();
-    let prom_addr = format!("127.0.0.1:{}", free_port());
-    let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
-    let _prom = Prom(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address={prom_addr}"))
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    );
-    let plog = || std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default();
-    let ready = |_: &Daemon| {
-        std::net::TcpStream::connect(&prom_addr).is_ok()
-            && http_get(&prom_addr, "/-/ready").status == 200
-    };
-    d.wait_for(ready, Duration::from_secs(60));
+    let prom = Prometheus::start(&dir, &[&d.addr]);
+    prom.wait_ready(Duration::from_secs(60));
+    let prom_addr = prom.addr();
     // Every port is present and up.
     let mut up = Vec::new();
     d.wait_for(
         |_| {
-            up = query(&prom_addr, "fabric_port_up");
+            up = query(prom_addr, "fabric_port_up");
             up.len() == 96
         },
         Duration::from_secs(30),
@@ -135,7 +86,7 @@ fn a_real_prometheus_scrapes_the_daemon_and_answers_queries() {
     let mut rates = Vec::new();
     d.wait_for(
         |_| {
-            rates = query(&prom_addr, q);
+            rates = query(prom_addr, q);
             rates.len() == 16
                 && rates
                     .iter()
@@ -170,11 +121,11 @@ fn a_real_prometheus_scrapes_the_daemon_and_answers_queries() {
         .map(|&i| (tx(&b, i) - tx(&a, i)) / dt / (info.ports[i].speed_bps as f64 / 8.0))
         .sum::<f64>()
         / hosts.len() as f64;
-    let prom = query(
-        &prom_addr,
+    let avg = query(
+        prom_addr,
         "avg(rate(fabric_port_transmit_bytes_total{switch=~\"host.*\"}[10s]) / on(switch, port) fabric_port_speed_bytes)",
     );
-    let prom_util: f64 = prom[0]["value"][1].as_str().unwrap().parse().unwrap();
+    let prom_util: f64 = avg[0]["value"][1].as_str().unwrap().parse().unwrap();
     assert!(stream_util > 0.01, "the demo sends: {stream_util}");
     assert!(
         (prom_util - stream_util).abs() <= 0.5 * stream_util.max(prom_util) + 0.02,
@@ -184,10 +135,10 @@ fn a_real_prometheus_scrapes_the_daemon_and_answers_queries() {
     );
     // Joining on fabric_link_info names every host port's peer leaf.
     let joined = query(
-        &prom_addr,
+        prom_addr,
         "fabric_port_up{switch=~\"host.*\"} * on(switch, port) group_left(peer_switch) fabric_link_info",
     );
-    assert_eq!(joined.len(), 16, "{joined:?}\n{}", plog());
+    assert_eq!(joined.len(), 16, "{joined:?}\n{}", prom.log());
     assert!(joined.iter().all(|s| {
         s["metric"]["peer_switch"]
             .as_str()

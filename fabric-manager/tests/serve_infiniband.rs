@@ -11,7 +11,18 @@ mod common;
 use std::time::Duration;
 
 use common::{Daemon, metric};
-use serde_json::Value;
+use serde_json::{Value, json};
+
+/// How often the daemons here sample and check: drift only when asked (each check reads
+/// every switch's table with `ibroute`), and requests that may wait for an OpenSM sweep.
+const TIMING: [&str; 6] = [
+    "--interval",
+    "500ms",
+    "--drift-interval",
+    "60s",
+    "--request-timeout",
+    "60s",
+];
 
 /// Drift entries: (entries fabric's tables and the switches disagree on, LIDs a switch
 /// reaches that neither holds).
@@ -23,14 +34,57 @@ fn drift(d: &Daemon) -> (Vec<Value>, Vec<Value>) {
         .partition(|x| !x["prefix"].as_str().unwrap().contains("reachable"))
 }
 
-/// The processes whose command line names `needle`.
-fn processes_naming(needle: &str) -> Vec<u32> {
+/// `ibnetdiscover` finds the design, port for port (failed cables left out).
+fn assert_cabling_matches(d: &Daemon) {
+    let t = d.json("/api/v1/topology/check");
+    assert_eq!(t["mismatches"], json!([]), "{t}");
+}
+
+/// The subnet as started: every cable heard (16 host and 32 switch cables, each from both
+/// ends), every switch holding fabric's table for all 36 LIDs.
+fn assert_subnet_matches_design(d: &Daemon) {
+    let t = d.json("/api/v1/topology/check");
+    assert_eq!((&t["ports"], &t["heard"]), (&96.into(), &96.into()), "{t}");
+    assert_cabling_matches(d);
+    let v = d.json("/api/v1/drift");
+    assert_eq!(v["checked"], 20 * 36, "{v}");
+    assert_eq!(v["entries"], json!([]), "{v}");
+}
+
+/// Cuts or restores a cable (`act`) and waits for the daemon's answer: the `kind` event
+/// (`link-down`, `link-up`) of `link`, a reroute, and then every switch holding fabric's
+/// new table and every LID it reaches (core0-0 too, which after a cut reaches pod 0's
+/// hosts, the SM's among them, only down and up through another pod).
+fn assert_answered(d: &Daemon, link: u64, kind: &str, act: impl FnOnce()) {
+    let n = d.events_after(0).len();
+    act();
+    let ev = d.wait_reroute(n, link, Duration::from_secs(60));
+    assert!(
+        ev.iter()
+            .any(|e| e["what"]["kind"] == kind && e["what"]["link"] == link),
+        "no {kind} of link {link}: {ev:?}"
+    );
+    let (differ, unreached) = drift(d);
+    assert!(
+        differ.is_empty(),
+        "switches disagree with fabric: {differ:?}"
+    );
+    assert!(
+        unreached.is_empty(),
+        "LIDs reached, not held: {unreached:?}"
+    );
+}
+
+/// The processes of the subnet that process `pid` started (their command lines name its
+/// directory, `fabric-ib-<pid>-…`).
+fn subnet_processes(pid: u32) -> Vec<u32> {
+    let needle = format!("fabric-ib-{pid}-");
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
         })
         .collect()
 }
@@ -40,33 +94,14 @@ fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
     if !ib_testbed::require_tools() {
         return;
     }
-    let mut d = Daemon::start_with_token(
-        "infiniband",
-        &[
-            "--infiniband",
-            "--fabric",
-            "fat-tree-k4",
-            "--interval",
-            "500ms",
-            "--drift-interval",
-            "60s",
-            "--request-timeout",
-            "60s",
-        ],
-    );
-    let subnet = format!("fabric-ib-{}-", d.child.id());
-    assert_eq!(processes_naming(&subnet).len(), 2, "ibsim and opensm");
+    let args = ["--infiniband", "--fabric", "fat-tree-k4"];
+    let args: Vec<&str> = args.into_iter().chain(TIMING).collect();
+    let mut d = Daemon::start_with_token("infiniband", &args);
+    let pid = d.child.id();
+    assert_eq!(subnet_processes(pid).len(), 2, "ibsim and opensm");
     let snap = d.json("/api/v1/telemetry");
     assert_eq!(snap["source"]["kind"], "infiniband", "{}", snap["source"]);
-
-    // Cabling: ibnetdiscover finds the design, port for port.
-    let t = d.json("/api/v1/topology/check");
-    assert_eq!((&t["ports"], &t["heard"]), (&96.into(), &96.into()), "{t}");
-    assert_eq!(t["mismatches"], serde_json::json!([]), "{t}");
-    // Every switch holds fabric's table, and every LID it reaches.
-    let v = d.json("/api/v1/drift");
-    assert_eq!(v["checked"], 20 * 36, "{v}");
-    assert_eq!(v["entries"], serde_json::json!([]), "{v}");
+    assert_subnet_matches_design(&d);
     // PerfMgt counters move (ibsim counts the management datagrams it carries).
     d.wait_for(
         |d| {
@@ -80,42 +115,22 @@ fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
 
     // A cable cut on ibsim's console (through the API): detected, answered, loaded.
     let link = d.link_at("pod0-agg0", 2);
-    let n = d.events_after(0).len();
-    let r = d.post("/api/v1/links/pod0-agg0:2/fail");
-    assert_eq!(r.status, 200, "{}", r.text());
-    let ev = d.wait_reroute(n, link, Duration::from_secs(60));
-    assert!(
-        ev.iter()
-            .any(|e| e["what"]["kind"] == "link-down" && e["what"]["link"] == link),
-        "{ev:?}"
-    );
-    let (differ, unreached) = drift(&d);
-    assert!(
-        differ.is_empty(),
-        "switches disagree with fabric: {differ:?}"
-    );
-    // Every switch holds every LID it reaches (core0-0 too, which reaches pod 0's hosts,
-    // the SM's among them, only down and up through another pod).
-    assert!(unreached.is_empty(), "{unreached:?}");
+    assert_answered(&d, link, "link-down", || {
+        let r = d.post("/api/v1/links/pod0-agg0:2/fail");
+        assert_eq!(r.status, 200, "{}", r.text());
+    });
     d.wait_for(
         |d| d.health()["links_down"].as_array().unwrap().len() == 1,
         Duration::from_secs(10),
     );
     // The cabling check leaves the failed cable out.
-    let t = d.json("/api/v1/topology/check");
-    assert_eq!(t["mismatches"], serde_json::json!([]), "{t}");
+    assert_cabling_matches(&d);
 
     // Restored: detected, answered, loaded; nothing left.
-    let n = d.events_after(0).len();
-    let r = d.post("/api/v1/links/pod0-agg0:2/restore");
-    assert_eq!(r.status, 200, "{}", r.text());
-    let ev = d.wait_reroute(n, link, Duration::from_secs(60));
-    assert!(ev.iter().any(|e| e["what"]["kind"] == "link-up"), "{ev:?}");
-    let (differ, unreached) = drift(&d);
-    assert!(
-        differ.is_empty() && unreached.is_empty(),
-        "{differ:?} {unreached:?}"
-    );
+    assert_answered(&d, link, "link-up", || {
+        let r = d.post("/api/v1/links/pod0-agg0:2/restore");
+        assert_eq!(r.status, 200, "{}", r.text());
+    });
     let m = d.get("/metrics").text();
     assert_eq!(
         metric(&m, "fabric_reroute_duration_seconds_count"),
@@ -124,11 +139,15 @@ fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
 
     // SIGTERM: OpenSM and ibsim stop, their directory goes.
     assert!(d.terminate().success());
-    assert_eq!(processes_naming(&subnet), Vec::<u32>::new());
+    assert_eq!(subnet_processes(pid), Vec::<u32>::new());
     let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&subnet))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("fabric-ib-{pid}-"))
+        })
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
@@ -193,31 +212,12 @@ fn attached_to_a_running_opensm_it_routes_and_leaves_it_running() {
     assert!(err.contains("the running subnet is not"), "{err}");
     assert!(net.sm().unwrap().gone().is_none());
 
-    let mut args = attach("fat-tree-k4");
-    args.extend(
-        [
-            "--interval",
-            "500ms",
-            "--drift-interval",
-            "60s",
-            "--request-timeout",
-            "60s",
-        ]
-        .map(String::from),
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let args = attach("fat-tree-k4");
+    let args: Vec<&str> = args.iter().map(String::as_str).chain(TIMING).collect();
     let mut d = Daemon::start_with_token("infiniband-attach", &args);
     // It started nothing of its own.
-    assert_eq!(
-        processes_naming(&format!("fabric-ib-{}-", d.child.id())),
-        Vec::<u32>::new()
-    );
-    let t = d.json("/api/v1/topology/check");
-    assert_eq!((&t["ports"], &t["heard"]), (&96.into(), &96.into()), "{t}");
-    assert_eq!(t["mismatches"], serde_json::json!([]), "{t}");
-    let v = d.json("/api/v1/drift");
-    assert_eq!(v["checked"], 20 * 36, "{v}");
-    assert_eq!(v["entries"], serde_json::json!([]), "{v}");
+    assert_eq!(subnet_processes(d.child.id()), Vec::<u32>::new());
+    assert_subnet_matches_design(&d);
 
     // fabric never cuts a cable of a subnet it did not start.
     let r = d.post("/api/v1/links/pod0-agg0:2/fail");
@@ -226,31 +226,14 @@ fn attached_to_a_running_opensm_it_routes_and_leaves_it_running() {
 
     // A cable cut on the test's own ibsim console: heard, answered, loaded.
     let link = d.link_at("pod0-agg0", 2);
-    let n = d.events_after(0).len();
-    net.unlink(topo::LinkId(link as u32)).unwrap();
-    let ev = d.wait_reroute(n, link, Duration::from_secs(60));
-    assert!(
-        ev.iter()
-            .any(|e| e["what"]["kind"] == "link-down" && e["what"]["link"] == link),
-        "{ev:?}"
-    );
-    let (differ, unreached) = drift(&d);
-    assert!(
-        differ.is_empty() && unreached.is_empty(),
-        "{differ:?} {unreached:?}"
-    );
-    let t = d.json("/api/v1/topology/check");
-    assert_eq!(t["mismatches"], serde_json::json!([]), "{t}");
+    assert_answered(&d, link, "link-down", || {
+        net.unlink(topo::LinkId(link as u32)).unwrap()
+    });
+    assert_cabling_matches(&d);
     // And back.
-    let n = d.events_after(0).len();
-    net.relink(topo::LinkId(link as u32)).unwrap();
-    let ev = d.wait_reroute(n, link, Duration::from_secs(60));
-    assert!(ev.iter().any(|e| e["what"]["kind"] == "link-up"), "{ev:?}");
-    let (differ, unreached) = drift(&d);
-    assert!(
-        differ.is_empty() && unreached.is_empty(),
-        "{differ:?} {unreached:?}"
-    );
+    assert_answered(&d, link, "link-up", || {
+        net.relink(topo::LinkId(link as u32)).unwrap()
+    });
 
     // SIGTERM: the daemon goes; OpenSM, ibsim and the LFT file stay.
     assert!(d.terminate().success());
@@ -260,8 +243,5 @@ fn attached_to_a_running_opensm_it_routes_and_leaves_it_running() {
     assert_eq!(net.discover().unwrap().len(), 96);
     // The test stops them (dropping the subnet).
     drop(net);
-    assert_eq!(
-        processes_naming(&format!("fabric-ib-{}-", std::process::id())),
-        Vec::<u32>::new()
-    );
+    assert_eq!(subnet_processes(std::process::id()), Vec::<u32>::new());
 }

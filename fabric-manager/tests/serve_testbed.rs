@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Daemon, metric, token_file};
+use common::{Daemon, ip, metric, token_file};
 use serde_json::Value;
 
 fn enabled() -> bool {
@@ -297,18 +297,6 @@ fn has_alarm(h: &Value, kind: &str, severity: &str) -> bool {
 }
 
 /// `ip ARGS` (iproute2), as another program on the host would.
-fn ip(args: &[&str]) {
-    let out = std::process::Command::new("ip")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A routed fat-tree k=4 testbed built by the test (legacy multipath routes): routers
 /// that exist before the daemon.
 fn existing_k4() -> veth::routed::RoutedTestbed {

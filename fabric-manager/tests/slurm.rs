@@ -14,20 +14,12 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::free_port;
+use testkit::free_port;
 
 use flow_model::place::{Cluster, Policy};
 use topo::export::slurm::expand_hostlist;
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
+/// Slurm's and munge's programs, and root (munged and slurmctld run as root here).
 fn runnable() -> bool {
     let tools = [
         "slurmctld",
@@ -37,18 +29,17 @@ fn runnable() -> bool {
         "sbatch",
         "squeue",
     ];
-    let missing: Vec<&str> = tools.into_iter().filter(|t| !have(t)).collect();
-    let root = unsafe { libc::geteuid() } == 0;
-    if missing.is_empty() && root {
+    if !testkit::tools::require(&tools, &[]) {
+        return false;
+    }
+    if unsafe { libc::geteuid() } == 0 {
         return true;
     }
     if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
-        eprintln!("skipped: missing {missing:?} or not root (FABRIC_SKIP_TOOLS=1)");
+        eprintln!("skipped: not root (FABRIC_SKIP_TOOLS=1)");
         return false;
     }
-    panic!(
-        "missing {missing:?} (root: {root}): run scripts/install-deps.sh as root, or set FABRIC_SKIP_TOOLS=1 to skip"
-    );
+    panic!("not root: run the Slurm test as root, or set FABRIC_SKIP_TOOLS=1 to skip");
 }
 
 /// The private munged and slurmctld, stopped and their directory removed on drop.

@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use topo::export::routes::{LinuxIf, own_addr, own_addr6};
 use topo::export::{self, Format, MemSink, Routed, Tables};
@@ -30,39 +30,7 @@ use topo::export::{self, Format, MemSink, Routed, Tables};
 mod ibsim;
 
 use ibsim::UMAD2SIM;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
-/// Returns false (test skipped) when tools are missing and FABRIC_SKIP_TOOLS=1.
-fn require(tools: &[&str], files: &[&str]) -> bool {
-    let missing: Vec<&str> = tools
-        .iter()
-        .copied()
-        .filter(|t| !have(t))
-        .chain(files.iter().copied().filter(|f| !Path::new(f).exists()))
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    if std::env::var("FABRIC_SKIP_TOOLS").as_deref() == Ok("1") {
-        eprintln!(
-            "skipped: {} not installed (FABRIC_SKIP_TOOLS=1)",
-            missing.join(", ")
-        );
-        return false;
-    }
-    panic!(
-        "{} not installed: run scripts/install-deps.sh (as root), or set FABRIC_SKIP_TOOLS=1 to skip",
-        missing.join(", ")
-    );
-}
+use testkit::tools::require;
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fabric-export-{name}-{}", std::process::id()));

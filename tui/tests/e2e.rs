@@ -6,75 +6,13 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-struct Session(String);
+use testkit::process::KillOnDrop;
+use testkit::tmux::{self, Tmux};
 
-impl Session {
-    fn start(tag: &str, cmd: &str, w: u16, h: u16) -> Option<Session> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            if std::env::var("FABRIC_SKIP_TOOLS").is_ok_and(|v| v == "1") {
-                eprintln!("skipped: tmux not installed and FABRIC_SKIP_TOOLS=1");
-                return None;
-            }
-            panic!("tmux is not installed: run scripts/install-deps.sh (or FABRIC_SKIP_TOOLS=1)");
-        }
-        let name = format!("fabric-tui-e2e-{}-{tag}", std::process::id());
-        let ok = Command::new("tmux")
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                &name,
-                "-x",
-                &w.to_string(),
-                "-y",
-                &h.to_string(),
-            ])
-            .arg(format!("{cmd}; sleep 30"))
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "tmux new-session failed");
-        Some(Session(name))
-    }
-
-    fn screen(&self) -> String {
-        let o = Command::new("tmux")
-            .args(["capture-pane", "-p", "-t", &self.0])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    fn keys(&self, k: &[&str]) {
-        Command::new("tmux")
-            .args(["send-keys", "-t", &self.0])
-            .args(k)
-            .status()
-            .unwrap();
-    }
-
-    fn wait_for(&self, what: &str) -> String {
-        let t = Instant::now();
-        loop {
-            let s = self.screen();
-            if s.contains(what) {
-                return s;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(20),
-                "`{what}` never appeared; screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.0])
-            .status();
-    }
+/// `fabric-tui ARGS` (or any command) in a 120×36 tmux session; None (skipped) when tmux
+/// is missing and FABRIC_SKIP_TOOLS=1.
+fn session(tag: &str, cmd: &str) -> Option<Tmux> {
+    tmux::available().then(|| Tmux::start(&format!("tui-{tag}"), cmd, (120, 36)))
 }
 
 fn recording() -> std::path::PathBuf {
@@ -98,53 +36,36 @@ fn recording() -> std::path::PathBuf {
 fn replay_in_tmux() {
     let rec = recording();
     let bin = env!("CARGO_BIN_EXE_fabric-tui");
-    let Some(s) = Session::start(
+    let Some(s) = session(
         "replay",
         &format!("{bin} --replay {} --speed 8", rec.display()),
-        120,
-        36,
     ) else {
         return;
     };
-    let screen = s.wait_for("LOSS DETECTED");
+    let screen = s.wait_for_text("LOSS DETECTED");
     assert!(screen.contains("REPLAY fixture.rec"), "{screen}");
     assert!(screen.contains("plane 0 — pod × core"), "{screen}");
-    s.wait_for("(end)");
+    s.wait_for_text("(end)");
     s.keys(&["Tab"]);
-    let screen = s.wait_for("links 1–");
+    let screen = s.wait_for_text("links 1–");
     assert!(screen.contains("util▼"), "{screen}");
     s.keys(&["/"]);
     for c in "drops>0".chars() {
         s.keys(&[&c.to_string()]);
     }
     s.keys(&["Enter"]);
-    let screen = s.wait_for("links 1–1 of 1 (of 384)");
+    let screen = s.wait_for_text("links 1–1 of 1 (of 384)");
     assert!(screen.contains("filter drops>0"), "{screen}");
     s.keys(&["?"]);
-    s.wait_for("? or Esc to close");
+    s.wait_for_text("? or Esc to close");
     s.keys(&["Escape"]);
     // a key right after ESC would read as Alt+key: wait until the help is gone
-    let t = Instant::now();
-    while s.screen().contains("? or Esc to close") {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "Esc did not close the help"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    s.wait_gone("? or Esc to close");
     s.keys(&["Space"]);
-    s.wait_for("PAUSED");
+    s.wait_for_text("PAUSED");
     s.keys(&["q"]);
     // the process is gone and the terminal restored: the shell's `sleep` runs, no TUI left
-    let t = Instant::now();
-    while s.screen().contains("fabric-tui") {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "still running after q:\n{}",
-            s.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    s.wait_gone("fabric-tui");
     std::fs::remove_dir_all(rec.parent().unwrap()).ok();
 }
 
@@ -187,18 +108,13 @@ fn replay_pauses_and_seeks_like_a_video() {
     let dir = std::env::temp_dir().join(format!("fabric-tui-e2e-video-{}", std::process::id()));
     let rec = long_recording(&dir);
     let bin = env!("CARGO_BIN_EXE_fabric-tui");
-    let Some(s) = Session::start(
-        "video",
-        &format!("{bin} --replay {}", rec.display()),
-        120,
-        36,
-    ) else {
+    let Some(s) = session("video", &format!("{bin} --replay {}", rec.display())) else {
         return;
     };
-    let screen = s.wait_for("REPLAY long.rec 1× ");
+    let screen = s.wait_for_text("REPLAY long.rec 1× ");
     assert!(screen.contains("/ 20.00s"), "{screen}");
     s.keys(&["Space"]);
-    let screen = s.wait_for("PAUSED");
+    let screen = s.wait_for_text("PAUSED");
     assert!(screen.contains("❚❚ REPLAY"), "{screen}");
     std::thread::sleep(Duration::from_millis(300));
     let held = position(&s.screen());
@@ -210,15 +126,7 @@ fn replay_pauses_and_seeks_like_a_video() {
     );
     // a step forward while paused: 1 s (1/20 of 20 s), still paused
     s.keys(&["."]);
-    let t = Instant::now();
-    while position(&s.screen()) == held {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "the seek did not move"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let screen = s.screen();
+    let screen = s.wait_for("the position after the seek", |sc| position(sc) != held);
     assert!(screen.contains("PAUSED"), "{screen}");
     let secs = |p: &str| {
         let (num, scale) = [("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9), ("s", 1.0)]
@@ -236,7 +144,7 @@ fn replay_pauses_and_seeks_like_a_video() {
     // play again, and faster: 2× of the cadence
     s.keys(&["Space"]);
     s.keys(&["+"]);
-    let screen = s.wait_for("REPLAY long.rec 2× ");
+    let screen = s.wait_for_text("REPLAY long.rec 2× ");
     assert!(!screen.contains("PAUSED"), "{screen}");
     s.keys(&["q"]);
     std::fs::remove_dir_all(&dir).ok();
@@ -286,36 +194,25 @@ fn bad_recording_is_a_clear_error_not_a_panic() {
     );
 }
 
-/// `fabric serve --sim` (this workspace's daemon), started and stopped by the test.
-struct Daemon(std::process::Child);
-
-impl Daemon {
-    fn start(port: u16) -> Daemon {
-        let dir = std::path::Path::new(env!("CARGO_BIN_EXE_fabric-tui"))
-            .parent()
-            .unwrap();
-        let bin = dir.join("fabric");
-        assert!(
-            bin.exists(),
-            "{} is missing: `cargo test --workspace` builds it, or run `cargo build -p fabric-manager` first",
-            bin.display()
-        );
-        let child = Command::new(bin)
-            .args(["serve", "--sim", "--ratio", "0.0002", "--interval", "250ms"])
-            .arg(format!("--listen=127.0.0.1:{port}"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        Daemon(child)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `fabric serve --sim` (this workspace's daemon) on `port`, killed when dropped.
+fn start_daemon(port: u16) -> KillOnDrop {
+    let dir = std::path::Path::new(env!("CARGO_BIN_EXE_fabric-tui"))
+        .parent()
+        .unwrap();
+    let bin = dir.join("fabric");
+    assert!(
+        bin.exists(),
+        "{} is missing: `cargo test --workspace` builds it, or run `cargo build -p fabric-manager` first",
+        bin.display()
+    );
+    let child = Command::new(bin)
+        .args(["serve", "--sim", "--ratio", "0.0002", "--interval", "250ms"])
+        .arg(format!("--listen=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    KillOnDrop(child)
 }
 
 /// `--connect` to a real `fabric serve --sim`, which is then stopped and started again on
@@ -325,28 +222,22 @@ impl Drop for Daemon {
 /// then two runs' streams were spliced. The recording of the first run is finished.
 #[test]
 fn connect_to_fabric_serve_in_tmux() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let daemon = Daemon::start(port);
+    let port = testkit::free_port();
+    let daemon = start_daemon(port);
     let bin = env!("CARGO_BIN_EXE_fabric-tui");
     let dir = std::env::temp_dir().join(format!("fabric-tui-connect-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let rec = dir.join("live.rec");
-    let Some(s) = Session::start(
+    let Some(s) = session(
         "connect",
         &format!(
             "{bin} --connect 127.0.0.1:{port} --record {}",
             rec.display()
         ),
-        120,
-        36,
     ) else {
         return;
     };
-    let screen = s.wait_for("host–leaf p99");
+    let screen = s.wait_for_text("host–leaf p99");
     assert!(
         screen.contains(&format!("● LIVE fabric serve 127.0.0.1:{port}")),
         "{screen}"
@@ -356,18 +247,18 @@ fn connect_to_fabric_serve_in_tmux() {
     // let the first run get well ahead of where the second will be when it is reached
     std::thread::sleep(Duration::from_secs(4));
     s.keys(&["Tab"]);
-    s.wait_for("links 1–");
+    s.wait_for_text("links 1–");
     // the daemon goes away: stale values, then it comes back and the stream resumes
     drop(daemon);
-    let screen = s.wait_for("DISCONNECTED");
+    let screen = s.wait_for_text("DISCONNECTED");
     assert!(
         screen.contains("DISCONNECTED (values stale) from fabric serve"),
         "{screen}"
     );
-    let _daemon = Daemon::start(port);
-    s.wait_for("● LIVE fabric serve");
+    let _daemon = start_daemon(port);
+    s.wait_for_text("● LIVE fabric serve");
     s.keys(&["Tab", "Tab"]);
-    let screen = s.wait_for("the daemon restarted (instance");
+    let screen = s.wait_for_text("the daemon restarted (instance");
     assert!(
         screen.contains("recording live.rec finished: the daemon restarted"),
         "{screen}"
@@ -403,10 +294,10 @@ fn bad_connect_addresses_are_refused_before_the_screen_opens() {
 #[test]
 fn demo_in_tmux() {
     let bin = env!("CARGO_BIN_EXE_fabric-tui");
-    let Some(s) = Session::start("demo", &format!("{bin} --preset fat-tree-k4"), 120, 36) else {
+    let Some(s) = session("demo", &format!("{bin} --preset fat-tree-k4")) else {
         return;
     };
-    let screen = s.wait_for("host–leaf p99");
+    let screen = s.wait_for_text("host–leaf p99");
     assert!(
         screen.contains("● LIVE demo fat-tree-k4 (simulated, 1 s = 200.0µs)"),
         "{screen}"
@@ -414,18 +305,10 @@ fn demo_in_tmux() {
     assert!(screen.contains("plane 0 — pod × core"), "{screen}");
     assert!(screen.contains("✔ LOSSLESS"), "{screen}");
     s.keys(&["Tab", "Tab"]);
-    let screen = s.wait_for("flows:");
+    let screen = s.wait_for_text("flows:");
     assert!(screen.contains("host0-nic0 → host1-nic0"), "{screen}");
     s.keys(&["q"]);
-    let t = Instant::now();
-    while s.screen().contains("fabric-tui") {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "still running after q:\n{}",
-            s.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    s.wait_gone("fabric-tui");
 }
 
 /// The simulated time in the header (`t=4.38ms`), in ns.
@@ -448,10 +331,10 @@ fn header_time_ns(screen: &str) -> Option<u64> {
 #[test]
 fn demo_runs_until_quit_in_tmux() {
     let bin = env!("CARGO_BIN_EXE_fabric-tui");
-    let Some(s) = Session::start("forever", bin, 120, 36) else {
+    let Some(s) = session("forever", bin) else {
         return;
     };
-    s.wait_for("● LIVE demo fat-tree-k8");
+    s.wait_for_text("● LIVE demo fat-tree-k8");
     std::thread::sleep(Duration::from_secs(62));
     let before = s.screen();
     std::thread::sleep(Duration::from_secs(4));
@@ -464,22 +347,7 @@ fn demo_runs_until_quit_in_tmux() {
         "simulated time goes on: {t0:?} then {t1:?}\n{after}"
     );
     s.keys(&["q"]);
-    let t = Instant::now();
-    while s.screen().contains("fabric-tui") {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "still running after q"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn tmux_format(s: &Session, fmt: &str) -> String {
-    let o = Command::new("tmux")
-        .args(["display-message", "-p", "-t", &s.0, fmt])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
+    s.wait_gone("fabric-tui");
 }
 
 fn wait_file(path: &std::path::Path, what: &str) -> String {
@@ -528,10 +396,10 @@ fn sigterm_and_sighup_restore_the_terminal_and_finish_the_recording() {
             rec.display(),
             stty.display()
         );
-        let Some(s) = Session::start(&format!("sig{sig}"), &cmd, 120, 36) else {
+        let Some(s) = session(&format!("sig{sig}"), &cmd) else {
             return;
         };
-        let screen = s.wait_for("host–leaf p99");
+        let screen = s.wait_for_text("host–leaf p99");
         assert!(screen.contains(&format!("● REC {sig}.rec")), "{screen}");
         std::thread::sleep(Duration::from_secs(1)); // a few snapshots recorded
         let pid = wait_file(&pid, "the pid file");
@@ -547,7 +415,7 @@ fn sigterm_and_sighup_restore_the_terminal_and_finish_the_recording() {
             "SIG{sig}: the terminal is left in raw mode: {modes}"
         );
         assert_eq!(
-            tmux_format(&s, "#{alternate_on} #{cursor_flag}"),
+            s.format("#{alternate_on} #{cursor_flag}"),
             "0 1",
             "SIG{sig}: main screen, cursor shown"
         );
@@ -560,21 +428,21 @@ fn sigterm_and_sighup_restore_the_terminal_and_finish_the_recording() {
 #[test]
 fn ctrl_z_suspends_and_fg_resumes() {
     let bin = env!("CARGO_BIN_EXE_fabric-tui");
-    let Some(s) = Session::start("suspend", "bash --norc --noprofile -i", 120, 36) else {
+    let Some(s) = session("suspend", "bash --norc --noprofile -i") else {
         return;
     };
     s.keys(&[&format!("{bin} --preset fat-tree-k4"), "Enter"]);
-    s.wait_for("host–leaf p99");
+    s.wait_for_text("host–leaf p99");
     s.keys(&["C-z"]);
-    let screen = s.wait_for("Stopped");
+    let screen = s.wait_for_text("Stopped");
     assert!(!screen.contains("host–leaf p99"), "{screen}");
-    assert_eq!(tmux_format(&s, "#{alternate_on} #{cursor_flag}"), "0 1");
+    assert_eq!(s.format("#{alternate_on} #{cursor_flag}"), "0 1");
     s.keys(&["fg", "Enter"]);
-    s.wait_for("host–leaf p99");
-    assert_eq!(tmux_format(&s, "#{alternate_on}"), "1");
+    s.wait_for_text("host–leaf p99");
+    assert_eq!(s.format("#{alternate_on}"), "1");
     s.keys(&["q"]);
     s.keys(&["echo MODE=$(stty -a | grep -o -- '-\\?icanon')", "Enter"]);
-    let screen = s.wait_for("\nMODE=");
+    let screen = s.wait_for_text("\nMODE=");
     assert!(screen.contains("MODE=icanon"), "{screen}");
 }
 
@@ -583,10 +451,10 @@ fn ctrl_z_suspends_and_fg_resumes() {
 #[test]
 fn mouse_clicks_a_tab_and_a_column_header() {
     let bin = env!("CARGO_BIN_EXE_fabric-tui");
-    let Some(s) = Session::start("mouse", &format!("{bin} --preset fat-tree-k4"), 120, 36) else {
+    let Some(s) = session("mouse", &format!("{bin} --preset fat-tree-k4")) else {
         return;
     };
-    let screen = s.wait_for("LIVE");
+    let screen = s.wait_for_text("LIVE");
     let find = |screen: &str, needle: &str| -> (usize, usize) {
         screen
             .lines()
@@ -598,10 +466,10 @@ fn mouse_clicks_a_tab_and_a_column_header() {
     let click = |x: usize, y: usize| s.keys(&["-l", &format!("\x1b[<0;{};{}M", x + 2, y + 1)]);
     let (x, y) = find(&screen, "Links");
     click(x, y);
-    let screen = s.wait_for("links 1–");
+    let screen = s.wait_for_text("links 1–");
     let (x, y) = find(&screen, "PFC/s");
     click(x, y);
-    s.wait_for("sort PFC/s ▼");
+    s.wait_for_text("sort PFC/s ▼");
     s.keys(&["q"]);
 }
 

@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use testkit::prometheus::Prometheus;
 
 const DROP_LINK: usize = 20;
 const DOWN_LINK: usize = 7;
@@ -110,59 +111,25 @@ fn exporter(f: topo::Fabric) -> String {
     addr
 }
 
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn rates_from_a_real_prometheus() {
-    if Command::new("prometheus")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        if std::env::var("FABRIC_SKIP_TOOLS").is_ok_and(|v| v == "1") {
-            eprintln!("skipped: prometheus not installed and FABRIC_SKIP_TOOLS=1");
-            return;
-        }
-        panic!("prometheus is not installed: run scripts/install-deps.sh (or FABRIC_SKIP_TOOLS=1)");
+    if !testkit::tools::require(&["prometheus"], &[]) {
+        return;
     }
     let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
     let target = exporter(f.clone());
     let dir = std::env::temp_dir().join(format!("fabric-tui-prom-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("prometheus.yml");
-    std::fs::write(&cfg, format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: fabric\n    static_configs:\n      - targets: ['{target}']\n")).unwrap();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let _prom = Kill(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let server = Server::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+    let prom = Prometheus::start(&dir, &[&target]);
+    let server = Server::parse(&format!("http://{}", prom.addr())).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     // rate() extrapolates over its whole window: wait until scrapes cover it
     let mut first_seen: Option<Instant> = None;
     let (view, ports, res) = loop {
         assert!(
             Instant::now() < deadline,
-            "Prometheus gave no rates within 60 s"
+            "Prometheus gave no rates within 60 s; its log:\n{}",
+            prom.log()
         );
         std::thread::sleep(Duration::from_millis(500));
         let Ok(info) = server.query("fabric_link_info") else {
@@ -202,5 +169,6 @@ fn rates_from_a_real_prometheus() {
             assert_eq!(d, 0.0);
         }
     }
+    drop(prom);
     std::fs::remove_dir_all(&dir).ok();
 }

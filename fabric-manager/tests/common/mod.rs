@@ -419,11 +419,17 @@ pub fn promtool_check_and_test(dir: &str, rules: &str, tests: &str) {
     }
 }
 
-/// A TCP port free on loopback right now (for a server a test starts).
+/// A TCP port free on loopback right now ([`testkit::free_port`]).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    testkit::free_port()
+}
+
+/// Runs `ip ARGS…`; fails the test with ip's error if it fails.
+pub fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
