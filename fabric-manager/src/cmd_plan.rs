@@ -10,7 +10,7 @@ use anyhow::Context;
 use flow_model::LoadBalance;
 use flow_model::planner::{
     self, Aggregate, Cache, Design, DesignResult, FailureScope, PlanConfig, Recovery, RunResult,
-    Summary, TimelinePoint,
+    Summary,
 };
 use flow_model::rates::Rates;
 use flow_model::stats::{self, Estimate};
@@ -261,40 +261,113 @@ fn check_outputs(json: Option<&Path>, plot: Option<&Path>) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Runs `trials` of one design in parallel; the timeline of trial 0 if among them.
-fn run_trials(
-    d: &Design<'_>,
+/// Runs `trials` of one design in parallel (a cache per thread): `run(cache, t, aggs)`
+/// adds trial `t` to the aggregates of the design's `jobs` and returns its timeline when
+/// `t` is 0.
+fn run_trials<L: Send>(
+    jobs: usize,
     trials: &[u32],
     bar: &indicatif::ProgressBar,
-) -> (Aggregate, Option<Vec<TimelinePoint>>) {
+    run: impl Fn(&mut Cache, u32, &mut [Aggregate]) -> Option<L> + Sync,
+) -> (Vec<Aggregate>, Option<L>) {
     trials
         .par_iter()
         .map_init(Cache::default, |cache, &t| {
-            let mut agg = Aggregate::default();
-            let line = planner::run_trial(d, t, cache, &mut agg, t == 0);
+            let mut aggs = vec![Aggregate::default(); jobs];
+            let line = run(cache, t, &mut aggs);
             bar.inc(1);
-            (agg, line)
+            (aggs, line)
         })
         .reduce(
-            || (Aggregate::default(), None),
+            || (vec![Aggregate::default(); jobs], None),
             |(mut a, la), (b, lb)| {
-                a.merge(&b);
+                for (x, y) in a.iter_mut().zip(&b) {
+                    x.merge(y);
+                }
                 (a, la.or(lb))
             },
         )
 }
 
-/// Trials to run next for a target precision (percent) after `done`, from every design's
-/// interval of lost training time so far; `done` when all are precise enough.
-fn trials_needed(cfg: &PlanConfig, aggs: &[Aggregate], done: u32, precision: f64) -> u32 {
-    aggs.iter()
-        .map(|a| {
-            let s = planner::summarize("", 0, 1.0, 0.0, cfg, a);
-            let lost = s.effective_training.map(|x| 1.0 - x);
-            stats::trials_for(&lost, done, precision / 100.0)
-        })
-        .max()
-        .unwrap_or(done)
+/// The trials of every design of a run: per design, each job's aggregate and trial 0's
+/// timeline (if this shard ran it), and the trials run.
+pub(crate) struct Rounds<L> {
+    pub(crate) aggs: Vec<Vec<Aggregate>>,
+    pub(crate) lines: Vec<Option<L>>,
+    pub(crate) trials: u32,
+}
+
+/// One design of a run for [`run_rounds`]: its progress-bar label and each job's
+/// parameters (for the precision of its figures).
+pub(crate) struct RoundDesign {
+    pub(crate) label: String,
+    pub(crate) jobs: Vec<PlanConfig>,
+}
+
+/// Runs the trials of shard `si` of `sn` on every design: `--trials` of them, or with
+/// `--precision` rounds of trials until the 95 % interval of every job's lost training
+/// time is within the precision (at most `--trials`). `run(k, cache, t, aggs)` runs trial
+/// `t` of design `k`.
+pub(crate) fn run_rounds<L: Send>(
+    a: &ResilienceArgs,
+    (si, sn): (u32, u32),
+    designs: &[RoundDesign],
+    run: impl Fn(usize, &mut Cache, u32, &mut [Aggregate]) -> Option<L> + Sync,
+) -> Rounds<L> {
+    let max_trials = a.trials;
+    let mut target = match a.precision {
+        Some(_) => max_trials.min(16),
+        None => max_trials,
+    };
+    let bar = progress(a.quiet, (target as usize * designs.len()) as u64);
+    let mut aggs: Vec<Vec<Aggregate>> = designs
+        .iter()
+        .map(|d| vec![Aggregate::default(); d.jobs.len()])
+        .collect();
+    let mut lines: Vec<Option<L>> = designs.iter().map(|_| None).collect();
+    let mut done = 0u32;
+    loop {
+        let trials: Vec<u32> = planner::shard_trials(target, si, sn)
+            .filter(|&t| t >= done)
+            .collect();
+        for (k, d) in designs.iter().enumerate() {
+            bar.set_message(d.label.clone());
+            let (agg, line) = run_trials(d.jobs.len(), &trials, &bar, |cache, t, aggs| {
+                run(k, cache, t, aggs)
+            });
+            for (x, y) in aggs[k].iter_mut().zip(&agg) {
+                x.merge(y);
+            }
+            lines[k] = lines[k].take().or(line);
+        }
+        done = target;
+        let Some(p) = a.precision else { break };
+        // every job of every design precise enough
+        let need = designs
+            .iter()
+            .zip(&aggs)
+            .flat_map(|(d, ag)| d.jobs.iter().zip(ag))
+            .map(|(cfg, agg)| {
+                let s = planner::summarize("", 0, 1.0, 0.0, cfg, agg);
+                let lost = s.effective_training.map(|x| 1.0 - x);
+                stats::trials_for(&lost, done, p / 100.0)
+            })
+            .max()
+            .unwrap_or(done)
+            .min(max_trials);
+        if need <= done {
+            break;
+        }
+        // grow by at most 4× per round: the estimate of the spread improves as trials come
+        target = need.min(done.saturating_mul(4));
+        bar.set_length((target as usize * designs.len()) as u64);
+    }
+    bar.finish_and_clear();
+    Rounds {
+        aggs,
+        lines,
+        trials: done,
+    }
 }
 
 pub(crate) fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
@@ -369,8 +442,16 @@ pub(crate) fn resilience(a: ResilienceArgs) -> anyhow::Result<()> {
     } else if let Some(r) = results.first() {
         json.write(r)?;
     }
-    if let Some(dir) = a.plot.as_deref() {
-        for p in plot_results(&results, dir)? {
+    write_plots(a.plot.as_deref(), |dir| plot_results(&results, dir))
+}
+
+/// Writes plots into `dir` when one is given, naming every file written.
+pub(crate) fn write_plots(
+    dir: Option<&Path>,
+    plots: impl FnOnce(&Path) -> anyhow::Result<Vec<PathBuf>>,
+) -> anyhow::Result<()> {
+    if let Some(dir) = dir {
+        for p in plots(dir)? {
             println!("wrote {}", p.display());
         }
     }
@@ -382,12 +463,13 @@ fn plot_results(results: &[RunResult], dir: &Path) -> anyhow::Result<Vec<PathBuf
     let [one] = results else {
         let mut out = Vec::new();
         for r in results {
-            out.extend(plots(r, &dir.join(format!("gpus-{}", r.config.job_gpus)))?);
+            let sub = dir.join(format!("gpus-{}", r.config.job_gpus));
+            out.extend(plan_plots::write(r, &sub)?);
         }
         out.push(plan_plots::sweep(results, dir)?);
         return Ok(out);
     };
-    plots(one, dir)
+    plan_plots::write(one, dir)
 }
 
 /// Runs the trials of one job size on every design (until the precision is reached).
@@ -397,43 +479,22 @@ fn run_size(
     names: &[String],
     designs: &[(&topo::Fabric, Design<'_>)],
     prices: &topo::analysis::PriceList,
-    (si, sn): (u32, u32),
+    shard: (u32, u32),
 ) -> RunResult {
-    let max_trials = cfg.trials;
-    let mut target = match a.precision {
-        Some(_) => max_trials.min(16),
-        None => max_trials,
-    };
-    let bar = progress(a.quiet, (target as usize * designs.len()) as u64);
-    let mut aggs: Vec<Aggregate> = vec![Aggregate::default(); designs.len()];
-    let mut lines: Vec<Option<Vec<TimelinePoint>>> = vec![None; designs.len()];
-    let mut done = 0u32;
-    loop {
-        let trials: Vec<u32> = planner::shard_trials(target, si, sn)
-            .filter(|&t| t >= done)
-            .collect();
-        for (k, (name, (_, d))) in names.iter().zip(designs).enumerate() {
-            bar.set_message(format!("{name}, {} GPUs", cfg.job_gpus));
-            let (agg, line) = run_trials(d, &trials, &bar);
-            aggs[k].merge(&agg);
-            lines[k] = lines[k].take().or(line);
-        }
-        done = target;
-        let Some(p) = a.precision else { break };
-        let need = trials_needed(&cfg, &aggs, done, p).min(max_trials);
-        if need <= done {
-            break;
-        }
-        // grow by at most 4× per round: the estimate of the spread improves as trials come
-        target = need.min(done.saturating_mul(4));
-        bar.set_length((target as usize * designs.len()) as u64);
-    }
-    bar.finish_and_clear();
-    cfg.trials = done;
+    let rounds: Vec<RoundDesign> = names
+        .iter()
+        .map(|name| RoundDesign {
+            label: format!("{name}, {} GPUs", cfg.job_gpus),
+            jobs: vec![cfg.clone()],
+        })
+        .collect();
+    let r = run_rounds(a, shard, &rounds, |k, cache, t, aggs| {
+        planner::run_trial(&designs[k].1, t, cache, &mut aggs[0], t == 0)
+    });
+    cfg.trials = r.trials;
+    let aggs = r.aggs.into_iter().map(|mut a| a.remove(0));
     let mut out = Vec::new();
-    for ((name, (f, d)), (agg, timeline)) in
-        names.iter().zip(designs).zip(aggs.into_iter().zip(lines))
-    {
+    for ((name, (f, d)), (agg, timeline)) in names.iter().zip(designs).zip(aggs.zip(r.lines)) {
         let cost = topo::analysis::summarize(f, &d.healthy, prices).cost_per_gpu_usd;
         let summary = planner::summarize(name, f.num_gpus(), d.healthy_busbw, cost, &cfg, &agg);
         out.push(DesignResult {
@@ -449,22 +510,15 @@ fn run_size(
     }
     RunResult {
         config: cfg,
-        shards: vec![si],
-        shard_count: sn,
+        shards: vec![shard.0],
+        shard_count: shard.1,
         designs: out,
     }
 }
 
 /// Figures by job size (rows) and design (columns).
 pub fn render_sweep(results: &[RunResult]) -> String {
-    let mut names: Vec<&str> = Vec::new();
-    for r in results {
-        for d in &r.designs {
-            if !names.contains(&d.design.as_str()) {
-                names.push(&d.design);
-            }
-        }
-    }
+    let names = plan_plots::design_names(results);
     let figures: [(&str, Cell); 4] = [
         ("interruptions / day", |s| est(&s.interruptions_per_day, 2)),
         ("lost waiting", |s| pct(&s.lost_waiting)),
@@ -490,17 +544,24 @@ pub fn render_sweep(results: &[RunResult]) -> String {
     }
     let mut head = vec!["by job size".to_string()];
     head.extend(names.iter().map(|n| n.to_string()));
-    let widths: Vec<usize> = (0..head.len())
+    rows.insert(0, head);
+    aligned(&rows)
+}
+
+/// Cells of a text table, columns aligned (the first left, the others right).
+pub(crate) fn aligned(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
         .map(|i| {
             rows.iter()
-                .chain(std::iter::once(&head))
-                .map(|r| r[i].chars().count())
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
                 .max()
                 .unwrap_or(0)
         })
         .collect();
     let mut out = String::new();
-    for row in std::iter::once(&head).chain(&rows) {
+    for row in rows {
         for (i, (v, w)) in row.iter().zip(&widths).enumerate() {
             if i == 0 {
                 out.push_str(&format!("{v:w$}"));
@@ -552,23 +613,34 @@ pub(crate) fn merge(a: MergeArgs) -> anyhow::Result<()> {
         }
         return crate::cmd_plan_jobs::merge(&values, &mut json, a.plot.as_deref());
     }
-    let parts: Vec<RunResult> = values
-        .into_iter()
+    let merged = planner::merge(&parse_shards(&values)?)?;
+    let trials = merged.designs.first().map_or(0, |d| d.aggregate.trials);
+    warn_missing_shards(merged.shard_count, &merged.shards, trials);
+    report(&merged, &mut json, a.plot.as_deref())
+}
+
+/// Shard results (files already read as JSON) as `T`; an error names the file and the
+/// field.
+pub(crate) fn parse_shards<T: serde::de::DeserializeOwned>(
+    files: &[(PathBuf, serde_json::Value)],
+) -> anyhow::Result<Vec<T>> {
+    files
+        .iter()
         .map(|(p, v)| {
             serde_path_to_error::deserialize(v)
                 .map_err(|e| anyhow::anyhow!("{}: {}: {}", p.display(), e.path(), e.inner()))
         })
-        .collect::<anyhow::Result<_>>()?;
-    let merged = planner::merge(&parts)?;
-    let missing = planner::missing_shards(&merged);
+        .collect()
+}
+
+/// Warns when shards of `count` are missing from a merged result (it covers `trials`).
+pub(crate) fn warn_missing_shards(count: u32, shards: &[u32], trials: u64) {
+    let missing = planner::missing_shards_of(count, shards);
     if !missing.is_empty() {
         eprintln!(
-            "warning: shards {missing:?} of {} are missing; the figures cover {} trials",
-            merged.shard_count,
-            merged.designs.first().map_or(0, |d| d.aggregate.trials)
+            "warning: shards {missing:?} of {count} are missing; the figures cover {trials} trials"
         );
     }
-    report(&merged, &mut json, a.plot.as_deref())
 }
 
 fn report(
@@ -578,12 +650,7 @@ fn report(
 ) -> anyhow::Result<()> {
     print!("{}", render_table(r));
     json.write(r)?;
-    if let Some(dir) = plot {
-        for p in plots(r, dir)? {
-            println!("wrote {}", p.display());
-        }
-    }
-    Ok(())
+    write_plots(plot, |dir| plan_plots::write(r, dir))
 }
 
 type Cell = fn(&Summary) -> String;
@@ -694,39 +761,16 @@ pub fn render_table(r: &RunResult) -> String {
         ));
         return out;
     }
-    let names: Vec<&str> = r.designs.iter().map(|d| d.design.as_str()).collect();
-    let cells: Vec<Vec<String>> = ROWS
-        .iter()
-        .map(|(_, f)| r.designs.iter().map(|d| f(&d.summary)).collect())
-        .collect();
-    let w0 = ROWS.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..names.len())
-        .map(|i| {
-            cells
-                .iter()
-                .map(|row| row[i].chars().count())
-                .max()
-                .unwrap_or(0)
-                .max(names[i].len())
-        })
-        .collect();
-    out.push_str(&format!("{:w0$}", ""));
-    for (n, w) in names.iter().zip(&widths) {
-        out.push_str(&format!("  {n:>w$}"));
-    }
-    out.push('\n');
-    for ((label, _), row) in ROWS.iter().zip(&cells) {
-        out.push_str(&format!("{label:w0$}"));
-        for (v, w) in row.iter().zip(&widths) {
-            out.push_str(&format!("  {v:>w$}"));
-        }
-        out.push('\n');
-    }
+    let mut head = vec![String::new()];
+    head.extend(r.designs.iter().map(|d| d.design.clone()));
+    let mut rows = vec![head];
+    rows.extend(ROWS.iter().map(|(label, f)| {
+        let mut row = vec![label.to_string()];
+        row.extend(r.designs.iter().map(|d| f(&d.summary)));
+        row
+    }));
+    out.push_str(&aligned(&rows));
     out
-}
-
-fn plots(r: &RunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    plan_plots::write(r, dir)
 }
 
 #[cfg(test)]

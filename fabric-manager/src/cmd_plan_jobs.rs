@@ -5,13 +5,15 @@
 use std::path::Path;
 
 use anyhow::Context;
-use flow_model::multijob::{self, JobSpec, JobsCache, JobsDesign, JobsDesignResult, JobsRunResult};
-use flow_model::planner::{self, Aggregate, Collective, PlanConfig, Summary};
-use flow_model::stats::{self, Estimate};
-use rayon::prelude::*;
+use flow_model::multijob::{self, JobSpec, JobsDesign, JobsDesignResult, JobsRunResult};
+use flow_model::planner::{self, Collective, PlanConfig, Summary};
+use flow_model::stats::Estimate;
 use topo::Fabric;
 
-use crate::cmd_plan::{ResilienceArgs, est, pct, progress};
+use crate::cmd_plan::{
+    ResilienceArgs, RoundDesign, aligned, est, parse_shards, pct, run_rounds, warn_missing_shards,
+    write_plots,
+};
 use crate::{plan_plots, tenant_args};
 
 /// Parses `NAME:GPUS[:COLLECTIVE]`.
@@ -129,39 +131,13 @@ fn jobs_on(
     Ok((jobs, owned))
 }
 
-/// Runs `trials` of one design in parallel; the timeline of trial 0 if among them.
-fn run_trials(
-    d: &JobsDesign<'_>,
-    trials: &[u32],
-    bar: &indicatif::ProgressBar,
-) -> (Vec<Aggregate>, Option<Vec<multijob::JobsTimelinePoint>>) {
-    let n = d.jobs.len();
-    trials
-        .par_iter()
-        .map_init(JobsCache::default, |cache, &t| {
-            let mut aggs = vec![Aggregate::default(); n];
-            let line = multijob::run_trial(d, t, cache, &mut aggs, t == 0);
-            bar.inc(1);
-            (aggs, line)
-        })
-        .reduce(
-            || (vec![Aggregate::default(); n], None),
-            |(mut a, la), (b, lb)| {
-                for (x, y) in a.iter_mut().zip(&b) {
-                    x.merge(y);
-                }
-                (a, la.or(lb))
-            },
-        )
-}
-
 /// `fabric plan resilience` with `--job` or `--tenants`.
 pub fn resilience(
     a: &ResilienceArgs,
     mut cfg: PlanConfig,
     fabrics: &[Fabric],
     prices: &topo::analysis::PriceList,
-    (si, sn): (u32, u32),
+    shard: (u32, u32),
     json: &mut crate::common::JsonOut,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(
@@ -181,54 +157,19 @@ pub fn resilience(
             JobsDesign::new(f, &cfg, &jobs, &owned).with_context(|| format!("design {name}"))?;
         designs.push(d);
     }
-    let max_trials = cfg.trials;
-    let mut target = match a.precision {
-        Some(_) => max_trials.min(16),
-        None => max_trials,
-    };
-    let bar = progress(a.quiet, (target as usize * designs.len()) as u64);
-    let mut aggs: Vec<Vec<Aggregate>> = designs
+    let rounds: Vec<RoundDesign> = a
+        .designs
         .iter()
-        .map(|d| vec![Aggregate::default(); d.jobs.len()])
+        .zip(&designs)
+        .map(|(name, d)| RoundDesign {
+            label: format!("{name}, {} jobs", d.jobs.len()),
+            jobs: (0..d.jobs.len()).map(|k| d.job_config(k)).collect(),
+        })
         .collect();
-    let mut lines = vec![None; designs.len()];
-    let mut done = 0u32;
-    loop {
-        let trials: Vec<u32> = planner::shard_trials(target, si, sn)
-            .filter(|&t| t >= done)
-            .collect();
-        for (k, (name, d)) in a.designs.iter().zip(&designs).enumerate() {
-            bar.set_message(format!("{name}, {} jobs", d.jobs.len()));
-            let (agg, line) = run_trials(d, &trials, &bar);
-            for (x, y) in aggs[k].iter_mut().zip(&agg) {
-                x.merge(y);
-            }
-            lines[k] = lines[k].take().or(line);
-        }
-        done = target;
-        let Some(p) = a.precision else { break };
-        // every job of every design precise enough
-        let need = designs
-            .iter()
-            .zip(&aggs)
-            .flat_map(|(d, ag)| {
-                ag.iter().enumerate().map(|(k, agg)| {
-                    let s = planner::summarize("", 0, 1.0, 0.0, &d.job_config(k), agg);
-                    let lost = s.effective_training.map(|x| 1.0 - x);
-                    stats::trials_for(&lost, done, p / 100.0)
-                })
-            })
-            .max()
-            .unwrap_or(done)
-            .min(max_trials);
-        if need <= done {
-            break;
-        }
-        target = need.min(done.saturating_mul(4));
-        bar.set_length((target as usize * designs.len()) as u64);
-    }
-    bar.finish_and_clear();
-    cfg.trials = done;
+    let r = run_rounds(a, shard, &rounds, |k, cache, t, aggs| {
+        multijob::run_trial(&designs[k], t, cache, aggs, t == 0)
+    });
+    cfg.trials = r.trials;
     cfg.job_gpus = designs
         .first()
         .map_or(0, |d| d.jobs.iter().map(|j| j.spec.gpus).sum());
@@ -238,7 +179,7 @@ pub fn resilience(
         .iter()
         .zip(fabrics)
         .zip(&designs)
-        .zip(aggs.into_iter().zip(lines))
+        .zip(r.aggs.into_iter().zip(r.lines))
     {
         let cost = topo::analysis::summarize(f, &d.base.healthy, prices).cost_per_gpu_usd;
         let (jobs, cluster) = multijob::outcome(d, &cfg, name, agg);
@@ -259,8 +200,8 @@ pub fn resilience(
             .first()
             .map(|d| d.jobs.iter().map(|j| j.spec.clone()).collect())
             .unwrap_or_default(),
-        shards: vec![si],
-        shard_count: sn,
+        shards: vec![shard.0],
+        shard_count: shard.1,
         designs: out,
     };
     report(&r, json, a.plot.as_deref())
@@ -274,12 +215,7 @@ pub fn report(
 ) -> anyhow::Result<()> {
     print!("{}", render(r));
     json.write(r)?;
-    if let Some(dir) = plot {
-        for p in plan_plots::jobs(r, dir)? {
-            println!("wrote {}", p.display());
-        }
-    }
-    Ok(())
+    write_plots(plot, |dir| plan_plots::jobs(r, dir))
 }
 
 type Cell = fn(&multijob::JobOutcome) -> String;
@@ -356,32 +292,6 @@ fn cluster_cell(label: &str, d: &JobsDesignResult) -> String {
         "GPU-hours lost / day" => est(&c.gpu_hours_lost_per_day, 1),
         _ => String::new(),
     }
-}
-
-/// Cells of a text table, columns aligned (the first left, the others right).
-fn aligned(rows: &[Vec<String>]) -> String {
-    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..n)
-        .map(|i| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        for (i, (v, w)) in row.iter().zip(&widths).enumerate() {
-            if i == 0 {
-                out.push_str(&format!("{v:w$}"));
-            } else {
-                out.push_str(&format!("  {v:>w$}"));
-            }
-        }
-        out.push('\n');
-    }
-    out
 }
 
 /// A row per job and one for all jobs: the figures to compare jobs by.
@@ -487,26 +397,10 @@ pub fn merge(
     json: &mut crate::common::JsonOut,
     plot: Option<&Path>,
 ) -> anyhow::Result<()> {
-    let parts: Vec<JobsRunResult> = files
-        .iter()
-        .map(|(p, v)| {
-            serde_path_to_error::deserialize(v)
-                .map_err(|e| anyhow::anyhow!("{}: {}: {}", p.display(), e.path(), e.inner()))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    let merged = multijob::merge(&parts)?;
-    let missing = planner::missing_shards_of(merged.shard_count, &merged.shards);
-    if !missing.is_empty() {
-        eprintln!(
-            "warning: shards {missing:?} of {} are missing; the figures cover {} trials",
-            merged.shard_count,
-            merged
-                .designs
-                .first()
-                .and_then(|d| d.jobs.first())
-                .map_or(0, |j| j.aggregate.trials)
-        );
-    }
+    let merged = multijob::merge(&parse_shards(files)?)?;
+    let first_job = merged.designs.first().and_then(|d| d.jobs.first());
+    let trials = first_job.map_or(0, |j| j.aggregate.trials);
+    warn_missing_shards(merged.shard_count, &merged.shards, trials);
     report(&merged, json, plot)
 }
 

@@ -227,14 +227,19 @@ pub fn below(a: &Aggregate, xmax: f64) -> (Vec<(f64, f64)>, f64) {
     (pts, below_one)
 }
 
-/// A trial's timeline as step lines: (day, value).
-fn steps(line: &[TimelinePoint], end_h: f64, v: impl Fn(&TimelinePoint) -> f64) -> Vec<(f64, f64)> {
+/// A trial's timeline as step lines: (day, value); `hour` is when a point's state began.
+fn steps<P>(
+    line: &[P],
+    end_h: f64,
+    hour: impl Fn(&P) -> f64,
+    v: impl Fn(&P) -> f64,
+) -> Vec<(f64, f64)> {
     let mut pts = Vec::with_capacity(2 * line.len() + 1);
     for (i, p) in line.iter().enumerate() {
         if i > 0 {
-            pts.push((p.hour / 24.0, v(&line[i - 1])));
+            pts.push((hour(p) / 24.0, v(&line[i - 1])));
         }
-        pts.push((p.hour / 24.0, v(p)));
+        pts.push((hour(p) / 24.0, v(p)));
     }
     if let Some(last) = line.last() {
         pts.push((end_h / 24.0, v(last)));
@@ -242,9 +247,76 @@ fn steps(line: &[TimelinePoint], end_h: f64, v: impl Fn(&TimelinePoint) -> f64) 
     pts
 }
 
+/// The highest value of any line.
+fn ymax(lines: &[Series]) -> f64 {
+    lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0, f64::max)
+}
+
+/// Creates the plot directory.
+fn out_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))
+}
+
+/// The share of time each aggregate's bus bandwidth is below x, one line each, on a log
+/// axis; a line's name is its `label` followed by its share below healthy.
+fn tail_plot(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    lines: &[(String, &Aggregate)],
+) -> anyhow::Result<()> {
+    let tail: Vec<Series> = lines
+        .iter()
+        .map(|(label, agg)| {
+            let (points, share) = below(agg, 1.0);
+            Series {
+                name: format!("{label}below healthy {:.3} % of the time)", 100.0 * share),
+                points,
+            }
+        })
+        .collect();
+    draw(
+        path,
+        title,
+        Axis::new(x_label, 0.0, 1.0),
+        Axis::new(
+            &format!("share of time below x (log; floor {FLOOR:.0e})"),
+            FLOOR,
+            1.0,
+        ),
+        true,
+        &tail,
+    )
+}
+
+/// The y axis of effective training time (%) from `lo` to `hi` with a point of margin.
+fn effective_axis(lo: f64, hi: f64) -> Axis {
+    Axis::new(
+        "effective training time, % (95 % intervals in the table)",
+        (lo - 1.0).max(0.0),
+        (hi + 1.0).min(100.0),
+    )
+}
+
+/// The designs of several results, each once, in order of appearance.
+pub(crate) fn design_names(results: &[RunResult]) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for r in results {
+        for d in &r.designs {
+            if !names.contains(&d.design.as_str()) {
+                names.push(&d.design);
+            }
+        }
+    }
+    names
+}
+
 /// Writes the plots of one result into `dir`.
 pub fn write(r: &RunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    out_dir(dir)?;
     let c = &r.config;
     let job = format!(
         "{}-GPU job, {} days × {} trials, {}",
@@ -254,33 +326,17 @@ pub fn write(r: &RunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         c.lb.describe()
     );
     let mut out = Vec::new();
-    let tail: Vec<Series> = r
+    let lines: Vec<(String, &Aggregate)> = r
         .designs
         .iter()
-        .map(|d| {
-            let (points, share) = below(&d.aggregate, 1.0);
-            Series {
-                name: format!(
-                    "{} (below healthy {:.3} % of the time)",
-                    d.design,
-                    100.0 * share
-                ),
-                points,
-            }
-        })
+        .map(|d| (format!("{} (", d.design), &d.aggregate))
         .collect();
     let p = dir.join("busbw-tail.svg");
-    draw(
+    tail_plot(
         &p,
         &format!("time below a bus bandwidth — {job}"),
-        Axis::new("bus bandwidth / healthy (0: the job cannot run)", 0.0, 1.0),
-        Axis::new(
-            &format!("share of time below x (log; floor {FLOOR:.0e})"),
-            FLOOR,
-            1.0,
-        ),
-        true,
-        &tail,
+        "bus bandwidth / healthy (0: the job cannot run)",
+        &lines,
     )?;
     out.push(p);
     let end = c.days * 24.0;
@@ -293,14 +349,9 @@ pub fn write(r: &RunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
             .iter()
             .map(|d| Series {
                 name: d.design.clone(),
-                points: steps(d.timeline.as_deref().unwrap_or(&[]), end, v),
+                points: steps(d.timeline.as_deref().unwrap_or(&[]), end, |p| p.hour, v),
             })
             .collect()
-    };
-    let ymax = |s: &[Series]| {
-        s.iter()
-            .flat_map(|l| l.points.iter().map(|p| p.1))
-            .fold(0.0, f64::max)
     };
     let days = Axis::new("day", 0.0, c.days);
     let bw = tl(|p| p.rel_busbw);
@@ -345,16 +396,8 @@ pub fn write(r: &RunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 /// Effective training time by job size, one line per design, with its 95 % interval as
 /// a dashed band (lower and upper ends).
 pub fn sweep(results: &[RunResult], dir: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut names: Vec<&str> = Vec::new();
-    for r in results {
-        for d in &r.designs {
-            if !names.contains(&d.design.as_str()) {
-                names.push(&d.design);
-            }
-        }
-    }
-    let lines: Vec<Series> = names
+    out_dir(dir)?;
+    let lines: Vec<Series> = design_names(results)
         .iter()
         .map(|n| Series {
             name: n.to_string(),
@@ -398,11 +441,7 @@ pub fn sweep(results: &[RunResult], dir: &Path) -> anyhow::Result<PathBuf> {
             c.lb.describe()
         ),
         x,
-        Axis::new(
-            "effective training time, % (95 % intervals in the table)",
-            (lo - 1.0).max(0.0),
-            (hi + 1.0).min(100.0),
-        ),
+        effective_axis(lo, hi),
         false,
         &lines,
     )?;
@@ -422,7 +461,7 @@ fn file_safe(name: &str) -> String {
 /// job), and `jobs-effective-training.svg` (each job's effective training time, one line
 /// per design over the jobs in priority order).
 pub fn jobs(r: &JobsRunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    out_dir(dir)?;
     let c = &r.config;
     let run = format!(
         "{} jobs, {} days × {} trials, {}",
@@ -433,38 +472,20 @@ pub fn jobs(r: &JobsRunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     );
     let mut out = Vec::new();
     for d in &r.designs {
-        let tail: Vec<Series> = d
+        let lines: Vec<(String, &Aggregate)> = d
             .jobs
             .iter()
             .map(|j| {
-                let (points, share) = below(&j.aggregate, 1.0);
-                Series {
-                    name: format!(
-                        "{} ({} GPUs; below healthy {:.3} % of the time)",
-                        j.spec.name,
-                        j.spec.gpus,
-                        100.0 * share
-                    ),
-                    points,
-                }
+                let label = format!("{} ({} GPUs; ", j.spec.name, j.spec.gpus);
+                (label, &j.aggregate)
             })
             .collect();
         let p = dir.join(format!("jobs-busbw-tail-{}.svg", file_safe(&d.design)));
-        draw(
+        tail_plot(
             &p,
             &format!("{}: time below a bus bandwidth — {run}", d.design),
-            Axis::new(
-                "bus bandwidth / healthy with all jobs (0: the job cannot run)",
-                0.0,
-                1.0,
-            ),
-            Axis::new(
-                &format!("share of time below x (log; floor {FLOOR:.0e})"),
-                FLOOR,
-                1.0,
-            ),
-            true,
-            &tail,
+            "bus bandwidth / healthy with all jobs (0: the job cannot run)",
+            &lines,
         )?;
         out.push(p);
         let Some(line) = d.timeline.as_deref() else {
@@ -475,28 +496,12 @@ pub fn jobs(r: &JobsRunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
             .jobs
             .iter()
             .enumerate()
-            .map(|(k, j)| {
-                let mut pts = Vec::with_capacity(2 * line.len() + 1);
-                for (i, pt) in line.iter().enumerate() {
-                    if i > 0 {
-                        pts.push((pt.hour / 24.0, line[i - 1].rel_busbw[k]));
-                    }
-                    pts.push((pt.hour / 24.0, pt.rel_busbw[k]));
-                }
-                if let Some(last) = line.last() {
-                    pts.push((end / 24.0, last.rel_busbw[k]));
-                }
-                Series {
-                    name: j.spec.name.clone(),
-                    points: pts,
-                }
+            .map(|(k, j)| Series {
+                name: j.spec.name.clone(),
+                points: steps(line, end, |p| p.hour, |p| p.rel_busbw[k]),
             })
             .collect();
-        let hi = lines
-            .iter()
-            .flat_map(|l| l.points.iter().map(|p| p.1))
-            .fold(1.0, f64::max)
-            * 1.05;
+        let hi = ymax(&lines).max(1.0) * 1.05;
         let p = dir.join(format!("jobs-timeline-busbw-{}.svg", file_safe(&d.design)));
         draw(
             &p,
@@ -550,11 +555,7 @@ pub fn jobs(r: &JobsRunResult, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
             names.join(", ")
         ),
         x,
-        Axis::new(
-            "effective training time, % (95 % intervals in the table)",
-            (lo - 1.0).max(0.0),
-            (hi + 1.0).min(100.0),
-        ),
+        effective_axis(lo, hi),
         false,
         &lines,
     )?;

@@ -226,18 +226,7 @@ mod tests {
     use super::*;
 
     fn ps(paths: &[&[(u32, f64)]]) -> PathSet {
-        let mut p = PathSet {
-            off: vec![0],
-            ..Default::default()
-        };
-        for path in paths {
-            for &(d, w) in *path {
-                p.link.push(d);
-                p.weight.push(w);
-            }
-            p.off.push(p.link.len() as u32);
-        }
-        p
+        PathSet::from_paths(paths.iter().copied())
     }
 
     #[test]

@@ -31,18 +31,15 @@
 //! * **One job alone** gives exactly the single-job planner's figures with the same seed
 //!   (the same failure draws, the same placement; tested).
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use topo::{Fabric, NodeId};
 
 use crate::placement::{self, Health};
 use crate::planner::{
-    self, Aggregate, CLASSES, Cache, Cause, Collective, Design, Ev, JobState, Losses, PlanConfig,
-    RunningJob, StateEval, Summary, TrialAcc,
+    self, Aggregate, Cache, Cause, Collective, Design, Losses, PlanConfig, StateEval, Summary,
+    TrialJobs,
 };
 use crate::stats::{self, Estimate};
 use crate::{Error, Result};
@@ -65,6 +62,29 @@ pub struct JobSpec {
     /// Servers the job owns (a tenant's, ascending); `None`: packed in server order.
     #[serde(default)]
     pub servers: Option<Vec<u32>>,
+}
+
+impl JobSpec {
+    /// The run's parameters for this job's own figures (its GPUs: checkpoint size, the
+    /// software failures it draws).
+    pub fn config(&self, run: &PlanConfig) -> PlanConfig {
+        let mut c = run.clone();
+        c.job_gpus = self.gpus;
+        c
+    }
+
+    /// This job's figures on design `design` (`gpus` in the fabric) from its aggregate.
+    fn summary(
+        &self,
+        design: &str,
+        gpus: u64,
+        healthy_busbw: f64,
+        run: &PlanConfig,
+        agg: &Aggregate,
+    ) -> Summary {
+        let name = format!("{design}: {}", self.name);
+        planner::summarize(&name, gpus, healthy_busbw, 0.0, &self.config(run), agg)
+    }
 }
 
 /// A job with its servers.
@@ -242,7 +262,7 @@ impl<'a> JobsDesign<'a> {
         let mut cache = Cache::default();
         let health = d.base.healthy_health();
         let placements = d.place(&health, &[]);
-        let running = d.running(&health, &placements);
+        let running = planner::running(&d, &health, &placements);
         d.healthy_busbw = cache
             .evaluate_jobs(&d.base, &[], running.clone())
             .into_iter()
@@ -272,9 +292,7 @@ impl<'a> JobsDesign<'a> {
 
     /// The configuration of job `k` alone (its GPUs), for its figures.
     pub fn job_config(&self, k: usize) -> PlanConfig {
-        let mut c = self.base.cfg.clone();
-        c.job_gpus = self.jobs[k].spec.gpus;
-        c
+        self.jobs[k].spec.config(&self.base.cfg)
     }
 
     /// Each job's NICs in this state (`None`: it cannot run), see the module docs.
@@ -339,36 +357,10 @@ impl<'a> JobsDesign<'a> {
             .collect()
     }
 
-    /// The jobs that run, as the flow model sees them.
-    fn running(&self, health: &Health, placements: &[Option<Vec<NodeId>>]) -> Vec<RunningJob> {
-        let nics = self.base.fabric.host_layout().nics_per_server.max(1) as usize;
-        self.jobs
-            .iter()
-            .zip(placements)
-            .filter_map(|(j, p)| {
-                let p = p.as_ref()?;
-                Some(RunningJob {
-                    ranks: if self.base.rules.pxn {
-                        placement::live_rails(self.base.fabric, health, p)
-                    } else {
-                        p.clone()
-                    },
-                    servers: p.len() / nics,
-                    collective: j.spec.collective,
-                })
-            })
-            .collect()
-    }
-
     /// Why a failure of component `comp` alone, from the healthy state, interrupts each
     /// job (`None`: it does not); re-route timeouts are drawn with the run's probability
     /// from `seed`. Software failures are drawn per job in a trial and are not asked here.
-    pub fn interrupted_by(
-        &self,
-        cache: &mut JobsCache,
-        comp: u32,
-        seed: u64,
-    ) -> Vec<Option<Cause>> {
+    pub fn interrupted_by(&self, cache: &mut Cache, comp: u32, seed: u64) -> Vec<Option<Cause>> {
         let healthy = self.evaluate_state(cache, &[]);
         let failed = self.evaluate_state(cache, &[comp]);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -380,8 +372,8 @@ impl<'a> JobsDesign<'a> {
     }
 
     /// Evaluates the state with these components failed (sorted), per job.
-    pub fn evaluate_state(&self, cache: &mut JobsCache, failed: &[u32]) -> Vec<StateEval> {
-        let down = self.base.down_counts_of(failed);
+    pub fn evaluate_state(&self, cache: &mut Cache, failed: &[u32]) -> Vec<StateEval> {
+        let down = self.base.down_counts(failed);
         cache.state(self, failed, &down)
     }
 }
@@ -413,77 +405,6 @@ fn check_specs(jobs: &[JobSpec]) -> Result<()> {
     Ok(())
 }
 
-/// Evaluations of multi-job states (per thread): network states as the single-job
-/// planner's, the jobs' bandwidths keyed by (network state, every job's placement).
-#[derive(Debug, Default)]
-pub struct JobsCache {
-    /// The network states, routes and the evaluator.
-    pub inner: Cache,
-    jobs: HashMap<(Vec<u32>, u64), Vec<Arc<JobState>>>,
-}
-
-impl JobsCache {
-    /// The state with `failed` components down (sorted) and `down[s]` components holding
-    /// server `s` down: one [`StateEval`] per job.
-    fn state(&mut self, d: &JobsDesign<'_>, failed: &[u32], down: &[u16]) -> Vec<StateEval> {
-        let net_key = planner::net_part(&d.base, failed);
-        let net = self.inner.net(&d.base, net_key);
-        let placements = d.place(&net.health, down);
-        let jobs: Option<Vec<Arc<JobState>>> = placements.iter().any(Option::is_some).then(|| {
-            let mut key = 0u64;
-            for p in &placements {
-                key = key.rotate_left(13)
-                    ^ p.as_deref()
-                        .map_or(0x9e37_79b9_7f4a_7c15, planner::placement_key);
-            }
-            let key = (net_key.to_vec(), key);
-            if let Some(j) = self.jobs.get(&key) {
-                self.inner.hits += 1;
-                return j.clone();
-            }
-            self.inner.misses += 1;
-            let running = d.running(&net.health, &placements);
-            let mut evals = self
-                .inner
-                .evaluate_jobs(&d.base, net_key, running)
-                .into_iter();
-            let out: Vec<Arc<JobState>> = placements
-                .iter()
-                .zip(&d.healthy_busbw)
-                .map(|(p, healthy)| {
-                    let (bw, links) = match p {
-                        Some(_) => evals.next().expect("one result per running job"),
-                        None => (0.0, Vec::new()),
-                    };
-                    Arc::new(JobState {
-                        rel_busbw: bw / healthy,
-                        links,
-                    })
-                })
-                .collect();
-            if self.jobs.len() >= planner::CACHE_CAP {
-                self.jobs.clear();
-            }
-            self.jobs.insert(key, out.clone());
-            out
-        });
-        placements
-            .into_iter()
-            .enumerate()
-            .map(|(k, p)| {
-                let job = p.as_ref().and(jobs.as_ref()).map(|js| js[k].clone());
-                StateEval {
-                    rel_busbw: job.as_ref().map_or(0.0, |j| j.rel_busbw),
-                    unreachable: net.health.num_unreachable,
-                    net: net.clone(),
-                    placement: p,
-                    job,
-                }
-            })
-            .collect()
-    }
-}
-
 /// One point of trial 0's timeline with several jobs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobsTimelinePoint {
@@ -497,159 +418,40 @@ pub struct JobsTimelinePoint {
     pub event: String,
 }
 
-/// Seed of the draw that gives a software failure to a job (apart from the trial's own
-/// stream, so one job alone draws exactly what the single-job planner draws).
-fn software_seed(seed: u64, t: u32) -> u64 {
-    planner::trial_seed(seed, t) ^ 0x736f_6674_7761_7265
-}
-
-/// The job a software failure hits: drawn in proportion to the jobs' GPUs.
-fn software_job(d: &JobsDesign<'_>, rng: &mut ChaCha8Rng) -> usize {
-    if d.jobs.len() == 1 {
-        return 0;
-    }
-    let total: u64 = d.jobs.iter().map(|j| j.spec.gpus).sum();
-    let mut x = rng.random_range(0..total);
-    for (k, j) in d.jobs.iter().enumerate() {
-        if x < j.spec.gpus {
-            return k;
-        }
-        x -= j.spec.gpus;
-    }
-    d.jobs.len() - 1
-}
-
 /// Runs trial `t` for every job, adding job `k`'s record to `aggs[k]`; returns the
 /// timeline when `timeline` is set. The walk is the single-job planner's
-/// ([`planner::run_trial`]) with one state per job.
+/// ([`planner::run_trial`]: the same code) with one state per job.
 pub fn run_trial(
     d: &JobsDesign<'_>,
     t: u32,
-    cache: &mut JobsCache,
+    cache: &mut Cache,
     aggs: &mut [Aggregate],
     timeline: bool,
 ) -> Option<Vec<JobsTimelinePoint>> {
-    let b = &d.base;
-    let hours = b.cfg.days * 24.0;
-    let mut rng = ChaCha8Rng::seed_from_u64(planner::trial_seed(b.cfg.seed, t));
-    let mut soft_rng = ChaCha8Rng::seed_from_u64(software_seed(b.cfg.seed, t));
-    let failures = planner::draw_failures(b, &mut rng, hours);
-    let rates = b.rates.classes();
-    let mut repairs: std::collections::BinaryHeap<Ev> = Default::default();
-    let mut failed: Vec<u32> = Vec::new();
-    let mut down = vec![0u16; b.fabric.host_layout().servers as usize];
-    let (h0, m0) = (cache.inner.hits, cache.inner.misses);
-    let mut cur = cache.state(d, &failed, &down);
-    let mut accs: Vec<TrialAcc> = d.jobs.iter().map(|_| TrialAcc::new(t)).collect();
-    let mut since = 0.0;
-    let point = |hour: f64, cur: &[StateEval], failed: usize, event: String| JobsTimelinePoint {
-        hour,
-        rel_busbw: cur.iter().map(|e| e.rel_busbw).collect(),
-        failed,
-        event,
-    };
-    let mut line = timeline.then(|| vec![point(0.0, &cur, 0, "start".into())]);
-    let mut switches = planner::SparePool::new(b.cfg.recovery.spare_switches);
-    let mut fi = 0;
-    loop {
-        let next_fail = failures.get(fi).copied();
-        let next_rep = repairs.peek().copied().filter(|r| r.hour < hours);
-        let (ev, is_fail) = match (next_fail, next_rep) {
-            (None, None) => break,
-            (Some(a), Some(r)) if r.hour < a.hour => (r, false),
-            (Some(a), _) => (a, true),
-            (None, Some(r)) => (r, false),
-        };
-        let class = b.comps.class_of(ev.comp);
-        if is_fail {
-            fi += 1;
-            if class == planner::SOFTWARE {
-                let k = software_job(d, &mut soft_rng);
-                accs[k].rec.failures[class] += 1;
-                if cur[k].placement.is_some() {
-                    accs[k].rec.interruptions[Cause::Software as usize] += 1;
-                }
-                continue;
-            }
-            let Err(pos) = failed.binary_search(&ev.comp) else {
-                continue; // already down: thinned
-            };
-            failed.insert(pos, ev.comp);
-            for s in b.servers_down(ev.comp) {
-                down[s as usize] += 1;
-            }
-            for a in &mut accs {
-                a.rec.failures[class] += 1;
-            }
-            let repair = planner::exp(&mut rng, rates[class].1.mttr_hours);
-            let back = if (planner::LEAF..=planner::CORE).contains(&class) {
-                match switches.take(ev.hour, ev.hour + repair) {
-                    Some(true) => b.cfg.recovery.switch_swap_hours,
-                    Some(false) => {
-                        for a in &mut accs {
-                            a.rec.switch_without_spare += 1;
-                        }
-                        repair
-                    }
-                    None => repair,
-                }
-            } else {
-                repair
-            };
-            repairs.push(Ev {
-                hour: ev.hour + back,
-                comp: ev.comp,
-            });
-        } else {
-            repairs.pop();
-            if let Ok(pos) = failed.binary_search(&ev.comp) {
-                failed.remove(pos);
-                for s in b.servers_down(ev.comp) {
-                    down[s as usize] -= 1;
-                }
-            }
-        }
-        for (a, e) in accs.iter_mut().zip(&cur) {
-            a.add_state(e, ev.hour - since);
-        }
-        since = ev.hour;
-        let next = cache.state(d, &failed, &down);
-        if is_fail {
-            for ((a, c), n) in accs.iter_mut().zip(&cur).zip(&next) {
-                match planner::interruption(b, ev.comp, c, n, &mut rng) {
-                    Some(cause) => a.rec.interruptions[cause as usize] += 1,
-                    None if class < planner::GPU && planner::newly_cut(c, n) => {
-                        a.rec.pxn_absorbed += 1
-                    }
-                    // running before, stopped now, not hit itself: a job of higher
-                    // priority took its spare
-                    None if c.placement.is_some() && n.placement.is_none() => a.rec.preempted += 1,
-                    None => {}
-                }
-            }
-        }
-        cur = next;
-        if let Some(l) = line.as_mut() {
-            let what = if is_fail { "fail" } else { "repair" };
-            l.push(point(
-                ev.hour,
-                &cur,
-                failed.len(),
-                format!("{what} {}", CLASSES[class]),
-            ));
-        }
+    planner::walk(d, t, cache, aggs, timeline, |m| JobsTimelinePoint {
+        hour: m.hour,
+        rel_busbw: m.states.iter().map(|e| e.rel_busbw).collect(),
+        failed: m.failed,
+        event: m.event,
+    })
+}
+
+impl TrialJobs for JobsDesign<'_> {
+    fn base(&self) -> &Design<'_> {
+        &self.base
     }
-    for ((a, e), agg) in accs.into_iter().zip(&cur).zip(aggs.iter_mut()) {
-        let mut a = a;
-        a.add_state(e, hours - since);
-        agg.add_trial(a.finish(), hours);
+    fn place(&self, health: &Health, down: &[u16]) -> Vec<Option<Vec<NodeId>>> {
+        JobsDesign::place(self, health, down)
     }
-    if let Some(first) = aggs.first_mut() {
-        // state evaluations are shared by the jobs: counted once, on the first job
-        first.cache_hits += cache.inner.hits - h0;
-        first.evaluations += cache.inner.misses - m0;
+    fn healthy_busbw(&self) -> &[f64] {
+        &self.healthy_busbw
     }
-    line
+    fn gpus(&self, k: usize) -> u64 {
+        self.jobs[k].spec.gpus
+    }
+    fn collective(&self, k: usize) -> Collective {
+        self.jobs[k].spec.collective
+    }
 }
 
 /// One job's part of a design's result.
@@ -746,8 +548,7 @@ pub fn cluster_figures(cfg: &PlanConfig, jobs: &[JobOutcome]) -> ClusterFigures 
     let mut lost = vec![0.0; trials];
     let mut stops = vec![0.0; trials];
     for j in jobs {
-        let mut c = cfg.clone();
-        c.job_gpus = j.spec.gpus;
+        let c = j.spec.config(cfg);
         for (t, r) in j.aggregate.per_trial.iter().enumerate().take(trials) {
             lost[t] += j.spec.gpus as f64 * hours * (1.0 - Losses::of(&c, r).effective());
             stops[t] += (r.interruptions.iter().sum::<u32>() + r.preempted) as f64 / cfg.days;
@@ -790,16 +591,9 @@ pub fn outcome(
         .zip(aggs)
         .enumerate()
         .map(|(k, (j, agg))| {
-            let mut c = cfg.clone();
-            c.job_gpus = j.spec.gpus;
-            let summary = planner::summarize(
-                &format!("{name}: {}", j.spec.name),
-                f.num_gpus(),
-                d.healthy_busbw[k],
-                0.0,
-                &c,
-                &agg,
-            );
+            let summary = j
+                .spec
+                .summary(name, f.num_gpus(), d.healthy_busbw[k], cfg, &agg);
             JobOutcome {
                 spec: j.spec.clone(),
                 home_servers: j.home.len() as u32,
@@ -845,14 +639,11 @@ pub fn merge(parts: &[JobsRunResult]) -> Result<JobsRunResult> {
     out.shards.sort_unstable();
     for d in &mut out.designs {
         for j in &mut d.jobs {
-            let mut c = out.config.clone();
-            c.job_gpus = j.spec.gpus;
-            j.summary = planner::summarize(
-                &format!("{}: {}", d.design, j.spec.name),
+            j.summary = j.spec.summary(
+                &d.design,
                 d.gpus,
                 j.healthy_busbw,
-                0.0,
-                &c,
+                &out.config,
                 &j.aggregate,
             );
         }
@@ -862,18 +653,7 @@ pub fn merge(parts: &[JobsRunResult]) -> Result<JobsRunResult> {
 }
 
 fn check_part(p: &JobsRunResult) -> Result<()> {
-    if p.shards.iter().any(|&s| s >= p.shard_count) {
-        return Err(Error::Merge(format!(
-            "shards {:?} are not all below the shard count {}",
-            p.shards, p.shard_count
-        )));
-    }
-    let mut trials: Vec<u32> = p
-        .shards
-        .iter()
-        .flat_map(|&s| planner::shard_trials(p.config.trials, s, p.shard_count))
-        .collect();
-    trials.sort_unstable();
+    let held = planner::held_trials(p.config.trials, &p.shards, p.shard_count)?;
     for d in &p.designs {
         // a tenant's servers may differ between designs: names, sizes and collectives not
         let same = |a: &JobSpec, b: &JobSpec| {
@@ -888,21 +668,8 @@ fn check_part(p: &JobsRunResult) -> Result<()> {
             )));
         }
         for j in &d.jobs {
-            if j.aggregate.hist_hours.len() != planner::HIST_BINS {
-                return Err(Error::Merge(format!(
-                    "design {}, job {}: {} histogram bins, expected {}",
-                    d.design,
-                    j.spec.name,
-                    j.aggregate.hist_hours.len(),
-                    planner::HIST_BINS
-                )));
-            }
-            j.aggregate.check(&trials, p.config.days).map_err(|e| {
-                Error::Merge(format!(
-                    "design {}, job {} of shards {:?}: {e}",
-                    d.design, j.spec.name, p.shards
-                ))
-            })?;
+            let what = format!("design {}, job {}", d.design, j.spec.name);
+            planner::check_aggregate(&what, &j.aggregate, &held, p.config.days, &p.shards)?;
         }
     }
     Ok(())

@@ -20,6 +20,7 @@
 //!   far (ties by hash): adaptive routing with an ideal view of the load, the upper bound of
 //!   what flowlet or adaptive routing can reach for long flows.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 
 use topo::{Fabric, LinkId, NodeId, Routes};
@@ -108,6 +109,34 @@ pub struct PathSet {
 }
 
 impl PathSet {
+    /// A set with no flows.
+    pub fn new() -> PathSet {
+        PathSet {
+            off: vec![0],
+            ..Default::default()
+        }
+    }
+    /// Adds a flow with these (directed link, weight) entries.
+    pub fn push<E: Borrow<(u32, f64)>>(&mut self, entries: impl IntoIterator<Item = E>) {
+        for e in entries {
+            let (d, w) = *e.borrow();
+            self.link.push(d);
+            self.weight.push(w);
+        }
+        self.off.push(self.link.len() as u32);
+    }
+    /// A set of flows, each given by its (directed link, weight) entries.
+    pub fn from_paths<P, E>(paths: impl IntoIterator<Item = P>) -> PathSet
+    where
+        P: IntoIterator<Item = E>,
+        E: Borrow<(u32, f64)>,
+    {
+        let mut ps = PathSet::new();
+        for p in paths {
+            ps.push(p);
+        }
+        ps
+    }
     /// Number of flows.
     pub fn len(&self) -> usize {
         self.off.len().saturating_sub(1)

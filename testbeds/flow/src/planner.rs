@@ -58,11 +58,11 @@ pub const CLASSES: [&str; NUM_CLASSES] = [
 ];
 /// The first class that is not part of the network (the GPU class).
 pub const FIRST_CLUSTER_CLASS: usize = 6;
-pub(crate) const LEAF: usize = 2;
-pub(crate) const CORE: usize = 4;
-pub(crate) const GPU: usize = 6;
-pub(crate) const HOST: usize = 7;
-pub(crate) const SOFTWARE: usize = 8;
+const LEAF: usize = 2;
+const CORE: usize = 4;
+const GPU: usize = 6;
+const HOST: usize = 7;
+const SOFTWARE: usize = 8;
 
 /// Which failures a run draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -585,8 +585,7 @@ impl<'a> Design<'a> {
             pxn: cfg.recovery.pxn,
         };
         let mut d = Design::network(f, cfg, rules)?;
-        let mut ev = Evaluator::default();
-        let h = placement::health(f, &d.healthy, &d.attached);
+        let h = d.healthy_health();
         let p =
             placement::place_in(f, &h, cfg.job_gpus, &[], rules).ok_or_else(|| Error::Param {
                 what: "job GPUs".into(),
@@ -596,8 +595,12 @@ impl<'a> Design<'a> {
                     f.name()
                 ),
             })?;
-        let servers = p.len() / lay.nics_per_server.max(1) as usize;
-        d.healthy_busbw = d.job_state(&mut ev, &d.healthy, p, servers).0;
+        let job = RunningJob {
+            servers: p.len() / lay.nics_per_server.max(1) as usize,
+            ranks: p,
+            collective: Collective::Hierarchical,
+        };
+        d.healthy_busbw = d.job_states(&mut Evaluator::default(), &d.healthy, vec![job])[0].0;
         if d.healthy_busbw <= 0.0 {
             return Err(Error::Param {
                 what: "job".into(),
@@ -686,27 +689,6 @@ impl<'a> Design<'a> {
         }
     }
 
-    /// Bus bandwidth (bytes/s) of the job on these NICs (`servers` servers; with PXN
-    /// `ranks` are the NICs of their live rails), and the links it uses.
-    fn job_state(
-        &self,
-        ev: &mut Evaluator,
-        routes: &Routes,
-        ranks: Vec<NodeId>,
-        servers: usize,
-    ) -> (f64, Vec<u64>) {
-        let mut r = self.job_states(
-            ev,
-            routes,
-            vec![RunningJob {
-                ranks,
-                servers,
-                collective: Collective::Hierarchical,
-            }],
-        );
-        r.pop().expect("one job in, one out")
-    }
-
     /// Bus bandwidth (bytes/s) and links of every job, all running at once on `routes`
     /// (their flows share the links: max-min fair between jobs as within one).
     pub(crate) fn job_states(
@@ -761,10 +743,6 @@ impl<'a> Design<'a> {
             .collect()
     }
 
-    pub(crate) fn down_counts_of(&self, failed: &[u32]) -> Vec<u16> {
-        self.down_counts(failed)
-    }
-
     fn routes_for(&self, net_failed: &[u32]) -> Routes {
         let mut routes = self.healthy.clone();
         let links: Vec<LinkId> = net_failed
@@ -796,13 +774,13 @@ impl<'a> Design<'a> {
             ..Cache::default()
         };
         let down = self.down_counts(failed);
-        let e = cache.state(self, failed, &down);
+        let e = cache.state(self, failed, &down).pop();
         *ev = cache.ev;
-        e
+        e.expect("one job")
     }
 
     /// Per server, how many failed components hold it down.
-    fn down_counts(&self, failed: &[u32]) -> Vec<u16> {
+    pub(crate) fn down_counts(&self, failed: &[u32]) -> Vec<u16> {
         let mut down = vec![0u16; self.fabric.host_layout().servers as usize];
         for &c in failed {
             for s in self.servers_down(c) {
@@ -814,11 +792,11 @@ impl<'a> Design<'a> {
 }
 
 /// Evaluations of states (per thread): network states keyed by the failed network
-/// components, job bandwidth keyed by (network state, placement).
+/// components, the jobs' bandwidth keyed by (network state, every job's placement).
 #[derive(Debug, Default)]
 pub struct Cache {
     net: HashMap<Vec<u32>, Arc<NetState>>,
-    jobs: HashMap<(Vec<u32>, u64), Arc<JobState>>,
+    jobs: HashMap<(Vec<u32>, u64), Vec<Arc<JobState>>>,
     routes: Option<(Vec<u32>, Routes)>,
     /// Evaluations computed (network re-routes and flow-model runs).
     pub misses: u64,
@@ -828,14 +806,14 @@ pub struct Cache {
 }
 
 /// Most entries a cache keeps before it starts over.
-pub(crate) const CACHE_CAP: usize = 4096;
+const CACHE_CAP: usize = 4096;
 
 /// The network components of a sorted failure set (their ids come first).
-pub(crate) fn net_part<'f>(d: &Design<'_>, failed: &'f [u32]) -> &'f [u32] {
+fn net_part<'f>(d: &Design<'_>, failed: &'f [u32]) -> &'f [u32] {
     &failed[..failed.partition_point(|&c| c < d.comps.class_start[GPU])]
 }
 
-pub(crate) fn placement_key(p: &[NodeId]) -> u64 {
+fn placement_key(p: &[NodeId]) -> u64 {
     let mut s = topo::failures::SplitMix64(p.len() as u64);
     let mut h = 0u64;
     for n in p {
@@ -855,7 +833,7 @@ impl Cache {
     /// The state with `failed` components down (sorted; network components first, as
     /// their ids are lower) and `down[s]` components holding server `s` down.
     /// The network state with the network components `net_key` failed (sorted).
-    pub(crate) fn net(&mut self, d: &Design<'_>, net_key: &[u32]) -> Arc<NetState> {
+    fn net(&mut self, d: &Design<'_>, net_key: &[u32]) -> Arc<NetState> {
         match self.net.get(net_key) {
             Some(n) => {
                 self.hits += 1;
@@ -888,48 +866,67 @@ impl Cache {
         out
     }
 
-    fn state(&mut self, d: &Design<'_>, failed: &[u32], down: &[u16]) -> StateEval {
+    /// Each job's state with `failed` components down (sorted; network components first,
+    /// as their ids are lower) and `down[s]` components holding server `s` down. The jobs'
+    /// bandwidths are cached by (network state, every job's placement).
+    pub(crate) fn state<J: TrialJobs>(
+        &mut self,
+        j: &J,
+        failed: &[u32],
+        down: &[u16],
+    ) -> Vec<StateEval> {
+        let d = j.base();
         let net_key = net_part(d, failed);
         let net = self.net(d, net_key);
-        let placed = placement::place_in(d.fabric, &net.health, d.cfg.job_gpus, down, d.rules);
-        // with PXN the job runs on the rails left in every one of its servers
-        let placement = placed.filter(|p| {
-            !d.rules.pxn || !placement::live_rails(d.fabric, &net.health, p).is_empty()
-        });
-        let job = placement.as_ref().map(|p| {
-            let key = (net_key.to_vec(), placement_key(p));
-            if let Some(j) = self.jobs.get(&key) {
+        let placements = j.place(&net.health, down);
+        let jobs: Option<Vec<Arc<JobState>>> = placements.iter().any(Option::is_some).then(|| {
+            let mut key = 0u64;
+            for p in &placements {
+                key =
+                    key.rotate_left(13) ^ p.as_deref().map_or(0x9e37_79b9_7f4a_7c15, placement_key);
+            }
+            let key = (net_key.to_vec(), key);
+            if let Some(js) = self.jobs.get(&key) {
                 self.hits += 1;
-                return j.clone();
+                return js.clone();
             }
             self.misses += 1;
-            let mut ev = std::mem::take(&mut self.ev);
-            let ranks = if d.rules.pxn {
-                placement::live_rails(d.fabric, &net.health, p)
-            } else {
-                p.clone()
-            };
-            let routes = self.routes(d, net_key);
-            let servers = p.len() / d.fabric.host_layout().nics_per_server.max(1) as usize;
-            let (bw, links) = d.job_state(&mut ev, routes, ranks, servers);
-            self.ev = ev;
-            let j = Arc::new(JobState {
-                rel_busbw: bw / d.healthy_busbw,
-                links,
-            });
+            let run = running(j, &net.health, &placements);
+            let mut evals = self.evaluate_jobs(d, net_key, run).into_iter();
+            let out: Vec<Arc<JobState>> = placements
+                .iter()
+                .zip(j.healthy_busbw())
+                .map(|(p, healthy)| {
+                    let (bw, links) = match p {
+                        Some(_) => evals.next().expect("one result per running job"),
+                        None => (0.0, Vec::new()),
+                    };
+                    Arc::new(JobState {
+                        rel_busbw: bw / healthy,
+                        links,
+                    })
+                })
+                .collect();
             if self.jobs.len() >= CACHE_CAP {
                 self.jobs.clear();
             }
-            self.jobs.insert(key, j.clone());
-            j
+            self.jobs.insert(key, out.clone());
+            out
         });
-        StateEval {
-            rel_busbw: job.as_ref().map_or(0.0, |j| j.rel_busbw),
-            unreachable: net.health.num_unreachable,
-            net,
-            placement,
-            job,
-        }
+        placements
+            .into_iter()
+            .enumerate()
+            .map(|(k, p)| {
+                let job = p.as_ref().and(jobs.as_ref()).map(|js| js[k].clone());
+                StateEval {
+                    rel_busbw: job.as_ref().map_or(0.0, |j| j.rel_busbw),
+                    unreachable: net.health.num_unreachable,
+                    net: net.clone(),
+                    placement: p,
+                    job,
+                }
+            })
+            .collect()
     }
 }
 
@@ -989,7 +986,7 @@ pub struct TrialRecord {
 
 impl TrialRecord {
     /// An empty record of trial `t`.
-    pub(crate) fn new(t: u32) -> TrialRecord {
+    fn new(t: u32) -> TrialRecord {
         TrialRecord {
             trial: t,
             interruptions: [0; NUM_CAUSES],
@@ -1173,9 +1170,9 @@ fn quantile(hists: &[&Vec<(u32, f64)>], q: f64) -> f64 {
 
 /// A failure or repair of component `comp` at `hour`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Ev {
-    pub(crate) hour: f64,
-    pub(crate) comp: u32,
+struct Ev {
+    hour: f64,
+    comp: u32,
 }
 
 impl Eq for Ev {}
@@ -1190,19 +1187,19 @@ impl PartialOrd for Ev {
     }
 }
 
-pub(crate) fn exp(rng: &mut ChaCha8Rng, mean: f64) -> f64 {
+fn exp(rng: &mut ChaCha8Rng, mean: f64) -> f64 {
     let u: f64 = rng.random();
     -(1.0 - u).ln() * mean
 }
 
 /// Seed of trial `t`.
-pub(crate) fn trial_seed(seed: u64, t: u32) -> u64 {
+fn trial_seed(seed: u64, t: u32) -> u64 {
     let mut s = topo::failures::SplitMix64(seed ^ (t as u64).wrapping_mul(0xa076_1d64_78bd_642f));
     s.next_u64()
 }
 
 /// Failure arrivals of one trial, sorted by time.
-pub(crate) fn draw_failures(d: &Design<'_>, rng: &mut ChaCha8Rng, hours: f64) -> Vec<Ev> {
+fn draw_failures(d: &Design<'_>, rng: &mut ChaCha8Rng, hours: f64) -> Vec<Ev> {
     let mut out = Vec::new();
     for (c, (_, r)) in d.rates.classes().iter().enumerate() {
         let n = d.comps.count(c);
@@ -1225,13 +1222,13 @@ pub(crate) fn draw_failures(d: &Design<'_>, rng: &mut ChaCha8Rng, hours: f64) ->
 }
 
 /// Accumulates one trial's record state by state.
-pub(crate) struct TrialAcc {
-    pub(crate) rec: TrialRecord,
+struct TrialAcc {
+    rec: TrialRecord,
     hist: Vec<f64>,
 }
 
 impl TrialAcc {
-    pub(crate) fn new(t: u32) -> TrialAcc {
+    fn new(t: u32) -> TrialAcc {
         TrialAcc {
             rec: TrialRecord::new(t),
             hist: vec![0.0; HIST_BINS],
@@ -1239,7 +1236,7 @@ impl TrialAcc {
     }
 
     /// The finished record (histogram bins used only).
-    pub(crate) fn finish(self) -> TrialRecord {
+    fn finish(self) -> TrialRecord {
         let mut rec = self.rec;
         rec.hist = self
             .hist
@@ -1251,7 +1248,7 @@ impl TrialAcc {
         rec
     }
 
-    pub(crate) fn add_state(&mut self, e: &StateEval, hours: f64) {
+    fn add_state(&mut self, e: &StateEval, hours: f64) {
         if hours <= 0.0 {
             return;
         }
@@ -1312,7 +1309,7 @@ pub(crate) fn interruption(
 }
 
 /// Share of servers (hence of GPUs) that are down or have a NIC cut off.
-pub(crate) fn unusable_share(d: &Design<'_>, e: &StateEval, down: &[u16]) -> f64 {
+fn unusable_share(d: &Design<'_>, e: &StateEval, down: &[u16]) -> f64 {
     let lay = d.fabric.host_layout();
     let nics = lay.nics_per_server.max(1) as usize;
     let out = (0..lay.servers as usize)
@@ -1324,7 +1321,7 @@ pub(crate) fn unusable_share(d: &Design<'_>, e: &StateEval, down: &[u16]) -> f64
 }
 
 /// True when a NIC of `cur`'s placement that was reachable is cut off in `next`.
-pub(crate) fn newly_cut(cur: &StateEval, next: &StateEval) -> bool {
+fn newly_cut(cur: &StateEval, next: &StateEval) -> bool {
     cur.placement.as_ref().is_some_and(|p| {
         p.iter()
             .any(|h| !cur.health().unreachable[h.idx()] && next.health().unreachable[h.idx()])
@@ -1332,13 +1329,13 @@ pub(crate) fn newly_cut(cur: &StateEval, next: &StateEval) -> bool {
 }
 
 /// Spare switches on hand and the failed units out for repair (return hours).
-pub(crate) struct SparePool {
+struct SparePool {
     on_hand: Option<u32>,
     returns: Vec<f64>,
 }
 
 impl SparePool {
-    pub(crate) fn new(spares: Option<u32>) -> SparePool {
+    fn new(spares: Option<u32>) -> SparePool {
         SparePool {
             on_hand: spares,
             returns: Vec::new(),
@@ -1348,7 +1345,7 @@ impl SparePool {
     /// A switch failed at `hour`, its unit repaired at `repaired`: `Some(true)` when a
     /// spare goes in (the unit joins the pool when repaired), `Some(false)` when the
     /// pool is empty, `None` without a pool.
-    pub(crate) fn take(&mut self, hour: f64, repaired: f64) -> Option<bool> {
+    fn take(&mut self, hour: f64, repaired: f64) -> Option<bool> {
         let on_hand = self.on_hand.as_mut()?;
         let before = self.returns.len();
         self.returns.retain(|&r| r > hour);
@@ -1362,34 +1359,140 @@ impl SparePool {
     }
 }
 
-/// Runs trial `t`, adding it to `agg`; returns its timeline when `timeline` is set.
-pub fn run_trial(
-    d: &Design<'_>,
+/// The jobs a trial walks: the single-job planner's [`Design`] is one job,
+/// [`crate::multijob::JobsDesign`] several. Everything else about a trial (failure
+/// draws, repairs, spare switches, interruptions, records) is the same code for both.
+pub(crate) trait TrialJobs {
+    /// The network part and the run's parameters.
+    fn base(&self) -> &Design<'_>;
+    /// Each job's NICs in this state (`None`: it cannot run).
+    fn place(&self, health: &Health, down: &[u16]) -> Vec<Option<Vec<NodeId>>>;
+    /// Each job's healthy bus bandwidth (bytes/s): its figures are relative to it.
+    fn healthy_busbw(&self) -> &[f64];
+    /// GPUs of job `k` (its share of the software failures).
+    fn gpus(&self, k: usize) -> u64;
+    /// The collective job `k` runs.
+    fn collective(&self, k: usize) -> Collective;
+}
+
+impl TrialJobs for Design<'_> {
+    fn base(&self) -> &Design<'_> {
+        self
+    }
+    fn place(&self, health: &Health, down: &[u16]) -> Vec<Option<Vec<NodeId>>> {
+        let placed = placement::place_in(self.fabric, health, self.cfg.job_gpus, down, self.rules);
+        // with PXN the job runs on the rails left in every one of its servers
+        vec![placed.filter(|p| {
+            !self.rules.pxn || !placement::live_rails(self.fabric, health, p).is_empty()
+        })]
+    }
+    fn healthy_busbw(&self) -> &[f64] {
+        std::slice::from_ref(&self.healthy_busbw)
+    }
+    fn gpus(&self, _: usize) -> u64 {
+        self.cfg.job_gpus
+    }
+    fn collective(&self, _: usize) -> Collective {
+        Collective::Hierarchical
+    }
+}
+
+/// The jobs that run (placed), as the flow model sees them.
+pub(crate) fn running<J: TrialJobs>(
+    j: &J,
+    health: &Health,
+    placements: &[Option<Vec<NodeId>>],
+) -> Vec<RunningJob> {
+    let d = j.base();
+    let nics = d.fabric.host_layout().nics_per_server.max(1) as usize;
+    placements
+        .iter()
+        .enumerate()
+        .filter_map(|(k, p)| {
+            let p = p.as_ref()?;
+            Some(RunningJob {
+                ranks: if d.rules.pxn {
+                    placement::live_rails(d.fabric, health, p)
+                } else {
+                    p.clone()
+                },
+                servers: p.len() / nics,
+                collective: j.collective(k),
+            })
+        })
+        .collect()
+}
+
+/// Seed of the draw that gives a software failure to a job (apart from the trial's own
+/// stream, so one job alone draws exactly what it would draw with no other job).
+fn software_seed(seed: u64, t: u32) -> u64 {
+    trial_seed(seed, t) ^ 0x736f_6674_7761_7265
+}
+
+/// The job a software failure hits: drawn in proportion to the jobs' GPUs (no draw for
+/// one job).
+fn software_job<J: TrialJobs>(j: &J, rng: &mut ChaCha8Rng) -> usize {
+    let n = j.healthy_busbw().len();
+    if n == 1 {
+        return 0;
+    }
+    let total: u64 = (0..n).map(|k| j.gpus(k)).sum();
+    let mut x = rng.random_range(0..total);
+    for k in 0..n {
+        if x < j.gpus(k) {
+            return k;
+        }
+        x -= j.gpus(k);
+    }
+    n - 1
+}
+
+/// A state of a trial as its timeline sees it.
+pub(crate) struct Moment<'s> {
+    /// Start of the state (hours).
+    pub(crate) hour: f64,
+    /// Each job's state.
+    pub(crate) states: &'s [StateEval],
+    /// Components down.
+    pub(crate) failed: usize,
+    /// Per server, the failed components holding it down.
+    pub(crate) down: &'s [u16],
+    /// The event that began the state: `fail <class>` / `repair <class>` / `start`.
+    pub(crate) event: String,
+}
+
+/// Walks trial `t` of the jobs `j`: draws the failures, plays them and their repairs in
+/// time order, evaluates every state (from `cache` when it can) and adds job `k`'s record
+/// to `aggs[k]`. With `timeline`, returns `point` of every state.
+pub(crate) fn walk<J: TrialJobs, P>(
+    j: &J,
     t: u32,
     cache: &mut Cache,
-    agg: &mut Aggregate,
+    aggs: &mut [Aggregate],
     timeline: bool,
-) -> Option<Vec<TimelinePoint>> {
+    point: impl Fn(Moment<'_>) -> P,
+) -> Option<Vec<P>> {
+    let d = j.base();
     let hours = d.cfg.days * 24.0;
     let mut rng = ChaCha8Rng::seed_from_u64(trial_seed(d.cfg.seed, t));
+    let mut soft_rng = ChaCha8Rng::seed_from_u64(software_seed(d.cfg.seed, t));
     let failures = draw_failures(d, &mut rng, hours);
     let rates = d.rates.classes();
     let mut repairs: BinaryHeap<Ev> = BinaryHeap::new();
     let mut failed: Vec<u32> = Vec::new();
     let mut down = vec![0u16; d.fabric.host_layout().servers as usize];
     let (h0, m0) = (cache.hits, cache.misses);
-    let mut cur = cache.state(d, &failed, &down);
-    let mut acc = TrialAcc::new(t);
+    let mut cur = cache.state(j, &failed, &down);
+    let mut accs: Vec<TrialAcc> = cur.iter().map(|_| TrialAcc::new(t)).collect();
     let mut since = 0.0;
     let mut line = timeline.then(|| {
-        vec![TimelinePoint {
+        vec![point(Moment {
             hour: 0.0,
-            rel_busbw: cur.rel_busbw,
-            unreachable: cur.unreachable,
+            states: &cur,
             failed: 0,
+            down: &down,
             event: "start".into(),
-            unusable_gpus: unusable_share(d, &cur, &down),
-        }]
+        })]
     });
     let mut switches = SparePool::new(d.cfg.recovery.spare_switches);
     let mut fi = 0;
@@ -1406,9 +1509,10 @@ pub fn run_trial(
         if is_fail {
             fi += 1;
             if class == SOFTWARE {
-                acc.rec.failures[class] += 1;
-                if cur.placement.is_some() {
-                    acc.rec.interruptions[Cause::Software as usize] += 1;
+                let k = software_job(j, &mut soft_rng);
+                accs[k].rec.failures[class] += 1;
+                if cur[k].placement.is_some() {
+                    accs[k].rec.interruptions[Cause::Software as usize] += 1;
                 }
                 continue;
             }
@@ -1419,13 +1523,17 @@ pub fn run_trial(
             for s in d.servers_down(ev.comp) {
                 down[s as usize] += 1;
             }
-            acc.rec.failures[class] += 1;
+            for a in &mut accs {
+                a.rec.failures[class] += 1;
+            }
             let repair = exp(&mut rng, rates[class].1.mttr_hours);
             let back = if (LEAF..=CORE).contains(&class) {
                 match switches.take(ev.hour, ev.hour + repair) {
                     Some(true) => d.cfg.recovery.switch_swap_hours,
                     Some(false) => {
-                        acc.rec.switch_without_spare += 1;
+                        for a in &mut accs {
+                            a.rec.switch_without_spare += 1;
+                        }
                         repair
                     }
                     None => repair,
@@ -1446,37 +1554,67 @@ pub fn run_trial(
                 }
             }
         }
-        acc.add_state(&cur, ev.hour - since);
+        for (a, e) in accs.iter_mut().zip(&cur) {
+            a.add_state(e, ev.hour - since);
+        }
         since = ev.hour;
-        let next = cache.state(d, &failed, &down);
+        let next = cache.state(j, &failed, &down);
         if is_fail {
-            match interruption(d, ev.comp, &cur, &next, &mut rng) {
-                Some(c) => acc.rec.interruptions[c as usize] += 1,
-                None if class < GPU && newly_cut(&cur, &next) => acc.rec.pxn_absorbed += 1,
-                None => {}
+            for ((a, c), n) in accs.iter_mut().zip(&cur).zip(&next) {
+                match interruption(d, ev.comp, c, n, &mut rng) {
+                    Some(cause) => a.rec.interruptions[cause as usize] += 1,
+                    None if class < GPU && newly_cut(c, n) => a.rec.pxn_absorbed += 1,
+                    // running before, stopped now, not hit itself: a job of higher
+                    // priority took its spare (never with one job)
+                    None if c.placement.is_some() && n.placement.is_none() => a.rec.preempted += 1,
+                    None => {}
+                }
             }
         }
         cur = next;
         if let Some(l) = line.as_mut() {
-            l.push(TimelinePoint {
+            let what = if is_fail { "fail" } else { "repair" };
+            l.push(point(Moment {
                 hour: ev.hour,
-                rel_busbw: cur.rel_busbw,
-                unreachable: cur.unreachable,
+                states: &cur,
                 failed: failed.len(),
-                unusable_gpus: unusable_share(d, &cur, &down),
-                event: format!(
-                    "{} {}",
-                    if is_fail { "fail" } else { "repair" },
-                    CLASSES[class]
-                ),
-            });
+                down: &down,
+                event: format!("{what} {}", CLASSES[class]),
+            }));
         }
     }
-    acc.add_state(&cur, hours - since);
-    agg.add_trial(acc.finish(), hours);
-    agg.cache_hits += cache.hits - h0;
-    agg.evaluations += cache.misses - m0;
+    for ((a, e), agg) in accs.into_iter().zip(&cur).zip(aggs.iter_mut()) {
+        let mut a = a;
+        a.add_state(e, hours - since);
+        agg.add_trial(a.finish(), hours);
+    }
+    if let Some(first) = aggs.first_mut() {
+        // state evaluations are shared by the jobs: counted once, on the first job
+        first.cache_hits += cache.hits - h0;
+        first.evaluations += cache.misses - m0;
+    }
     line
+}
+
+/// Runs trial `t`, adding it to `agg`; returns its timeline when `timeline` is set.
+pub fn run_trial(
+    d: &Design<'_>,
+    t: u32,
+    cache: &mut Cache,
+    agg: &mut Aggregate,
+    timeline: bool,
+) -> Option<Vec<TimelinePoint>> {
+    walk(d, t, cache, std::slice::from_mut(agg), timeline, |m| {
+        let e = &m.states[0];
+        TimelinePoint {
+            hour: m.hour,
+            rel_busbw: e.rel_busbw,
+            unreachable: e.unreachable,
+            failed: m.failed,
+            event: m.event,
+            unusable_gpus: unusable_share(d, e, m.down),
+        }
+    })
 }
 
 fn hists<'a>(v: &[&'a TrialRecord]) -> Vec<&'a Vec<(u32, f64)>> {
@@ -1743,32 +1881,48 @@ pub fn shard_trials(trials: u32, i: u32, n: u32) -> impl Iterator<Item = u32> {
     (i..trials).step_by(n.max(1) as usize)
 }
 
-/// Checks one result file: histogram size, shard numbers, and every design's totals
-/// against its per-trial records and the trials its shards hold.
-fn check_part(p: &RunResult) -> Result<()> {
-    if p.shards.iter().any(|&s| s >= p.shard_count) {
+/// The trials a result file's shards hold (sorted), refusing a shard number not below
+/// the shard count.
+pub(crate) fn held_trials(trials: u32, shards: &[u32], count: u32) -> Result<Vec<u32>> {
+    if shards.iter().any(|&s| s >= count) {
         return Err(Error::Merge(format!(
-            "shards {:?} are not all below the shard count {}",
-            p.shards, p.shard_count
+            "shards {shards:?} are not all below the shard count {count}"
         )));
     }
-    let mut trials: Vec<u32> = p
-        .shards
+    let mut held: Vec<u32> = shards
         .iter()
-        .flat_map(|&s| shard_trials(p.config.trials, s, p.shard_count))
+        .flat_map(|&s| shard_trials(trials, s, count))
         .collect();
-    trials.sort_unstable();
+    held.sort_unstable();
+    Ok(held)
+}
+
+/// Checks one aggregate of a result file (`what`: `design X`, `design X, job Y`): its
+/// histogram size, and its totals against its per-trial records and the trials `held`
+/// by its `shards`.
+pub(crate) fn check_aggregate(
+    what: &str,
+    a: &Aggregate,
+    held: &[u32],
+    days: f64,
+    shards: &[u32],
+) -> Result<()> {
+    if a.hist_hours.len() != HIST_BINS {
+        return Err(Error::Merge(format!(
+            "{what}: {} histogram bins, expected {HIST_BINS}",
+            a.hist_hours.len()
+        )));
+    }
+    a.check(held, days)
+        .map_err(|e| Error::Merge(format!("{what} of shards {shards:?}: {e}")))
+}
+
+/// Checks one result file: shard numbers, and every design's aggregate.
+fn check_part(p: &RunResult) -> Result<()> {
+    let held = held_trials(p.config.trials, &p.shards, p.shard_count)?;
     for d in &p.designs {
-        if d.aggregate.hist_hours.len() != HIST_BINS {
-            return Err(Error::Merge(format!(
-                "design {}: {} histogram bins, expected {HIST_BINS}",
-                d.design,
-                d.aggregate.hist_hours.len()
-            )));
-        }
-        d.aggregate.check(&trials, p.config.days).map_err(|e| {
-            Error::Merge(format!("design {} of shards {:?}: {e}", d.design, p.shards))
-        })?;
+        let what = format!("design {}", d.design);
+        check_aggregate(&what, &d.aggregate, &held, p.config.days, &p.shards)?;
     }
     Ok(())
 }

@@ -196,10 +196,7 @@ fn model_time(
                 paths::build(f, routes, &fs, lb)
             }
             _ => {
-                let mut ps = PathSet {
-                    off: vec![0],
-                    ..Default::default()
-                };
+                let mut ps = PathSet::new();
                 for fl in &flows {
                     if lb == LbScheme::Ecmp {
                         sim_ecmp_path(f, routes, fl.src, fl.dst, fl.ordinal, &mut ps);

@@ -3,7 +3,7 @@
 //! shared links lowers each job's bandwidth; jobs that do not fit get clear errors.
 
 use flow_model::LoadBalance;
-use flow_model::multijob::{self, JobSpec, JobsCache, JobsDesign};
+use flow_model::multijob::{self, JobSpec, JobsDesign};
 use flow_model::planner::{
     self, Aggregate, Cache, Cause, Collective, Design, FailureScope, PlanConfig,
 };
@@ -110,7 +110,7 @@ fn single(f: &Fabric, c: &PlanConfig) -> (Aggregate, planner::Summary) {
 
 fn multi(f: &Fabric, c: &PlanConfig, jobs: &[JobSpec]) -> Vec<multijob::JobOutcome> {
     let d = JobsDesign::new(f, c, jobs, &[]).unwrap();
-    let mut cache = JobsCache::default();
+    let mut cache = Cache::default();
     let mut aggs = vec![Aggregate::default(); jobs.len()];
     for t in 0..c.trials {
         multijob::run_trial(&d, t, &mut cache, &mut aggs, false);
@@ -151,7 +151,7 @@ fn a_failure_of_a_part_only_job_a_uses_never_interrupts_b() {
     c.recovery.spare_servers = Some(0);
     let jobs = [job("a", 6), job("b", 6)];
     let d = JobsDesign::new(&f, &c, &jobs, &[]).unwrap();
-    let mut cache = JobsCache::default();
+    let mut cache = Cache::default();
     let healthy = d.evaluate_state(&mut cache, &[]);
     let servers_of = |k: usize| -> Vec<u32> {
         healthy[k]
@@ -225,7 +225,7 @@ fn spares_are_shared_by_priority_and_the_first_job_is_never_preempted() {
     let d = JobsDesign::new(&f, &c, &jobs, &[]).unwrap();
     assert_eq!(d.pool, vec![8]);
     let host = |s: u32| d.base.comps.class_start[7] + s;
-    let mut cache = JobsCache::default();
+    let mut cache = Cache::default();
     let servers = |e: &planner::StateEval| -> Option<Vec<u32>> {
         e.placement
             .as_ref()
@@ -294,7 +294,7 @@ fn jobs_sharing_an_uplink_split_it_and_each_keeps_its_own_figures() {
     let out = multi(&f, &c, &jobs);
     let d = JobsDesign::new(&f, &c, &jobs, &[]).unwrap();
     let (jobs_out, cluster) = {
-        let mut cache = JobsCache::default();
+        let mut cache = Cache::default();
         let mut aggs = vec![Aggregate::default(); 2];
         for t in 0..c.trials {
             multijob::run_trial(&d, t, &mut cache, &mut aggs, t == 0);

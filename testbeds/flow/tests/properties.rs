@@ -94,17 +94,7 @@ fn arb_case() -> impl Strategy<Value = (PathSet, Vec<f64>)> {
             nf,
         );
         (paths, caps).prop_map(|(paths, caps)| {
-            let mut ps = PathSet {
-                off: vec![0],
-                ..Default::default()
-            };
-            for p in paths {
-                for (d, w) in p {
-                    ps.link.push(d);
-                    ps.weight.push(w);
-                }
-                ps.off.push(ps.link.len() as u32);
-            }
+            let ps = PathSet::from_paths(paths.into_iter().map(|p| p.into_iter()));
             (ps, caps)
         })
     })

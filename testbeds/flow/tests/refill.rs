@@ -13,17 +13,10 @@ use topo::{NodeId, Rate, Routes, generators};
 
 /// The flows `keep` of `ps` as a path set of their own.
 fn subset(ps: &PathSet, keep: &[u32]) -> PathSet {
-    let mut out = PathSet {
-        off: vec![0],
-        ..Default::default()
-    };
-    for &i in keep {
+    PathSet::from_paths(keep.iter().map(|&i| {
         let (l, w) = ps.entries(i as usize);
-        out.link.extend_from_slice(l);
-        out.weight.extend_from_slice(w);
-        out.off.push(out.link.len() as u32);
-    }
-    out
+        l.iter().copied().zip(w.iter().copied())
+    }))
 }
 
 /// Runs `batches` departures (each a list of positions into the running flows, taken
@@ -80,14 +73,7 @@ proptest! {
         caps in prop::collection::vec(prop_oneof![1 => Just(0.0), 6 => 1.0f64..400.0], 12),
         batches in prop::collection::vec(prop::collection::vec(0usize..1000, 1..5), 1..30),
     ) {
-        let mut ps = PathSet { off: vec![0], ..Default::default() };
-        for p in &paths {
-            for &(d, w) in p {
-                ps.link.push(d);
-                ps.weight.push(w);
-            }
-            ps.off.push(ps.link.len() as u32);
-        }
+        let ps = PathSet::from_paths(&paths);
         check_departures(&ps, &caps, &batches).map_err(TestCaseError::fail)?;
     }
 }
@@ -96,15 +82,7 @@ proptest! {
 /// flows at the same level as kept ones.
 #[test]
 fn ties_between_departed_and_kept_flows() {
-    let mut ps = PathSet {
-        off: vec![0],
-        ..Default::default()
-    };
-    for i in 0..24u32 {
-        ps.link.extend([i % 4, 4 + i % 3]);
-        ps.weight.extend([1.0, 1.0]);
-        ps.off.push(ps.link.len() as u32);
-    }
+    let ps = PathSet::from_paths((0..24u32).map(|i| [(i % 4, 1.0), (4 + i % 3, 1.0)]));
     let batches: Vec<Vec<usize>> = (0..20).map(|k| vec![k * 7, k * 3 + 1]).collect();
     check_departures(&ps, &[100.0; 7], &batches).unwrap();
 }
