@@ -828,6 +828,27 @@ mod tests {
         resilience(args(&dir, Some("0/2"), "s0.json")).unwrap();
         resilience(args(&dir, Some("1/2"), "s1.json")).unwrap();
         let whole = read(&dir.join("all.json"));
+        // The per-cause and per-class maps are written in key order: the same run gives the
+        // same bytes (they were hash maps, in a random order per process).
+        let text = std::fs::read_to_string(dir.join("all.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for key in ["interruptions_by_cause", "failures_per_day"] {
+            let want: Vec<String> = v["designs"][0]["summary"][key]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            assert!(want.len() >= 4, "{key}: {want:?}");
+            // Where each key is written, in the first design's map (`want` is sorted:
+            // serde_json's map is a BTreeMap).
+            let map = &text[text.find(&format!("\"{key}\"")).unwrap()..];
+            let written: Vec<usize> = want
+                .iter()
+                .map(|k| map.find(&format!("\"{k}\"")).unwrap())
+                .collect();
+            assert!(written.is_sorted(), "{key}: written out of order: {map}");
+        }
         let mut m = MergeArgs {
             files: vec![dir.join("s1.json"), dir.join("s0.json")],
             json: Some(dir.join("merged.json")),

@@ -28,7 +28,7 @@
 //!   parallel or in shards (`t mod N = i`), and merged shards equal one run.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
@@ -1648,7 +1648,7 @@ pub struct Summary {
     /// Job interruptions per day caused by the network.
     pub network_interruptions_per_day: Estimate,
     /// Interruptions per day by cause ([`CAUSES`]).
-    pub interruptions_by_cause: HashMap<String, Estimate>,
+    pub interruptions_by_cause: BTreeMap<String, Estimate>,
     /// Share of time lost to interruptions (half a checkpoint interval plus the restart
     /// cost each).
     pub lost_to_interruptions: Estimate,
@@ -1679,7 +1679,7 @@ pub struct Summary {
     /// Largest share of ECMP next hops lost.
     pub ecmp_width_lost_max: f64,
     /// Failures per day by class.
-    pub failures_per_day: HashMap<String, Estimate>,
+    pub failures_per_day: BTreeMap<String, Estimate>,
     /// Network cost per GPU (USD, topo's price list).
     pub cost_per_gpu_usd: f64,
     /// Trials.
