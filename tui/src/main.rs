@@ -130,7 +130,7 @@ fn options(a: &Args) -> Result<Options> {
 }
 
 fn main() -> Result<()> {
-    let a = Args::parse();
+    let mut a = Args::parse();
     let opts = options(&a)?;
     if let Some(x) = a
         .speed
@@ -139,7 +139,7 @@ fn main() -> Result<()> {
         bail!("--speed {x}: expected a number from 0.000001 to 1024");
     }
     if let Some(addr) = &a.connect {
-        source::check_address(addr).map_err(anyhow::Error::msg)?;
+        a.connect = Some(source::check_address(addr).map_err(anyhow::Error::msg)?);
     }
     if a.fabric.is_some() && a.prometheus.is_none() && a.tenants.is_none() {
         bail!("--fabric: only with --prometheus or --tenants");

@@ -514,15 +514,20 @@ pub fn connect(addr: String, tx: Sender<Msg>, ctl: Receiver<Control>, mut rec: O
     }
 }
 
-/// Check a `--connect` address before the screen opens: `HOST:PORT` (an IPv6 address
-/// in brackets) whose host resolves. A daemon that is not running yet is not an error
-/// (the stream reconnects); a URL, a missing port or a name that resolves to nothing is.
-pub fn check_address(addr: &str) -> std::result::Result<(), String> {
+/// Check a `--connect` address before the screen opens and return it as `HOST:PORT`:
+/// `HOST:PORT` or `http://HOST:PORT[/]` (the URL the daemon prints; an IPv6 address in
+/// brackets) whose host resolves. A daemon that is not running yet is not an error (the
+/// stream reconnects); another scheme, a path, a missing port or a name that resolves to
+/// nothing is.
+pub fn check_address(given: &str) -> std::result::Result<String, String> {
     use std::net::ToSocketAddrs;
-    let bad = |why: &str| format!("--connect {addr}: {why}");
+    let bad = |why: &str| format!("--connect {given}: {why}");
+    // The daemon prints its address as a URL (`http://127.0.0.1:9100/`): take that too.
+    let addr = given.strip_prefix("http://").unwrap_or(given);
+    let addr = addr.strip_suffix('/').unwrap_or(addr);
     if addr.contains("://") || addr.contains('/') {
         return Err(bad(
-            "expected HOST:PORT (e.g. 127.0.0.1:9100), not a URL; `--prometheus` takes URLs",
+            "expected HOST:PORT or http://HOST:PORT (e.g. 127.0.0.1:9100): the daemon serves plain HTTP at its root, no path",
         ));
     }
     let Some((host, port)) = addr.rsplit_once(':') else {
@@ -543,7 +548,7 @@ pub fn check_address(addr: &str) -> std::result::Result<(), String> {
         }
     }
     match addr.to_socket_addrs().map(|mut a| a.next()) {
-        Ok(Some(_)) => Ok(()),
+        Ok(Some(_)) => Ok(addr.to_string()),
         Ok(None) => Err(bad(&format!("`{host}` resolves to no address"))),
         Err(e) => Err(bad(&format!("`{host}` does not resolve: {e}"))),
     }
@@ -607,4 +612,38 @@ pub fn deliver(state: &mut Option<(Aggregator, FabricView)>, f: Frame, tx: &Send
 /// The fabric map a `FabricInfo` describes (for callers that start the UI first).
 pub fn view_of(info: &FabricInfo) -> FabricView {
     FabricView::from_info(info).0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_address;
+
+    /// The daemon prints `http://127.0.0.1:9100/`; pasting it used to be refused as
+    /// "not a URL".
+    #[test]
+    fn the_daemons_url_is_taken_as_its_address() {
+        for given in [
+            "127.0.0.1:9100",
+            "http://127.0.0.1:9100",
+            "http://127.0.0.1:9100/",
+        ] {
+            assert_eq!(
+                check_address(given).as_deref(),
+                Ok("127.0.0.1:9100"),
+                "{given}"
+            );
+        }
+        assert_eq!(
+            check_address("http://[::1]:9100/").as_deref(),
+            Ok("[::1]:9100")
+        );
+        for bad in [
+            "https://127.0.0.1:9100",
+            "http://127.0.0.1:9100/api",
+            "ftp://h:1",
+        ] {
+            let e = check_address(bad).unwrap_err();
+            assert!(e.contains("plain HTTP at its root"), "{bad}: {e}");
+        }
+    }
 }

@@ -273,7 +273,8 @@ fn connect_to_fabric_serve_in_tmux() {
 #[test]
 fn bad_connect_addresses_are_refused_before_the_screen_opens() {
     for (addr, want) in [
-        ("http://127.0.0.1:9100", "not a URL"),
+        ("https://127.0.0.1:9100", "plain HTTP"),
+        ("http://127.0.0.1:9100/api/v1", "no path"),
         ("127.0.0.1", "no port"),
         ("127.0.0.1:http", "is not a number from 1 to 65535"),
         ("::1:9100", "in brackets"),
