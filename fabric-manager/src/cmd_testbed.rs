@@ -171,8 +171,8 @@ pub struct RunArgs {
     /// Write the full report (time series, counters) as JSON.
     #[arg(long, value_name = "OUT", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
-    /// Wall-clock limit in seconds.
-    #[arg(long, default_value_t = 120)]
+    /// Wall-clock limit in seconds (at least 1: a run limited to 0 s would stop at once).
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub wall_limit: u64,
     /// Also run the same workplan in the packet simulator on a star with the same
     /// parameters (at the virtual rate) and print both side by side.

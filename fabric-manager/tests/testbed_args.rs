@@ -50,3 +50,22 @@ fn a_pcap_port_without_a_pcap_file_is_refused() {
     assert!(stderr.contains("--pcap <PCAP>"), "{stderr}");
     assert!(!stdout.contains("ran "), "the run went ahead: {stdout}");
 }
+
+/// `--wall-limit 0` stopped the run at once (exit 124): refused by the argument parser.
+#[test]
+fn a_zero_wall_limit_is_refused() {
+    let o = Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args(["testbed", "run", "scenarios/veth-incast-8to1.toml"])
+        .args(["--wall-limit", "0"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("--wall-limit <WALL_LIMIT>") && stderr.contains("0 is not in 1.."),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("ran "), "the run went ahead: {stdout}");
+}
