@@ -733,12 +733,17 @@ const ROWS: &[(&str, Cell)] = &[
     }),
 ];
 
-/// The side-by-side table.
-pub fn render_table(r: &RunResult) -> String {
-    let c = &r.config;
-    let mut out = format!(
-        "{}-GPU job, {} days × {} trials (seed {}), {}, {} channels per ring edge; checkpoint every {} h, restart {} min; re-route interrupts with p = {} (assumption)\nfailures: {}; figures with 95 % intervals [lo, hi] over trials{}\n",
-        c.job_gpus,
+/// The first two lines of a plan's table: `what` ran under config `c` (`sharing`, if not
+/// empty, says how spares are shared, ending in "; "), and the shards merged.
+pub(crate) fn run_header(
+    what: &str,
+    c: &planner::PlanConfig,
+    sharing: &str,
+    shards: &[u32],
+    shard_count: u32,
+) -> String {
+    format!(
+        "{what}, {} days × {} trials (seed {}), {}, {} channels per ring edge; checkpoint every {} h, restart {} min; re-route interrupts with p = {} (assumption)\nfailures: {}; {sharing}figures with 95 % intervals [lo, hi] over trials{}\n",
         c.days,
         c.trials,
         c.seed,
@@ -748,11 +753,23 @@ pub fn render_table(r: &RunResult) -> String {
         c.restart_minutes,
         c.reroute_interrupt,
         c.scope.label(),
-        if r.shard_count > 1 {
-            format!("; shards {:?} of {}", r.shards, r.shard_count)
+        if shard_count > 1 {
+            format!("; shards {shards:?} of {shard_count}")
         } else {
             String::new()
         }
+    )
+}
+
+/// The side-by-side table.
+pub fn render_table(r: &RunResult) -> String {
+    let c = &r.config;
+    let mut out = run_header(
+        &format!("{}-GPU job", c.job_gpus),
+        c,
+        "",
+        &r.shards,
+        r.shard_count,
     );
     if r.designs.iter().all(|d| d.aggregate.trials == 0) {
         out.push_str(&format!(

@@ -341,23 +341,12 @@ fn summary_rows(d: &JobsDesignResult) -> String {
 /// column per job.
 pub fn render(r: &JobsRunResult) -> String {
     let c = &r.config;
-    let mut out = format!(
-        "{} jobs at once, {} days × {} trials (seed {}), {}, {} channels per ring edge; checkpoint every {} h, restart {} min; re-route interrupts with p = {} (assumption)\nfailures: {}; spare servers shared by priority (jobs in the order given; a job whose server fails takes a pool server even from a job after it); figures with 95 % intervals [lo, hi] over trials{}\n",
-        r.jobs.len(),
-        c.days,
-        c.trials,
-        c.seed,
-        c.lb.describe(),
-        c.channels,
-        c.checkpoint_hours,
-        c.restart_minutes,
-        c.reroute_interrupt,
-        c.scope.label(),
-        if r.shard_count > 1 {
-            format!("; shards {:?} of {}", r.shards, r.shard_count)
-        } else {
-            String::new()
-        }
+    let mut out = crate::cmd_plan::run_header(
+        &format!("{} jobs at once", r.jobs.len()),
+        c,
+        "spare servers shared by priority (jobs in the order given; a job whose server fails takes a pool server even from a job after it); ",
+        &r.shards,
+        r.shard_count,
     );
     if r.designs
         .iter()
