@@ -442,6 +442,8 @@ fn ctrl_z_suspends_and_fg_resumes() {
     s.wait_for_text("host–leaf p99");
     assert_eq!(s.format("#{alternate_on}"), "1");
     s.keys(&["q"]);
+    // typed before the TUI has exited, the line would be read (and eaten) by it
+    s.wait_for_format("#{pane_current_command}", "bash");
     s.keys(&["echo MODE=$(stty -a | grep -o -- '-\\?icanon')", "Enter"]);
     let screen = s.wait_for_text("\nMODE=");
     assert!(screen.contains("MODE=icanon"), "{screen}");

@@ -89,6 +89,25 @@ impl Tmux {
         }
     }
 
+    /// Waits up to [`WAIT`] until the format `fmt` expands to `want` (say
+    /// `#{pane_current_command}` to `bash`: the program in the shell has exited, so what
+    /// is typed next goes to the shell, not to the program on its way out).
+    pub fn wait_for_format(&self, fmt: &str, want: &str) {
+        let t = Instant::now();
+        loop {
+            let got = self.format(fmt);
+            if got == want {
+                return;
+            }
+            assert!(
+                t.elapsed() < WAIT,
+                "{fmt} is `{got}`, not `{want}`, after {WAIT:?}; screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(POLL);
+        }
+    }
+
     /// [`Self::wait_for`] a screen that shows `text`.
     pub fn wait_for_text(&self, text: &str) -> String {
         self.wait_for(&format!("`{text}`"), |s| s.contains(text))
