@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use testkit::prometheus::Prometheus;
 
@@ -94,13 +94,28 @@ fn exposition(f: &topo::Fabric, secs: f64) -> String {
 fn exporter(f: topo::Fabric) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
-    let t0 = Instant::now();
+    let ms = || {
+        let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        since.as_millis() as u64
+    };
+    let start = ms();
     std::thread::spawn(move || {
         for s in l.incoming() {
             let Ok(mut s) = s else { continue };
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf);
-            let body = exposition(&f, t0.elapsed().as_secs_f64());
+            // Every sample carries the time its value is for: Prometheus stamps a sample
+            // without one with the time its scrape started, and on a loaded machine this
+            // thread may answer that scrape a few hundred ms later, which moved a 5 s
+            // rate by up to 0.05 (the tolerance below).
+            let now = ms();
+            let body: String = exposition(&f, (now - start) as f64 / 1000.0)
+                .lines()
+                .map(|l| match l.starts_with('#') {
+                    true => format!("{l}\n"),
+                    false => format!("{l} {now}\n"),
+                })
+                .collect();
             let _ = write!(
                 s,
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
