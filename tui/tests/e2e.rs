@@ -445,6 +445,9 @@ fn sigterm_and_sighup_restore_the_terminal_and_finish_the_recording() {
             modes.contains(" icanon") && modes.contains(" echo "),
             "SIG{sig}: the terminal is left in raw mode: {modes}"
         );
+        // tmux reads the pane's output when it gets to it: once the line the session
+        // prints after the command is on screen, it has read all the TUI wrote before
+        s.wait_for_text("[exited ");
         assert_eq!(
             s.format("#{alternate_on} #{cursor_flag}"),
             "0 1",
