@@ -580,12 +580,16 @@ fn the_stream_starts_with_the_fabric_and_resumes_from_a_sequence_number() {
     );
 }
 
+/// The collector's pace is compared with a second daemon's, started alike and run over
+/// the same time with no stream client: both get what a loaded machine gives them (one
+/// run at `nice -n 19` made 40 snapshots in 42 s where 850 were "expected"), so only a
+/// collector slowed by its slow client falls behind the other.
 #[test]
 fn a_slow_stream_client_is_dropped_and_the_collector_keeps_its_pace() {
-    let d = Daemon::start(
-        "slow",
-        &["--sim", "--interval", "50ms", "--stream-lag", "4"],
-    );
+    let args = ["--sim", "--interval", "50ms", "--stream-lag", "4"];
+    let d = Daemon::start("slow", &args);
+    let control = Daemon::start("slow-control", &args);
+    let seq = |d: &Daemon| d.health()["latest_seq"].as_u64().unwrap();
     let mut gone = Stream::open(&d.addr, "/api/v1/telemetry/stream");
     gone.next_line().unwrap();
     drop(gone); // a client that disconnects
@@ -612,23 +616,22 @@ fn a_slow_stream_client_is_dropped_and_the_collector_keeps_its_pace() {
             .as_bytes(),
         )
         .unwrap();
-    let seq0 = d.health()["latest_seq"].as_u64().unwrap();
+    let (seq0, base0) = (seq(&d), seq(&control));
     let t0 = Instant::now();
     d.wait_for(
         |d| d.health()["daemon"]["stream_dropped"] == 1,
-        Duration::from_secs(60),
+        common::WAIT,
     );
     let h = d.health();
     assert_eq!(h["stream_clients"], 0, "both clients forgotten: {h}");
     assert!(d.stderr().contains("stream client dropped"));
-    // The collector was never slowed: about one snapshot per interval all along.
-    std::thread::sleep(Duration::from_millis(500));
-    let seq1 = d.health()["latest_seq"].as_u64().unwrap();
-    let expected = t0.elapsed().as_secs_f64() / 0.05;
-    let got = (seq1 - seq0) as f64;
+    // The collector was never slowed: as many snapshots, all along, as the control's
+    // (at least 20 of them, so that one snapshot more or less does not decide).
+    control.wait_for(|c| seq(c) >= base0 + 20, common::WAIT);
+    let (got, base) = ((seq(&d) - seq0) as f64, (seq(&control) - base0) as f64);
     assert!(
-        got > 0.7 * expected,
-        "{got} snapshots in {:?} (expected ~{expected})",
+        got > 0.7 * base,
+        "{got} snapshots with a slow client, {base} without, in the same {:?}",
         t0.elapsed()
     );
     // The slow client's connection was closed: reading drains what was buffered, then ends.
