@@ -225,12 +225,26 @@ pub fn check_neighbours(f: &Fabric, ns: &[Netns], wait: Duration) -> Result<Neig
             down.insert(spec_peer(f, n, p));
         }
     }
-    for n in 0..f.num_nodes() as u32 {
+    // A namespace deleted after `gone` was read (the check takes a while, seconds on a
+    // loaded machine): that node is down too, not an error of the check.
+    let vanished = |n: NodeId, down: &mut BTreeSet<(NodeId, topo::Port)>| {
+        for p in 0..f.degree(n) as topo::Port {
+            down.insert((n, p));
+            down.insert(spec_peer(f, n, p));
+        }
+    };
+    'nodes: for n in 0..f.num_nodes() as u32 {
         let n = NodeId(n);
         if gone[n.idx()] {
             continue;
         }
-        let ifaces = in_netns(&ns[n.idx()], datalink::interfaces)?;
+        let ifaces = match in_netns(&ns[n.idx()], datalink::interfaces) {
+            Err(e) if namespace_gone(&e) => {
+                vanished(n, &mut down);
+                continue;
+            }
+            r => r?,
+        };
         for p in 0..f.degree(n) as topo::Port {
             let name = ifname(p);
             let Some(iface) = ifaces.iter().find(|i| i.name == name) else {
@@ -244,8 +258,15 @@ pub fn check_neighbours(f: &Fabric, ns: &[Netns], wait: Duration) -> Result<Neig
                 read_timeout: Some(Duration::from_millis(5)),
                 ..Config::default()
             };
-            let ch = in_netns(&ns[n.idx()], || datalink::channel(iface, cfg))?
-                .map_err(io(format!("LLDP channel on {}:{name}", f.node_name(n))))?;
+            let ch = match in_netns(&ns[n.idx()], || datalink::channel(iface, cfg)) {
+                Err(e) if namespace_gone(&e) => {
+                    vanished(n, &mut down);
+                    chans.retain(|c: &PortChannel| c.node != n);
+                    continue 'nodes;
+                }
+                r => r?,
+            }
+            .map_err(io(format!("LLDP channel on {}:{name}", f.node_name(n))))?;
             let Channel::Ethernet(tx, rx) = ch else {
                 return Err(Error::Invalid(format!(
                     "{}:{name}: not an Ethernet channel",
@@ -329,9 +350,29 @@ pub fn check_neighbours(f: &Fabric, ns: &[Netns], wait: Duration) -> Result<Neig
     })
 }
 
+/// Whether `e` is the failure to open a namespace file that is no longer there.
+fn namespace_gone(e: &Error) -> bool {
+    matches!(e, Error::Os { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A namespace deleted while a check runs is a node down: entering it fails with
+    /// "not found", which the check now tells apart from a real failure (a deleted
+    /// switch namespace made the daemon's LLDP check count a source error under load).
+    #[test]
+    fn a_namespace_deleted_meanwhile_is_told_apart() {
+        let ns = Netns::from_name("fab-0-no-such-namespace");
+        let e = in_netns(&ns, || ()).unwrap_err();
+        assert!(namespace_gone(&e), "{e}");
+        let other = Error::Os {
+            what: "setns".into(),
+            source: std::io::Error::from_raw_os_error(libc::EPERM),
+        };
+        assert!(!namespace_gone(&other));
+    }
 
     fn heard_as_spec(f: &Fabric) -> BTreeMap<(NodeId, topo::Port), (String, String)> {
         let mut h = BTreeMap::new();
