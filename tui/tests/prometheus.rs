@@ -98,17 +98,18 @@ fn exporter(f: topo::Fabric) -> String {
         let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
         since.as_millis() as u64
     };
-    let start = ms();
+    let start = ms() / 1000 * 1000;
     std::thread::spawn(move || {
         for s in l.incoming() {
             let Ok(mut s) = s else { continue };
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf);
-            // Every sample carries the time its value is for: Prometheus stamps a sample
-            // without one with the time its scrape started, and on a loaded machine this
-            // thread may answer that scrape a few hundred ms later, which moved a 5 s
-            // rate by up to 0.05 (the tolerance below).
-            let now = ms();
+            // Every sample carries the time its value is for, the whole second of the
+            // scrape: Prometheus stamps a sample without one with the time its scrape
+            // started, and on a loaded machine this thread may answer a few hundred ms
+            // later, which moved a 5 s rate by up to 0.05 (the tolerance below). On the
+            // grid of whole seconds the rates are exact (see `covered_at`).
+            let now = ms() / 1000 * 1000;
             let body: String = exposition(&f, (now - start) as f64 / 1000.0)
                 .lines()
                 .map(|l| match l.starts_with('#') {
@@ -126,20 +127,35 @@ fn exporter(f: topo::Fabric) -> String {
     addr
 }
 
-/// Whether every counter was scraped in the last second and at least 5 times in the
-/// last 5 s (every second, as configured): then `rate(…[5s])` extrapolates over less
-/// than one scrape interval at either end, which is exact for a linear counter.
-fn covered(server: &Server) -> bool {
-    let value = |q: &str| {
-        server
-            .query(q)
-            .ok()
-            .and_then(|v| v.first().map(|s| s.1))
-            .unwrap_or(f64::NAN)
-    };
-    let age = value("time() - min(timestamp(fabric_port_transmit_bytes_total))");
-    let scrapes = value("min(count_over_time(fabric_port_transmit_bytes_total[5s]))");
-    age < 1.0 && scrapes >= 5.0
+/// `q` evaluated at `t` (s since the epoch) through the query API, read as
+/// [`Server::query`] reads an answer.
+fn query_at(prom: &str, q: &str, t: f64) -> Vec<fabric_api::prom::Series> {
+    let path = format!(
+        "/api/v1/query?query={}&time={t:.3}",
+        fabric_api::prom::encode(q)
+    );
+    let mut body = fabric_tui::http::get(prom, &path, Duration::from_secs(30)).unwrap();
+    let mut text = String::new();
+    body.read_to_string(&mut text).unwrap();
+    fabric_api::prom::parse_vector(text.as_bytes()).unwrap()
+}
+
+/// The time of the latest scrape (s), if the 5 s before it hold at least 5 scrapes: on
+/// the grid of whole seconds, `rate(…[5s])` evaluated at that time then extrapolates over
+/// at most one scrape interval at the start and none at the end, which is exact for these
+/// linear counters.
+/// At "now" instead, a scrape a loaded machine made late leaves a gap at the end that
+/// Prometheus extrapolates over by half an interval only (one run at nice 19 read 873
+/// drops/s for 1,000), and a late one inside the window does the same at its start.
+fn covered_at(server: &Server, prom: &str) -> Option<f64> {
+    let q = "max(timestamp(fabric_port_transmit_bytes_total))";
+    let t = server.query(q).ok()?.first()?.1;
+    let n = query_at(
+        prom,
+        "count_over_time(fabric_port_transmit_bytes_total[5s])",
+        t,
+    );
+    (!n.is_empty() && n.iter().all(|s| s.1 >= 5.0)).then_some(t)
 }
 
 #[test]
@@ -172,20 +188,13 @@ fn rates_from_a_real_prometheus() {
         if first_seen.get_or_insert_with(Instant::now).elapsed() < Duration::from_secs(7) {
             continue;
         }
-        // rate() is exact on these linear counters only while scrapes cover its window
-        // up to the query: a scrape a loaded machine made late leaves a gap at the end,
-        // which Prometheus extrapolates over by half a scrape interval only (one run at
-        // nice 19 read 873 drops/s for 1,000). So the scrapes' coverage is checked
-        // before and after the queries, and a round that was not covered is taken again.
-        if !covered(&server) {
+        // the rates at the latest scrape, once the window before it is covered
+        let Some(t) = covered_at(&server, prom.addr()) else {
             continue;
-        }
+        };
         let mut res = HashMap::new();
         for (k, q) in queries("5s") {
-            res.insert(k, server.query(&q).unwrap());
-        }
-        if !covered(&server) {
-            continue;
+            res.insert(k, query_at(prom.addr(), &q, t));
         }
         if res["tx"].len() == 2 * f.num_links() && res["tx_drops"].len() == 1 {
             let (view, ports) = infer_fabric("prom", &info);
