@@ -7,9 +7,14 @@
 //! that takes one delay is a sorted FIFO: pushing is an append and the earliest event
 //! is at the front. The queue keeps [`LANES`] such lanes, gives a free one to each new
 //! delay, and puts whatever no lane takes (timers, far or rare delays, an event that
-//! would not come last in its lane) into a [`CalendarQueue`]. A pop takes the earliest
-//! of the lanes' heads and the calendar's. Pops are by (time, sequence), exactly as in
-//! the other queues, so a run's events and results do not depend on the queue.
+//! would not come last in its lane) into a [`CalendarQueue`]. The lanes and the
+//! calendar are kept in the order of their first events: a pop takes the first and
+//! moves that lane down the order by its next event (a comparison or two), and the
+//! event after the next one, which the engine prefetches for, is known exactly in
+//! almost every case (97.6 % on the 1024-host permutation; scanning the heads at every
+//! pop and guessing the next event of the same lane found it 48 % of the time, and
+//! the calendar's sorted bucket 89 %). Pops are by (time, sequence), exactly as in the
+//! other queues, so a run's events and results do not depend on the queue.
 //!
 //! On the 1024-host permutation the event queue was 29 % of the simulator's
 //! instructions with the calendar alone (sorting each bucket as the clock enters it);
@@ -58,10 +63,9 @@ pub struct LaneQueue {
     tail: [Key; LANES],
     lanes: [VecDeque<Key>; LANES],
     rest: CalendarQueue,
-    /// Where the earliest pending event is (a lane or [`REST`]), and the event after
-    /// it (a prefetching hint: exact, except after the calendar's own next event).
-    min_at: usize,
-    second: Key,
+    /// The lanes and the calendar ([`REST`]) by their heads, earliest first (empty
+    /// ones last, in any order): the earliest event is `head[order[0]]`.
+    order: [u8; LANES + 1],
     /// The clock: the time of the last event popped.
     now: u64,
     /// Longest delay a lane takes (longer ones go to the calendar).
@@ -80,8 +84,7 @@ impl LaneQueue {
             tail: [0; LANES],
             lanes: Default::default(),
             rest: CalendarQueue::for_sim(),
-            min_at: REST,
-            second: NONE,
+            order: std::array::from_fn(|i| i as u8),
             now: 0,
             max_delay: 1 << 22,
             seq: 0,
@@ -115,45 +118,41 @@ impl LaneQueue {
         free
     }
 
-    /// Note a new event `k` that went to `at`: it may be the earliest or the second.
+    /// `head[at]` just became earlier: move `at` up the order.
     #[inline]
-    fn note(&mut self, k: Key, at: usize) {
-        let min = self.head[self.min_at];
-        if k < min {
-            self.second = min;
-            self.min_at = at;
-        } else if k < self.second {
-            self.second = k;
+    fn head_lowered(&mut self, at: usize) {
+        let mut i = self
+            .order
+            .iter()
+            .position(|&x| x as usize == at)
+            .expect("in order");
+        let h = self.head[at];
+        while i > 0 && self.head[self.order[i - 1] as usize] > h {
+            self.order.swap(i - 1, i);
+            i -= 1;
         }
     }
 
-    /// After a pop: find the earliest head, and a guess at the event after it (the
-    /// next one in the same lane, the usual case, else the second lane's head).
+    /// The earliest head (`order[0]`) just became later: move it down the order.
     #[inline]
-    fn rescan(&mut self) {
-        let mut at = REST;
-        let mut a = self.head[REST];
-        for i in 0..LANES {
-            let h = self.head[i];
-            if h < a {
-                a = h;
-                at = i;
-            }
+    fn first_raised(&mut self) {
+        let at = self.order[0] as usize;
+        let h = self.head[at];
+        let mut i = 0;
+        while i < LANES && self.head[self.order[i + 1] as usize] < h {
+            self.order.swap(i, i + 1);
+            i += 1;
         }
-        self.min_at = at;
-        self.second = if at < LANES {
-            self.lanes[at].get(1).copied().unwrap_or(NONE)
-        } else {
-            NONE
-        };
     }
 
     /// Put `e` (with its own sequence number) into the calendar.
     fn push_rest(&mut self, e: Ev) {
         let k = key(e);
         self.rest.unpop(e);
-        self.head[REST] = self.head[REST].min(k);
-        self.note(k, REST);
+        if k < self.head[REST] {
+            self.head[REST] = k;
+            self.head_lowered(REST);
+        }
     }
 }
 
@@ -178,8 +177,8 @@ impl EventQueue for LaneQueue {
         self.tail[at] = k;
         if self.head[at] == NONE {
             self.head[at] = k;
+            self.head_lowered(at);
         }
-        self.note(k, at);
     }
 
     #[inline]
@@ -187,7 +186,7 @@ impl EventQueue for LaneQueue {
         if self.len == 0 {
             return None;
         }
-        let at = self.min_at;
+        let at = self.order[0] as usize;
         let e = if at == REST {
             let e = self
                 .rest
@@ -203,7 +202,7 @@ impl EventQueue for LaneQueue {
         };
         self.len -= 1;
         self.now = e.t;
-        self.rescan();
+        self.first_raised();
         Some(e)
     }
 
@@ -214,12 +213,20 @@ impl EventQueue for LaneQueue {
 
     #[inline]
     fn peek_hint(&self) -> Option<Ev> {
-        (self.len > 0).then(|| unkey(self.head[self.min_at]))
+        (self.len > 0).then(|| unkey(self.head[self.order[0] as usize]))
     }
 
+    /// Exact, except when the calendar holds the next two events.
     #[inline]
     fn peek_hint2(&self) -> Option<Ev> {
-        (self.second != NONE).then(|| unkey(self.second))
+        let at = self.order[0] as usize;
+        let mut k = self.head[self.order[1] as usize];
+        if at < LANES
+            && let Some(&n) = self.lanes[at].get(1)
+        {
+            k = k.min(n);
+        }
+        (k != NONE).then(|| unkey(k))
     }
 
     /// Lanes take delays up to the horizon (a frame's arrival at the next hop); the
