@@ -103,19 +103,22 @@ impl LaneQueue {
         if d > self.max_delay {
             return REST;
         }
-        let mut free = REST;
-        for i in 0..LANES {
-            if self.delay[i] == d {
-                return if k > self.tail[i] { i } else { REST };
-            }
-            if free == REST && self.head[i] == NONE {
-                free = i;
-            }
+        if let Some(i) = self.delay.iter().position(|&x| x == d) {
+            return if k > self.tail[i] { i } else { REST };
         }
-        if free != REST {
-            self.delay[free] = d;
+        self.assign(d)
+    }
+
+    /// A free lane, given delay `d`, or [`REST`] if every lane holds events.
+    #[cold]
+    fn assign(&mut self, d: u64) -> usize {
+        match self.head[..LANES].iter().position(|&h| h == NONE) {
+            Some(i) => {
+                self.delay[i] = d;
+                i
+            }
+            None => REST,
         }
-        free
     }
 
     /// `head[at]` just became earlier: move `at` up the order.
