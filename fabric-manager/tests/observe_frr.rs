@@ -179,7 +179,7 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
             let t = d.json("/api/v1/telemetry");
             t["totals"]["tx_bytes"].as_u64().unwrap_or(0) > 0
         },
-        Duration::from_secs(30),
+        common::WAIT,
     );
 
     // The real TUI on the daemon's stream: idle links first, then the traffic's rate on
@@ -258,7 +258,7 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
             let ev = d.get("/api/v1/events").text();
             ev.contains("link-down") && ev.contains(&format!("\"link\":{link}"))
         },
-        Duration::from_secs(30),
+        common::WAIT,
     );
     daemon.wait_for(
         |d| {
@@ -314,7 +314,7 @@ fn observe_mode_checks_cabling_and_fibs_sees_bgp_repair_and_a_hand_made_route() 
                 })
             })
         },
-        Duration::from_secs(30),
+        common::WAIT,
     );
 
     assert!(daemon.terminate().success());

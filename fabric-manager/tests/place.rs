@@ -5,7 +5,6 @@
 mod common;
 
 use std::process::Command;
-use std::time::Duration;
 
 use common::Daemon;
 
@@ -78,7 +77,7 @@ fn a_cut_nic_is_drained_then_resumed_and_placement_avoids_it() {
                 .as_array()
                 .is_some_and(|a| !a.is_empty())
         },
-        Duration::from_secs(20),
+        common::WAIT,
     );
     let v = d.json("/api/v1/drain");
     assert_eq!(v["drain"][0]["node"], "host0", "{v}");
@@ -137,7 +136,7 @@ fn a_cut_nic_is_drained_then_resumed_and_placement_avoids_it() {
                 .as_array()
                 .is_some_and(|a| !a.is_empty())
         },
-        Duration::from_secs(20),
+        common::WAIT,
     );
     let v = d.json("/api/v1/drain");
     assert_eq!(v["drain"], serde_json::json!([]), "{v}");

@@ -74,7 +74,7 @@ fn a_real_prometheus_scrapes_the_daemon_and_answers_queries() {
             up = query(prom_addr, "fabric_port_up");
             up.len() == 96
         },
-        Duration::from_secs(30),
+        common::WAIT,
     );
     assert!(up.iter().all(|s| s["value"][1] == "1"), "{up:?}");
     assert!(
@@ -92,7 +92,7 @@ fn a_real_prometheus_scrapes_the_daemon_and_answers_queries() {
                     .iter()
                     .all(|s| s["value"][1].as_str().unwrap().parse::<f64>().unwrap() > 0.0)
         },
-        Duration::from_secs(40),
+        common::WAIT,
     );
     // The same utilisation from Prometheus (rate over wall-clock time, what
     // `fabric-tui --prometheus` reads) as from the stream's snapshots (deltas over their

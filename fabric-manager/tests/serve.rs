@@ -136,13 +136,14 @@ fn malformed_oversized_and_slow_requests_are_refused_counted_and_survived() {
     assert_eq!(d.get("/api/v1/telemetry/stream?from=abc").status, 400);
     assert_eq!(d.get("/api/v1/events?limit=-1").status, 400);
     // A client that never sends its request head is cut off after the header timeout.
+    // (cut off after 500 ms; kept, it would be read until the 30 s read timeout)
     let mut s = TcpStream::connect(&d.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let t = Instant::now();
     let mut buf = Vec::new();
     let _ = s.read_to_end(&mut buf);
     assert!(
-        t.elapsed() < Duration::from_secs(5),
+        t.elapsed() < Duration::from_secs(20),
         "silent client kept {:?}",
         t.elapsed()
     );
@@ -215,7 +216,7 @@ fn mutating_endpoints_need_the_token() {
     assert_eq!(r.status, 200, "{}", r.text());
     d.wait_for(
         |d| d.health()["links_down"].as_array().unwrap().len() == 1,
-        Duration::from_secs(10),
+        common::WAIT,
     );
     let h = d.health();
     assert_eq!(h["status"], "degraded");
@@ -227,7 +228,7 @@ fn mutating_endpoints_need_the_token() {
                 .as_array()
                 .is_some_and(|a| a.len() >= 2)
         },
-        Duration::from_secs(10),
+        common::WAIT,
     );
     let ev = d.json("/api/v1/events");
     let kinds: Vec<&str> = ev
@@ -264,7 +265,7 @@ fn mutating_endpoints_need_the_token() {
         b"",
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    d.wait_for(|d| d.health()["status"] == "ok", Duration::from_secs(10));
+    d.wait_for(|d| d.health()["status"] == "ok", common::WAIT);
     let r = d.request("POST", "/api/v1/reroute", &[("Authorization", &auth)], b"");
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.text().contains("0 switches changed"), "{}", r.text());
@@ -285,7 +286,11 @@ fn a_recording_started_and_stopped_over_http_reads_back() {
     assert_eq!(r.status, 200, "{}", r.text());
     let r = d.request("POST", "/api/v1/recording", &ct, body.as_bytes());
     assert_eq!(r.status, 409, "already recording: {}", r.text());
-    std::thread::sleep(Duration::from_millis(500));
+    // a few snapshots recorded: waited for (a loaded machine may make fewer than one per
+    // interval), not slept for; the collector records a snapshot before it is counted
+    let seq = |d: &Daemon| d.health()["latest_seq"].as_u64().unwrap();
+    let seq0 = seq(&d);
+    d.wait_for(|d| seq(d) >= seq0 + 4, common::WAIT);
     let r = d.request(
         "DELETE",
         "/api/v1/recording",
@@ -327,10 +332,23 @@ fn a_manual_reroute_keeps_the_streams_clock_and_is_not_a_repair() {
     let body = serde_json::json!({ "path": "run.rec" }).to_string();
     let r = d.request("POST", "/api/v1/recording", &ct, body.as_bytes());
     assert_eq!(r.status, 200, "{}", r.text());
-    for _ in 0..3 {
+    let manual = |d: &Daemon| {
+        d.json("/api/v1/events?limit=1000")
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                e["what"]["kind"] == "reroute"
+                    && e["what"]["links"].as_array().is_some_and(|l| l.is_empty())
+            })
+            .count()
+    };
+    for n in 1..=3 {
         let r = d.request("POST", "/api/v1/reroute", &ct[..1], b"");
         assert_eq!(r.status, 200, "{}", r.text());
-        std::thread::sleep(Duration::from_millis(250));
+        // its event goes out (and into the recording) with the next snapshot: waited
+        // for, or under load the recording could stop before the last one is in it
+        d.wait_for(|d| manual(d) >= n, common::WAIT);
     }
     let r = d.request("DELETE", "/api/v1/recording", &ct[..1], b"");
     assert_eq!(r.status, 200, "still recording: {}", r.text());
@@ -446,7 +464,7 @@ fn recordings_stay_inside_the_record_dir_within_their_caps() {
     assert_eq!(r.status, 200, "{}", r.text());
     d.wait_for(
         |d| d.stderr().contains("reached --record-max-bytes 20000"),
-        Duration::from_secs(20),
+        common::WAIT,
     );
     let size = std::fs::metadata(dir.join("a.rec")).unwrap().len();
     assert!(size < 200_000, "{size} bytes");
@@ -551,7 +569,7 @@ fn the_stream_starts_with_the_fabric_and_resumes_from_a_sequence_number() {
     assert!(r.text().contains("not reached yet"), "{}", r.text());
     d.wait_for(
         |d| d.health()["latest_seq"].as_u64().unwrap() > 60,
-        Duration::from_secs(30),
+        common::WAIT,
     );
     let r = d.get("/api/v1/telemetry/stream?from=0");
     assert_eq!(r.status, 410, "{}", r.text());
@@ -562,12 +580,16 @@ fn the_stream_starts_with_the_fabric_and_resumes_from_a_sequence_number() {
     );
 }
 
+/// The collector's pace is compared with a second daemon's, started alike and run over
+/// the same time with no stream client: both get what a loaded machine gives them (one
+/// run at `nice -n 19` made 40 snapshots in 42 s where 850 were "expected"), so only a
+/// collector slowed by its slow client falls behind the other.
 #[test]
 fn a_slow_stream_client_is_dropped_and_the_collector_keeps_its_pace() {
-    let d = Daemon::start(
-        "slow",
-        &["--sim", "--interval", "50ms", "--stream-lag", "4"],
-    );
+    let args = ["--sim", "--interval", "50ms", "--stream-lag", "4"];
+    let d = Daemon::start("slow", &args);
+    let control = Daemon::start("slow-control", &args);
+    let seq = |d: &Daemon| d.health()["latest_seq"].as_u64().unwrap();
     let mut gone = Stream::open(&d.addr, "/api/v1/telemetry/stream");
     gone.next_line().unwrap();
     drop(gone); // a client that disconnects
@@ -594,23 +616,22 @@ fn a_slow_stream_client_is_dropped_and_the_collector_keeps_its_pace() {
             .as_bytes(),
         )
         .unwrap();
-    let seq0 = d.health()["latest_seq"].as_u64().unwrap();
+    let (seq0, base0) = (seq(&d), seq(&control));
     let t0 = Instant::now();
     d.wait_for(
         |d| d.health()["daemon"]["stream_dropped"] == 1,
-        Duration::from_secs(60),
+        common::WAIT,
     );
     let h = d.health();
     assert_eq!(h["stream_clients"], 0, "both clients forgotten: {h}");
     assert!(d.stderr().contains("stream client dropped"));
-    // The collector was never slowed: about one snapshot per interval all along.
-    std::thread::sleep(Duration::from_millis(500));
-    let seq1 = d.health()["latest_seq"].as_u64().unwrap();
-    let expected = t0.elapsed().as_secs_f64() / 0.05;
-    let got = (seq1 - seq0) as f64;
+    // The collector was never slowed: as many snapshots, all along, as the control's
+    // (at least 20 of them, so that one snapshot more or less does not decide).
+    control.wait_for(|c| seq(c) >= base0 + 20, common::WAIT);
+    let (got, base) = ((seq(&d) - seq0) as f64, (seq(&control) - base0) as f64);
     assert!(
-        got > 0.7 * expected,
-        "{got} snapshots in {:?} (expected ~{expected})",
+        got > 0.7 * base,
+        "{got} snapshots with a slow client, {base} without, in the same {:?}",
         t0.elapsed()
     );
     // The slow client's connection was closed: reading drains what was buffered, then ends.
@@ -683,7 +704,7 @@ fn stream_clients_are_capped_apart_and_leave_room_for_scrapes_and_health() {
             let mut s = Stream::open(&d.addr, "/api/v1/telemetry/stream");
             s.status == 200 && s.next_line().is_some()
         },
-        Duration::from_secs(10),
+        common::WAIT,
     );
 }
 
@@ -767,10 +788,7 @@ fn fabric_status_names_links_and_fails_when_degraded() {
         b"",
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    d.wait_for(
-        |d| d.health()["status"] == "degraded",
-        Duration::from_secs(10),
-    );
+    d.wait_for(|d| d.health()["status"] == "degraded", common::WAIT);
     let status = |json: bool| {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"));
         c.args(["status", "--daemon", &d.addr]);
@@ -894,7 +912,7 @@ fn a_source_error_that_repeats_is_logged_once_and_counted_every_time() {
         )
         .unwrap_or(0.0)
     };
-    d.wait_for(|d| errors(d) >= 5.0, Duration::from_secs(30));
+    d.wait_for(|d| errors(d) >= 5.0, common::WAIT);
     let log = d.stderr();
     let said = log.lines().filter(|l| l.contains(" WARN source: ")).count();
     assert_eq!(said, 1, "{log}");

@@ -110,7 +110,7 @@ fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
                 .as_array()
                 .is_some_and(|c| c.iter().any(|x| x.as_u64() > Some(0)))
         },
-        Duration::from_secs(20),
+        common::WAIT,
     );
 
     // A cable cut on ibsim's console (through the API): detected, answered, loaded.
@@ -121,7 +121,7 @@ fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
     });
     d.wait_for(
         |d| d.health()["links_down"].as_array().unwrap().len() == 1,
-        Duration::from_secs(10),
+        common::WAIT,
     );
     // The cabling check leaves the failed cable out.
     assert_cabling_matches(&d);

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{Daemon, TOKEN};
 
 const TENANTS: &str = concat!(
@@ -32,7 +30,7 @@ fn the_demo_serves_per_tenant_counters_metrics_and_events() {
             let t = v["tenants"].as_array().cloned().unwrap_or_default();
             !v["interval_ns"].is_null() && t.iter().any(|e| number(&e["sent_bytes"]) > 0)
         },
-        Duration::from_secs(30),
+        common::WAIT,
     );
     let v = d.json("/api/v1/tenants");
     assert!(
@@ -87,7 +85,7 @@ fn the_demo_serves_per_tenant_counters_metrics_and_events() {
                 .as_array()
                 .is_some_and(|a| a.iter().any(|e| e["what"]["kind"] == "link-down"))
         },
-        Duration::from_secs(10),
+        common::WAIT,
     );
     let ev = d.json("/api/v1/events");
     let down = ev

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Daemon, ip, metric, token_file};
+use common::{Daemon, WAIT, ip, metric, token_file};
 use serde_json::Value;
 
 fn enabled() -> bool {
@@ -52,10 +52,10 @@ fn namespaces_of(d: &Daemon) -> Vec<String> {
         .collect()
 }
 
-/// Waits up to 5 s for a `reroute` event of `link` after event index `since`; its
+/// Waits up to [`WAIT`] for a `reroute` event of `link` after event index `since`; its
 /// repaired time (ns) and the events seen (including it).
 fn wait_reroute(d: &Daemon, since: usize, link: u64) -> (u64, Vec<Value>) {
-    let ev = d.wait_reroute(since, link, Duration::from_secs(5));
+    let ev = d.wait_reroute(since, link, WAIT);
     let last = ev.last().unwrap();
     (last["what"]["repaired_ns"].as_u64().unwrap(), ev)
 }
@@ -99,10 +99,7 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     let t = d.json("/api/v1/topology/check");
     assert_eq!((&t["ports"], &t["heard"]), (&96.into(), &96.into()), "{t}");
     assert_eq!(t["mismatches"], serde_json::json!([]), "{t}");
-    d.wait_for(
-        |d| d.health()["topology"]["heard"] == 96,
-        Duration::from_secs(3),
-    );
+    d.wait_for(|d| d.health()["topology"]["heard"] == 96, WAIT);
     assert!(
         d.get("/metrics")
             .text()
@@ -130,7 +127,7 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     );
     d.wait_for(
         |d| d.health()["links_down"].as_array().unwrap().len() == 1,
-        Duration::from_secs(3),
+        WAIT,
     );
     let m = d.get("/metrics").text();
     assert!(
@@ -150,7 +147,7 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     assert!(ev.iter().any(|e| e["what"]["kind"] == "link-up"), "{ev:?}");
     d.wait_for(
         |d| d.health()["links_down"].as_array().unwrap().is_empty(),
-        Duration::from_secs(3),
+        WAIT,
     );
 
     // 2. A host link failed through the API: its host is cut off, the pairs are counted.
@@ -161,7 +158,7 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     wait_reroute(&d, n2, host_link);
     d.wait_for(
         |d| d.health()["unreachable_pairs"].as_u64() == Some(30),
-        Duration::from_secs(3),
+        WAIT,
     );
     let r = d.post("/api/v1/links/pod0-leaf0:0/fail");
     assert_eq!(r.status, 409, "{}", r.text());
@@ -171,7 +168,7 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
     wait_reroute(&d, n3, host_link);
     d.wait_for(
         |d| d.health()["unreachable_pairs"].as_u64() == Some(0),
-        Duration::from_secs(3),
+        WAIT,
     );
 
     // 3. Twenty aggregation→core failures through the API, each restored before the
@@ -240,10 +237,7 @@ fn the_daemon_owns_a_routed_testbed_repairs_failures_and_deletes_it_on_sigterm()
         .unwrap();
     ip(&["-n", ns_agg, "route", "del", &prefix]);
     // The periodic check (every 300 ms) sees it: health, alarm, metric.
-    d.wait_for(
-        |d| d.health()["route_drift"]["missing"] == 1,
-        Duration::from_secs(5),
-    );
+    d.wait_for(|d| d.health()["route_drift"]["missing"] == 1, WAIT);
     let h = d.health();
     assert!(has_alarm(&h, "route-drift", "minor"), "{h}");
     assert_eq!(h["status"], "degraded");
@@ -346,7 +340,7 @@ fn the_daemon_adopts_existing_namespaces_survives_a_deleted_veth_and_leaves_them
                 .text()
                 .contains("fabric_port_up{switch=\"pod1-agg1\",port=\"2\"} 0")
         },
-        Duration::from_secs(3),
+        WAIT,
     );
     let r = d.post("/api/v1/links/pod1-agg1:2/restore");
     assert_eq!(r.status, 409, "{}", r.text());
@@ -362,7 +356,7 @@ fn the_daemon_adopts_existing_namespaces_survives_a_deleted_veth_and_leaves_them
     assert!(missing.iter().any(|m| m["at"] == "pod1-agg1:p2"), "{t}");
     d.wait_for(
         |d| d.health()["topology"]["mismatches"]["missing"] == 2,
-        Duration::from_secs(3),
+        WAIT,
     );
     let h = d.health();
     assert!(has_alarm(&h, "miswiring", "critical"), "{h}");
@@ -454,10 +448,7 @@ fn the_daemon_says_which_namespace_holds_each_node_and_port() {
     let api = agg["ports"][0]["api"].as_str().unwrap();
     let r = d.post(&format!("/api/v1/links/{api}/fail"));
     assert_eq!(r.status, 200, "{}", r.text());
-    d.wait_for(
-        |d| d.health()["status"] == "degraded",
-        Duration::from_secs(10),
-    );
+    d.wait_for(|d| d.health()["status"] == "degraded", WAIT);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"))
         .args(["status", "--daemon", &d.addr])
         .output()
@@ -514,10 +505,7 @@ fn a_veth_made_again_under_the_same_name_is_tracked_again_and_its_alarm_clears()
     let n = event_count(&d);
     ip(&["-n", &agg_ns, "link", "del", "p2"]);
     wait_reroute(&d, n, link);
-    d.wait_for(
-        |d| has_alarm(&d.health(), "link-down", "minor"),
-        Duration::from_secs(5),
-    );
+    d.wait_for(|d| has_alarm(&d.health(), "link-down", "minor"), WAIT);
     let n = event_count(&d);
     ip(&[
         "-n", &agg_ns, "link", "add", "p2", "type", "veth", "peer", "name", &core_if, "netns",
@@ -536,7 +524,7 @@ fn a_veth_made_again_under_the_same_name_is_tracked_again_and_its_alarm_clears()
             let h = d.health();
             h["status"] == "ok" && h["links_down"] == serde_json::json!([])
         },
-        Duration::from_secs(10),
+        WAIT,
     );
     assert!(
         !has_alarm(&d.health(), "link-down", "minor"),
@@ -592,7 +580,7 @@ fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
             break ev;
         }
         assert!(
-            t.elapsed() < Duration::from_secs(5),
+            t.elapsed() < WAIT,
             "no reroute within 5 s; events {ev:?}; stderr:\n{}",
             d.stderr()
         );
@@ -624,7 +612,7 @@ fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
 
     // The daemon let go: the kernel destroyed the namespace, so its veths and their
     // peers are gone (the aggregation switch's port and the hosts' NICs).
-    d.wait_for(|_| !has_link(&ns_agg, &agg.1), Duration::from_secs(5));
+    d.wait_for(|_| !has_link(&ns_agg, &agg.1), WAIT);
     let host = peers.iter().find(|(n, _)| n.starts_with("host")).unwrap();
     let host_id = f.name_index()[host.0.as_str()];
     let ns_host = ns
@@ -636,7 +624,7 @@ fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
     // Health: the switch down, a critical alarm, the unreachable pairs; counted.
     d.wait_for(
         |d| d.health()["switches_down"] == serde_json::json!(["pod0-leaf0"]),
-        Duration::from_secs(3),
+        WAIT,
     );
     let h = d.health();
     assert!(has_alarm(&h, "switch-down", "critical"), "{h}");
@@ -663,10 +651,7 @@ fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
         agg.0,
         &agg.1[1..]
     );
-    d.wait_for(
-        |d| d.get("/metrics").text().contains(&peer_up),
-        Duration::from_secs(3),
-    );
+    d.wait_for(|d| d.get("/metrics").text().contains(&peer_up), WAIT);
     assert_eq!(metric(&m, "fabric_daemon_source_errors_total"), Some(0.0));
 
     // The routes of the 19 others follow the tables (no drift), and LLDP sees a switch
@@ -683,7 +668,7 @@ fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
     let seq = d.json("/api/v1/telemetry")["seq"].as_u64().unwrap();
     d.wait_for(
         |d| d.json("/api/v1/telemetry")["seq"].as_u64().unwrap() > seq + 2,
-        Duration::from_secs(5),
+        WAIT,
     );
 
     // A host's namespace deleted too (host12-nic0, under pod3-leaf0): released (its
@@ -702,11 +687,8 @@ fn a_deleted_switch_namespace_is_released_routed_around_and_alarmed() {
         ev.iter().all(|e| e["what"]["kind"] != "switch-down"),
         "{ev:?}"
     );
-    d.wait_for(|_| !has_link(&ns_leaf12, &port12), Duration::from_secs(5));
-    d.wait_for(
-        |d| d.health()["unreachable_pairs"] == 58 + 2 * 13,
-        Duration::from_secs(3),
-    );
+    d.wait_for(|_| !has_link(&ns_leaf12, &port12), WAIT);
+    d.wait_for(|d| d.health()["unreachable_pairs"] == 58 + 2 * 13, WAIT);
     assert_eq!(
         d.health()["switches_down"],
         serde_json::json!(["pod0-leaf0"])
@@ -849,7 +831,7 @@ fn drifted_routes_are_repaired_over_the_api_and_only_the_daemons_extra_routes_go
                 .iter()
                 .any(|e| e["what"]["kind"] == "routes-repaired" && e["what"]["skipped"] == 1)
         },
-        Duration::from_secs(3),
+        WAIT,
     );
     // The foreign route removed by its owner: no drift at all.
     ip(&["-n", &leaf1, "route", "del", &own1]);
@@ -857,7 +839,7 @@ fn drifted_routes_are_repaired_over_the_api_and_only_the_daemons_extra_routes_go
     assert_eq!(drift["entries"], serde_json::json!([]), "{drift}");
     d.wait_for(
         |d| d.health()["route_drift"]["missing"] == 0 && d.health()["status"] == "ok",
-        Duration::from_secs(3),
+        WAIT,
     );
 }
 
@@ -880,14 +862,11 @@ fn with_repair_drift_the_periodic_check_reprograms_a_deleted_route() {
                 "fabric_route_drift_repaired_total{kind=\"missing\"}",
             ) == Some(1.0)
         },
-        Duration::from_secs(5),
+        WAIT,
     );
     let shown = ip_out(&["-n", &agg, "route", "show", &prefix]);
     assert!(shown.contains("proto 251"), "{shown}");
-    d.wait_for(
-        |d| d.health()["route_drift"]["missing"] == 0,
-        Duration::from_secs(3),
-    );
+    d.wait_for(|d| d.health()["route_drift"]["missing"] == 0, WAIT);
 }
 
 #[test]
@@ -944,7 +923,7 @@ fn host_netns_the_daemon_programs_and_watches_the_namespace_it_runs_in() {
                     .text()
                     .contains("fabric_port_up{switch=\"pod1-agg0\",port=\"2\"} 0")
             },
-            Duration::from_secs(3),
+            WAIT,
         );
         let drift = d.json("/api/v1/drift");
         assert_eq!(drift["entries"], serde_json::json!([]), "{drift}; {routes}");
@@ -956,7 +935,7 @@ fn host_netns_the_daemon_programs_and_watches_the_namespace_it_runs_in() {
         assert!(ev.iter().any(|e| e["what"]["kind"] == "link-up"), "{ev:?}");
         d.wait_for(
             |d| d.health()["links_down"].as_array().unwrap().is_empty(),
-            Duration::from_secs(3),
+            WAIT,
         );
         let status = d.terminate();
         assert!(status.success(), "{status:?}: {}", d.stderr());
@@ -1029,7 +1008,7 @@ fn netlink_errors_while_repairing_are_logged_counted_and_survived() {
             )
             .is_some_and(|v| v >= 1.0)
         },
-        Duration::from_secs(5),
+        WAIT,
     );
     assert!(
         d.stderr().contains(&format!("repairing link {l}:")),
@@ -1037,10 +1016,7 @@ fn netlink_errors_while_repairing_are_logged_counted_and_survived() {
         d.stderr()
     );
     // The link is still known to be down (health follows the carrier).
-    d.wait_for(
-        |d| d.health()["links_down"] == serde_json::json!([l]),
-        Duration::from_secs(3),
-    );
+    d.wait_for(|d| d.health()["links_down"] == serde_json::json!([l]), WAIT);
     // The daemon goes on: a failure elsewhere is repaired as usual.
     let n = event_count(&d);
     let r = d.post("/api/v1/links/core1-1:0/fail");
@@ -1281,10 +1257,7 @@ fn the_health_says_when_the_lldp_result_is_stale() {
     assert_eq!(d.health()["topology"]["stale"], false, "{}", d.health());
     let r = d.post("/api/v1/links/pod0-leaf0:2/fail");
     assert_eq!(r.status, 200, "{}", r.text());
-    d.wait_for(
-        |d| d.health()["topology"]["stale"] == true,
-        Duration::from_secs(5),
-    );
+    d.wait_for(|d| d.health()["topology"]["stale"] == true, WAIT);
     assert_eq!(d.get("/api/v1/topology/check").status, 200);
     assert_eq!(d.health()["topology"]["stale"], false, "{}", d.health());
 }

@@ -50,7 +50,7 @@ fn reconnects_and_resumes() {
     let (ctl_tx, ctl_rx) = mpsc::channel();
     let t = std::thread::spawn(move || connect(addr, tx, ctl_rx, None));
     let mut got = Vec::new();
-    while let Ok(m) = rx.recv_timeout(Duration::from_secs(10)) {
+    while let Ok(m) = rx.recv_timeout(Duration::from_secs(60)) {
         let done = matches!(&m, Msg::Sample(s) if s.at_ns == 12_000_000_000);
         got.push(m);
         if done {

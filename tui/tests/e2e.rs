@@ -3,7 +3,8 @@
 
 mod common;
 
-use std::process::Command;
+use std::io::{BufRead, BufReader};
+use std::process::{ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use testkit::process::KillOnDrop;
@@ -194,8 +195,19 @@ fn bad_recording_is_a_clear_error_not_a_panic() {
     );
 }
 
-/// `fabric serve --sim` (this workspace's daemon) on `port`, killed when dropped.
-fn start_daemon(port: u16) -> KillOnDrop {
+/// A `fabric serve --sim` (this workspace's daemon), killed when dropped.
+struct Serve {
+    _child: KillOnDrop,
+    /// Its stdout after the readiness line, kept open while it runs.
+    _out: BufReader<ChildStdout>,
+    /// The address it listens on (`127.0.0.1:PORT`).
+    addr: String,
+}
+
+/// Starts `fabric serve --sim` on `listen` (`127.0.0.1:0` for a port the kernel picks, so
+/// no other test can take it first) and waits for its readiness line; its stderr goes to
+/// `log`, shown if it does not start.
+fn start_daemon(listen: &str, log: &std::path::Path) -> Serve {
     let dir = std::path::Path::new(env!("CARGO_BIN_EXE_fabric-tui"))
         .parent()
         .unwrap();
@@ -205,14 +217,28 @@ fn start_daemon(port: u16) -> KillOnDrop {
         "{} is missing: `cargo test --workspace` builds it, or run `cargo build -p fabric-manager` first",
         bin.display()
     );
-    let child = Command::new(bin)
+    let mut child = Command::new(bin)
         .args(["serve", "--sim", "--ratio", "0.0002", "--interval", "250ms"])
-        .arg(format!("--listen=127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .arg(format!("--listen={listen}"))
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
         .spawn()
         .unwrap();
-    KillOnDrop(child)
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let child = KillOnDrop(child);
+    let mut line = String::new();
+    let _ = out.read_line(&mut line);
+    let Some(addr) = line.trim().strip_prefix("listening on http://") else {
+        panic!(
+            "fabric serve --listen={listen}: first line {line:?}; stderr:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        )
+    };
+    Serve {
+        addr: addr.to_string(),
+        _child: child,
+        _out: out,
+    }
 }
 
 /// `--connect` to a real `fabric serve --sim`, which is then stopped and started again on
@@ -222,24 +248,24 @@ fn start_daemon(port: u16) -> KillOnDrop {
 /// then two runs' streams were spliced. The recording of the first run is finished.
 #[test]
 fn connect_to_fabric_serve_in_tmux() {
-    let port = testkit::free_port();
-    let daemon = start_daemon(port);
+    if !tmux::available() {
+        return;
+    }
     let bin = env!("CARGO_BIN_EXE_fabric-tui");
     let dir = std::env::temp_dir().join(format!("fabric-tui-connect-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let daemon = start_daemon("127.0.0.1:0", &dir.join("serve-1.log"));
+    let addr = daemon.addr.clone();
     let rec = dir.join("live.rec");
     let Some(s) = session(
         "connect",
-        &format!(
-            "{bin} --connect 127.0.0.1:{port} --record {}",
-            rec.display()
-        ),
+        &format!("{bin} --connect {addr} --record {}", rec.display()),
     ) else {
         return;
     };
     let screen = s.wait_for_text("host–leaf p99");
     assert!(
-        screen.contains(&format!("● LIVE fabric serve 127.0.0.1:{port}")),
+        screen.contains(&format!("● LIVE fabric serve {addr}")),
         "{screen}"
     );
     assert!(screen.contains("● REC live.rec"), "{screen}");
@@ -255,15 +281,20 @@ fn connect_to_fabric_serve_in_tmux() {
         screen.contains("DISCONNECTED (values stale) from fabric serve"),
         "{screen}"
     );
-    let _daemon = start_daemon(port);
+    // the same port again (a `:0` bind elsewhere could take it meanwhile, one chance in
+    // the ~28,000 ephemeral ports; then this fails naming the daemon's error, never hangs)
+    let _daemon = start_daemon(&addr, &dir.join("serve-2.log"));
     s.wait_for_text("● LIVE fabric serve");
     s.keys(&["Tab", "Tab"]);
-    let screen = s.wait_for_text("the daemon restarted (instance");
+    // the source says "restarted", then finishes the recording, then says so, then the
+    // header drops its REC: three messages the screen may be drawn between
+    let screen = s.wait_for("the finished recording, its REC gone", |sc| {
+        sc.contains("recording live.rec finished: the daemon restarted") && !sc.contains("● REC")
+    });
     assert!(
-        screen.contains("recording live.rec finished: the daemon restarted"),
+        screen.contains("the daemon restarted (instance"),
         "{screen}"
     );
-    assert!(!screen.contains("● REC"), "{screen}");
     assert_finished_recording(&rec);
     s.keys(&["q"]);
     std::fs::remove_dir_all(&dir).ok();
@@ -338,15 +369,14 @@ fn demo_runs_until_quit_in_tmux() {
     s.wait_for_text("● LIVE demo fat-tree-k8");
     std::thread::sleep(Duration::from_secs(62));
     let before = s.screen();
-    std::thread::sleep(Duration::from_secs(4));
-    let after = s.screen();
+    let t0 = header_time_ns(&before);
+    assert!(t0.is_some(), "no simulated time in the header:\n{before}");
+    // simulated time goes on (waited for: a loaded machine may not draw for seconds)
+    let after = s.wait_for("the simulated time going on", |sc| {
+        header_time_ns(sc) > t0 || sc.contains("DISCONNECTED")
+    });
     assert!(after.contains("● LIVE demo fat-tree-k8"), "{after}");
     assert!(!after.contains("DISCONNECTED"), "{after}");
-    let (t0, t1) = (header_time_ns(&before), header_time_ns(&after));
-    assert!(
-        t0.is_some() && t1 > t0,
-        "simulated time goes on: {t0:?} then {t1:?}\n{after}"
-    );
     s.keys(&["q"]);
     s.wait_gone("fabric-tui");
 }
@@ -359,7 +389,7 @@ fn wait_file(path: &std::path::Path, what: &str) -> String {
         {
             return s;
         }
-        assert!(t.elapsed() < Duration::from_secs(20), "{what} never came");
+        assert!(t.elapsed() < tmux::WAIT, "{what} never came");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -415,6 +445,9 @@ fn sigterm_and_sighup_restore_the_terminal_and_finish_the_recording() {
             modes.contains(" icanon") && modes.contains(" echo "),
             "SIG{sig}: the terminal is left in raw mode: {modes}"
         );
+        // tmux reads the pane's output when it gets to it: once the line the session
+        // prints after the command is on screen, it has read all the TUI wrote before
+        s.wait_for_text("[exited ");
         assert_eq!(
             s.format("#{alternate_on} #{cursor_flag}"),
             "0 1",

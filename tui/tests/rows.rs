@@ -34,10 +34,10 @@ fn type_filter(a: &mut App, text: &str) {
     a.update(Msg::Key(KeyEvent::from(KeyCode::Enter)));
 }
 
-/// The next message from the worker (rows), within 10 s.
+/// The next message from the worker (rows), within 60 s (generous: a loaded machine).
 fn rows_msg(rx: &Receiver<Msg>) -> Msg {
     let m = rx
-        .recv_timeout(Duration::from_secs(10))
+        .recv_timeout(Duration::from_secs(60))
         .expect("the worker answers");
     assert!(matches!(m, Msg::Rows(_)), "{m:?}");
     m

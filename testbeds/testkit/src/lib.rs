@@ -25,7 +25,9 @@ pub mod prometheus;
 pub mod tmux;
 pub mod tools;
 
-/// A TCP port free on loopback right now (for a server a test starts).
+/// A TCP port free on loopback right now, for a server a test starts that cannot be told
+/// to bind `127.0.0.1:0` and say which port it got (another test may take the port before
+/// the server binds it: prefer port 0 wherever the server reports its address).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

@@ -18,9 +18,11 @@ pub struct Prometheus {
 }
 
 impl Prometheus {
-    /// Starts Prometheus on a free loopback port, scraping `targets` (`host:port`, job
-    /// `fabric`) every second; its files go to `dir` (`prometheus.yml`, `data/`,
-    /// `prometheus.log`).
+    /// Starts Prometheus on a loopback port the kernel picks (`127.0.0.1:0`: a port
+    /// chosen free beforehand could be taken by another test before Prometheus binds
+    /// it), scraping `targets` (`host:port`, job `fabric`) every second, and waits up to
+    /// [`crate::tmux::WAIT`] for the address its log says it listens on; its files go
+    /// to `dir` (`prometheus.yml`, `data/`, `prometheus.log`).
     pub fn start(dir: &Path, targets: &[&str]) -> Prometheus {
         let cfg = dir.join("prometheus.yml");
         let list = targets
@@ -35,7 +37,6 @@ impl Prometheus {
             ),
         )
         .unwrap_or_else(|e| panic!("{}: {e}", cfg.display()));
-        let addr = format!("127.0.0.1:{}", crate::free_port());
         let log = dir.join("prometheus.log");
         let out = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
         let child = Command::new("prometheus")
@@ -44,13 +45,28 @@ impl Prometheus {
                 "--storage.tsdb.path={}",
                 dir.join("data").display()
             ))
-            .arg(format!("--web.listen-address={addr}"))
+            .arg("--web.listen-address=127.0.0.1:0")
             .stdout(out.try_clone().unwrap())
             .stderr(out)
             .spawn()
             .unwrap_or_else(|e| panic!("prometheus (scripts/install-deps.sh): {e}"));
+        let mut child = KillOnDrop(child);
+        let t = Instant::now();
+        let addr = loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(addr) = listening_on(&text) {
+                break addr;
+            }
+            let exited = child.0.try_wait().ok().flatten();
+            assert!(
+                exited.is_none() && t.elapsed() < crate::tmux::WAIT,
+                "Prometheus gave no listening address ({}); log:\n{text}",
+                exited.map_or(format!("after {:?}", crate::tmux::WAIT), |s| s.to_string())
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
         Prometheus {
-            _child: KillOnDrop(child),
+            _child: child,
             addr,
             log,
         }
@@ -93,5 +109,24 @@ impl Prometheus {
         s.write_all(req.as_bytes()).is_ok()
             && s.read_to_end(&mut answer).is_ok()
             && answer.starts_with(b"HTTP/1.1 200")
+    }
+}
+
+/// The address in Prometheus's `msg="Listening on" address=HOST:PORT` log line (the
+/// port it bound, where `--web.listen-address` said `:0`).
+fn listening_on(log: &str) -> Option<String> {
+    let line = log.lines().find(|l| l.contains("msg=\"Listening on\""))?;
+    let addr = line.split("address=").nth(1)?.split_whitespace().next()?;
+    (!addr.ends_with(":0")).then(|| addr.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_listening_address_is_read_from_the_log() {
+        let log = "ts=2026-11-27T11:18:13.686Z caller=web.go:503 level=info component=web msg=\"Start listening for connections\" address=127.0.0.1:0\n\
+                   ts=2026-11-27T11:18:13.701Z caller=tls_config.go:232 level=info component=web msg=\"Listening on\" address=127.0.0.1:34121\n";
+        assert_eq!(super::listening_on(log).as_deref(), Some("127.0.0.1:34121"));
+        assert_eq!(super::listening_on(log.lines().next().unwrap()), None);
     }
 }

@@ -5,6 +5,12 @@
 //! never share one, and is killed when the [`Tmux`] is dropped (also when a test fails
 //! half-way). After the command exits its pane stays open (`[exited STATUS]` below its
 //! last output) for longer than any wait here, so a test that fails shows why.
+//!
+//! Each session has a tmux server of its own (`tmux -L NAME -f /dev/null`), not the
+//! machine's default one: the command then runs with the test's environment and no
+//! user's `~/.tmux.conf` (a server someone else started would give the session *its*
+//! environment), and no test's session can be the last one of a server that exits while
+//! another test's `new-session` is connecting to it.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -34,7 +40,7 @@ impl Tmux {
     /// `fabric-test-<pid>-<tag>` of `size` = (columns, rows).
     pub fn start(tag: &str, cmd: &str, size: (u16, u16)) -> Tmux {
         let name = format!("fabric-test-{}-{tag}", std::process::id());
-        let status = Command::new("tmux")
+        let status = tmux(&name)
             .args(["new-session", "-d", "-s", &name])
             .args(["-x", &size.0.to_string(), "-y", &size.1.to_string()])
             .arg(format!("{cmd}; echo \"[exited $?]\"; sleep 300"))
@@ -57,7 +63,7 @@ impl Tmux {
     /// Sends keys in tmux's `send-keys` names (`Tab`, `Escape`, `C-z`, `q`, or `-l` then
     /// literal text).
     pub fn keys(&self, keys: &[&str]) {
-        let status = Command::new("tmux")
+        let status = tmux(&self.name)
             .args(["send-keys", "-t", &self.name])
             .args(keys)
             .status()
@@ -119,15 +125,23 @@ impl Tmux {
     }
 
     fn tmux_out(&self, args: &[&str]) -> String {
-        let o = Command::new("tmux").args(args).output().unwrap();
+        let o = tmux(&self.name).args(args).output().unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 }
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
+        // the session was the server's only one: the server exits with it
+        let _ = tmux(&self.name)
             .args(["kill-session", "-t", &self.name])
             .status();
     }
+}
+
+/// `tmux` talking to the server of session `name` (its own socket, no config file).
+fn tmux(name: &str) -> Command {
+    let mut c = Command::new("tmux");
+    c.args(["-L", name, "-f", "/dev/null"]);
+    c
 }

@@ -621,8 +621,9 @@ fn a_stopped_run_ends_at_once_and_leaves_no_namespace() {
     let t = std::time::Instant::now();
     run.stop();
     let r = run.join().unwrap();
+    // at once: well before the 60 s wall limit (with room for a loaded machine's teardown)
     assert!(
-        t.elapsed() < std::time::Duration::from_secs(5),
+        t.elapsed() < std::time::Duration::from_secs(30),
         "{:?}",
         t.elapsed()
     );
@@ -650,8 +651,9 @@ fn a_switch_that_cannot_start_stops_the_hosts_at_once() {
         e.contains("create pcap /nonexistent-dir/capture.pcap"),
         "{e}"
     );
+    // at once: well before the 60 s wall limit (with room for a loaded machine)
     assert!(
-        t.elapsed() < std::time::Duration::from_secs(10),
+        t.elapsed() < std::time::Duration::from_secs(30),
         "{:?}",
         t.elapsed()
     );

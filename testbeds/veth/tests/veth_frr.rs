@@ -58,7 +58,7 @@ fn frr_fabric_converges_is_watched_and_routes_around_a_failed_link() {
     // lldpd: every fabric port of a leaf hears its neighbour, port ids are ifnames.
     let leaf = &tb.agents()[0];
     let sock = leaf.lldp_socket.clone().unwrap();
-    let ok = veth::frr::wait_for(Duration::from_secs(30), || {
+    let ok = veth::frr::wait_for(Duration::from_secs(60), || {
         veth::frr::procs::run(
             None,
             "lldpcli",
@@ -103,7 +103,7 @@ fn frr_fabric_converges_is_watched_and_routes_around_a_failed_link() {
     let d = tb.wait_converged(&failed, Duration::from_secs(60)).unwrap();
     assert!(d.entries.is_empty(), "not re-converged: {:?}", d.entries);
     // vtysh agrees (zebra marks a route installed once the kernel acknowledged it).
-    let ok = veth::frr::wait_for(Duration::from_secs(20), || {
+    let ok = veth::frr::wait_for(Duration::from_secs(60), || {
         tb.fib_check_vtysh(&failed)
             .is_ok_and(|v| v.entries.is_empty())
     });

@@ -24,7 +24,9 @@ fn lldp_sees_every_neighbour_then_a_swapped_pair_of_veths() {
         ..RoutedOptions::default()
     };
     let rt = RoutedTestbed::build_with(f, &opts).unwrap();
-    let wait = std::time::Duration::from_millis(500);
+    // How long a port listens for its neighbour's frame: only a silent port waits it out,
+    // and none is silent here, so it is generous (a loaded machine delays delivery).
+    let wait = std::time::Duration::from_secs(5);
     let r = rt.check_neighbours(wait).unwrap();
     // 4 hosts × 1 + 2 leaves × 4 + 2 spines × 2 ports.
     assert_eq!((r.ports, r.heard), (16, 16), "{r:?}");
@@ -59,7 +61,7 @@ fn lldp_sees_every_neighbour_then_a_swapped_pair_of_veths() {
             .all(|s| (0..fab.degree(s) as u16).all(|p| rt.nl(s).oper_up(&format!("p{p}")).unwrap()))
     };
     while !all_up() {
-        assert!(t.elapsed() < std::time::Duration::from_secs(2), "never up");
+        assert!(t.elapsed() < std::time::Duration::from_secs(60), "never up");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let r = rt.check_neighbours(wait).unwrap();

@@ -295,7 +295,7 @@ fn two_plane_probes_leave_through_their_own_plane() {
                 fam,
                 &[(h0, h1, 1)],
                 std::time::Duration::from_millis(200),
-                std::time::Duration::from_secs(2),
+                std::time::Duration::from_secs(10),
             );
             assert!(r.ok(), "{fam} {:?}", r.missing);
         }
@@ -599,7 +599,7 @@ fn without_linkdown_sysctls_legacy_multipath_loses_local_pairs_and_nexthop_objec
     assert_eq!(objects, vec![0, 0], "next-hop objects lost local pairs");
 }
 
-/// Wait (≤ 2 s) for the watcher to report link `l` going `up` or down.
+/// Wait (≤ 60 s: a loaded machine) for the watcher to report link `l` going `up` or down.
 fn wait_for(
     w: &mut veth::routed::LinkWatcher,
     f: &topo::Fabric,
@@ -607,7 +607,7 @@ fn wait_for(
     up: bool,
 ) -> veth::routed::LinkChange {
     let t = std::time::Instant::now();
-    while t.elapsed() < std::time::Duration::from_secs(2) {
+    while t.elapsed() < std::time::Duration::from_secs(60) {
         let changes = w.poll(f, std::time::Duration::from_millis(50)).unwrap();
         if let Some(c) = changes.into_iter().find(|c| c.link == l && c.up == up) {
             return c;
@@ -637,7 +637,7 @@ fn a_link_taken_down_from_outside_is_detected_and_routed_around_then_restored() 
                 &fams,
                 &rt.reachable_pairs(),
                 std::time::Duration::from_millis(200),
-                std::time::Duration::from_millis(1000),
+                std::time::Duration::from_secs(10),
             );
             if rounds.iter().all(|p| p.ok()) {
                 break;
@@ -727,7 +727,7 @@ fn snapshots_of_the_routed_testbed_follow_the_port_map_and_see_a_link_down() {
             &fams,
             &pairs,
             std::time::Duration::from_millis(200),
-            std::time::Duration::from_millis(1000),
+            std::time::Duration::from_secs(10),
         );
         if rounds.iter().all(|p| p.ok()) {
             break;
@@ -745,7 +745,7 @@ fn snapshots_of_the_routed_testbed_follow_the_port_map_and_see_a_link_down() {
     // The kernel's link watcher sets the operational state a moment after the link.
     let t = std::time::Instant::now();
     let mut s1 = rt.snapshot(1).unwrap();
-    while s1.gauges.oper_down.len() < 2 && t.elapsed() < std::time::Duration::from_secs(2) {
+    while s1.gauges.oper_down.len() < 2 && t.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(5));
         s1 = rt.snapshot(1).unwrap();
     }
