@@ -226,6 +226,12 @@ impl Worker {
                 return;
             }
         };
+        let Some(snapshot) = snapshot else {
+            // Nothing new was read: no snapshot (readers keep the last one and its rates,
+            // never a zero rate over a zero interval); the events go with the next one.
+            self.pending.extend(events);
+            return;
+        };
         if !self.flow_events {
             // One per finished flow: thousands a second on a busy fabric; the totals
             // count them (flows_finished) without flooding the stream's history.

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod alarms;
+pub mod baseline;
 pub mod collector;
 pub mod config;
 pub mod damping;
@@ -44,6 +45,7 @@ pub mod process;
 pub mod prom_query;
 pub mod recordings;
 pub mod routes;
+pub mod scrapes;
 pub mod server;
 pub mod sim_source;
 pub mod source;
