@@ -17,7 +17,8 @@
 //! With every exporter scraped at one interval, the scrapes around `T` are the two a
 //! series has (all latest scrapes lie within one scrape interval of each other). An
 //! exporter scraped faster than the slowest may have been scraped twice since `T`: its
-//! value is then the older of the two (it lags by up to one of its scrapes there).
+//! value is then its older scrape's, later than `T` (off by up to one of its scrapes'
+//! worth, made up at the next snapshot). The slowest exporter sets the snapshots' pace.
 
 use std::collections::HashMap;
 
