@@ -10,7 +10,10 @@
 //!   a Linux switch, `Ethernet<4·port>` on SONiC; docs/observe.md maps a SONiC
 //!   exporter's names onto these with recording rules). A port whose carrier is 0 is
 //!   down; a link with a down end is failed, and the tables are those of the fabric
-//!   with its failed links (topo's incremental re-route).
+//!   with its failed links (topo's incremental re-route). Each counter comes with its
+//!   scrape time ([`counters_query`]); a snapshot is made at one instant every series
+//!   has been scraped up to ([`super::scrapes`]), none when a read brought no new
+//!   scrape, and every counter counts from the daemon's first read ([`super::baseline`]).
 //! - **neighbours** from lldpd ([`super::lldp_neighbours`]) in `--lldp-dir`, compared
 //!   with the design ([`veth::routed::compare_neighbours`]: missing, unexpected,
 //!   miswired) on switch–switch ports;
@@ -121,7 +124,7 @@ pub struct ObserveSpec {
 const SERIES: &str =
     "node_network_(transmit|receive)_(bytes|packets|drop|errs)_total|node_network_carrier";
 
-/// The cumulative counters read, by index (a [`scrapes::Key`]'s second part): the
+/// The cumulative counters read, by index (a [`Key`]'s second part): the
 /// first four are the columns of the same names, the rest are summed as the port's drops.
 const COUNTERS: [&str; 8] = [
     "node_network_transmit_bytes_total",
