@@ -80,39 +80,11 @@ const PER_SWITCH_DIRS: [&str; 5] = ["ip", "ip-nhg", "frr/bgp", "frr/static", "so
 /// Where counting stopped, past the limit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Above {
-    /// The limit.
-    pub limit: u64,
     /// The directory (or file) being written when the limit was passed.
     pub at: String,
     /// For a per-switch directory: its whole size extrapolated from the switch files
     /// finished, with how many of how many.
     pub extrapolated: Option<(u64, usize, usize)>,
-}
-
-impl std::fmt::Display for Above {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let limit = human(self.limit);
-        write!(
-            f,
-            "--max-output {limit}: the export would write more than {limit} (counting stopped in {}",
-            self.at
-        )?;
-        match self.extrapolated {
-            Some((bytes, done, of)) => {
-                let gb = (bytes as f64 * 1.1 / 1e9).ceil().max(1.0);
-                write!(
-                    f,
-                    ", which alone holds about {} by its first {done} of {of} switch files); \
-                     pass --max-output {gb}GB or more, or --max-output none, to write it",
-                    human(bytes)
-                )
-            }
-            None => write!(
-                f,
-                "); pass a larger --max-output, or --max-output none, to write it"
-            ),
-        }
-    }
 }
 
 /// How much of each format [`check`] counts before extrapolating.
@@ -149,9 +121,25 @@ pub fn check(
     let mut sink = LimitedCount::new(limit);
     match export::export_many(&routed, &list, &mut sink) {
         Ok(()) => Ok(Some(sink.total.get())),
-        Err(_) if sink.total.get() > limit => Err(anyhow::Error::msg(sink.above(&routed))),
+        Err(_) if sink.total.get() > limit => {
+            let at = sink.above(&routed).at;
+            let least = sampled.least().max(limit + 1);
+            anyhow::bail!(
+                "--max-output {}: the export would write more than that (about {} or more by a \
+                 sample of each format; counting stopped in {at}); pass --max-output {} or more, \
+                 or --max-output none, to write it",
+                human(limit),
+                human(least),
+                suggest(least)
+            )
+        }
         Err(e) => Err(e.into()),
     }
+}
+
+/// A `--max-output` value 10 % above `bytes`, in whole GB.
+fn suggest(bytes: u64) -> String {
+    format!("{}GB", (bytes as f64 * 1.1 / 1e9).ceil().max(1.0))
 }
 
 /// Each format counted up to a budget.
@@ -161,14 +149,24 @@ struct Sampled {
     exact: u64,
     /// Per-switch formats past the budget: the format and its extrapolation.
     estimated: Vec<(Format, (u64, usize, usize))>,
-    /// A format past the budget that cannot be extrapolated (one file).
-    unknown: bool,
+    /// Formats past the budget that cannot be extrapolated (one file).
+    unknown: u64,
+    /// The budget.
+    budget: u64,
 }
 
 impl Sampled {
     /// The whole export's size, exact or estimated, if every format could be sized.
     fn total(&self) -> Option<u64> {
-        (!self.unknown).then(|| self.exact + self.estimated.iter().map(|(_, e)| e.0).sum::<u64>())
+        (self.unknown == 0).then(|| self.least())
+    }
+
+    /// The size as far as the sample tells: the exact and estimated formats, and the
+    /// budget for each that could not be sized.
+    fn least(&self) -> u64 {
+        self.exact
+            + self.estimated.iter().map(|(_, e)| e.0).sum::<u64>()
+            + self.unknown * self.budget
     }
 
     /// The refusal of an export estimated well above `limit`.
@@ -184,27 +182,30 @@ impl Sampled {
                 )
             })
             .collect();
-        let gb = (total as f64 * 1.1 / 1e9).ceil().max(1.0);
         format!(
-            "--max-output {}: the export would write about {} ({}); pass --max-output {gb}GB \
+            "--max-output {}: the export would write about {} ({}); pass --max-output {} \
              or more, or --max-output none, to write it",
             human(limit),
             human(total),
-            parts.join("; ")
+            parts.join("; "),
+            suggest(total)
         )
     }
 }
 
 /// Counts every format of `formats` alone, up to `budget` bytes each.
 fn sample(r: &Routed<'_>, formats: &BTreeSet<Format>, budget: u64) -> anyhow::Result<Sampled> {
-    let mut s = Sampled::default();
+    let mut s = Sampled {
+        budget,
+        ..Sampled::default()
+    };
     for &fmt in formats {
         let mut sink = LimitedCount::new(budget);
         match export::export(r, fmt, &mut sink) {
             Ok(()) => s.exact += sink.total.get(),
             Err(_) if sink.total.get() > budget => match sink.above(r).extrapolated {
                 Some(e) => s.estimated.push((fmt, e)),
-                None => s.unknown = true,
+                None => s.unknown += 1,
             },
             Err(e) => return Err(e.into()),
         }
@@ -241,7 +242,6 @@ impl LimitedCount {
     fn above(&self, r: &Routed<'_>) -> Above {
         let per_switch = PER_SWITCH_DIRS.contains(&self.at.as_str());
         let mut above = Above {
-            limit: self.limit,
             at: self.at.clone(),
             extrapolated: None,
         };
@@ -402,7 +402,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("would write more than") && e.contains("counting stopped in ip/"),
+            e.contains("would write more than that") && e.contains("counting stopped in ip/"),
             "{e}"
         );
     }
@@ -416,7 +416,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("--max-output 500.0 kB: the export would write more than 500.0 kB (counting stopped in routes.json)"),
+            e.starts_with("--max-output 500.0 kB: the export would write more than that (about 500.0 kB or more by a sample of each format; counting stopped in routes.json); pass --max-output 1GB or more"),
             "{e}"
         );
     }
