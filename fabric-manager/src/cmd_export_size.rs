@@ -126,8 +126,8 @@ pub fn check(
             let least = sampled.least().max(limit + 1);
             anyhow::bail!(
                 "--max-output {}: the export would write more than that (about {} or more by a \
-                 sample of each format; counting stopped in {at}); pass --max-output {} or more, \
-                 or --max-output none, to write it",
+                 sample of each format; counting stopped in {at}); pass a --max-output of at \
+                 least {}, or --max-output none, to write it",
                 human(limit),
                 human(least),
                 suggest(least)
@@ -416,7 +416,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("--max-output 500.0 kB: the export would write more than that (about 500.0 kB or more by a sample of each format; counting stopped in routes.json); pass --max-output 1GB or more"),
+            e.starts_with("--max-output 500.0 kB: the export would write more than that (about 500.0 kB or more by a sample of each format; counting stopped in routes.json); pass a --max-output of at least 1GB"),
             "{e}"
         );
     }
