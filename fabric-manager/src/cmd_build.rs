@@ -91,6 +91,8 @@ pub struct Args {
         value_name = "FORMAT"
     )]
     pub format: Vec<String>,
+    #[command(flatten)]
+    pub size: crate::cmd_export_size::SizeArgs,
 }
 
 fn ms(t: Instant) -> String {
@@ -99,6 +101,7 @@ fn ms(t: Instant) -> String {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let formats = input(cmd_export::parse_formats(&args.format));
+    input(cmd_export::check_out_dir(&args.out));
     let t_all = Instant::now();
 
     let t = Instant::now();
@@ -165,6 +168,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 
     let t = Instant::now();
+    input(crate::cmd_export_size::check(
+        &f,
+        &c,
+        &formats,
+        args.size.max_output,
+    ));
     let mut sink = DirSink::dir(&args.out);
     cmd_export::write_formats(&f, &c, &formats, &mut sink, &args.out)?;
     let bytes: u64 = sink.written.iter().map(|w| w.bytes).sum();

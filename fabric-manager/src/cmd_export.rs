@@ -60,6 +60,8 @@ pub struct Args {
     /// Tenant file (docs/tenants.md) for the tenant formats.
     #[arg(long, value_name = "FILE")]
     pub tenants: Option<PathBuf>,
+    #[command(flatten)]
+    pub size: crate::cmd_export_size::SizeArgs,
 }
 
 /// Parses `--format` values into a sorted set of formats.
@@ -203,11 +205,38 @@ pub(crate) fn sink_for(out: &Path, formats: &BTreeSet<Format>) -> anyhow::Result
                 .join(", ")
         );
     }
-    Ok(if looks_like_file {
-        DirSink::file(out)
+    if looks_like_file {
+        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            check_out_dir(dir)?;
+        }
+        Ok(DirSink::file(out))
     } else {
-        DirSink::dir(out)
-    })
+        check_out_dir(out)?;
+        Ok(DirSink::dir(out))
+    }
+}
+
+/// Fails at once when `dir` cannot become the output directory because it, or the first
+/// of its ancestors that exists, is not a directory (`/etc/passwd`, `/etc/passwd/x`): the
+/// error the sink would give when creating it, before any routing is done.
+pub(crate) fn check_out_dir(dir: &Path) -> anyhow::Result<()> {
+    let Some(existing) = dir.ancestors().find(|a| a.exists()) else {
+        return Ok(());
+    };
+    if existing.is_dir() {
+        return Ok(());
+    }
+    let errno = if existing == dir {
+        libc::EEXIST
+    } else {
+        libc::ENOTDIR
+    };
+    let e = with_path(
+        io::Error::from_raw_os_error(errno),
+        "creating directory",
+        dir,
+    );
+    bail!("--out {}: {e}", dir.display())
 }
 
 /// The tables of `engine` for `fabric`, computed once (after failures).
@@ -384,6 +413,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut sink = if tenant_formats.is_empty() {
         input(sink_for(&args.out, &formats))
     } else {
+        input(check_out_dir(&args.out));
         DirSink::dir(&args.out)
     };
     // The VRF formats write IP addresses.
@@ -419,6 +449,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             None => {}
         }
     }
+    input(crate::cmd_export_size::check(
+        &fabric,
+        &computed,
+        &formats,
+        args.size.max_output,
+    ));
     write_formats(&fabric, &computed, &formats, &mut sink, &args.out)?;
     if let Some(t) = &tenants {
         crate::tenant_args::export(

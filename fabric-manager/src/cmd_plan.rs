@@ -195,7 +195,7 @@ fn config(a: &ResilienceArgs) -> anyhow::Result<PlanConfig> {
     let rates = match &a.rates {
         None => Rates::default(),
         Some(p) => {
-            let text = std::fs::read_to_string(p)
+            let text = common::read_capped(p, common::MAX_SPEC_BYTES)
                 .with_context(|| format!("cannot read rates file {}", p.display()))?;
             Rates::parse_toml(&text, &p.display().to_string())?
         }
@@ -588,6 +588,10 @@ pub(crate) fn progress(quiet: bool, n: u64) -> indicatif::ProgressBar {
     b
 }
 
+/// The largest shard result `fabric plan merge` reads (a shard of a 100k-GPU sweep is a
+/// few hundred kB of JSON; anything near this is not a result).
+pub(crate) const MAX_RESULT_BYTES: u64 = 64 << 20;
+
 pub(crate) fn merge(a: MergeArgs) -> anyhow::Result<()> {
     check_outputs(a.json.as_deref(), a.plot.as_deref())?;
     let mut json = crate::common::JsonOut::new(a.json.as_deref())?;
@@ -595,7 +599,7 @@ pub(crate) fn merge(a: MergeArgs) -> anyhow::Result<()> {
         .files
         .iter()
         .map(|p| {
-            let text = std::fs::read_to_string(p)
+            let text = crate::common::read_capped(p, MAX_RESULT_BYTES)
                 .with_context(|| format!("cannot read shard result {}", p.display()))?;
             let v: serde_json::Value = serde_json::from_str(&text)
                 .with_context(|| format!("{}: not a JSON result", p.display()))?;
@@ -1017,6 +1021,42 @@ mod tests {
         let e = format!("{:#}", resilience(a).unwrap_err());
         assert!(e.contains("cannot create the directory"), "{e}");
         std::fs::remove_file(dir.join(format!("fabric-plan-file-{}", std::process::id()))).ok();
+    }
+
+    /// A shard result or rates file larger than the cap (a sparse file, /dev/zero) is
+    /// refused with its name and the limit, read no further than the limit.
+    #[test]
+    fn huge_shard_and_rates_files_are_refused_naming_file_and_limit() {
+        let dir = std::env::temp_dir().join(format!("fabric-plan-huge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let huge = dir.join("huge.json");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(MAX_RESULT_BYTES + 1)
+            .unwrap();
+        for file in [huge.clone(), PathBuf::from("/dev/zero")] {
+            let e = merge(MergeArgs {
+                files: vec![file.clone()],
+                json: None,
+                plot: None,
+            })
+            .map_err(|e| format!("{e:#}"))
+            .unwrap_err();
+            assert!(
+                e.contains(&format!("cannot read shard result {}", file.display()))
+                    && e.contains("larger than the 64 MiB"),
+                "{e}"
+            );
+        }
+        let mut a = args(&dir, None, "out.json");
+        a.rates = Some(huge.clone());
+        let e = format!("{:#}", resilience(a).unwrap_err());
+        assert!(
+            e.contains(&format!("cannot read rates file {}", huge.display()))
+                && e.contains("larger than the 64 MiB"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 mod cmd_build;
 mod cmd_export;
+mod cmd_export_size;
 mod cmd_flow;
 mod cmd_place;
 mod cmd_plan;

@@ -70,9 +70,7 @@ pub fn simulate_recording(
         }
     }
     let wall = wall.elapsed().as_secs_f64();
-    rec.bytes = w.bytes_written();
-    w.finish()
-        .with_context(|| format!("--record: finishing {}", out.display()))?;
+    rec.bytes = finish(w, out)?;
     Ok((sim.results(), wall, rec))
 }
 
@@ -103,15 +101,27 @@ pub fn record_live(
         written += 1;
     }
     let report = run.join()?;
-    let bytes = w.bytes_written();
-    w.finish()
-        .with_context(|| format!("--record: finishing {}", out.display()))?;
+    let bytes = finish(w, out)?;
     println!(
         "recorded {written} snapshots ({:.1} MB) into {}",
         bytes as f64 / 1e6,
         out.display()
     );
     Ok(report)
+}
+
+/// Writes the index and trailer; the file's final size (the writer's count leaves them
+/// out: the size said used to be the recording's without its index).
+fn finish(w: Writer<BufWriter<std::fs::File>>, out: &Path) -> anyhow::Result<u64> {
+    let file = w
+        .finish()
+        .with_context(|| format!("--record: finishing {}", out.display()))?;
+    let len = file
+        .get_ref()
+        .metadata()
+        .with_context(|| format!("--record: {}", out.display()))?
+        .len();
+    Ok(len)
 }
 
 #[cfg(test)]
@@ -137,6 +147,11 @@ mod tests {
         let (r, _, rec) =
             simulate_recording(&f, cfg.clone(), &plan, &out, Duration::micros(5)).unwrap();
         assert_eq!(r, Sim::from_fabric(&f, cfg, &plan).unwrap().run());
+        assert_eq!(
+            rec.bytes,
+            std::fs::metadata(&out).unwrap().len(),
+            "the size said is the file's, index included"
+        );
         let mut reader = Reader::open(std::fs::File::open(&out).unwrap()).unwrap();
         assert_eq!(reader.fabric().ports.len(), 2 * f.num_links());
         assert_eq!(reader.index().len() as u64, rec.snapshots);

@@ -249,8 +249,12 @@ pub struct PortDelta {
 }
 
 impl PortDelta {
-    /// Rates over `dt_ns` for a port of `speed_bps` bits/s.
+    /// Rates over `dt_ns` for a port of `speed_bps` bits/s; over an empty interval
+    /// (`dt_ns` 0: nothing new was read) every rate is `None`, never a division by zero.
     pub fn rate(&self, dt_ns: u64, speed_bps: u64) -> PortRate {
+        if dt_ns == 0 {
+            return PortRate::default();
+        }
         let dt_s = dt_ns as f64 * 1e-9;
         let per_s = |d: Option<u64>| d.map(|d| d as f64 / dt_s);
         let gbps = |d: Option<u64>| d.map(|d| d as f64 * 8.0 / dt_s / 1e9);
@@ -369,6 +373,11 @@ mod tests {
             assert_eq!(d.port(i), iv.port(i), "port {i}");
         }
         assert!(Interval::new(&info, &b, &a).is_err());
+        // An empty interval has no rates (it gave inf and NaN).
+        assert_eq!(
+            iv.port_delta(0).rate(0, 100_000_000_000),
+            PortRate::default()
+        );
         b.counters.trims = Some(Column::zeros(n + 1));
         let e = Interval::new(&info, &a, &b).unwrap_err().to_string();
         assert!(

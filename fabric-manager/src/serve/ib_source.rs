@@ -413,7 +413,7 @@ impl Source for IbSource {
             e.seq = seq;
         }
         Ok(Sample {
-            snapshot: self.snapshot(seq),
+            snapshot: Some(self.snapshot(seq)),
             events,
             read_ns: Some(t.elapsed().as_nanos() as u64),
         })

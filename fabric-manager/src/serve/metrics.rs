@@ -544,7 +544,7 @@ impl Collector for Scrape {
             exp.ports(&latest.snapshot, sel, &mut enc)?;
         }
         if let Some(t) = exp.hub.tenants() {
-            super::tenants::encode(t, sel, exp.rate_scale, &mut enc)?;
+            super::tenants::encode(t, sel, &mut enc)?;
         }
         exp.health.encode(&mut enc, (&exp.labels, sel))?;
         super::drain::encode(&exp.hub, &exp.health, sel, &mut enc)?;

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod alarms;
+pub mod baseline;
 pub mod collector;
 pub mod config;
 pub mod damping;
@@ -44,6 +45,7 @@ pub mod process;
 pub mod prom_query;
 pub mod recordings;
 pub mod routes;
+pub mod scrapes;
 pub mod server;
 pub mod sim_source;
 pub mod source;
@@ -116,13 +118,8 @@ pub async fn run(
             repair: config.repair_drift,
         },
     );
-    // The simulator's counters advance in simulated time, `--ratio` simulated seconds per
-    // wall-clock second; Prometheus rates them over wall-clock time.
-    let rate_scale = match &config.source {
-        SourceSpec::Sim { ratio, .. } => 1.0 / ratio,
-        _ => 1.0,
-    };
-    let exposition = metrics::Exposition::new(hub.clone(), health.clone(), rate_scale);
+    let exposition =
+        metrics::Exposition::new(hub.clone(), health.clone(), metrics_scale(&config.source));
     let state = http::AppState {
         hub: hub.clone(),
         routes,
@@ -167,6 +164,16 @@ pub async fn run(
     Ok(())
 }
 
+/// The factor on the traffic counters of `/metrics` (the per-port and the per-tenant
+/// ones): the simulator's counters advance in simulated time, `--ratio` simulated seconds
+/// per wall-clock second, and Prometheus rates them over wall-clock time.
+fn metrics_scale(source: &SourceSpec) -> f64 {
+    match source {
+        SourceSpec::Sim { ratio, .. } => 1.0 / ratio,
+        _ => 1.0,
+    }
+}
+
 /// The per-tenant map of `--tenants FILE` over the source's hosts (`None` without it); an
 /// error when the file is bad or the source knows no hosts.
 pub fn load_tenants(
@@ -184,9 +191,10 @@ pub fn load_tenants(
         );
     };
     let t = crate::tenant_args::load(path, f)?;
-    Ok(Some(tenants::TenantLive::new(tenants::TenantMap::new(
-        info, f, &t,
-    ))))
+    Ok(Some(tenants::TenantLive::new(
+        tenants::TenantMap::new(info, f, &t),
+        metrics_scale(&config.source),
+    )))
 }
 
 /// `fabric serve` options.

@@ -10,7 +10,10 @@
 //!   a Linux switch, `Ethernet<4·port>` on SONiC; docs/observe.md maps a SONiC
 //!   exporter's names onto these with recording rules). A port whose carrier is 0 is
 //!   down; a link with a down end is failed, and the tables are those of the fabric
-//!   with its failed links (topo's incremental re-route).
+//!   with its failed links (topo's incremental re-route). Each counter comes with its
+//!   scrape time ([`counters_query`]); a snapshot is made at one instant every series
+//!   has been scraped up to ([`super::scrapes`]), none when a read brought no new
+//!   scrape, and every counter counts from the daemon's first read ([`super::baseline`]).
 //! - **neighbours** from lldpd ([`super::lldp_neighbours`]) in `--lldp-dir`, compared
 //!   with the design ([`veth::routed::compare_neighbours`]: missing, unexpected,
 //!   miswired) on switch–switch ports;
@@ -38,7 +41,9 @@ use veth::netlink::Nl;
 use veth::netns::Netns;
 use veth::routed::{MismatchKind, NeighbourReport, ifname, node_role};
 
+use super::baseline::Baseline;
 use super::prom_query::{Credentials, Prometheus, Series};
+use super::scrapes::{Key, Read, Scrape, Scrapes};
 use super::source::{Sample, Source, SourceMap};
 use super::{lldp_neighbours, log};
 
@@ -119,6 +124,38 @@ pub struct ObserveSpec {
 const SERIES: &str =
     "node_network_(transmit|receive)_(bytes|packets|drop|errs)_total|node_network_carrier";
 
+/// The cumulative counters read, by index (a [`Key`]'s second part): the
+/// first four are the columns of the same names, the rest are summed as the port's drops.
+const COUNTERS: [&str; 8] = [
+    "node_network_transmit_bytes_total",
+    "node_network_receive_bytes_total",
+    "node_network_transmit_packets_total",
+    "node_network_receive_packets_total",
+    "node_network_transmit_drop_total",
+    "node_network_receive_drop_total",
+    "node_network_transmit_errs_total",
+    "node_network_receive_errs_total",
+];
+
+/// The label that carries, on a scrape-time series of the query, the counter it times.
+const SCRAPED: &str = "fabric_scraped";
+
+/// The one instant query a sample makes: every series' value, and beside each counter
+/// its scrape time — `timestamp()` of the plain selector is the time of the sample it
+/// selects (the scrape's), where the answer's own `[time, value]` is the evaluation
+/// time. `timestamp()` drops the metric's name, so each name is selected apart and put
+/// back in label [`SCRAPED`] (which also keeps these series apart from the values for
+/// `or`). One query, so values and times come from one evaluation.
+fn counters_query(switch_label: &str) -> String {
+    let mut q = format!("{{__name__=~\"{SERIES}\",{switch_label}!=\"\"}}");
+    for name in COUNTERS {
+        q += &format!(
+            " or label_replace(timestamp({name}{{{switch_label}!=\"\"}}), \"{SCRAPED}\", \"{name}\", \"\", \"\")"
+        );
+    }
+    q
+}
+
 /// One switch's FIB reader.
 struct FibReader {
     switch: NodeId,
@@ -148,8 +185,12 @@ pub struct ObserveSource {
     failed: BTreeSet<LinkId>,
     /// Ports seen down at the last sample.
     down: BTreeSet<(NodeId, topo::Port)>,
-    /// Each port's drop counter when the daemon first read it (None: not read yet).
-    drops_at_start: Vec<Option<u64>>,
+    /// Every counter series' last two scrapes, aligned to one instant per snapshot.
+    scrapes: Scrapes,
+    /// Every counter series counted from the daemon's first read.
+    baseline: Baseline<Key>,
+    /// The last snapshot's time, ns.
+    last_ns: u64,
     errors: u64,
 }
 
@@ -227,7 +268,9 @@ impl ObserveSource {
             routes,
             failed: BTreeSet::new(),
             down: BTreeSet::new(),
-            drops_at_start: Vec::new(),
+            scrapes: Scrapes::default(),
+            baseline: Baseline::default(),
+            last_ns: 0,
             errors: 0,
         })
     }
@@ -243,18 +286,29 @@ impl ObserveSource {
         (usize::from(p) < self.fabric.degree(n)).then_some((n, p))
     }
 
-    /// The snapshot of `series`; updates the down ports.
-    fn snapshot(&mut self, series: &[Series], seq: u64) -> Snapshot {
+    /// The snapshot of `series` (the answer to [`counters_query`]) at the instant every
+    /// counter has been scraped up to ([`super::scrapes`]), its counters counted from the
+    /// daemon's first read ([`Baseline`]); `None` when the read brought no new scrape.
+    /// Updates the down ports either way.
+    fn snapshot(&mut self, series: &[Series], seq: u64) -> Option<Snapshot> {
         let f = self.fabric.clone();
         let names = f.name_index();
-        let n = 2 * f.num_links();
-        let mut col: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
         let mut down = BTreeSet::new();
+        let mut values: HashMap<Key, f64> = HashMap::new();
+        let mut scraped: HashMap<Key, i64> = HashMap::new();
         for (labels, v) in series {
             let Some((node, port)) = self.port_of(labels, &names) else {
                 continue;
             };
-            let i = FabricInfo::topo_port_index(&f, node, port) as usize;
+            let i = FabricInfo::topo_port_index(&f, node, port);
+            if let Some(name) = labels.get(SCRAPED) {
+                if let Some(c) = COUNTERS.iter().position(|n| n == name)
+                    && v.is_finite()
+                {
+                    scraped.insert((i, c as u8), (v * 1e3).round() as i64);
+                }
+                continue;
+            }
             let name = labels.get("__name__").map(String::as_str).unwrap_or("");
             if name == "node_network_carrier" {
                 if *v == 0.0 {
@@ -262,38 +316,49 @@ impl ObserveSource {
                 }
                 continue;
             }
-            let key = match name {
-                "node_network_transmit_bytes_total" => "tx_bytes",
-                "node_network_receive_bytes_total" => "rx_bytes",
-                "node_network_transmit_packets_total" => "tx_pkts",
-                "node_network_receive_packets_total" => "rx_pkts",
-                "node_network_transmit_drop_total"
-                | "node_network_receive_drop_total"
-                | "node_network_transmit_errs_total"
-                | "node_network_receive_errs_total" => "drops",
-                _ => continue,
-            };
-            let c = col.entry(key).or_insert_with(|| vec![0; n]);
             // Counters are floats in Prometheus; non-finite or negative values are garbage.
-            if v.is_finite() && *v >= 0.0 {
-                c[i] = c[i].saturating_add(*v as u64);
+            if let Some(c) = COUNTERS.iter().position(|n| *n == name)
+                && v.is_finite()
+                && *v >= 0.0
+            {
+                values.insert((i, c as u8), *v);
             }
         }
         self.down = down;
-        let now = super::collector::now_ns();
+        let latest = values.into_iter().filter_map(|(k, v)| {
+            let t_ms = *scraped.get(&k)?;
+            Some((k, Scrape { t_ms, v }))
+        });
+        let (t_ns, at) = match self.scrapes.read(latest) {
+            Read::NoNewData => return None,
+            Read::Empty => (super::collector::now_ns(), Vec::new()),
+            Read::At { t_ms, values } => ((t_ms.max(0) as u64).saturating_mul(1_000_000), values),
+        };
+        for (k, v) in at {
+            self.baseline.count(k, v.round() as u64);
+        }
+        // Never back in time (a snapshot stamped by the daemon's clock, then Prometheus's).
+        let t_ns = t_ns.max(self.last_ns + 1);
+        self.last_ns = t_ns;
         let source = fabric_api::Source {
             kind: fabric_api::SourceKind::LinuxHost,
             name: format!("{} (observed)", f.name()),
         };
-        let mut s = Snapshot::new(seq, Timestamp::wall_ns(now), source);
-        let mut take = |k: &str| col.remove(k).map(Column::from);
-        s.counters.tx_bytes = take("tx_bytes");
-        s.counters.rx_bytes = take("rx_bytes");
-        s.counters.tx_pkts = take("tx_pkts");
-        s.counters.rx_pkts = take("rx_pkts");
-        s.counters.drops_kernel = col
-            .remove("drops")
-            .map(|d| Column::from(self.drops_since_start(d)));
+        let mut s = Snapshot::new(seq, Timestamp::wall_ns(t_ns), source);
+        let n = 2 * f.num_links();
+        let mut cols: [Option<Vec<u64>>; 5] = Default::default();
+        for ((i, c), count) in self.baseline.counts() {
+            let col = cols[usize::from(c).min(4)].get_or_insert_with(|| vec![0; n]);
+            if let Some(x) = col.get_mut(i as usize) {
+                *x = x.saturating_add(count);
+            }
+        }
+        let [tx_bytes, rx_bytes, tx_pkts, rx_pkts, drops] = cols.map(|c| c.map(Column::from));
+        s.counters.tx_bytes = tx_bytes;
+        s.counters.rx_bytes = rx_bytes;
+        s.counters.tx_pkts = tx_pkts;
+        s.counters.rx_pkts = rx_pkts;
+        s.counters.drops_kernel = drops;
         s.gauges.oper_down = self
             .down
             .iter()
@@ -301,18 +366,17 @@ impl ObserveSource {
             .collect();
         s.gauges.oper_down.sort_unstable();
         s.sum_ports_into_totals();
-        s
+        Some(s)
     }
 
     /// Follows the failed links the down ports imply: events for the changes, and the
     /// tables of the live topology.
-    fn follow_links(&mut self, seq: u64) -> Vec<Event> {
+    fn follow_links(&mut self, seq: u64, time: Timestamp) -> Vec<Event> {
         let f = self.fabric.clone();
         let failed: BTreeSet<LinkId> = self.down.iter().map(|&(n, p)| f.port_link(n, p)).collect();
         if failed == self.failed {
             return Vec::new();
         }
-        let time = Timestamp::wall_ns(super::collector::now_ns());
         let mut ev = Vec::new();
         for &l in failed.difference(&self.failed) {
             ev.push(Event {
@@ -347,30 +411,6 @@ impl ObserveSource {
     }
 }
 
-impl ObserveSource {
-    /// Drops counted since the daemon started watching: the exporters' counters run from
-    /// each switch's boot (frames dropped before lldpd ran, say), and a fabric that has
-    /// been lossless since the daemon started must not read as LOSS DETECTED. A counter
-    /// that went backwards (the exporter or switch restarted) counts from zero again.
-    fn drops_since_start(&mut self, now: Vec<u64>) -> Vec<u64> {
-        self.drops_at_start.resize(now.len(), None);
-        now.into_iter()
-            .zip(&mut self.drops_at_start)
-            .map(|(v, start)| match *start {
-                Some(s) if v >= s => v - s,
-                Some(_) => {
-                    *start = Some(0);
-                    v
-                }
-                None => {
-                    *start = Some(v);
-                    0
-                }
-            })
-            .collect()
-    }
-}
-
 impl Source for ObserveSource {
     fn map(&self) -> SourceMap {
         SourceMap::new(self.info.clone(), Some(self.fabric.clone()))
@@ -378,13 +418,20 @@ impl Source for ObserveSource {
 
     fn sample(&mut self, _elapsed: Duration, seq: u64) -> Result<Sample, String> {
         let t = Instant::now();
-        let expr = format!("{{__name__=~\"{SERIES}\",{}!=\"\"}}", self.switch_label);
-        let series = self.prom.query(&expr).map_err(|e| {
-            self.errors += 1;
-            format!("counters are stale: {e}")
-        })?;
+        let series = self
+            .prom
+            .query(&counters_query(&self.switch_label))
+            .map_err(|e| {
+                self.errors += 1;
+                format!("counters are stale: {e}")
+            })?;
         let snapshot = self.snapshot(&series, seq);
-        let events = self.follow_links(seq);
+        // A link's events carry the time of the scrape that showed them (the collector
+        // gives them the next snapshot's time when this read made none).
+        let time = snapshot
+            .as_ref()
+            .map_or(Timestamp::wall_ns(self.last_ns), |s| s.time);
+        let events = self.follow_links(seq, time);
         Ok(Sample {
             snapshot,
             events,
@@ -550,49 +597,6 @@ mod tests {
         ObserveSource::open(&spec, f).unwrap()
     }
 
-    #[test]
-    fn series_become_counters_and_a_zero_carrier_a_failed_link() {
-        let mut s = source();
-        let lab = |name: &str, sw: &str, dev: &str| -> BTreeMap<String, String> {
-            [("__name__", name), ("switch", sw), ("device", dev)]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        let series = vec![
-            (
-                lab("node_network_transmit_bytes_total", "pod0-leaf0", "p2"),
-                1e6,
-            ),
-            (lab("node_network_carrier", "pod0-leaf0", "p2"), 0.0),
-            (lab("node_network_carrier", "pod0-leaf0", "p3"), 1.0),
-            // Unknown switch, unknown device, garbage value: ignored.
-            (lab("node_network_transmit_bytes_total", "nope", "p2"), 5.0),
-            (
-                lab("node_network_transmit_bytes_total", "pod0-leaf0", "mgmt0"),
-                5.0,
-            ),
-            (
-                lab("node_network_receive_bytes_total", "pod0-leaf0", "p3"),
-                f64::NAN,
-            ),
-        ];
-        let snap = s.snapshot(&series, 0);
-        let f = s.fabric.clone();
-        let leaf = f.name_index()["pod0-leaf0"];
-        let i = FabricInfo::topo_port_index(&f, leaf, 2) as usize;
-        let tx = snap.counters.tx_bytes.as_ref().unwrap();
-        assert_eq!(tx.sum(), 1_000_000);
-        assert_eq!(tx.get(i), 1_000_000);
-        assert_eq!(snap.gauges.oper_down, vec![i as u32]);
-        let ev = s.follow_links(0);
-        assert_eq!(ev.len(), 1);
-        assert!(matches!(ev[0].what, EventKind::LinkDown { .. }));
-        assert_eq!(s.routes.failed_links().count(), 1);
-        // Observe-only: no actuator.
-        assert!(s.actuator().is_none());
-    }
-
     fn lab(name: &str, sw: &str, dev: &str) -> BTreeMap<String, String> {
         [("__name__", name), ("switch", sw), ("device", dev)]
             .into_iter()
@@ -600,41 +604,121 @@ mod tests {
             .collect()
     }
 
-    /// node_exporter's drop counters run from each switch's boot: 22 frames dropped before
-    /// lldpd started made a healthy observed fabric read "LOSS DETECTED (22 total)".
-    /// Drops now count from the daemon's first read; a counter that went back (the
-    /// exporter restarted) counts from zero again.
+    /// `series` as the answer to [`counters_query`] gives them, every counter scraped at
+    /// `t_ms`: each with its scrape-time series beside it.
+    fn answer(series: &[(BTreeMap<String, String>, f64)], t_ms: i64) -> Vec<Series> {
+        let mut out = series.to_vec();
+        for (labels, _) in series {
+            let mut l = labels.clone();
+            let name = l.remove("__name__").unwrap();
+            if COUNTERS.contains(&name.as_str()) {
+                l.insert(SCRAPED.into(), name);
+                out.push((l, t_ms as f64 / 1e3));
+            }
+        }
+        out
+    }
+
     #[test]
-    fn drops_count_from_the_daemons_first_read() {
+    fn series_become_counters_and_a_zero_carrier_a_failed_link() {
+        let mut s = source();
+        let at = |tx: f64| {
+            vec![
+                (
+                    lab("node_network_transmit_bytes_total", "pod0-leaf0", "p2"),
+                    tx,
+                ),
+                (lab("node_network_carrier", "pod0-leaf0", "p2"), 0.0),
+                (lab("node_network_carrier", "pod0-leaf0", "p3"), 1.0),
+                // Unknown switch, unknown device, garbage value: ignored.
+                (lab("node_network_transmit_bytes_total", "nope", "p2"), 5.0),
+                (
+                    lab("node_network_transmit_bytes_total", "pod0-leaf0", "mgmt0"),
+                    5.0,
+                ),
+                (
+                    lab("node_network_receive_bytes_total", "pod0-leaf0", "p3"),
+                    f64::NAN,
+                ),
+            ]
+        };
+        let first = s.snapshot(&answer(&at(1e6), 1_000), 0).unwrap();
+        assert_eq!(first.time.ns, 1_000_000_000, "the scrape's time");
+        let snap = s.snapshot(&answer(&at(1e6 + 1500.0), 2_000), 1).unwrap();
+        assert_eq!(snap.time.ns, 2_000_000_000);
+        let f = s.fabric.clone();
+        let leaf = f.name_index()["pod0-leaf0"];
+        let i = FabricInfo::topo_port_index(&f, leaf, 2) as usize;
+        let tx = snap.counters.tx_bytes.as_ref().unwrap();
+        assert_eq!(tx.sum(), 1500, "counted from the daemon's first read");
+        assert_eq!(tx.get(i), 1500);
+        assert!(snap.counters.rx_bytes.is_none(), "only garbage was read");
+        assert_eq!(snap.gauges.oper_down, vec![i as u32]);
+        let ev = s.follow_links(1, snap.time);
+        assert_eq!(ev.len(), 1);
+        assert!(matches!(ev[0].what, EventKind::LinkDown { .. }));
+        assert_eq!(ev[0].time, snap.time);
+        assert_eq!(s.routes.failed_links().count(), 1);
+        // Observe-only: no actuator.
+        assert!(s.actuator().is_none());
+    }
+
+    /// The same scrape read again (the daemon's interval shorter than the scrape
+    /// interval) makes no snapshot: it used to make one whose rates were 0.
+    #[test]
+    fn a_read_without_a_new_scrape_makes_no_snapshot() {
+        let mut s = source();
+        let tx = |v: f64| {
+            vec![(
+                lab("node_network_transmit_bytes_total", "pod0-leaf0", "p2"),
+                v,
+            )]
+        };
+        assert!(s.snapshot(&answer(&tx(10.0), 1_000), 0).is_some());
+        assert!(s.snapshot(&answer(&tx(10.0), 1_000), 1).is_none());
+        assert!(s.snapshot(&answer(&tx(20.0), 2_000), 1).is_some());
+        // A value without its scrape time is not read.
+        assert!(s.snapshot(&tx(30.0), 2).is_none());
+    }
+
+    /// node_exporter's counters run from each switch's boot: 22 frames dropped before
+    /// lldpd started made a healthy observed fabric read "LOSS DETECTED (22 total)", and
+    /// only drops were counted from the daemon's start. Every counter column now is,
+    /// with one rule; a counter that went back (the exporter restarted) goes on from its
+    /// count.
+    #[test]
+    fn every_counter_column_counts_from_the_daemons_first_read() {
         let mut s = source();
         let f = s.fabric.clone();
         let leaf = f.name_index()["pod0-leaf0"];
         let i = FabricInfo::topo_port_index(&f, leaf, 2) as usize;
-        let mut drops = |rx: f64, tx: f64| {
-            let series = vec![
-                (
-                    lab("node_network_receive_drop_total", "pod0-leaf0", "p2"),
-                    rx,
-                ),
-                (
-                    lab("node_network_transmit_drop_total", "pod0-leaf0", "p2"),
-                    tx,
-                ),
-            ];
-            let snap = s.snapshot(&series, 0);
-            let d = snap.counters.drops_kernel.as_ref().unwrap();
-            (d.get(i), d.sum())
+        let mut t_ms = 0;
+        let mut read = |lifetime: f64| {
+            let series: Vec<_> = COUNTERS
+                .iter()
+                .enumerate()
+                .map(|(c, name)| (lab(name, "pod0-leaf0", "p2"), lifetime + c as f64))
+                .collect();
+            t_ms += 1000;
+            let snap = s.snapshot(&answer(&series, t_ms), 0).unwrap();
+            let c = &snap.counters;
+            [
+                &c.tx_bytes,
+                &c.rx_bytes,
+                &c.tx_pkts,
+                &c.rx_pkts,
+                &c.drops_kernel,
+            ]
+            .map(|col| col.as_ref().unwrap().get(i))
         };
-        assert_eq!(
-            drops(20.0, 2.0),
-            (0, 0),
-            "the lifetime count is not a loss seen"
-        );
-        assert_eq!(drops(20.0, 2.0), (0, 0));
-        assert_eq!(drops(25.0, 2.0), (5, 5));
-        // The exporter restarted: its counters start again from 3.
-        assert_eq!(drops(3.0, 0.0), (3, 3));
-        assert_eq!(drops(4.0, 0.0), (4, 4));
+        assert_eq!(read(20.0), [0; 5], "lifetime counts are not seen");
+        assert_eq!(read(20.0), [0; 5]);
+        // Drops sum four series.
+        assert_eq!(read(25.0), [5, 5, 5, 5, 20]);
+        // The exporter restarted: its counters start again, from 3 + c.
+        let after = read(3.0);
+        assert_eq!(after[..4], [8, 9, 10, 11], "each goes on from its count");
+        assert_eq!(after[4], 20 + 7 + 8 + 9 + 10);
     }
 
     /// `ip link set p2 down` on pod0-agg0 (observed on the FRR testbed): that end has no
@@ -676,7 +760,7 @@ mod tests {
             lab("node_network_carrier", &core_name, &format!("p{core_port}")),
             0.0,
         )];
-        s.snapshot(&series, 0);
+        s.snapshot(&answer(&series, 1_000), 0);
         let r = s.check_topology().unwrap().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(r.mismatches.is_empty(), "{:?}", r.mismatches);

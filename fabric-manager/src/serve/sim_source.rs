@@ -377,7 +377,7 @@ impl Source for SimSource {
         let t = WallInstant::now();
         let snapshot = self.snapshot(seq);
         Ok(Sample {
-            snapshot,
+            snapshot: Some(snapshot),
             events,
             read_ns: Some(t.elapsed().as_nanos() as u64),
         })
@@ -473,6 +473,7 @@ mod tests {
                 .sample(Duration::from_secs(10), seq)
                 .unwrap()
                 .snapshot
+                .unwrap()
                 .time
                 .ns;
             assert!(t > last, "it moves on: {t} ns");
@@ -489,7 +490,7 @@ mod tests {
         // its target (the wall-clock budget, on a slow build); later samples catch up.
         let target = Duration::from_secs(10);
         while last_t + 200_000 < 10_000_000 {
-            let snap = s.sample(target, seq).unwrap().snapshot;
+            let snap = s.sample(target, seq).unwrap().snapshot.unwrap();
             snap.validate(&s.info).unwrap();
             assert!(snap.totals.tx_bytes >= last, "counters never decrease");
             assert!(snap.time.ns >= last_t, "time never goes back");
@@ -513,10 +514,11 @@ mod tests {
         s.fail_link(up).unwrap();
         assert!(s.fail_link(up).unwrap_err().contains("already down"));
         let Sample {
-            snapshot: snap,
+            snapshot,
             events: ev,
             ..
         } = s.sample(Duration::from_secs(2), 1).unwrap();
+        let snap = snapshot.unwrap();
         let kinds: Vec<String> = ev.iter().map(|e| format!("{:?}", e.what)).collect();
         assert!(kinds[0].starts_with("LinkDown"), "{kinds:?}");
         assert!(kinds.iter().any(|k| k.starts_with("Reroute")), "{kinds:?}");
@@ -525,7 +527,11 @@ mod tests {
         assert_eq!(snap.gauges.oper_down, vec![2 * up.0, 2 * up.0 + 1]);
         let tx = snap.counters.tx_bytes.as_ref().unwrap();
         let before = tx.get(2 * up.0 as usize);
-        let snap = s.sample(Duration::from_secs(4), 2).unwrap().snapshot;
+        let snap = s
+            .sample(Duration::from_secs(4), 2)
+            .unwrap()
+            .snapshot
+            .unwrap();
         let tx2 = snap.counters.tx_bytes.as_ref().unwrap();
         assert_eq!(
             tx2.get(2 * up.0 as usize),
@@ -534,10 +540,11 @@ mod tests {
         );
         s.restore_link(up).unwrap();
         let Sample {
-            snapshot: snap,
+            snapshot,
             events: ev,
             ..
         } = s.sample(Duration::from_secs(6), 3).unwrap();
+        let snap = snapshot.unwrap();
         assert!(snap.gauges.oper_down.is_empty());
         assert!(
             ev.iter()

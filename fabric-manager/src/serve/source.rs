@@ -56,8 +56,10 @@ pub struct PortPlace {
 /// One sample of a source.
 #[derive(Debug)]
 pub struct Sample {
-    /// The snapshot.
-    pub snapshot: Snapshot,
+    /// The snapshot; `None` when the read brought nothing new (an observed fabric whose
+    /// exporters were not scraped since the last one): no snapshot is published, readers
+    /// keep the last one and its rates, and the events wait for the next snapshot.
+    pub snapshot: Option<Snapshot>,
     /// Events since the previous sample.
     pub events: Vec<Event>,
     /// Time spent reading the state into the snapshot (as opposed to advancing the

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use fabric_api::{Column, Event, EventKind, FabricInfo, Snapshot};
+use fabric_api::{Clock, Column, Event, EventKind, FabricInfo, Snapshot};
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
@@ -284,6 +284,13 @@ pub struct View {
     pub time_ns: Option<u64>,
     /// Length of the interval the rates are over, ns.
     pub interval_ns: Option<u64>,
+    /// The clock of `time_ns` and `interval_ns`, whose seconds the rates are per: the
+    /// simulator's (`virtual`) or the wall clock.
+    pub clock: Option<Clock>,
+    /// The factor between these cumulative counts and the `fabric_tenant_*` counters on
+    /// `/metrics` (metric = count × factor): `1 / --ratio` for the simulator, so that
+    /// Prometheus' `rate()` over wall-clock seconds gives `rates`; 1 otherwise.
+    pub metrics_scale: f64,
     /// What a tenant is credited with.
     pub scope: &'static str,
     /// Tenants and services.
@@ -297,6 +304,7 @@ pub const SCOPE: &str = "host links only: each tenant's host-to-leaf links, coun
 struct Kept {
     prev: Option<(u64, Vec<Sums>)>,
     cur: Option<(u64, u64, Vec<Sums>)>,
+    clock: Option<Clock>,
 }
 
 /// The map and the last two snapshots' sums (the collector feeds it at every publish).
@@ -304,14 +312,19 @@ struct Kept {
 pub struct TenantLive {
     /// The map.
     pub map: TenantMap,
+    /// The factor `/metrics` puts on the counts (see [`View::metrics_scale`]): one
+    /// factor for the API and the exposition.
+    metrics_scale: f64,
     kept: Mutex<Kept>,
 }
 
 impl TenantLive {
-    /// A live view over `map`.
-    pub fn new(map: TenantMap) -> Self {
+    /// A live view over `map`, its counts exposed on `/metrics` times `metrics_scale`
+    /// (`1 / --ratio` for the simulator, 1 otherwise).
+    pub fn new(map: TenantMap, metrics_scale: f64) -> Self {
         TenantLive {
             map,
+            metrics_scale,
             kept: Mutex::new(Kept::default()),
         }
     }
@@ -322,6 +335,7 @@ impl TenantLive {
         let mut k = self.kept.lock().expect("tenants lock");
         k.prev = k.cur.take().map(|(_, t, v)| (t, v));
         k.cur = Some((s.seq, s.time.ns, sums));
+        k.clock = Some(s.time.clock);
     }
 
     /// The latest sums (`None` before the first snapshot).
@@ -363,6 +377,8 @@ impl TenantLive {
             seq: k.cur.as_ref().map(|c| c.0),
             time_ns: k.cur.as_ref().map(|c| c.1),
             interval_ns: interval,
+            clock: k.clock,
+            metrics_scale: self.metrics_scale,
             scope: SCOPE,
             tenants,
         }
@@ -395,14 +411,15 @@ pub fn rates(prev: &Sums, cur: &Sums, dt_ns: u64) -> Rates {
 type CounterFamily = (&'static str, &'static str, fn(&Sums) -> Option<u64>, f64);
 
 /// The `fabric_tenant_*` families of the latest sums (label `tenant`; per priority also
-/// `priority`). Counters are scaled by `rate_scale` as the per-port ones are (simulated
-/// time to wall-clock time); a counter the source does not measure has no family.
+/// `priority`). Counters are the API's counts times [`View::metrics_scale`], as the
+/// per-port ones are scaled (simulated time to wall-clock time); a counter the source
+/// does not measure has no family.
 pub fn encode(
     live: &TenantLive,
     sel: &super::metrics::Selection,
-    rate_scale: f64,
     enc: &mut DescriptorEncoder<'_>,
 ) -> std::fmt::Result {
+    let rate_scale = live.metrics_scale;
     let Some(sums) = live.latest() else {
         return Ok(());
     };
@@ -626,6 +643,73 @@ classes = [2]
         );
         let json = serde_json::to_string(a).unwrap();
         assert!(json.contains("\"pfc_from_hosts\":null"), "{json}");
+    }
+
+    /// `/metrics` scaled its `fabric_tenant_*` counters by `1 / --ratio` (so that
+    /// `rate()` over wall-clock seconds gives per-simulated-second rates) while
+    /// `/api/v1/tenants` gave the counts on the source's clock, and neither said so. One
+    /// factor now serves both, and the view states it with its clock: metric = count ×
+    /// factor, and Prometheus' rate of the metric is the view's rate.
+    #[test]
+    fn the_api_and_metrics_share_one_factor_and_say_it() {
+        #[derive(Debug)]
+        struct Exp(std::sync::Arc<TenantLive>);
+        impl prometheus_client::collector::Collector for Exp {
+            fn encode(&self, mut enc: DescriptorEncoder<'_>) -> std::fmt::Result {
+                encode(
+                    &self.0,
+                    &super::super::metrics::Selection::default(),
+                    &mut enc,
+                )
+            }
+        }
+        let (f, info, map) = setup();
+        let (_, l0) = host_link_ports(&f, "host0-nic0");
+        // --ratio 0.001: a simulated millisecond per wall-clock second.
+        let live = std::sync::Arc::new(TenantLive::new(map, 1000.0));
+        let snap = |seq, t_ns, bytes| {
+            let mut s = Snapshot::new(
+                seq,
+                Timestamp::virtual_ns(t_ns),
+                fabric_api::Source {
+                    kind: fabric_api::SourceKind::Sim,
+                    name: "t".into(),
+                },
+            );
+            let mut col = vec![0; info.ports.len()];
+            col[l0 as usize] = bytes;
+            s.counters.rx_bytes = Some(Column::from(col));
+            s
+        };
+        live.observe(&snap(0, 1_000_000, 0));
+        // 100 Gb/s over a simulated millisecond.
+        live.observe(&snap(1, 2_000_000, 12_500_000));
+        let v = live.view();
+        assert_eq!((v.clock, v.metrics_scale), (Some(Clock::Virtual), 1000.0));
+        let a = &v.tenants[1];
+        assert_eq!(a.entry.name, "a");
+        assert_eq!(a.sums.sent_bytes, Some(12_500_000));
+        let api_bps = a.rates.as_ref().unwrap().sent_bps.unwrap();
+        assert!((api_bps - 100e9).abs() < 1.0, "{api_bps}");
+        let json = serde_json::to_string(&v).unwrap();
+        assert!(
+            json.contains(r#""clock":"virtual""#) && json.contains(r#""metrics_scale":1000.0"#),
+            "{json}"
+        );
+        let mut r = prometheus_client::registry::Registry::default();
+        r.register_collector(Box::new(Exp(live.clone())));
+        let text = super::super::metrics::encode_openmetrics(&r);
+        let metric: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix(r#"fabric_tenant_sent_bytes_total{tenant="a"} "#))
+            .unwrap_or_else(|| panic!("no sent bytes of a in:\n{text}"))
+            .parse()
+            .unwrap();
+        assert_eq!(metric, 12_500_000.0 * v.metrics_scale);
+        // The simulated millisecond took a wall-clock second: Prometheus' rate.
+        let wall_s = v.interval_ns.unwrap() as f64 * 1e-9 * v.metrics_scale;
+        let prom_bps = metric * 8.0 / wall_s;
+        assert!((prom_bps - api_bps).abs() < 1.0, "{prom_bps} vs {api_bps}");
     }
 
     #[test]

@@ -389,7 +389,7 @@ impl Source for TestbedSource {
         }
         drop(st);
         Ok(Sample {
-            snapshot,
+            snapshot: Some(snapshot),
             events,
             read_ns: Some(t.elapsed().as_nanos() as u64),
         })

@@ -756,6 +756,10 @@ pub struct Workplan {
     pub network: NetworkOverrides,
 }
 
+/// The largest TOML scenario read (a scenario is a few kB; `/dev/zero` or a runaway
+/// generated file is refused at this size instead of filling memory).
+pub const MAX_SCENARIO_BYTES: u64 = 64 << 20;
+
 impl Scenario {
     /// Read a scenario file, by its extension: an htsim connection matrix (`.cm` or
     /// `.tm`, see [`Scenario::from_connection_matrix`]) or TOML (anything else).
@@ -763,11 +767,24 @@ impl Scenario {
         if cm::is_matrix_file(path) {
             return Scenario::from_connection_matrix(path);
         }
+        use std::io::Read;
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
-            file: file.clone(),
-            source,
-        })?;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SCENARIO_BYTES + 1).read_to_string(&mut text))
+            .map_err(|source| ScenarioError::Io {
+                file: file.clone(),
+                source,
+            })?;
+        if text.len() as u64 > MAX_SCENARIO_BYTES {
+            return Err(ScenarioError::Parse {
+                file,
+                message: format!(
+                    "larger than the {} MiB a scenario file may have",
+                    MAX_SCENARIO_BYTES >> 20
+                ),
+            });
+        }
         let mut s = Scenario::from_toml_str(&text, &file)?;
         s.base_dir = path.parent().map(Path::to_path_buf);
         Ok(s)
@@ -1109,6 +1126,30 @@ impl SizeDist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scenario file past the cap (a sparse file, /dev/zero) is refused naming the file
+    /// and the limit, read no further than the limit.
+    #[test]
+    fn a_huge_scenario_file_is_refused_at_the_cap() {
+        let dir = std::env::temp_dir().join(format!("scenario-huge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let huge = dir.join("huge.toml");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(MAX_SCENARIO_BYTES + 1)
+            .unwrap();
+        for p in [huge.as_path(), Path::new("/dev/zero")] {
+            let e = Scenario::from_file(p).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "{}: larger than the 64 MiB a scenario file may have",
+                    p.display()
+                )
+            );
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     fn ctx(n: u32) -> CompileCtx {
         CompileCtx::new(n, Rate::gbps(100), 7)

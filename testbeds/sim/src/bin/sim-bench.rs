@@ -8,8 +8,9 @@
 //! sim-bench                      # the anchor workload (k=16 fat-tree, 1024 hosts)
 //! sim-bench --k 8 --k 16 --k 32  # scaling table
 //! sim-bench --rto-us 1000        # the 1 ms timeout the recorded digests were taken with
-//! sim-bench --queue heap         # compare event queues (calendar: 1,024 ps buckets,
-//!                                # the default; adaptive: adaptive width; heap)
+//! sim-bench --queue calendar     # compare event queues (lanes: the default, FIFO lanes
+//!                                # per delay over a calendar; calendar: 1,024 ps buckets;
+//!                                # adaptive: adaptive width; heap)
 //! ```
 //! Prints simulated/wall time, the CPU time of setup and of the event loop apart,
 //! events per CPU second and CPU per event, peak memory (VmHWM), FCT figures and the
@@ -18,7 +19,7 @@
 use cc_algos::{Duration, Instant, Rate};
 use scenario::{CompileCtx, Scenario};
 use sim::net::{Net, Router};
-use sim::queue::{CalendarQueue, EventQueue, HeapQueue};
+use sim::queue::{CalendarQueue, EventQueue, HeapQueue, LaneQueue};
 use sim::{CcChoice, LbScheme, Sim, SimConfig, SimResults};
 use std::time::Instant as WallClock;
 
@@ -84,7 +85,7 @@ fn parse_args() -> Result<Opts, String> {
         ks: Vec::new(),
         cc: "nscc".parse().or_else(|_| "dcqcn".parse())?,
         lb: LbScheme::Spray,
-        queue: "calendar".into(),
+        queue: "lanes".into(),
         size: "2MB".into(),
         stop_us: None,
         rto_us: None,
@@ -104,7 +105,7 @@ fn parse_args() -> Result<Opts, String> {
             "--rto-us" => o.rto_us = Some(val()?.parse().map_err(|e| format!("--rto-us: {e}"))?),
             "-h" | "--help" => {
                 println!(
-                    "sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue calendar|adaptive|heap] [--size 2MB] [--stop-us N] [--seed N] [--rto-us N]"
+                    "sim-bench [--k K]... [--cc NAME] [--lb NAME] [--queue lanes|calendar|adaptive|heap] [--size 2MB] [--stop-us N] [--seed N] [--rto-us N]"
                 );
                 std::process::exit(0);
             }
@@ -196,7 +197,10 @@ fn main() {
             "heap" => run_one(k, &o, HeapQueue::default()),
             "calendar" => run_one(k, &o, CalendarQueue::for_sim()),
             "adaptive" => run_one(k, &o, CalendarQueue::adaptive(10, 4096)),
-            q => Err(format!("unknown queue {q} (calendar, adaptive or heap)")),
+            "lanes" => run_one(k, &o, LaneQueue::for_sim()),
+            q => Err(format!(
+                "unknown queue {q} (lanes, calendar, adaptive or heap)"
+            )),
         };
         let m = match res {
             Ok(x) => x,

@@ -465,10 +465,7 @@ impl<Q: EventQueue> Sim<Q> {
             self.release(pid);
             return;
         }
-        self.kx.ctrl_bytes[eu] += w;
-        self.node_buf[node as usize] += w;
-        self.port[eu].ctrl_q.push(&mut self.pkts, pid);
-        self.try_tx(e);
+        self.queue_ctrl(node, e, pid);
     }
 
     /// Take the packet at the head of data queue `k` of port `e` out (to be trimmed).
@@ -549,6 +546,10 @@ impl<Q: EventQueue> Sim<Q> {
 
     /// Queue a data packet at egress `e` (admission already decided).
     pub(super) fn push_data(&mut self, node: u32, e: u32, pid: u32, in_port: u32) {
+        if self.sends_data_now(e as usize) {
+            self.cut_through(e, pid);
+            return;
+        }
         let k = e as usize * self.nclass + self.pkts[pid as usize].class as usize;
         self.pkts[pid as usize].port = in_port;
         self.account(node, e, k, pid);

@@ -85,18 +85,7 @@ impl<Q: EventQueue> Sim<Q> {
             let node = self.port[pu].node;
             if !self.net.is_host(node) {
                 self.node_buf[node as usize] -= w;
-                // ECN at dequeue, on the depth left behind.
-                if let Some(red) = self.cfg.ecn {
-                    let u = self.rng.next_f64();
-                    let depth = self.scaled_depth(pu, self.cq[k].bytes);
-                    if red.should_mark(Bytes(depth), u) {
-                        let pk = &mut self.pkts[i as usize];
-                        if pk.flags & F_CE == 0 {
-                            pk.flags |= F_CE;
-                            self.pc[pu].marks += 1;
-                        }
-                    }
-                }
+                self.mark_at_dequeue(pu, i, self.cq[k].bytes);
                 if self.cfg.pfc {
                     let ing = self.pkts[i as usize].port;
                     let now = Instant::from_picos(self.now);
@@ -112,6 +101,77 @@ impl<Q: EventQueue> Sim<Q> {
             self.q.push(earliest_resume, EV_PORTWAKE, p);
         }
         None
+    }
+
+    /// ECN at dequeue from switch port `pu`, on the `left` bytes its class queue keeps
+    /// behind packet `i` (RED with a draw from the run's generator).
+    #[inline]
+    fn mark_at_dequeue(&mut self, pu: usize, i: u32, left: u64) {
+        if let Some(red) = self.cfg.ecn {
+            let u = self.rng.next_f64();
+            let depth = self.scaled_depth(pu, left);
+            if red.should_mark(Bytes(depth), u) {
+                let pk = &mut self.pkts[i as usize];
+                if pk.flags & F_CE == 0 {
+                    pk.flags |= F_CE;
+                    self.pc[pu].marks += 1;
+                }
+            }
+        }
+    }
+
+    /// Whether switch port `eu` sends a control frame queued now at once: it is up and
+    /// idle, and no PFC or control frame waits in it (they go first).
+    #[inline]
+    fn sends_ctrl_now(&self, eu: usize) -> bool {
+        let ps = &self.port[eu];
+        self.up[eu] && ps.busy_until <= self.now && ps.pause_q.is_empty() && ps.ctrl_q.is_empty()
+    }
+
+    /// Whether switch port `eu` sends a data frame queued now at once: as
+    /// [`Self::sends_ctrl_now`], no data waits either, and no PFC, ETS or PFC watchdog
+    /// state takes part in the dequeue.
+    #[inline]
+    pub(super) fn sends_data_now(&self, eu: usize) -> bool {
+        self.sends_ctrl_now(eu)
+            && self.port[eu].qtotal == 0
+            && !self.cfg.pfc
+            && self.ets.is_empty()
+            && self.cfg.pfcwd.is_none()
+    }
+
+    /// Queue a control frame or trimmed header at switch `node`'s port `e` (admitted),
+    /// counted in the node's buffer (and the per-port model's header bytes). A port that
+    /// [sends it at once](Self::sends_ctrl_now) sends it without the queue: the bytes
+    /// would go in and straight out again.
+    pub(super) fn queue_ctrl(&mut self, node: u32, e: u32, pid: u32) {
+        let eu = e as usize;
+        if self.sends_ctrl_now(eu) {
+            self.transmit(e, pid);
+            return;
+        }
+        let w = self.pkts[pid as usize].wire as u64;
+        self.node_buf[node as usize] += w;
+        if self.kx.per_port {
+            self.kx.ctrl_bytes[eu] += w;
+        }
+        self.port[eu].ctrl_q.push(&mut self.pkts, pid);
+        self.try_tx(e);
+    }
+
+    /// Send data packet `pid` from switch port `e`, which [sends it at
+    /// once](Self::sends_data_now): what queuing and dequeuing it would leave behind —
+    /// the queue's high-water mark, its area clock, the ECN draw on an empty queue — and
+    /// the transmission, without the queue's round trip (most hops of a lightly loaded
+    /// fabric).
+    pub(super) fn cut_through(&mut self, e: u32, pid: u32) {
+        let eu = e as usize;
+        let w = self.pkts[pid as usize].wire as u64;
+        let c = &mut self.pc[eu];
+        c.q_last = self.now;
+        c.max_q = c.max_q.max(w);
+        self.mark_at_dequeue(eu, pid, 0);
+        self.transmit(e, pid);
     }
 
     pub(super) fn transmit(&mut self, p: u32, pid: u32) {

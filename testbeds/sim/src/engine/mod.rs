@@ -31,7 +31,7 @@
 
 use super::config::{CcChoice, LbScheme, SimConfig};
 use super::net::{BfsRoutes, Net, Router};
-use super::queue::{CalendarQueue, EventQueue};
+use super::queue::{EventQueue, LaneQueue};
 use super::results::*;
 use cc_algos::uec::ev::{EvConfig, EvPolicy, EvPolicyKind, PathSignal};
 use cc_algos::{
@@ -424,7 +424,7 @@ pub enum SimError {
 
 /// The simulator.
 #[derive(Debug)]
-pub struct Sim<Q: EventQueue = CalendarQueue> {
+pub struct Sim<Q: EventQueue = LaneQueue> {
     cfg: SimConfig,
     net: Net,
     router: Router,
@@ -503,7 +503,7 @@ pub struct Sim<Q: EventQueue = CalendarQueue> {
     pfcwd: watchdog::Pfcwd,
 }
 
-impl Sim<CalendarQueue> {
+impl Sim<LaneQueue> {
     /// A simulator over `topo`'s fabric and routes, with the default event queue.
     pub fn from_fabric(
         fabric: &topo::Fabric,
@@ -529,7 +529,7 @@ impl Sim<CalendarQueue> {
             Some(fabric.clone()),
             cfg,
             plan,
-            CalendarQueue::for_sim(),
+            LaneQueue::for_sim(),
         )
     }
 
@@ -537,14 +537,7 @@ impl Sim<CalendarQueue> {
     pub fn from_net(net: Net, cfg: SimConfig, plan: &Workplan) -> Result<Self, SimError> {
         let up = vec![true; net.ports() as usize];
         let r = BfsRoutes::compute(&net, &up);
-        Sim::with_queue(
-            net,
-            Router::Bfs(r),
-            None,
-            cfg,
-            plan,
-            CalendarQueue::for_sim(),
-        )
+        Sim::with_queue(net, Router::Bfs(r), None, cfg, plan, LaneQueue::for_sim())
     }
 }
 

@@ -164,9 +164,7 @@ impl<Q: EventQueue> Sim<Q> {
                 self.release(pid);
                 return;
             }
-            self.node_buf[node as usize] += pk.wire as u64;
-            self.port[eu].ctrl_q.push(&mut self.pkts, pid);
-            self.try_tx(e);
+            self.queue_ctrl(node, e, pid);
             return;
         }
         let c = pk.class as usize;
@@ -188,9 +186,7 @@ impl<Q: EventQueue> Sim<Q> {
                 self.release(pid);
                 return;
             }
-            self.node_buf[node as usize] += w;
-            self.port[eu].ctrl_q.push(&mut self.pkts, pid);
-            self.try_tx(e);
+            self.queue_ctrl(node, e, pid);
             return;
         }
         let w = pk.wire as u64;

@@ -2,19 +2,25 @@
 //!
 //! Events are 16 bytes: a time, a sequence number (FIFO order among events at the
 //! same picosecond, so runs are reproducible and intuitive) and 32 bits of payload
-//! (4-bit kind + 28-bit id). Two implementations with one interface:
+//! (4-bit kind + 28-bit id). Three implementations with one interface, which pop the
+//! same events in the same order:
 //!
 //! - [`HeapQueue`]: a binary heap (`std::collections::BinaryHeap`).
 //! - [`CalendarQueue`]: a bucketed calendar (Brown, "Calendar queues", CACM 1988)
 //!   with a fixed bucket width and a sorted overflow heap for far-future events.
 //!   Packet simulations schedule almost everything within a few link delays, so
 //!   most pushes land in a near bucket.
+//! - [`LaneQueue`]: FIFO lanes for the few delays most events are pushed at (a
+//!   frame's serialisation, plus the link), over a calendar queue for the rest.
 //!
-//! `sim-bench --queue heap|calendar|adaptive` measures which is faster on a workload;
-//! the simulator uses the fixed-width calendar queue by default (docs/sim.md has the figures).
+//! `sim-bench --queue lanes|calendar|adaptive|heap` measures which is faster on a
+//! workload; the simulator uses the lanes by default (docs/sim.md has the figures).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+
+mod lanes;
+pub use lanes::{LANES, LaneQueue};
 
 /// One scheduled event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -365,6 +371,50 @@ impl CalendarQueue {
     }
 }
 
+impl CalendarQueue {
+    /// Brings the earliest event to the back of the current bucket, sorting the bucket
+    /// if the clock just entered it; false if the queue is empty.
+    fn settle(&mut self) -> bool {
+        if self.len == 0 {
+            return false;
+        }
+        loop {
+            if !self.buckets[self.cur].is_empty() {
+                if !self.cur_sorted {
+                    if self.window > 0 && self.adapt(self.buckets[self.cur].len()) {
+                        continue;
+                    }
+                    self.buckets[self.cur].sort_unstable();
+                    self.cur_sorted = true;
+                    // The next bucket is sorted after this one's events: ask for it now
+                    // (a hint; its lines were last touched when events were pushed).
+                    let next = &self.buckets[(self.cur + 1) & (self.buckets.len() - 1)];
+                    crate::prefetch::prefetch_slice(next, 4);
+                }
+                return true;
+            }
+            // Empty year ahead? Jump straight to the next far event's year.
+            if self.len == self.far.len() {
+                let t = unpack(*self.far.peek().expect("len > 0")).t;
+                let w = 1u64 << self.width_shift;
+                self.set_cur_start(t / w * w);
+                self.cur_sorted = false;
+                self.pull_far();
+                continue;
+            }
+            self.advance();
+        }
+    }
+
+    /// The earliest event, left in the queue.
+    pub fn peek(&mut self) -> Option<Ev> {
+        if !self.settle() {
+            return None;
+        }
+        self.buckets[self.cur].last().map(|&e| unpack(e))
+    }
+}
+
 impl EventQueue for CalendarQueue {
     #[inline]
     fn push(&mut self, t: u64, kind: u32, id: u32) {
@@ -380,38 +430,12 @@ impl EventQueue for CalendarQueue {
     }
 
     fn pop(&mut self) -> Option<Ev> {
-        if self.len == 0 {
+        if !self.settle() {
             return None;
         }
-        loop {
-            if !self.buckets[self.cur].is_empty() {
-                if !self.cur_sorted {
-                    if self.window > 0 && self.adapt(self.buckets[self.cur].len()) {
-                        continue;
-                    }
-                    self.buckets[self.cur].sort_unstable();
-                    self.cur_sorted = true;
-                    // The next bucket is sorted after this one's events: ask for it now
-                    // (a hint; its lines were last touched when events were pushed).
-                    let next = &self.buckets[(self.cur + 1) & (self.buckets.len() - 1)];
-                    crate::prefetch::prefetch_slice(next, 4);
-                }
-                self.len -= 1;
-                return self.buckets[self.cur].pop().map(unpack);
-            }
-            // Empty year ahead? Jump straight to the next far event's year.
-            if self.len == self.far.len() {
-                let t = unpack(*self.far.peek().expect("len > 0")).t;
-                let w = 1u64 << self.width_shift;
-                self.set_cur_start(t / w * w);
-                self.cur_sorted = false;
-                self.pull_far();
-                continue;
-            }
-            self.advance();
-        }
+        self.len -= 1;
+        self.buckets[self.cur].pop().map(unpack)
     }
-
     fn unpop(&mut self, ev: Ev) {
         self.len += 1;
         self.place(ev.t, pack(ev));

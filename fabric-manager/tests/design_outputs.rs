@@ -1,0 +1,137 @@
+//! The design half's output checks on the real binary: an `--out` that cannot be a
+//! directory is refused before any routing, and an export larger than `--max-output` is
+//! refused with its size before anything is written.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn fabric(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `/etc/passwd` is a file: refused with the error the directory sink gives, but before
+/// the fabric is routed: before the `--fail` name (checked ahead of routing) is looked at,
+/// and before `fabric build` prints its first line.
+#[test]
+fn an_out_that_cannot_be_a_directory_is_refused_before_routing() {
+    assert!(Path::new("/etc/passwd").is_file());
+    let build = |out| {
+        vec![
+            "build",
+            "--preset",
+            "fat-tree-k16",
+            "--fail",
+            "no-such-switch",
+            "--out",
+            out,
+        ]
+    };
+    let export = |out| {
+        vec![
+            "routes",
+            "export",
+            "--preset",
+            "fat-tree-k16",
+            "--fail",
+            "no-such-switch",
+            "--format",
+            "ip",
+            "--out",
+            out,
+        ]
+    };
+    let cases = [
+        (build("/etc/passwd"), "/etc/passwd", "File exists"),
+        (build("/etc/passwd/x"), "/etc/passwd/x", "Not a directory"),
+        (export("/etc/passwd/x"), "/etc/passwd/x", "Not a directory"),
+    ];
+    for (cmd, out, cause) in cases {
+        let o = fabric(&cmd);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {e}");
+        assert!(
+            e.starts_with(&format!(
+                "error: --out {out}: creating directory {out}: {cause}"
+            )),
+            "{cmd:?}: {e}"
+        );
+        assert!(o.stdout.is_empty(), "{cmd:?} did work first: {e}");
+    }
+    // An existing file for a multi-file format had its own early refusal already.
+    let e = stderr(&fabric(&export("/etc/passwd")));
+    assert!(
+        e.starts_with("error: --out /etc/passwd: is (or looks like) a file"),
+        "{e}"
+    );
+    // A single file under a file cannot be created either.
+    let o = fabric(&[
+        "routes",
+        "export",
+        "--preset",
+        "fat-tree-k4",
+        "--format",
+        "json",
+        "--out",
+        "/etc/passwd/routes.json",
+    ]);
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("error: --out /etc/passwd: creating directory /etc/passwd: File exists"),
+        "{e}"
+    );
+}
+
+/// Over `--max-output` nothing is written and the error names the size, the limit and
+/// the flag; `--max-output none` writes it.
+#[test]
+fn an_export_above_max_output_is_refused_with_its_size() {
+    let dir = std::env::temp_dir().join(format!("fabric-maxout-{}", std::process::id()));
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap();
+    let export = |limit: &str| {
+        fabric(&[
+            "routes",
+            "export",
+            "--preset",
+            "fat-tree-k8",
+            "--format",
+            "ip",
+            "--out",
+            out_s,
+            "--max-output",
+            limit,
+        ])
+    };
+    let o = export("100kB");
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.starts_with("error: --max-output 100.0 kB: the export would write about "),
+        "{e}"
+    );
+    assert!(e.contains("(ip: about "), "{e}");
+    assert!(e.contains("of 80 switch files"), "{e}");
+    assert!(e.contains("--max-output none"), "{e}");
+    assert!(!out.exists(), "wrote despite the refusal");
+    // Within the limit (the default, 2 GB, and none) it writes.
+    for limit in ["2GB", "none"] {
+        let o = export(limit);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(out.join("ip/pod0-leaf0.batch").is_file());
+    }
+    let o = export("2XB");
+    assert!(
+        stderr(&o).contains("expected a size such as 500MB"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
