@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Daemon, Stream};
 use fabric_api::{FabricInfo, Frame, Interval, Snapshot};
@@ -37,7 +37,11 @@ impl Exporter {
         let addr = l.local_addr().unwrap().to_string();
         let stop = Arc::new(AtomicBool::new(false));
         let quit = stop.clone();
-        let t0 = Instant::now();
+        let ms = || {
+            let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+            since.as_millis() as u64
+        };
+        let t0 = ms();
         std::thread::spawn(move || {
             while !quit.load(Ordering::Relaxed) {
                 let Ok((mut s, _)) = l.accept() else {
@@ -54,12 +58,18 @@ impl Exporter {
                         _ => break,
                     }
                 }
-                let tx = 1e12 + t0.elapsed().as_secs_f64() * bytes_per_s;
+                // Each sample carries the time its value is for (the daemon reads the
+                // samples' `timestamp()`): Prometheus would otherwise stamp it with the
+                // scrape's start, and on a loaded machine this thread may answer some
+                // hundred ms later, which moves a one-second rate by as much as the
+                // test's tolerance.
+                let now = ms();
+                let tx = 1e12 + (now - t0) as f64 / 1000.0 * bytes_per_s;
                 let labels = format!("switch=\"{switch}\",device=\"{device}\"");
                 let body = format!(
-                    "node_network_transmit_bytes_total{{{labels}}} {tx:.0}\n\
-                     node_network_receive_drop_total{{{labels}}} 22\n\
-                     node_network_carrier{{{labels}}} 1\n"
+                    "node_network_transmit_bytes_total{{{labels}}} {tx:.0} {now}\n\
+                     node_network_receive_drop_total{{{labels}}} 22 {now}\n\
+                     node_network_carrier{{{labels}}} 1 {now}\n"
                 );
                 let _ = write!(
                     s,
