@@ -376,6 +376,23 @@ mod tests {
         (f, c, [Format::IpBatch].into_iter().collect())
     }
 
+    /// What the exporters read of a computed design.
+    fn view<'a>(f: &'a Fabric, c: &'a Computed) -> Routed<'a> {
+        Routed {
+            fabric: f,
+            addr: &c.addr,
+            tables: c.tables(),
+            lanes: Some(&c.lanes),
+        }
+    }
+
+    /// The bytes the `ip` format writes, counted by the exporter itself.
+    fn ip_bytes(f: &Fabric, c: &Computed) -> u64 {
+        let mut sink = topo::export::CountingSink::default();
+        export::export(&view(f, c), Format::IpBatch, &mut sink).unwrap();
+        sink.bytes
+    }
+
     /// Within the limit the count is the exact size the export writes.
     #[test]
     fn within_the_limit_the_count_is_exact() {
@@ -383,22 +400,15 @@ mod tests {
         let n = check(&f, &c, &formats, MaxOutput(Some(1 << 40)))
             .unwrap()
             .unwrap();
-        let mut sink = topo::export::CountingSink::default();
-        let routed = Routed {
-            fabric: &f,
-            addr: &c.addr,
-            tables: c.tables(),
-            lanes: Some(&c.lanes),
-        };
-        export::export(&routed, Format::IpBatch, &mut sink).unwrap();
-        assert_eq!(n, sink.bytes);
+        let written = ip_bytes(&f, &c);
+        assert_eq!(n, written);
         assert_eq!(check(&f, &c, &formats, MaxOutput(None)).unwrap(), None);
         // At the limit: exact, written.
-        let at = check(&f, &c, &formats, MaxOutput(Some(sink.bytes))).unwrap();
-        assert_eq!(at, Some(sink.bytes));
+        let at = check(&f, &c, &formats, MaxOutput(Some(written))).unwrap();
+        assert_eq!(at, Some(written));
         // One byte under: the estimate is near the limit, so the whole export is
         // counted, and refused.
-        let e = check(&f, &c, &formats, MaxOutput(Some(sink.bytes - 1)))
+        let e = check(&f, &c, &formats, MaxOutput(Some(written - 1)))
             .unwrap_err()
             .to_string();
         assert!(
@@ -427,15 +437,8 @@ mod tests {
     #[test]
     fn past_the_limit_it_is_refused_with_the_size_and_the_flag() {
         let (f, c, formats) = routed("fat-tree-k16");
-        let mut sink = topo::export::CountingSink::default();
-        let routed = Routed {
-            fabric: &f,
-            addr: &c.addr,
-            tables: c.tables(),
-            lanes: Some(&c.lanes),
-        };
-        export::export(&routed, Format::IpBatch, &mut sink).unwrap();
-        let limit = sink.bytes / 8;
+        let written = ip_bytes(&f, &c);
+        let limit = written / 8;
         let e = check(&f, &c, &formats, MaxOutput(Some(limit))).unwrap_err();
         let msg = e.to_string();
         assert!(
@@ -449,12 +452,13 @@ mod tests {
         assert!(msg.contains(" of 320 switch files"), "{msg}");
         assert!(msg.contains("or --max-output none"), "{msg}");
         let mut count = LimitedCount::new(limit);
+        let routed = view(&f, &c);
         assert!(export::export(&routed, Format::IpBatch, &mut count).is_err());
         let (est, done, of) = count.above(&routed).extrapolated.unwrap();
         assert_eq!(of, 320);
         assert!(done > 0 && done < of, "{done}");
-        let ratio = est as f64 / sink.bytes as f64;
-        assert!((0.9..=1.1).contains(&ratio), "{est} vs {}", sink.bytes);
+        let ratio = est as f64 / written as f64;
+        assert!((0.9..=1.1).contains(&ratio), "{est} vs {}", written);
         assert!(count.done_files.iter().all(|n| n.contains("leaf")));
     }
 }

@@ -3,15 +3,10 @@
 //! refused with its size before anything is written.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn fabric(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabric"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap()
-}
+mod common;
+use common::fabric;
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -2,15 +2,8 @@
 //! (exit 2) and for failed checks (exit 1) alike, and a write error on `--out` named as
 //! such (a device such as /dev/full is a file, not a directory to create files in).
 
-use std::process::{Command, Output};
-
-fn fabric(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabric"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap()
-}
+mod common;
+use common::fabric;
 
 /// Runs `fabric args`, asserts it exits with `code` (any failure when None) and that its
 /// stderr starts with `prefix`; returns the stderr.

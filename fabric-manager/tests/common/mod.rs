@@ -1,11 +1,12 @@
-//! Helpers for tests that run the real `fabric serve` binary on a free loopback port
-//! and talk raw HTTP/1.1 to it (raw, so tests can also send what no client would).
+//! Helpers for tests that run the real `fabric` binary: a command run to its end
+//! ([`fabric`]), and `fabric serve` on a free loopback port talked to in raw HTTP/1.1
+//! (raw, so tests can also send what no client would).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long a test waits for a condition before it fails: generous, since tests run beside
@@ -13,6 +14,15 @@ use std::time::{Duration, Instant};
 /// and only a failing test waits this long. What a test claims about speed, it checks on
 /// figures the daemon measures itself (say `repaired_ns`), not on how long it waited.
 pub const WAIT: Duration = Duration::from_secs(60);
+
+/// `fabric ARGS…` run to its end from the workspace root.
+pub fn fabric(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fabric"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .unwrap()
+}
 
 /// A running daemon, stopped with SIGTERM when dropped.
 pub struct Daemon {
