@@ -91,7 +91,7 @@ fn subnet_processes(pid: u32) -> Vec<u32> {
 
 #[test]
 fn the_daemon_is_opensms_brain_and_eyes_on_ibsim() {
-    if !ib_testbed::require_tools() {
+    if !testkit::tools::require(&ib_testbed::TOOLS, &[ib_testbed::UMAD2SIM]) {
         return;
     }
     let args = ["--infiniband", "--fabric", "fat-tree-k4"];
@@ -163,7 +163,7 @@ fn attached_to_a_running_opensm_it_routes_and_leaves_it_running() {
     use ib_testbed::opensm::{Engine, SmOptions};
     use ib_testbed::subnet::Subnet;
     use ib_testbed::tools::UmadPort;
-    if !ib_testbed::require_tools() {
+    if !testkit::tools::require(&ib_testbed::TOOLS, &[ib_testbed::UMAD2SIM]) {
         return;
     }
     let f = topo::presets::build("fat-tree-k4").unwrap();

@@ -102,7 +102,7 @@ fn path_record(net: &mut Subnet, s: u16, d: u16) -> Option<u8> {
 
 #[test]
 fn opensm_loads_the_partitions_and_the_sa_keeps_tenants_apart() {
-    if !ib_testbed::require_tools() {
+    if !testkit::tools::require(&ib_testbed::TOOLS, &[ib_testbed::UMAD2SIM]) {
         return;
     }
     let f = Arc::new(topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap());

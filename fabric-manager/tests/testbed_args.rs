@@ -2,7 +2,17 @@
 //! so a user does not wait for a real-time run to learn that its plots have nowhere to go
 //! (root-only: the root check comes first) or that nothing was captured.
 
-use std::process::Command;
+mod common;
+
+/// `fabric testbed run` of the 8:1 incast with `extra` arguments: its exit code, stdout
+/// and stderr.
+fn testbed_run(extra: &[&str]) -> (Option<i32>, String, String) {
+    let mut args = vec!["testbed", "run", "scenarios/veth-incast-8to1.toml"];
+    args.extend_from_slice(extra);
+    let o = common::fabric(&args);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (o.status.code(), text(&o.stdout), text(&o.stderr))
+}
 
 #[test]
 fn an_unwritable_plot_directory_is_refused_before_the_run() {
@@ -12,15 +22,8 @@ fn an_unwritable_plot_directory_is_refused_before_the_run() {
         Err(why) => panic!("{why}"),
     }
     // /proc does not take new directories, even from root.
-    let o = Command::new(env!("CARGO_BIN_EXE_fabric"))
-        .args(["testbed", "run", "scenarios/veth-incast-8to1.toml"])
-        .args(["--plot", "/proc/fabric-no-such-dir"])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) = testbed_run(&["--plot", "/proc/fabric-no-such-dir"]);
+    assert_ne!(code, Some(0), "{stdout}\n{stderr}");
     assert!(
         stderr.contains("--plot /proc/fabric-no-such-dir: cannot create the directory"),
         "{stderr}"
@@ -38,15 +41,8 @@ fn an_unwritable_plot_directory_is_refused_before_the_run() {
 /// this needs no root.
 #[test]
 fn a_pcap_port_without_a_pcap_file_is_refused() {
-    let o = Command::new(env!("CARGO_BIN_EXE_fabric"))
-        .args(["testbed", "run", "scenarios/veth-incast-8to1.toml"])
-        .args(["--pcap-port", "3"])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) = testbed_run(&["--pcap-port", "3"]);
+    assert_eq!(code, Some(2), "{stdout}\n{stderr}");
     assert!(stderr.contains("--pcap <PCAP>"), "{stderr}");
     assert!(!stdout.contains("ran "), "the run went ahead: {stdout}");
 }
@@ -54,15 +50,8 @@ fn a_pcap_port_without_a_pcap_file_is_refused() {
 /// `--wall-limit 0` stopped the run at once (exit 124): refused by the argument parser.
 #[test]
 fn a_zero_wall_limit_is_refused() {
-    let o = Command::new(env!("CARGO_BIN_EXE_fabric"))
-        .args(["testbed", "run", "scenarios/veth-incast-8to1.toml"])
-        .args(["--wall-limit", "0"])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stdout}\n{stderr}");
+    let (code, stdout, stderr) = testbed_run(&["--wall-limit", "0"]);
+    assert_eq!(code, Some(2), "{stdout}\n{stderr}");
     assert!(
         stderr.contains("--wall-limit <WALL_LIMIT>") && stderr.contains("0 is not in 1.."),
         "{stderr}"

@@ -11,7 +11,7 @@ use ib_testbed::brain::{self, Brain, LinkChange};
 
 #[test]
 fn cable_cut_is_found_answered_and_loaded_in_every_switch() {
-    if !ib_testbed::require_tools() {
+    if !testkit::tools::require(&ib_testbed::TOOLS, &[ib_testbed::UMAD2SIM]) {
         return;
     }
     let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();

@@ -4,13 +4,17 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// Whether `tool` is a command on `PATH` (`command -v`).
+/// Whether `tool` is a command on `PATH` (`command -v`), or in `/usr/sbin` or `/sbin`
+/// (where Debian puts `opensm` and `ibsim`, off a user's `PATH`).
 pub fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+        || ["/usr/sbin", "/sbin"]
+            .iter()
+            .any(|d| Path::new(d).join(tool).is_file())
 }
 
 /// True when every one of `tools` is on `PATH` and every one of `files` exists; false,

@@ -67,19 +67,7 @@ pub(super) fn port_states(net: &Net, cfg: &SimConfig) -> Vec<PortState> {
             if peer != u32::MAX && !net.is_host(net.port_node[peer as usize]) {
                 arrive_ps += cfg.switch_latency.as_picos();
             }
-            let mut ps = PortState {
-                busy_until: 0,
-                txdone_at: u64::MAX,
-                qtotal: 0,
-                ps_per_byte: 0,
-                pause_q: Fifo::EMPTY,
-                ctrl_q: Fifo::EMPTY,
-                arrive_ps,
-                node: net.port_node[p],
-                peer,
-            };
-            ps.set_rate(net.port_rate[p]);
-            ps
+            PortState::idle(net.port_node[p], peer, arrive_ps, net.port_rate[p])
         })
         .collect()
 }

@@ -234,18 +234,7 @@ mod tests {
             bytes in prop_oneof![0u64..(1 << 23), any::<u32>().prop_map(u64::from), Just(u64::MAX)],
         ) {
             let r = Rate::bps(bps);
-            let mut ps = PortState {
-                busy_until: 0,
-                txdone_at: u64::MAX,
-                qtotal: 0,
-                ps_per_byte: 0,
-                pause_q: Fifo::EMPTY,
-                ctrl_q: Fifo::EMPTY,
-                arrive_ps: 0,
-                node: 0,
-                peer: 0,
-            };
-            ps.set_rate(r);
+            let ps = PortState::idle(0, 0, 0, r);
             prop_assert_eq!(ps.tx_ps(&r, bytes), r.tx_time(Bytes(bytes)).as_picos());
         }
     }

@@ -219,6 +219,24 @@ struct PortState {
 const _: () = assert!(std::mem::size_of::<PortState>() == 64);
 
 impl PortState {
+    /// An idle port of `node` at `rate`, linked to `peer`, whose frames arrive
+    /// `arrive_ps` after their last bit leaves.
+    fn idle(node: u32, peer: u32, arrive_ps: u64, rate: Rate) -> Self {
+        let mut ps = PortState {
+            busy_until: 0,
+            txdone_at: u64::MAX,
+            qtotal: 0,
+            ps_per_byte: 0,
+            pause_q: Fifo::EMPTY,
+            ctrl_q: Fifo::EMPTY,
+            arrive_ps,
+            node,
+            peer,
+        };
+        ps.set_rate(rate);
+        ps
+    }
+
     /// Take a new link rate: the whole picoseconds a byte takes, if they are whole.
     fn set_rate(&mut self, rate: Rate) {
         let bps = rate.as_bps();
