@@ -8,10 +8,10 @@
 //!    switch files it finished, weighted by each switch's routes and next hops (the first
 //!    files are leaves, the largest ones; within 10 % at k=16 and 2 % at k=32). When the
 //!    sum is clearly within the limit (≤ 80 %) the export goes ahead; clearly above
-//!    (≥ 125 %) it is refused with the estimate.
+//!    (≥ 125 %) it is refused with the estimate and a `--max-output` 10 % above it.
 //! 2. Otherwise (near the limit, or a single-file format such as `routes.json` larger
-//!    than the sample) the whole export is counted, stopping as soon as it passes the
-//!    limit: exact within it.
+//!    than the sample) the whole export is counted to its end: a refusal names the exact
+//!    size in bytes, and that size given back as `--max-output` is accepted.
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashSet};
@@ -77,16 +77,6 @@ pub struct SizeArgs {
 /// The per-switch directories of the routing formats (one file per switch).
 const PER_SWITCH_DIRS: [&str; 5] = ["ip", "ip-nhg", "frr/bgp", "frr/static", "sonic"];
 
-/// Where counting stopped, past the limit.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Above {
-    /// The directory (or file) being written when the limit was passed.
-    pub at: String,
-    /// For a per-switch directory: its whole size extrapolated from the switch files
-    /// finished, with how many of how many.
-    pub extrapolated: Option<(u64, usize, usize)>,
-}
-
 /// How much of each format [`check`] counts before extrapolating.
 pub const SAMPLE_BYTES: u64 = 32_000_000;
 
@@ -118,23 +108,19 @@ pub fn check(
         }
     }
     let list: Vec<Format> = formats.iter().copied().collect();
-    let mut sink = LimitedCount::new(limit);
-    match export::export_many(&routed, &list, &mut sink) {
-        Ok(()) => Ok(Some(sink.total.get())),
-        Err(_) if sink.total.get() > limit => {
-            let at = sink.above(&routed).at;
-            let least = sampled.least().max(limit + 1);
-            anyhow::bail!(
-                "--max-output {}: the export would write more than that (about {} or more by a \
-                 sample of each format; counting stopped in {at}); pass a --max-output of at \
-                 least {}, or --max-output none, to write it",
-                human(limit),
-                human(least),
-                suggest(least)
-            )
-        }
-        Err(e) => Err(e.into()),
+    let mut count = export::CountingSink::default();
+    export::export_many(&routed, &list, &mut count)?;
+    if count.bytes <= limit {
+        return Ok(Some(count.bytes));
     }
+    anyhow::bail!(
+        "--max-output {}: the export would write {} bytes ({}, counted in full); pass \
+         --max-output {} or more, or --max-output none, to write it",
+        human(limit),
+        count.bytes,
+        human(count.bytes),
+        count.bytes
+    )
 }
 
 /// A `--max-output` value 10 % above `bytes`, in whole GB.
@@ -151,22 +137,13 @@ struct Sampled {
     estimated: Vec<(Format, (u64, usize, usize))>,
     /// Formats past the budget that cannot be extrapolated (one file).
     unknown: u64,
-    /// The budget.
-    budget: u64,
 }
 
 impl Sampled {
     /// The whole export's size, exact or estimated, if every format could be sized.
     fn total(&self) -> Option<u64> {
-        (self.unknown == 0).then(|| self.least())
-    }
-
-    /// The size as far as the sample tells: the exact and estimated formats, and the
-    /// budget for each that could not be sized.
-    fn least(&self) -> u64 {
-        self.exact
-            + self.estimated.iter().map(|(_, e)| e.0).sum::<u64>()
-            + self.unknown * self.budget
+        let estimated: u64 = self.estimated.iter().map(|(_, e)| e.0).sum();
+        (self.unknown == 0).then_some(self.exact + estimated)
     }
 
     /// The refusal of an export estimated well above `limit`.
@@ -195,15 +172,12 @@ impl Sampled {
 
 /// Counts every format of `formats` alone, up to `budget` bytes each.
 fn sample(r: &Routed<'_>, formats: &BTreeSet<Format>, budget: u64) -> anyhow::Result<Sampled> {
-    let mut s = Sampled {
-        budget,
-        ..Sampled::default()
-    };
+    let mut s = Sampled::default();
     for &fmt in formats {
         let mut sink = LimitedCount::new(budget);
         match export::export(r, fmt, &mut sink) {
             Ok(()) => s.exact += sink.total.get(),
-            Err(_) if sink.total.get() > budget => match sink.above(r).extrapolated {
+            Err(_) if sink.total.get() > budget => match sink.extrapolate(r) {
                 Some(e) => s.estimated.push((fmt, e)),
                 None => s.unknown += 1,
             },
@@ -237,18 +211,13 @@ impl LimitedCount {
         }
     }
 
-    /// Where counting stopped; a per-switch directory's size extrapolated from the files
-    /// finished by the switches' [`weight`]s.
-    fn above(&self, r: &Routed<'_>) -> Above {
-        let per_switch = PER_SWITCH_DIRS.contains(&self.at.as_str());
-        let mut above = Above {
-            at: self.at.clone(),
-            extrapolated: None,
-        };
-        if !per_switch {
-            return above;
+    /// Past the budget in a per-switch directory: its whole size extrapolated from the
+    /// files finished by the switches' [`weight`]s, with how many files of how many; `None`
+    /// in a single file, or before the first file of the directory was finished.
+    fn extrapolate(&self, r: &Routed<'_>) -> Option<(u64, usize, usize)> {
+        if !PER_SWITCH_DIRS.contains(&self.at.as_str()) {
+            return None;
         }
-        above.at.push('/');
         let f = r.fabric;
         let done: HashSet<&str> = self.done_files.iter().map(String::as_str).collect();
         let (mut done_weight, mut total_weight) = (0u64, 0u64);
@@ -259,11 +228,10 @@ impl LimitedCount {
                 done_weight += w;
             }
         }
-        if done_weight > 0 {
+        (done_weight > 0).then(|| {
             let bytes = self.done_bytes as f64 * total_weight as f64 / done_weight as f64;
-            above.extrapolated = Some((bytes as u64, done.len(), f.num_switches()));
-        }
-        above
+            (bytes as u64, done.len(), f.num_switches())
+        })
     }
 }
 
@@ -407,28 +375,41 @@ mod tests {
         let at = check(&f, &c, &formats, MaxOutput(Some(written))).unwrap();
         assert_eq!(at, Some(written));
         // One byte under: the estimate is near the limit, so the whole export is
-        // counted, and refused.
+        // counted, and refused with its exact size.
         let e = check(&f, &c, &formats, MaxOutput(Some(written - 1)))
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("would write more than that") && e.contains("counting stopped in ip/"),
+            e.contains(&format!(
+                "would write {written} bytes ({}, counted in full); pass --max-output {written} or more",
+                human(written)
+            )),
             "{e}"
         );
     }
 
-    /// A single file larger than the sample cannot be extrapolated: counted to the limit.
+    /// A single file larger than the sample cannot be extrapolated: counted to its end,
+    /// and the refusal names its exact size, which is then accepted.
     #[test]
-    fn a_single_file_past_the_limit_is_counted_to_it() {
+    fn a_single_file_past_the_limit_is_counted_to_its_end() {
         let (f, c, _) = routed("fat-tree-k8");
         let json: BTreeSet<Format> = [Format::Json].into_iter().collect();
+        let mut sink = topo::export::CountingSink::default();
+        export::export(&view(&f, &c), Format::Json, &mut sink).unwrap();
+        let size = sink.bytes;
+        assert!(size > 500_000, "{size}");
         let e = check(&f, &c, &json, MaxOutput(Some(500_000)))
             .unwrap_err()
             .to_string();
-        assert!(
-            e.starts_with("--max-output 500.0 kB: the export would write more than that (about 500.0 kB or more by a sample of each format; counting stopped in routes.json); pass a --max-output of at least 1GB"),
-            "{e}"
+        assert_eq!(
+            e,
+            format!(
+                "--max-output 500.0 kB: the export would write {size} bytes ({}, counted in full); pass --max-output {size} or more, or --max-output none, to write it",
+                human(size)
+            )
         );
+        let named = parse_max_output(&size.to_string()).unwrap();
+        assert_eq!(check(&f, &c, &json, named).unwrap(), Some(size));
     }
 
     /// Well past the limit: refused from the sample, naming the limit, the format, an
@@ -454,7 +435,7 @@ mod tests {
         let mut count = LimitedCount::new(limit);
         let routed = view(&f, &c);
         assert!(export::export(&routed, Format::IpBatch, &mut count).is_err());
-        let (est, done, of) = count.above(&routed).extrapolated.unwrap();
+        let (est, done, of) = count.extrapolate(&routed).unwrap();
         assert_eq!(of, 320);
         assert!(done > 0 && done < of, "{done}");
         let ratio = est as f64 / written as f64;

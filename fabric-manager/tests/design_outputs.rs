@@ -130,3 +130,61 @@ fn an_export_above_max_output_is_refused_with_its_size() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A refusal from the full count names the exact size in bytes: given back as
+/// `--max-output`, it is accepted, and the files written come to exactly that size.
+#[test]
+fn the_size_a_refusal_names_is_accepted_and_is_what_is_written() {
+    let dir = std::env::temp_dir().join(format!("fabric-maxout-exact-{}", std::process::id()));
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap();
+    let build = |limit: &str| {
+        fabric(&[
+            "build",
+            "--preset",
+            "fat-tree-k4",
+            "--out",
+            out_s,
+            "--max-output",
+            limit,
+        ])
+    };
+    // routes.json alone is past 50 kB, and a single file cannot be extrapolated from a
+    // sample: the whole export is counted.
+    let o = build("50kB");
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(!out.exists(), "wrote despite the refusal");
+    let named = e
+        .split("pass --max-output ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no size to pass in: {e}"));
+    assert!(e.contains(&format!("would write {named} bytes (")), "{e}");
+    assert!(e.contains(", counted in full)"), "{e}");
+    let o = build(named);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let written = dir_bytes(&out);
+    assert_eq!(written.to_string(), named);
+    // One byte less is refused again, with the same size.
+    let o = build(&(written - 1).to_string());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains(&format!("pass --max-output {written} or more")));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The bytes of every file under `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() {
+                dir_bytes(&e.path())
+            } else {
+                meta.len()
+            }
+        })
+        .sum()
+}
