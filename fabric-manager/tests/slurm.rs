@@ -42,6 +42,13 @@ fn runnable() -> bool {
     panic!("not root: run the Slurm test as root, or set FABRIC_SKIP_TOOLS=1 to skip");
 }
 
+/// Start-up attempts of slurmctld, each on fresh ports.
+const STARTS: usize = 5;
+
+/// What slurmctld logs before it exits when its port is taken
+/// (`fatal: slurm_init_msg_engine_addrname_port error Address already in use`).
+const BIND_FAILED: &str = "Address already in use";
+
 /// The private munged and slurmctld, stopped and their directory removed on drop.
 struct Slurm {
     dir: PathBuf,
@@ -86,7 +93,10 @@ impl Slurm {
         std::fs::read_to_string(self.dir.join("slurmctld.log")).unwrap_or_default()
     }
 
-    fn start(topology_conf: &str, nodes: &str) -> Slurm {
+    /// Starts munged, then slurmctld on ports from `port` (two per attempt: slurmctld's,
+    /// then the unused slurmd one), retrying on fresh ports when slurmctld could not bind
+    /// its port: a port picked free may be taken before slurmctld binds it.
+    fn start(topology_conf: &str, nodes: &str, mut port: impl FnMut() -> u16) -> Slurm {
         let dir = std::env::temp_dir().join(format!("fabric-slurm-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("state")).unwrap();
@@ -127,7 +137,30 @@ impl Slurm {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        let (p1, p2) = (free_port(), free_port());
+        for attempt in 1..=STARTS {
+            let (p1, p2) = (port(), port());
+            match s.start_slurmctld(nodes, p1, p2) {
+                Ok(()) => return s,
+                Err(log) if attempt < STARTS && log.contains(BIND_FAILED) => {
+                    eprintln!(
+                        "slurmctld could not bind port {p1} (taken since it was picked), \
+                         attempt {attempt} of {STARTS}: retrying on fresh ports"
+                    );
+                }
+                Err(log) => panic!(
+                    "slurmctld exited at start-up (attempt {attempt} of {STARTS}, port {p1}):\n{log}"
+                ),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
+    }
+
+    /// Writes slurm.conf with `SlurmctldPort=p1`, starts slurmctld and waits until it
+    /// answers `scontrol ping`; its log when it exits first (then it is reaped and its log
+    /// removed, ready for another attempt).
+    fn start_slurmctld(&mut self, nodes: &str, p1: u16, p2: u16) -> Result<(), String> {
+        let d = self.dir.clone();
+        let sock = d.join("munge.sock");
         let conf = format!(
             "ClusterName=fabrictest\n\
              SlurmctldHost=localhost\n\
@@ -158,33 +191,39 @@ impl Slurm {
             sock = sock.display(),
             d = d.display(),
         );
-        std::fs::write(&s.conf, conf).unwrap();
+        std::fs::write(&self.conf, conf).unwrap();
         let ctld = Command::new("slurmctld")
             .args(["-D", "-c", "-i"])
-            .env("SLURM_CONF", &s.conf)
+            .env("SLURM_CONF", &self.conf)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("slurmctld");
-        s.daemons.push(ctld);
+        self.daemons.push(ctld);
         let t = Instant::now();
         loop {
+            let ctld = self.daemons.last_mut().unwrap();
+            if ctld.try_wait().ok().flatten().is_some() {
+                self.daemons.pop();
+                let log = self.log();
+                let _ = std::fs::remove_file(self.dir.join("slurmctld.log"));
+                return Err(log);
+            }
             let ok = Command::new("scontrol")
                 .arg("ping")
-                .env("SLURM_CONF", &s.conf)
+                .env("SLURM_CONF", &self.conf)
                 .output()
                 .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("is UP"));
             if ok {
-                break;
+                return Ok(());
             }
             assert!(
                 t.elapsed() < Duration::from_secs(60),
                 "slurmctld did not answer within 60 s:\n{}",
-                s.log()
+                self.log()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-        s
     }
 
     /// Submits a job of `n` nodes that never runs (`--wrap=true` on CLOUD nodes).
@@ -280,7 +319,14 @@ fn slurmctld_reads_our_tree_and_our_policy_spans_fewer_pods() {
             );
         }
     }
-    let slurm = Slurm::start(&ours, "host[0-127]");
+    // The first attempt gets a port this test holds, as if another program had taken it
+    // since it was picked: slurmctld cannot bind it, and the start is retried.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut first = Some(taken.local_addr().unwrap().port());
+    let slurm = Slurm::start(&ours, "host[0-127]", || {
+        first.take().unwrap_or_else(free_port)
+    });
+    drop(taken);
 
     // scontrol lists exactly our switches: 32 leaves at level 0, 8 pods, one root
     let shown = slurm.cmd("scontrol", &["show", "topology"]);
