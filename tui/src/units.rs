@@ -67,14 +67,17 @@ pub fn clock(ns: u64) -> String {
     }
 }
 
-/// From here on a timestamp is wall-clock time since the Unix epoch (1971-01-01), not
-/// time since a run started: no simulation or recording runs for a year.
+/// 365 days in nanoseconds. A timestamp at or above it is read as wall-clock time since
+/// the Unix epoch (1970-01-01 00:00 UTC; this value is 1971-01-01 00:00 UTC), one below it
+/// as time since a run started: no simulation or recording runs for a year.
 const WALL_CLOCK_FROM_NS: u64 = 365 * 86_400 * 1_000_000_000;
 
-/// A timestamp on a source's clock: fine-grained under a minute (`300.0µs`, `3.40ms`,
-/// `12.35s`, for simulated time), `h:mm:ss.mmm` above, and a wall-clock time (a daemon
-/// on a testbed, observe mode) as the UTC time of day, `08:34:45.796 UTC` (it read
-/// `498824:34:45.796`, the hours since 1970).
+/// Formats a timestamp of `ns` nanoseconds on a source's clock, by its size:
+/// - under one minute, as a [`duration`]: `850ns`, `300.0µs`, `3.40ms`, `12.35s`;
+/// - from one minute to under 365 days ([`WALL_CLOCK_FROM_NS`]), as a [`clock`]:
+///   `m:ss.mmm` under an hour, `h:mm:ss.mmm` above (hours not wrapped at 24);
+/// - from 365 days on, as wall-clock time since the Unix epoch: its UTC time of day,
+///   `08:34:45.796 UTC`, with the date dropped.
 pub fn stamp(ns: u64) -> String {
     if ns < 60_000_000_000 {
         duration(ns)
@@ -142,6 +145,12 @@ mod tests {
         assert_eq!(duration(3_400_000), "3.40ms");
         assert_eq!(stamp(3_400_000), "3.40ms");
         assert_eq!(stamp(3_723_450_000_000), "1:02:03.450");
+        // The boundaries the doc comment names: one minute, and 365 days (the first
+        // wall-clock time, 1971-01-01 00:00 UTC).
+        assert_eq!(stamp(59_990_000_000), "59.99s");
+        assert_eq!(stamp(60_000_000_000), "1:00.000");
+        assert_eq!(stamp(WALL_CLOCK_FROM_NS - 1_000_000), "8759:59:59.999");
+        assert_eq!(stamp(WALL_CLOCK_FROM_NS), "00:00:00.000 UTC");
         // A testbed daemon's snapshot at 2026-11-27 08:34:45.796 UTC.
         assert_eq!(stamp(1_795_768_485_796_000_000), "08:34:45.796 UTC");
         assert_eq!(speed(1.0), "1");
