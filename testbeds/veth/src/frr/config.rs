@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 
 use topo::Fabric;
 use topo::addressing::AddressPlan;
-use topo::export::{self, Format, MemSink, Routed, Tables};
+use topo::export::{self, ExportError, Format, MemSink, Routed, Tables};
 
 use crate::routed::ifname;
 use crate::{Error, Result};
@@ -16,25 +16,9 @@ use crate::{Error, Result};
 /// (`p<p>`, [`ifname`]).
 pub fn frr_configs(f: &Fabric, plan: &AddressPlan) -> Result<Vec<(String, String)>> {
     let routes = topo::Routes::compute(f);
-    let routed = Routed {
-        fabric: f,
-        addr: plan,
-        tables: Tables::Ecmp(&routes),
-        lanes: None,
-    };
-    let mut sink = MemSink::new();
-    export::export(&routed, Format::FrrBgp, &mut sink)
-        .map_err(|e| Error::Invalid(format!("exporting frr-bgp: {e}")))?;
-    let mut out = Vec::new();
-    for s in f.switches() {
-        let name = f.node_name(s);
-        let path = format!("frr/bgp/{name}.conf");
-        let text = sink
-            .text(&path)
-            .ok_or_else(|| Error::Invalid(format!("the frr-bgp export has no {path}")))?;
-        out.push((name.to_string(), rename_interfaces(text)));
-    }
-    Ok(out)
+    switch_configs(f, plan, &routes, "frr-bgp", "frr/bgp", |r, sink| {
+        export::export(r, Format::FrrBgp, sink)
+    })
 }
 
 /// Every switch's `vrf-frr-bgp` export for tenant file `t` (`topo::export::vrf_bgp`: the
@@ -50,25 +34,39 @@ pub fn frr_vrf_configs(
     let routes = topo::Routes::compute(f);
     let enf = topo::tenants::enforce::Enforcement::from_tenants(f, t);
     let vrfs = topo::tenants::leaf::leaf_vrfs(f, &routes, plan, &enf);
+    switch_configs(f, plan, &routes, "vrf-frr-bgp", "vrf/frr-bgp", |r, sink| {
+        export::vrf_bgp::export(r, &vrfs, sink)
+    })
+}
+
+/// Runs `write`, the exporter of format `format`, on `routes` into memory and returns
+/// each switch's `{dir}/<switch>.conf`, its interfaces renamed ([`rename_interfaces`]).
+fn switch_configs(
+    f: &Fabric,
+    plan: &AddressPlan,
+    routes: &topo::Routes,
+    format: &str,
+    dir: &str,
+    write: impl FnOnce(&Routed<'_>, &mut MemSink) -> std::result::Result<(), ExportError>,
+) -> Result<Vec<(String, String)>> {
     let routed = Routed {
         fabric: f,
         addr: plan,
-        tables: Tables::Ecmp(&routes),
+        tables: Tables::Ecmp(routes),
         lanes: None,
     };
     let mut sink = MemSink::new();
-    export::vrf_bgp::export(&routed, &vrfs, &mut sink)
-        .map_err(|e| Error::Invalid(format!("exporting vrf-frr-bgp: {e}")))?;
-    let mut out = Vec::new();
-    for s in f.switches() {
-        let name = f.node_name(s);
-        let path = format!("vrf/frr-bgp/{name}.conf");
-        let text = sink
-            .text(&path)
-            .ok_or_else(|| Error::Invalid(format!("the vrf-frr-bgp export has no {path}")))?;
-        out.push((name.to_string(), rename_interfaces(text)));
-    }
-    Ok(out)
+    write(&routed, &mut sink).map_err(|e| Error::Invalid(format!("exporting {format}: {e}")))?;
+    f.switches()
+        .map(|s| {
+            let name = f.node_name(s);
+            let path = format!("{dir}/{name}.conf");
+            let text = sink
+                .text(&path)
+                .ok_or_else(|| Error::Invalid(format!("the {format} export has no {path}")))?;
+            Ok((name.to_string(), rename_interfaces(text)))
+        })
+        .collect()
 }
 
 /// `swpN` → `p{N-1}` wherever a word is an interface name of the export.
