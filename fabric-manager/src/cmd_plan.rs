@@ -1027,16 +1027,10 @@ mod tests {
     /// refused with its name and the limit, read no further than the limit.
     #[test]
     fn huge_shard_and_rates_files_are_refused_naming_file_and_limit() {
-        let dir = std::env::temp_dir().join(format!("fabric-plan-huge-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let huge = dir.join("huge.json");
-        std::fs::File::create(&huge)
-            .unwrap()
-            .set_len(MAX_RESULT_BYTES + 1)
-            .unwrap();
-        for file in [huge.clone(), PathBuf::from("/dev/zero")] {
+        let huge = testkit::huge::HugeFiles::new("fabric-plan", "json", MAX_RESULT_BYTES);
+        for file in huge.all() {
             let e = merge(MergeArgs {
-                files: vec![file.clone()],
+                files: vec![file.to_path_buf()],
                 json: None,
                 plot: None,
             })
@@ -1048,12 +1042,16 @@ mod tests {
                 "{e}"
             );
         }
+        let dir = std::env::temp_dir().join(format!("fabric-plan-huge-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
         let mut a = args(&dir, None, "out.json");
-        a.rates = Some(huge.clone());
+        a.rates = Some(huge.sparse().to_path_buf());
         let e = format!("{:#}", resilience(a).unwrap_err());
         assert!(
-            e.contains(&format!("cannot read rates file {}", huge.display()))
-                && e.contains("larger than the 64 MiB"),
+            e.contains(&format!(
+                "cannot read rates file {}",
+                huge.sparse().display()
+            )) && e.contains("larger than the 64 MiB"),
             "{e}"
         );
         std::fs::remove_dir_all(&dir).ok();

@@ -417,18 +417,16 @@ mod tests {
     fn an_endless_spec_file_is_refused_at_the_size_limit() {
         let e = read_spec_file(Path::new("/dev/zero")).unwrap_err();
         assert!(e.to_string().contains("unknown spec format"), "{e:#}");
-        // Through a spec-named link to /dev/zero: read up to the limit, then refused.
-        let dir = std::env::temp_dir().join(format!("fabric-cap-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let link = dir.join("zero.toml");
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
-        let e = format!("{:#}", read_spec_file(&link).unwrap_err());
-        assert!(
-            e.contains("cannot read fabric spec") && e.contains("larger than the 64 MiB"),
-            "{e}"
-        );
-        std::fs::remove_dir_all(&dir).ok();
+        // Through a spec-named link to /dev/zero, or a sparse file past the limit: read
+        // up to the limit, then refused.
+        let huge = testkit::huge::HugeFiles::new("fabric-spec", "toml", MAX_SPEC_BYTES);
+        for p in huge.all() {
+            let e = format!("{:#}", read_spec_file(p).unwrap_err());
+            assert!(
+                e.contains("cannot read fabric spec") && e.contains("larger than the 64 MiB"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

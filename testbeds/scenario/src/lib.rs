@@ -1131,14 +1131,8 @@ mod tests {
     /// and the limit, read no further than the limit.
     #[test]
     fn a_huge_scenario_file_is_refused_at_the_cap() {
-        let dir = std::env::temp_dir().join(format!("scenario-huge-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let huge = dir.join("huge.toml");
-        std::fs::File::create(&huge)
-            .unwrap()
-            .set_len(MAX_SCENARIO_BYTES + 1)
-            .unwrap();
-        for p in [huge.as_path(), Path::new("/dev/zero")] {
+        let huge = testkit::huge::HugeFiles::new("scenario", "toml", MAX_SCENARIO_BYTES);
+        for p in huge.all() {
             let e = Scenario::from_file(p).unwrap_err().to_string();
             assert_eq!(
                 e,
@@ -1148,7 +1142,6 @@ mod tests {
                 )
             );
         }
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     fn ctx(n: u32) -> CompileCtx {

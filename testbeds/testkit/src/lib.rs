@@ -1,5 +1,5 @@
 //! Helpers for the end-to-end tests of the project's binaries, shared by the tests of
-//! several crates (`fabric-manager`, `tui`, `topo`). A dev-dependency only: it depends on
+//! several crates (`fabric-manager`, `tui`, `topo`, `scenario`). A dev-dependency only: it depends on
 //! no crate of the workspace (std alone), so the crate graph keeps pointing one way.
 //!
 //! # Layout
@@ -9,6 +9,7 @@
 //!   `FABRIC_SKIP_TOOLS=1`.
 //! * [`prometheus`] — a real Prometheus scraping loopback targets every second.
 //! * [`process`] — a child killed when dropped.
+//! * [`huge`] — files past a reader's size cap (sparse, and a link to `/dev/zero`).
 //!
 //! # Example
 //! ```no_run
@@ -20,6 +21,7 @@
 //! } // the session is killed when `s` is dropped
 //! ```
 
+pub mod huge;
 pub mod process;
 pub mod prometheus;
 pub mod tmux;
