@@ -4,22 +4,21 @@
 //! opensm-partitions,vrf-ip,vrf-frr,vrf-frr-bgp,vrf-sonic`.
 
 use std::fmt::Write as _;
-use std::io::Read;
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use topo::addressing::AddressPlan;
 use topo::export::vrf::VrfFormat;
 use topo::export::{Routed, Sink, Tables};
 use topo::tenants::enforce::{Enforcement, parse_partitions};
 use topo::tenants::proof::{self, Report};
-use topo::tenants::{TenantFile, Tenants, leaf};
+use topo::tenants::{Tenants, leaf};
 use topo::{Fabric, Routes};
 
 use crate::common::FabricArgs;
 
-/// The largest tenant file or partitions.conf read (100k hosts listed one by one are a few
-/// MB).
+/// The largest partitions.conf read (100k hosts listed one by one are a few MB; tenant
+/// files have the same cap, `scenario::tenancy::MAX_TENANT_FILE_BYTES`).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// The export formats that need `--tenants`.
@@ -31,32 +30,10 @@ pub const FORMATS: [&str; 5] = [
     "vrf-sonic",
 ];
 
-fn read_capped(path: &Path, what: &str) -> anyhow::Result<String> {
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
-        .with_context(|| format!("cannot read {what} {}", path.display()))?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        bail!(
-            "cannot read {what} {}: larger than the {} MiB it may have",
-            path.display(),
-            MAX_FILE_BYTES >> 20
-        );
-    }
-    Ok(text)
-}
-
-/// Reads and checks a tenant file against `f`.
+/// Reads and checks a tenant file against `f` (`scenario::tenancy::read_tenants`, the
+/// one reader of tenant files).
 pub fn load(path: &Path, f: &Fabric) -> anyhow::Result<Tenants> {
-    let origin = path.display().to_string();
-    let format = topo::Format::from_path(&origin).with_context(|| {
-        format!(
-            "{origin}: unknown tenant file format (expected a .toml, .yaml, .yml or .json file)"
-        )
-    })?;
-    let text = read_capped(path, "tenant file")?;
-    let file = TenantFile::parse(&text, format, &origin)?;
-    Ok(Tenants::resolve(&file, f, &origin)?)
+    Ok(scenario::tenancy::read_tenants(path, f)?)
 }
 
 /// The `[[tenants]]` section of the fabric spec file `fa` names (presets have none),
@@ -128,7 +105,8 @@ pub fn enforcement(
 ) -> anyhow::Result<Enforcement> {
     let mut enf = Enforcement::from_tenants(f, t);
     if let Some(p) = partitions {
-        let text = read_capped(p, "partitions file")?;
+        let text = crate::common::read_capped(p, MAX_FILE_BYTES)
+            .with_context(|| format!("cannot read partitions file {}", p.display()))?;
         let addr = AddressPlan::without_ipv4(f)?;
         enf.partitions = parse_partitions(&text, f, &addr, 0, &p.display().to_string())?;
     }

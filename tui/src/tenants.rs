@@ -25,20 +25,12 @@ pub struct TenantSpec {
 }
 
 impl TenantSpec {
-    /// Reads and checks a tenant file against the design `f` (errors name the file, the
-    /// entry and the limit).
+    /// Reads and checks a tenant file against the design `f`
+    /// (`scenario::tenancy::read_tenants`: errors name the file, the entry and the limit;
+    /// a file past 64 MiB is refused, read no further).
     pub fn load(path: &Path, f: &topo::Fabric) -> Result<TenantSpec> {
-        let origin = path.display().to_string();
-        let format = topo::Format::from_path(&origin).ok_or_else(|| {
-            Error::Tenants(format!(
-                "{origin}: unknown tenant file format (expected .toml, .yaml, .yml or .json)"
-            ))
-        })?;
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Tenants(format!("cannot read tenant file {origin}: {e}")))?;
-        let bad = |e: topo::Error| Error::Tenants(e.to_string());
-        let file = topo::tenants::TenantFile::parse(&text, format, &origin).map_err(bad)?;
-        let t = topo::tenants::Tenants::resolve(&file, f, &origin).map_err(bad)?;
+        let t =
+            scenario::tenancy::read_tenants(path, f).map_err(|e| Error::Tenants(e.to_string()))?;
         Ok(TenantSpec {
             names: t.entries().iter().map(|e| e.name.clone()).collect(),
             hosts: t
@@ -175,6 +167,25 @@ mod tests {
         let a_link = v.links[2][0];
         let l = &fabric.links[a_link as usize];
         assert!(spec.hosts[2].contains(&fabric.node_name(l.a).to_string()));
+    }
+
+    /// A tenant file past the cap (sparse, or a link to /dev/zero) is refused naming the
+    /// file and the limit, read no further (it was read whole, an endless one for ever).
+    #[test]
+    fn a_huge_tenant_file_is_refused_at_the_cap() {
+        let f = topo::generators::fat_tree(4, topo::Rate::gbps(400)).unwrap();
+        let cap = scenario::tenancy::MAX_TENANT_FILE_BYTES;
+        let huge = testkit::huge::HugeFiles::new("tui-tenants", "toml", cap);
+        for p in huge.all() {
+            let e = TenantSpec::load(p, &f).unwrap_err().to_string();
+            assert!(
+                e.ends_with(&format!(
+                    "{}: larger than the 64 MiB a tenant file may have",
+                    p.display()
+                )),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -70,32 +70,14 @@ impl ScenarioTenants {
         }
     }
 
-    /// Reads a tenant file (TOML, YAML or JSON by extension) and checks it against `f`.
+    /// Reads a tenant file ([`read_tenants`]) and checks it against `f`.
     pub fn load(path: &Path, f: &Fabric) -> Result<ScenarioTenants> {
-        let origin = path.display().to_string();
-        let fail = |message: String| ScenarioError::Tenants {
-            file: origin.clone(),
-            message,
-        };
-        let format = topo::Format::from_path(&origin).ok_or_else(|| {
-            fail("unknown tenant file format (expected a .toml, .yaml, .yml or .json file)".into())
-        })?;
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|file| {
-                file.take(MAX_TENANT_FILE_BYTES + 1)
-                    .read_to_string(&mut text)
-            })
-            .map_err(|e| fail(format!("cannot read: {e}")))?;
-        if text.len() as u64 > MAX_TENANT_FILE_BYTES {
-            return Err(fail(format!(
-                "larger than the {} MiB a tenant file may have",
-                MAX_TENANT_FILE_BYTES >> 20
-            )));
-        }
-        let file = TenantFile::parse(&text, format, &origin).map_err(topo_err)?;
-        let t = Tenants::resolve(&file, f, &origin).map_err(topo_err)?;
-        Ok(ScenarioTenants::from_tenants(&t, f, &origin))
+        let t = read_tenants(path, f)?;
+        Ok(ScenarioTenants::from_tenants(
+            &t,
+            f,
+            &path.display().to_string(),
+        ))
     }
 
     /// The ETS weights the file's shares give, or `None` when fewer than two classes
@@ -183,6 +165,35 @@ impl ScenarioTenants {
     pub(crate) fn is_own(&self, t: usize, h: u32) -> bool {
         self.owner.get(h as usize) == Some(&(t as u32))
     }
+}
+
+/// Reads a tenant file (TOML, YAML or JSON by extension; at most
+/// [`MAX_TENANT_FILE_BYTES`], read no further) and checks it against `f`. The one reader
+/// of tenant files: the scenarios', `fabric`'s (`routes`, `serve`) and `fabric-tui`'s.
+pub fn read_tenants(path: &Path, f: &Fabric) -> Result<Tenants> {
+    let origin = path.display().to_string();
+    let fail = |message: String| ScenarioError::Tenants {
+        file: origin.clone(),
+        message,
+    };
+    let format = topo::Format::from_path(&origin).ok_or_else(|| {
+        fail("unknown tenant file format (expected a .toml, .yaml, .yml or .json file)".into())
+    })?;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| {
+            file.take(MAX_TENANT_FILE_BYTES + 1)
+                .read_to_string(&mut text)
+        })
+        .map_err(|e| fail(format!("cannot read: {e}")))?;
+    if text.len() as u64 > MAX_TENANT_FILE_BYTES {
+        return Err(fail(format!(
+            "larger than the {} MiB a tenant file may have",
+            MAX_TENANT_FILE_BYTES >> 20
+        )));
+    }
+    let file = TenantFile::parse(&text, format, &origin).map_err(topo_err)?;
+    Tenants::resolve(&file, f, &origin).map_err(topo_err)
 }
 
 fn topo_err(e: topo::Error) -> ScenarioError {
