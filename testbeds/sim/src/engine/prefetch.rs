@@ -23,7 +23,8 @@ impl<Q: EventQueue> Sim<Q> {
     }
 
     /// Two events ahead: the packet an arrival reads; the port (and its first data
-    /// queue) a `TxDone` serves.
+    /// queue) a `TxDone` serves, and its node's host state (a NIC's `TxDone` pulls from
+    /// the host's active flows).
     #[inline]
     fn prefetch_first(&self, next: crate::queue::Ev) {
         let id = next.id() as usize;
@@ -36,6 +37,11 @@ impl<Q: EventQueue> Sim<Q> {
             EV_TXDONE => {
                 if let Some(p) = self.port.get(id) {
                     prefetch(p);
+                }
+                if let Some(&n) = self.net.port_node.get(id)
+                    && let Some(h) = self.hosts.get(n as usize)
+                {
+                    prefetch(h);
                 }
                 if let Some(c) = self.cq.get(id * self.nclass) {
                     prefetch(c);
