@@ -159,6 +159,22 @@ fn cases() -> Vec<Case> {
         },
         seed: 11,
     });
+    // The same failure under ECMP: the switches' remembered paths must be dropped when
+    // the routes change (engine/paths.rs).
+    v.push(Case {
+        name: "perm-k4-failure-ecmp",
+        k: 4,
+        toml: format!(
+            "{}[[failure]]\nat = \"20us\"\nlink = [16, {up}]\ndetect = \"10us\"\nrestore = \"150us\"\n",
+            perm("1MB")
+        ),
+        cfg: SimConfig {
+            seed: 12,
+            rto: Some(Duration::micros(100)),
+            ..bench_cfg(12, LbScheme::Ecmp)
+        },
+        seed: 12,
+    });
     v
 }
 
@@ -180,6 +196,8 @@ const GOLDEN: &[(&str, u64, u64)] = &[
     ("incast-k4-dctcp-flowlet", 9, 0x0d107f83c6b16764), // 11270 events, 886 data pkts, 72 drops, 0 pauses, max FCT 1409.6 µs
     ("incast-k4-rccc-spray", 10, 0x3f415104428b6bf8), // 8809 events, 604 data pkts, 0 drops, 0 pauses, max FCT 135.5 µs
     ("perm-k4-failure-spray", 11, 0xaec6a27fb6f01b41), // 73793 events, 4025 data pkts, 105 drops, 0 pauses, max FCT 487.5 µs
+    // Recorded at main 7813afe, before the ECMP path cache:
+    ("perm-k4-failure-ecmp", 12, 0x2d1d811e91c2a241), // 64363 events, 4127 data pkts, 134 drops, 0 pauses, max FCT 746.7 µs
 ];
 
 #[test]

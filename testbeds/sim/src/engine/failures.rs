@@ -155,6 +155,7 @@ impl<Q: EventQueue> Sim<Q> {
             Router::Static(_) => {}
         }
         self.t.reroutes += 1;
+        self.paths.clear();
         // Per-flow NIC pins may point at a dead port now.
         if self.cfg.lb.per_flow() {
             for fl in &mut self.flows {

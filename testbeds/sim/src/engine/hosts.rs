@@ -109,9 +109,16 @@ impl<Q: EventQueue> Sim<Q> {
         let mut earliest = u64::MAX;
         let now = self.now;
         let nowi = Instant::from_picos(now);
-        let start = self.hosts[hu].rr % n;
+        // Round robin from `rr`, without a division on the common path (`rr` ≤ n
+        // unless flows finished since).
+        let rr = self.hosts[hu].rr;
+        let start = if rr < n { rr } else { rr % n };
         for k in 0..n {
-            let idx = (start + k) % n;
+            let idx = if start + k < n {
+                start + k
+            } else {
+                start + k - n
+            };
             let f = self.hosts[hu].active[idx];
             let fl = &self.flows[f as usize];
             if fl.pin != u8::MAX && fl.pin != local {
@@ -227,6 +234,7 @@ impl<Q: EventQueue> Sim<Q> {
             class: fl.class,
             flags: ar,
             round: fl.round,
+            hop: 0,
         };
         if fl.rto_at == u64::MAX {
             fl.rto_at = self.now + self.kx.rto;
@@ -335,7 +343,7 @@ impl<Q: EventQueue> Sim<Q> {
             }
         }
         let p = port?;
-        let pid = self.alloc(pk);
+        let pid = self.alloc(Pkt { hop: 0, ..pk });
         self.port[p as usize].ctrl_q.push(&mut self.pkts, pid);
         self.try_tx(p);
         Some(pid)

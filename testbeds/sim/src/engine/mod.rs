@@ -51,6 +51,7 @@ mod ideal;
 mod int;
 mod knobs;
 mod links;
+mod paths;
 mod pfc;
 mod prefetch;
 mod repeat;
@@ -185,7 +186,12 @@ struct Pkt {
     flags: u8,
     /// Generation of the flow that sent it (see `repeat`).
     round: u8,
+    /// Switches crossed so far (the index into [`paths::PathCache`]; 0 as it leaves
+    /// a host).
+    hop: u8,
 }
+
+const _: () = assert!(std::mem::size_of::<Pkt>() == 48);
 
 /// What the event loop reads and writes for a port on every frame it sends, packed
 /// into one 64-byte cache line: at 8,192 hosts the ports' state is far larger than
@@ -339,7 +345,10 @@ struct FlowState {
 
 #[derive(Debug, Default)]
 struct HostState {
-    active: Vec<u32>,
+    /// Flows with data to send, in round-robin order, held inline for up to four (a
+    /// host's NIC reads them on every pull: a separate buffer was one more cache miss
+    /// after the host's own line, which the event loop prefetches for a `TxDone`).
+    active: smallvec::SmallVec<[u32; 4]>,
     rr: usize,
     wake_at: u64,
     rx: Option<AnyReceiver>,
@@ -483,6 +492,8 @@ pub struct Sim<Q: EventQueue = LaneQueue> {
     /// Every flow's ECMP/spraying hash (a copy of `FlowState::hash`, read at every
     /// switch hop: 8 bytes a flow stay in cache where the flow states do not).
     flow_hash: Vec<u64>,
+    /// Under ECMP, the egress every switch chose for each flow and direction.
+    paths: paths::PathCache,
     dependents: Vec<Vec<u32>>,
     flows_done: u64,
     stop: Stop,
@@ -585,6 +596,7 @@ impl<Q: EventQueue> Sim<Q> {
         let port = build::port_states(&net, &cfg);
         q.fit_horizon(build::horizon(&net, &cfg, &port));
         let flow_hash = flows.iter().map(|f| f.hash).collect();
+        let paths = paths::PathCache::new(flows.len(), cfg.lb == LbScheme::Ecmp);
         let mut s = Sim {
             net,
             router,
@@ -609,6 +621,7 @@ impl<Q: EventQueue> Sim<Q> {
             refresh_at: vec![u64::MAX; np],
             pc: vec![PortCounters::default(); np],
             salt,
+            paths,
             flowlet: if cfg.lb == LbScheme::Flowlet {
                 (0..nodes).map(|_| HashMap::new()).collect()
             } else {

@@ -23,7 +23,8 @@ impl<Q: EventQueue> Sim<Q> {
     }
 
     /// Two events ahead: the packet an arrival reads; the port (and its first data
-    /// queue) a `TxDone` serves.
+    /// queue) a `TxDone` serves, and its node's host state (a NIC's `TxDone` pulls from
+    /// the host's active flows).
     #[inline]
     fn prefetch_first(&self, next: crate::queue::Ev) {
         let id = next.id() as usize;
@@ -37,6 +38,11 @@ impl<Q: EventQueue> Sim<Q> {
                 if let Some(p) = self.port.get(id) {
                     prefetch(p);
                 }
+                if let Some(&n) = self.net.port_node.get(id)
+                    && let Some(h) = self.hosts.get(n as usize)
+                {
+                    prefetch(h);
+                }
                 if let Some(c) = self.cq.get(id * self.nclass) {
                     prefetch(c);
                 }
@@ -46,8 +52,8 @@ impl<Q: EventQueue> Sim<Q> {
     }
 
     /// One event ahead, what the first stage's lines point at. An arrival: the
-    /// receiving port's counters and the flow's hash (a switch hop) or its state (a
-    /// host). A `TxDone`: the packet at the head of the port's control or first data
+    /// receiving port's counters and the flow's path under ECMP or else its hash (a
+    /// switch hop), or its state (a host). A `TxDone`: the packet at the head of the port's control or first data
     /// queue (the dequeue reads its link) and the port's transmit counters.
     #[inline]
     fn prefetch_second(&self, next: crate::queue::Ev) {
@@ -67,6 +73,8 @@ impl<Q: EventQueue> Sim<Q> {
                     if let Some(f) = self.flows.get(p.flow as usize) {
                         prefetch_all(f);
                     }
+                } else if let Some(line) = self.paths.line(p.flow, p.kind != K_DATA) {
+                    prefetch(line);
                 } else if let Some(h) = self.flow_hash.get(p.flow as usize) {
                     prefetch(h);
                 }

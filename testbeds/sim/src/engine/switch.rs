@@ -55,27 +55,18 @@ impl<Q: EventQueue> Sim<Q> {
             return;
         }
         // Switch: route.
-        let dst = pk.dst;
-        let hops = self.router.next_hops(node, dst);
-        if hops.is_empty() {
-            self.t.drops_noroute += 1;
-            self.pc[ru].drops_noroute += 1;
-            self.release(pid);
-            return;
-        }
-        let local = match self.pick(node, hops, &pk) {
-            Some(h) => h,
+        let back = pk.kind != K_DATA;
+        self.pkts[pid as usize].hop = pk.hop.saturating_add(1);
+        let e = match self.paths.get(pk.flow, back, pk.hop, node) {
+            Some(e) => e,
             None => {
-                // Flowlets change the engine's state: copy the hops out of the router.
-                let mut buf = std::mem::take(&mut self.hop_buf);
-                buf.clear();
-                buf.extend_from_slice(self.router.next_hops(node, dst));
-                let h = self.choose_flowlet(node, &buf, &pk);
-                self.hop_buf = buf;
-                h
+                let Some(e) = self.route(node, pid, &pk) else {
+                    return;
+                };
+                self.paths.set(pk.flow, back, pk.hop, node, e);
+                e
             }
         };
-        let e = self.net.port_off[node as usize] + local as u32;
         if !self.up[e as usize] {
             self.t.drops_failure += 1;
             self.pc[e as usize].drops_failure += 1;
@@ -83,6 +74,33 @@ impl<Q: EventQueue> Sim<Q> {
             return;
         }
         self.enqueue(node, e, pid, r);
+    }
+
+    /// The global egress port switch `node` routes packet `pid` (`pk`) to, or `None`
+    /// when it has no route (the packet is dropped and counted).
+    fn route(&mut self, node: u32, pid: u32, pk: &Pkt) -> Option<u32> {
+        let dst = pk.dst;
+        let hops = self.router.next_hops(node, dst);
+        if hops.is_empty() {
+            let ru = pk.port as usize;
+            self.t.drops_noroute += 1;
+            self.pc[ru].drops_noroute += 1;
+            self.release(pid);
+            return None;
+        }
+        let local = match self.pick(node, hops, pk) {
+            Some(h) => h,
+            None => {
+                // Flowlets change the engine's state: copy the hops out of the router.
+                let mut buf = std::mem::take(&mut self.hop_buf);
+                buf.clear();
+                buf.extend_from_slice(self.router.next_hops(node, dst));
+                let h = self.choose_flowlet(node, &buf, pk);
+                self.hop_buf = buf;
+                h
+            }
+        };
+        Some(self.net.port_off[node as usize] + local as u32)
     }
 
     /// Pick one of the equal-cost next hops for a packet, for every scheme but
