@@ -51,6 +51,7 @@ fn per_ack(c: &mut Criterion) {
                 tx_bytes: k * 4150,
                 ts: Instant::ZERO + Duration::nanos(k * 83),
                 link_rate: Rate::gbps(400),
+                port: Some(h as u32),
             });
             cc.on_send(Instant::ZERO, Bytes(4086));
             cc.on_ack_int(

@@ -125,6 +125,10 @@ impl Hpcc {
         let t = self.cfg.base_rtt.as_secs_f64();
         let mut best: Option<(f64, f64)> = None;
         for (now, prev) in int.iter().zip(&self.last) {
+            if now.port != prev.port {
+                // Another link at this hop (a sprayed packet): no rate between them.
+                continue;
+            }
             let dt = now.ts.saturating_since(prev.ts).as_secs_f64();
             let b = now.link_rate.as_bps_f64();
             if dt <= 0.0 || b <= 0.0 {
@@ -239,6 +243,7 @@ mod tests {
             tx_bytes: tx,
             ts: Instant::ZERO + Duration::nanos(ts_ns),
             link_rate: B,
+            port: None,
         }
     }
 
@@ -248,6 +253,48 @@ mod tests {
             ecn_echo: false,
             rtt: None,
         }
+    }
+
+    /// With packet spraying the records at one hop come from different links: their
+    /// byte counters cannot be compared, and comparing them made HPCC see a huge
+    /// utilisation (a `wrapping_sub` of unrelated counters) and close its window. Hops
+    /// whose port changed are skipped; the hop that stays the same (the receiver's last
+    /// link) still drives the window.
+    #[test]
+    fn records_of_another_port_are_not_compared() {
+        let on = |port: u32, ts: u64, tx: u64| IntHop {
+            port: Some(port),
+            ..hop(ts, tx, 0)
+        };
+        let mut h = hpcc();
+        h.on_send(Instant::ZERO, Bytes(1_000_000));
+        // Hop 0 alternates between two uplinks with unrelated counters; hop 1 (the
+        // receiver's link) runs at 50 % of line rate, an idle queue.
+        h.on_ack_int(Instant::ZERO, ack(), &[on(1, 0, 9_000_000), on(7, 0, 0)]);
+        let mut tx = 0;
+        for k in 1..=50u64 {
+            tx += 6_250; // 50 % of 100 Gb/s over 1 µs
+            let (up, count) = if k % 2 == 0 {
+                (1, 9_000_000 + k)
+            } else {
+                (2, k)
+            };
+            h.on_ack_int(
+                Instant::ZERO,
+                ack(),
+                &[on(up, k * 1000, count), on(7, k * 1000, tx)],
+            );
+        }
+        let u = h.metrics().extra[0].1;
+        assert!(
+            (0.3..0.7).contains(&u),
+            "utilisation {u}, not the receiver link's ~0.5"
+        );
+        assert!(
+            h.window_f64() >= 100_000.0,
+            "window {} closed",
+            h.window_f64()
+        );
     }
 
     #[test]

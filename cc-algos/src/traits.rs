@@ -78,6 +78,12 @@ pub struct IntHop {
     pub ts: Instant,
     /// The port's line rate.
     pub link_rate: Rate,
+    /// Which egress port wrote the record, where the network says (`None`: not told;
+    /// the record is then taken to come from the same port as the previous packet's at
+    /// this hop, HPCC's single-path assumption). With packet spraying consecutive
+    /// packets cross different links at the same hop, and their counters cannot be
+    /// compared.
+    pub port: Option<u32>,
 }
 
 /// Identifies a flow (RoCE QP, UEC PDC, simulator flow) at a receiver or switch.

@@ -74,7 +74,7 @@ proptest! {
                 Ev::AckInt { bytes, q, tx } => {
                     ts += 1_000;
                     txb += tx;
-                    let hop = IntHop { qlen: Bytes(q), tx_bytes: txb, ts: Instant::ZERO + Duration::nanos(ts), link_rate: line };
+                    let hop = IntHop { qlen: Bytes(q), tx_bytes: txb, ts: Instant::ZERO + Duration::nanos(ts), link_rate: line, port: None };
                     cc.on_ack_int(now, Ack { acked: Bytes(bytes), ecn_echo: false, rtt: None }, &[hop]);
                 }
                 Ev::Cnp => cc.on_cnp(now),

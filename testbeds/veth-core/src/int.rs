@@ -88,6 +88,9 @@ impl Hop {
             tx_bytes: self.tx_bytes,
             ts: scale.to_virtual(Instant::from_picos(self.ts_ns.saturating_mul(1000))),
             link_rate: Rate::bps(u64::from(self.rate_mbps) * 1_000_000 * scale.0),
+            // The wire record names no port: HPCC takes each hop to be the previous
+            // packet's (true for one path per flow; see docs/veth.md for spraying).
+            port: None,
         }
     }
 }

@@ -29,6 +29,7 @@ impl<Q: EventQueue> Sim<Q> {
             tx_bytes: self.pc[pu].tx_bytes,
             ts: Instant::from_picos(self.now),
             link_rate: self.net.port_rate[pu],
+            port: Some(p),
         };
         self.kx.int_hops[id as usize].push(hop);
     }
