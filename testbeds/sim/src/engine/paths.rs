@@ -14,7 +14,7 @@
 
 /// Switch hops kept per flow and direction (a 3-tier fat-tree path has 5); later hops
 /// route as usual.
-pub(super) const HOPS: usize = 8;
+const HOPS: usize = 8;
 
 /// One switch hop: the switch and the global egress port it chose.
 #[derive(Clone, Copy, Debug)]
