@@ -8,6 +8,15 @@ pub(crate) fn prefetch<T>(x: &T) {
     prefetch_ptr((x as *const T).cast::<u8>());
 }
 
+/// [`prefetch`] the lines of `x`'s first and last bytes: all of it when it is at most 64
+/// bytes long (a 48-byte packet straddles two lines at half the offsets it can have).
+#[inline(always)]
+pub(crate) fn prefetch_span<T>(x: &T) {
+    let base = (x as *const T).cast::<u8>();
+    prefetch_ptr(base);
+    prefetch_ptr(base.wrapping_add(std::mem::size_of::<T>().saturating_sub(1)));
+}
+
 /// [`prefetch`] every cache line of `x` (a flow's state spans several).
 #[inline(always)]
 pub(crate) fn prefetch_all<T>(x: &T) {

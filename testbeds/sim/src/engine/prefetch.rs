@@ -8,7 +8,7 @@
 //! misses it saved: it was measured and dropped.)
 
 use super::*;
-use crate::prefetch::{prefetch, prefetch_all};
+use crate::prefetch::{prefetch, prefetch_all, prefetch_span};
 
 impl<Q: EventQueue> Sim<Q> {
     /// Ask for the state of the events one and two places ahead in the queue.
@@ -31,7 +31,7 @@ impl<Q: EventQueue> Sim<Q> {
         match next.kind() {
             EV_ARRIVE => {
                 if let Some(p) = self.pkts.get(id) {
-                    prefetch(p);
+                    prefetch_span(p);
                 }
             }
             EV_TXDONE => {
@@ -87,7 +87,7 @@ impl<Q: EventQueue> Sim<Q> {
                     ps.ctrl_q.head
                 };
                 if let Some(p) = self.pkts.get(head as usize) {
-                    prefetch(p);
+                    prefetch_span(p);
                 }
                 if let Some(c) = self.pc.get(id) {
                     prefetch(c);
