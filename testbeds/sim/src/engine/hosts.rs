@@ -235,6 +235,7 @@ impl<Q: EventQueue> Sim<Q> {
             flags: ar,
             round: fl.round,
             hop: 0,
+            egress_hint: self.paths.hint(f, false, 0),
         };
         if fl.rto_at == u64::MAX {
             fl.rto_at = self.now + self.kx.rto;
@@ -343,7 +344,12 @@ impl<Q: EventQueue> Sim<Q> {
             }
         }
         let p = port?;
-        let pid = self.alloc(Pkt { hop: 0, ..pk });
+        let egress_hint = self.paths.hint(pk.flow, pk.kind != K_DATA, 0);
+        let pid = self.alloc(Pkt {
+            hop: 0,
+            egress_hint,
+            ..pk
+        });
         self.port[p as usize].ctrl_q.push(&mut self.pkts, pid);
         self.try_tx(p);
         Some(pid)

@@ -189,6 +189,10 @@ struct Pkt {
     /// Switches crossed so far (the index into [`paths::PathCache`]; 0 as it leaves
     /// a host).
     hop: u8,
+    /// The egress port the next switch took for this flow's previous packet, if the
+    /// path cache knew it when this one left the switch before: only a hint for the
+    /// event loop's prefetching (any value is harmless; routing never reads it).
+    egress_hint: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Pkt>() == 48);

@@ -78,6 +78,16 @@ impl PathCache {
         (h.node == node).then_some(h.egress)
     }
 
+    /// The egress recorded at hop `hop` of (flow, direction), whichever switch wrote
+    /// it ([`super::NIL`] if none): a prefetch hint, not a route.
+    #[inline]
+    pub(super) fn hint(&self, flow: u32, back: bool, hop: u8) -> u32 {
+        self.lines
+            .get(Self::index(flow, back))
+            .and_then(|l| l.0.get(hop as usize))
+            .map_or(super::NIL, |h| h.egress)
+    }
+
     /// Remember that switch `node` chose `egress` at hop `hop` of (flow, direction).
     #[inline]
     pub(super) fn set(&mut self, flow: u32, back: bool, hop: u8, node: u32, egress: u32) {

@@ -75,6 +75,11 @@ impl<Q: EventQueue> Sim<Q> {
                     }
                 } else if let Some(line) = self.paths.line(p.flow, p.kind != K_DATA) {
                     prefetch(line);
+                    let e = p.egress_hint as usize;
+                    if let (Some(ps), Some(c)) = (self.port.get(e), self.pc.get(e)) {
+                        prefetch(ps);
+                        prefetch(c);
+                    }
                 } else if let Some(h) = self.flow_hash.get(p.flow as usize) {
                     prefetch(h);
                 }

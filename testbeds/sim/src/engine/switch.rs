@@ -73,6 +73,7 @@ impl<Q: EventQueue> Sim<Q> {
             self.release(pid);
             return;
         }
+        self.pkts[pid as usize].egress_hint = self.paths.hint(pk.flow, back, pk.hop + 1);
         self.enqueue(node, e, pid, r);
     }
 
