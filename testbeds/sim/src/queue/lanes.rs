@@ -75,6 +75,9 @@ impl Lane {
         debug_assert!(self.len > 0);
         self.first = self.first.wrapping_add(1);
         self.len -= 1;
+        if let Some(k) = self.buf.get(self.first.wrapping_add(16) & self.mask()) {
+            crate::prefetch::prefetch(k);
+        }
         self.nth(0)
     }
 
