@@ -17,6 +17,15 @@ pub(crate) fn prefetch_span<T>(x: &T) {
     prefetch_ptr(base.wrapping_add(std::mem::size_of::<T>().saturating_sub(1)));
 }
 
+/// [`prefetch`] the cache lines of bytes `from..to` of `x`.
+#[inline(always)]
+pub(crate) fn prefetch_bytes<T>(x: &T, from: usize, to: usize) {
+    let base = (x as *const T).cast::<u8>();
+    for off in (from..to.min(std::mem::size_of::<T>())).step_by(64) {
+        prefetch_ptr(base.wrapping_add(off));
+    }
+}
+
 /// [`prefetch`] every cache line of `x` (a flow's state spans several).
 #[inline(always)]
 pub(crate) fn prefetch_all<T>(x: &T) {

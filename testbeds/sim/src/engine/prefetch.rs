@@ -8,7 +8,7 @@
 //! misses it saved: it was measured and dropped.)
 
 use super::*;
-use crate::prefetch::{prefetch, prefetch_all, prefetch_span};
+use crate::prefetch::{prefetch, prefetch_all, prefetch_bytes, prefetch_span};
 
 impl<Q: EventQueue> Sim<Q> {
     /// Ask for the state of the events one and two places ahead in the queue.
@@ -96,6 +96,14 @@ impl<Q: EventQueue> Sim<Q> {
                 }
                 if let Some(c) = self.pc.get(id) {
                     prefetch(c);
+                }
+                // A NIC: the sender's part of the flow its round robin reaches first.
+                if let Some(&n) = self.net.port_node.get(id)
+                    && let Some(h) = self.hosts.get(n as usize)
+                    && let Some(&f) = h.active.get(h.rr).or(h.active.first())
+                    && let Some(fl) = self.flows.get(f as usize)
+                {
+                    prefetch_bytes(fl, 0, std::mem::offset_of!(FlowState, cc));
                 }
             }
             _ => {}
