@@ -85,6 +85,7 @@ impl PathCache {
         self.lines
             .get(Self::index(flow, back))
             .and_then(|l| l.0.get(hop as usize))
+            .filter(|h| h.node != EMPTY.node)
             .map_or(super::NIL, |h| h.egress)
     }
 
@@ -122,6 +123,25 @@ mod tests {
         assert_eq!(c.get(1, false, HOPS as u8, 7), None, "beyond the kept hops");
         c.clear();
         assert_eq!(c.get(1, false, 0, 7), None);
+    }
+
+    /// The hint is whatever egress the hop holds, whichever switch wrote it, and
+    /// `NIL` where nothing is known (another hop, beyond the kept hops, a disabled
+    /// or cleared cache).
+    #[test]
+    fn the_hint_is_the_hops_egress_or_nil() {
+        let mut c = PathCache::new(3, true);
+        assert_eq!(c.hint(1, false, 0), super::super::NIL);
+        c.set(1, false, 2, 7, 42);
+        assert_eq!(c.hint(1, false, 2), 42);
+        assert_eq!(c.hint(1, true, 2), super::super::NIL, "the other direction");
+        assert_eq!(c.hint(1, false, HOPS as u8), super::super::NIL);
+        c.clear();
+        assert_eq!(c.hint(1, false, 2), super::super::NIL);
+        assert_eq!(
+            PathCache::new(3, false).hint(0, false, 0),
+            super::super::NIL
+        );
     }
 
     #[test]

@@ -336,6 +336,35 @@ mod tests {
         assert_eq!(q.pop(), None);
     }
 
+    /// A lane keeps its order when it wraps around its ring and when it grows while
+    /// wrapped.
+    #[test]
+    fn a_lane_keeps_its_order_across_wrap_and_growth() {
+        let mut l = Lane::default();
+        let mut next_out = 0u128;
+        for k in 0..40u128 {
+            l.push(k);
+        }
+        for _ in 0..30 {
+            assert_eq!(l.nth(0), next_out);
+            l.pop_front();
+            next_out += 1;
+        }
+        // 10 left at the end of a 64-slot ring: these wrap, then force a growth.
+        for k in 40..200u128 {
+            l.push(k);
+        }
+        assert_eq!(l.len, 170);
+        assert_eq!(l.nth(1), next_out + 1);
+        while l.len > 0 {
+            assert_eq!(l.nth(0), next_out);
+            l.pop_front();
+            next_out += 1;
+        }
+        assert_eq!(next_out, 200);
+        assert_eq!(l.nth(0), NONE);
+    }
+
     /// With every lane busy, a new delay goes to the calendar; a lane freed by its
     /// last pop takes the next new delay.
     #[test]
