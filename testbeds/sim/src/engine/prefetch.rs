@@ -22,7 +22,8 @@ impl<Q: EventQueue> Sim<Q> {
         }
     }
 
-    /// Two events ahead: the packet an arrival reads; the port (and its first data
+    /// Two events ahead: the packet an arrival reads (both lines, when a 48-byte packet
+    /// straddles two); the port (and its first data
     /// queue) a `TxDone` serves, and its node's host state (a NIC's `TxDone` pulls from
     /// the host's active flows).
     #[inline]
@@ -52,9 +53,12 @@ impl<Q: EventQueue> Sim<Q> {
     }
 
     /// One event ahead, what the first stage's lines point at. An arrival: the
-    /// receiving port's counters and the flow's path under ECMP or else its hash (a
-    /// switch hop), or its state (a host). A `TxDone`: the packet at the head of the port's control or first data
-    /// queue (the dequeue reads its link) and the port's transmit counters.
+    /// receiving port's counters, and at a switch the flow's path under ECMP (with the
+    /// egress port and counters the packet's [hint](Pkt::egress_hint) names) or else
+    /// its hash, at a host the flow's state. A `TxDone`: the packet at the head of the
+    /// port's control or first data queue (the dequeue reads its link), the port's
+    /// transmit counters, and at a NIC the sender's part of the flow its round robin
+    /// reaches first.
     #[inline]
     fn prefetch_second(&self, next: crate::queue::Ev) {
         let id = next.id() as usize;
