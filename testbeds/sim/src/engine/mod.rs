@@ -189,9 +189,10 @@ struct Pkt {
     /// Switches crossed so far (the index into [`paths::PathCache`]; 0 as it leaves
     /// a host).
     hop: u8,
-    /// The egress port the next switch took for this flow's previous packet, if the
-    /// path cache knew it when this one left the switch before: only a hint for the
-    /// event loop's prefetching (any value is harmless; routing never reads it).
+    /// The egress port the next switch took for an earlier packet of the same flow and
+    /// direction, read from the path cache as this packet left its last node ([`NIL`]:
+    /// not known). Only a hint for the event loop's prefetching: routing never reads
+    /// it, and a stale one costs a useless prefetch.
     egress_hint: u32,
 }
 

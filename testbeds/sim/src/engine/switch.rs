@@ -73,7 +73,8 @@ impl<Q: EventQueue> Sim<Q> {
             self.release(pid);
             return;
         }
-        self.pkts[pid as usize].egress_hint = self.paths.hint(pk.flow, back, pk.hop + 1);
+        self.pkts[pid as usize].egress_hint =
+            self.paths.hint(pk.flow, back, pk.hop.saturating_add(1));
         self.enqueue(node, e, pid, r);
     }
 

@@ -69,7 +69,9 @@ impl Lane {
         self.len += 1;
     }
 
-    /// Remove the first event and return the one after it ([`NONE`] if none).
+    /// Remove the first event and return the one after it ([`NONE`] if none), asking
+    /// for the slot 16 events further on: a lane's events were written a link delay
+    /// earlier, thousands of events ago, and are often out of the nearer caches.
     #[inline]
     fn pop_front(&mut self) -> Key {
         debug_assert!(self.len > 0);
