@@ -344,7 +344,7 @@ impl<Q: EventQueue> Sim<Q> {
             }
         }
         let p = port?;
-        let egress_hint = self.paths.hint(pk.flow, pk.kind != K_DATA, 0);
+        let egress_hint = self.paths.hint(pk.flow, pk.back(), 0);
         let pid = self.alloc(Pkt {
             hop: 0,
             egress_hint,

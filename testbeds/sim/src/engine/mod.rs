@@ -198,6 +198,15 @@ struct Pkt {
 
 const _: () = assert!(std::mem::size_of::<Pkt>() == 48);
 
+impl Pkt {
+    /// Whether it travels toward its flow's source (an ACK, NACK, CNP or credit): the
+    /// direction [`paths::PathCache`] keeps apart from the data's.
+    #[inline]
+    fn back(&self) -> bool {
+        self.kind != K_DATA
+    }
+}
+
 /// What the event loop reads and writes for a port on every frame it sends, packed
 /// into one 64-byte cache line: at 8,192 hosts the ports' state is far larger than
 /// the caches, and the same fields kept in separate arrays cost one cache miss each

@@ -77,7 +77,7 @@ impl<Q: EventQueue> Sim<Q> {
                     if let Some(f) = self.flows.get(p.flow as usize) {
                         prefetch_all(f);
                     }
-                } else if let Some(line) = self.paths.line(p.flow, p.kind != K_DATA) {
+                } else if let Some(line) = self.paths.line(p.flow, p.back()) {
                     prefetch(line);
                     let e = p.egress_hint as usize;
                     if let (Some(ps), Some(c)) = (self.port.get(e), self.pc.get(e)) {

@@ -55,8 +55,9 @@ impl<Q: EventQueue> Sim<Q> {
             return;
         }
         // Switch: route.
-        let back = pk.kind != K_DATA;
-        self.pkts[pid as usize].hop = pk.hop.saturating_add(1);
+        let back = pk.back();
+        let next_hop = pk.hop.saturating_add(1);
+        self.pkts[pid as usize].hop = next_hop;
         let e = match self.paths.get(pk.flow, back, pk.hop, node) {
             Some(e) => e,
             None => {
@@ -73,8 +74,7 @@ impl<Q: EventQueue> Sim<Q> {
             self.release(pid);
             return;
         }
-        self.pkts[pid as usize].egress_hint =
-            self.paths.hint(pk.flow, back, pk.hop.saturating_add(1));
+        self.pkts[pid as usize].egress_hint = self.paths.hint(pk.flow, back, next_hop);
         self.enqueue(node, e, pid, r);
     }
 
