@@ -16,6 +16,12 @@ need=()
 for pkg in iproute2 tshark tmux opensm ibsim-utils libumad2sim0 infiniband-diags graphviz frr prometheus lldpd prometheus-node-exporter slurm-wlm munge; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
+# llvm-<major>: llvm-profdata of the LLVM major version rustc uses, for the profile-guided
+# build (scripts/build-pgo.sh --check); not needed when rustup's llvm-tools provide it.
+llvm_major=$(rustc -vV 2>/dev/null | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
+if [ -n "$llvm_major" ] && ! ls "$(rustc --print sysroot)"/lib/rustlib/*/bin/llvm-profdata >/dev/null 2>&1; then
+  dpkg -s "llvm-$llvm_major" >/dev/null 2>&1 || need+=("llvm-$llvm_major")
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: missing packages ${need[*]}; run as root or install them" >&2
