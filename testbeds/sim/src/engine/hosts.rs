@@ -199,6 +199,11 @@ impl<Q: EventQueue> Sim<Q> {
         let ev = self.pick_ev(f);
         let fl = &mut self.flows[fu];
         fl.pstate[seq as usize] = S_INFLIGHT;
+        if fl.inflight == 0 {
+            // Nothing was outstanding: the retransmit timer runs from this packet (as
+            // htsim's `startRTO`), not from the last ACK, long past for a paced flow.
+            fl.last_progress = self.now;
+        }
         fl.inflight += payload;
         let wire = payload + self.cfg.header.0;
         let rate = fl.cc.as_ref().map(|c| c.rate()).unwrap_or(Rate::ZERO);
@@ -637,5 +642,43 @@ impl<Q: EventQueue> Sim<Q> {
             }
         }
         self.dependents[f as usize] = deps;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::NetBuilder;
+
+    /// A flow that sends after a gap with nothing in flight (paced at a low rate, its
+    /// previous packets all ACKed) starts its retransmit timer at that packet: the last
+    /// ACK, more than a timeout ago, must not make the new packet look lost at the next
+    /// timer check. Before the fix that check fired a timeout with no packet lost.
+    #[test]
+    fn a_packet_sent_with_nothing_in_flight_restarts_the_timer() {
+        let net = NetBuilder::star(2, Rate::gbps(100), Duration::nanos(500));
+        let scen = scenario::Scenario::from_toml_str(
+            "[[workload]]\nkind = \"incast\"\nsenders = \"1..2\"\nreceiver = 0\nsize = \"1MB\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let plan = scen
+            .compile(&scenario::CompileCtx::new(2, Rate::gbps(100), 1))
+            .unwrap();
+        let mut sim = Sim::from_net(net, SimConfig::default(), &plan).unwrap();
+        // The flow's last progress (an ACK) was at 0; nothing is in flight.
+        let rto = sim.kx.rto;
+        sim.now = 10 * rto;
+        sim.flows[0].started = true;
+        sim.flows[0].last_progress = 0;
+        assert_eq!(sim.flows[0].inflight, 0);
+        let nic = sim.net.ports_of(1).next().unwrap();
+        sim.make_data(0, nic).expect("a packet");
+        // The timer's next check, right after the send.
+        sim.now += 1;
+        sim.flows[0].rto_at = sim.now;
+        sim.on_rto(0);
+        assert_eq!(sim.flows[0].timeouts, 0, "a timeout 1 ps after the send");
+        assert!(sim.flows[0].inflight > 0);
     }
 }
