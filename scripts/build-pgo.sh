@@ -94,7 +94,7 @@ echo "target/pgo/release/fabric"
 
 if [ "$check" -eq 1 ]; then
   cargo build --release --bin fabric --quiet
-  digest() { "$1" sim "${@:2}" --quiet | grep -o 'digest [0-9a-f]*'; }
+  digest() { "$1" sim "${@:2}" --quiet 2>/dev/null | grep -o 'digest [0-9a-f]*'; }
   for run in "--preset fat-tree-k8 --scenario scenarios/permutation.toml" \
     "--preset fat-tree-k8 --scenario scenarios/incast-15to1.toml --cc dcqcn --lb spray" \
     "--scenario scenarios/htsim-incast.cm"; do
