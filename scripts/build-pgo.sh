@@ -39,7 +39,7 @@ find_profdata() {
   for c in "$sysroot"/lib/rustlib/*/bin/llvm-profdata "llvm-profdata-$major" \
     "/usr/lib/llvm-$major/bin/llvm-profdata" llvm-profdata; do
     if command -v "$c" >/dev/null 2>&1 &&
-      "$c" --version 2>/dev/null | grep -Eq "LLVM version $major\."; then
+      grep -Eq "LLVM version $major\." <<<"$("$c" --version 2>/dev/null)"; then
       command -v "$c"
       return 0
     fi
