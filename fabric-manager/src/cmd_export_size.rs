@@ -9,9 +9,13 @@
 //!    files are leaves, the largest ones; within 10 % at k=16 and 2 % at k=32). When the
 //!    sum is clearly within the limit (≤ 80 %) the export goes ahead; clearly above
 //!    (≥ 125 %) it is refused with the estimate and a `--max-output` 10 % above it.
-//! 2. Otherwise (near the limit, or a single-file format such as `routes.json` larger
-//!    than the sample) the whole export is counted to its end: a refusal names the exact
-//!    size in bytes, and that size given back as `--max-output` is accepted.
+//!    A single-file format such as `routes.json` larger than the sample cannot be
+//!    extrapolated; when what could be sized, plus the sample of each such file, is
+//!    already clearly above the limit, the export is refused on that lower bound (a
+//!    k=48 `fabric build` was refused after 70 s of counting 31 GB before).
+//! 2. Otherwise (near the limit, or a single-file format larger than the sample) the
+//!    whole export is counted to its end: a refusal names the exact size in bytes, and
+//!    that size given back as `--max-output` is accepted.
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashSet};
@@ -98,7 +102,8 @@ pub fn check(
         tables: c.tables(),
         lanes: Some(&c.lanes),
     };
-    let sampled = sample(&routed, formats, SAMPLE_BYTES.min(limit))?;
+    let budget = SAMPLE_BYTES.min(limit);
+    let sampled = sample(&routed, formats, budget)?;
     if let Some(total) = sampled.total() {
         if total <= limit / 5 * 4 {
             return Ok(Some(total));
@@ -106,6 +111,8 @@ pub fn check(
         if total / 5 * 4 >= limit {
             anyhow::bail!("{}", sampled.refusal(limit));
         }
+    } else if sampled.lower_bound(budget) / 5 * 4 >= limit {
+        anyhow::bail!("{}", sampled.refusal_at_least(limit, budget));
     }
     let list: Vec<Format> = formats.iter().copied().collect();
     let mut count = export::CountingSink::default();
@@ -135,22 +142,27 @@ struct Sampled {
     exact: u64,
     /// Per-switch formats past the budget: the format and its extrapolation.
     estimated: Vec<(Format, (u64, usize, usize))>,
-    /// Formats past the budget that cannot be extrapolated (one file).
-    unknown: u64,
+    /// Formats past the budget that cannot be extrapolated (one file each).
+    unknown: Vec<Format>,
 }
 
 impl Sampled {
     /// The whole export's size, exact or estimated, if every format could be sized.
     fn total(&self) -> Option<u64> {
         let estimated: u64 = self.estimated.iter().map(|(_, e)| e.0).sum();
-        (self.unknown == 0).then_some(self.exact + estimated)
+        self.unknown.is_empty().then_some(self.exact + estimated)
     }
 
-    /// The refusal of an export estimated well above `limit`.
-    fn refusal(&self, limit: u64) -> String {
-        let total = self.total().unwrap_or(0);
-        let parts: Vec<String> = self
-            .estimated
+    /// The least the export can write when some formats could not be sized: what could,
+    /// plus the `budget` each unsized one passed.
+    fn lower_bound(&self, budget: u64) -> u64 {
+        let estimated: u64 = self.estimated.iter().map(|(_, e)| e.0).sum();
+        self.exact + estimated + budget * self.unknown.len() as u64
+    }
+
+    /// The parts of a refusal: each extrapolated format with its estimate.
+    fn estimated_parts(&self) -> Vec<String> {
+        self.estimated
             .iter()
             .map(|(fmt, (bytes, done, of))| {
                 format!(
@@ -158,7 +170,39 @@ impl Sampled {
                     human(*bytes)
                 )
             })
-            .collect();
+            .collect()
+    }
+
+    /// The refusal of an export whose [lower bound](Self::lower_bound) is well above
+    /// `limit`: what it writes at least, the single files that were not sized, and how to
+    /// have it counted exactly or written.
+    fn refusal_at_least(&self, limit: u64, budget: u64) -> String {
+        let mut parts = self.estimated_parts();
+        for fmt in &self.unknown {
+            let name = match fmt.single_file() {
+                Some(file) => format!("{fmt} ({file})"),
+                None => fmt.to_string(),
+            };
+            parts.push(format!(
+                "{name}: more than {}, one file, sized only by formatting it in full",
+                human(budget)
+            ));
+        }
+        let lower = self.lower_bound(budget);
+        format!(
+            "--max-output {}: the export would write more than {} ({}); pass --max-output \
+             none to write it, or --max-output {} or more to have it counted exactly first",
+            human(limit),
+            human(lower),
+            parts.join("; "),
+            suggest(lower)
+        )
+    }
+
+    /// The refusal of an export estimated well above `limit`.
+    fn refusal(&self, limit: u64) -> String {
+        let total = self.total().unwrap_or(0);
+        let parts = self.estimated_parts();
         format!(
             "--max-output {}: the export would write about {} ({}); pass --max-output {} \
              or more, or --max-output none, to write it",
@@ -179,7 +223,7 @@ fn sample(r: &Routed<'_>, formats: &BTreeSet<Format>, budget: u64) -> anyhow::Re
             Ok(()) => s.exact += sink.total.get(),
             Err(_) if sink.total.get() > budget => match sink.extrapolate(r) {
                 Some(e) => s.estimated.push((fmt, e)),
-                None => s.unknown += 1,
+                None => s.unknown.push(fmt),
             },
             Err(e) => return Err(e.into()),
         }
@@ -410,6 +454,46 @@ mod tests {
         );
         let named = parse_max_output(&size.to_string()).unwrap();
         assert_eq!(check(&f, &c, &json, named).unwrap(), Some(size));
+    }
+
+    /// A single file past the sample beside a per-switch format well past the limit: the
+    /// lower bound (the estimate plus the sample of the file) is enough to refuse, without
+    /// counting the file in full; the refusal says which file was not sized.
+    #[test]
+    fn well_past_the_limit_a_single_file_is_not_counted_in_full() {
+        let (f, c, _) = routed("fat-tree-k16");
+        let limit = ip_bytes(&f, &c) / 8;
+        let mut sink = topo::export::CountingSink::default();
+        export::export(&view(&f, &c), Format::Json, &mut sink).unwrap();
+        assert!(
+            sink.bytes > limit,
+            "routes.json {} within {limit}",
+            sink.bytes
+        );
+        let both: BTreeSet<Format> = [Format::Json, Format::IpBatch].into_iter().collect();
+        let msg = check(&f, &c, &both, MaxOutput(Some(limit)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.starts_with(&format!(
+                "--max-output {}: the export would write more than ",
+                human(limit)
+            )),
+            "{msg}"
+        );
+        assert!(msg.contains("(ip: about "), "{msg}");
+        assert!(
+            msg.contains(&format!(
+                "json (routes.json): more than {}, one file, sized only by formatting it in full",
+                human(limit)
+            )),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("or more to have it counted exactly first"),
+            "{msg}"
+        );
+        assert!(!msg.contains("counted in full)"), "{msg}");
     }
 
     /// Well past the limit: refused from the sample, naming the limit, the format, an

@@ -131,8 +131,10 @@ fn an_export_above_max_output_is_refused_with_its_size() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// A refusal from the full count names the exact size in bytes: given back as
-/// `--max-output`, it is accepted, and the files written come to exactly that size.
+/// Well past the limit with a single file past the sample, the refusal comes from the
+/// lower bound, naming the file it did not size. Near the limit the export is counted in
+/// full: the refusal names the exact size in bytes, which given back as `--max-output` is
+/// accepted, and the files written come to exactly that size.
 #[test]
 fn the_size_a_refusal_names_is_accepted_and_is_what_is_written() {
     let dir = std::env::temp_dir().join(format!("fabric-maxout-exact-{}", std::process::id()));
@@ -150,8 +152,29 @@ fn the_size_a_refusal_names_is_accepted_and_is_what_is_written() {
         ])
     };
     // routes.json alone is past 50 kB, and a single file cannot be extrapolated from a
-    // sample: the whole export is counted.
+    // sample: the rest plus the 50 kB it passed is already well past the limit.
     let o = build("50kB");
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(!out.exists(), "wrote despite the refusal");
+    assert!(
+        e.starts_with("error: --max-output 50.0 kB: the export would write more than "),
+        "{e}"
+    );
+    assert!(
+        e.contains(
+            "json (routes.json): more than 50.0 kB, one file, sized only by formatting it in full"
+        ),
+        "{e}"
+    );
+    // The whole export's size, written once without a limit.
+    let o = build("none");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let size = dir_bytes(&out);
+    std::fs::remove_dir_all(&out).unwrap();
+    // One byte under it: every format fits the sample, the sum is near the limit, so the
+    // export is counted in full and refused with its exact size.
+    let o = build(&(size - 1).to_string());
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(!out.exists(), "wrote despite the refusal");
@@ -160,16 +183,12 @@ fn the_size_a_refusal_names_is_accepted_and_is_what_is_written() {
         .nth(1)
         .and_then(|rest| rest.split(' ').next())
         .unwrap_or_else(|| panic!("no size to pass in: {e}"));
+    assert_eq!(named, size.to_string(), "{e}");
     assert!(e.contains(&format!("would write {named} bytes (")), "{e}");
     assert!(e.contains(", counted in full)"), "{e}");
     let o = build(named);
     assert!(o.status.success(), "{}", stderr(&o));
-    let written = dir_bytes(&out);
-    assert_eq!(written.to_string(), named);
-    // One byte less is refused again, with the same size.
-    let o = build(&(written - 1).to_string());
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains(&format!("pass --max-output {written} or more")));
+    assert_eq!(dir_bytes(&out), size);
     std::fs::remove_dir_all(&dir).ok();
 }
 
