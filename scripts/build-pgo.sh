@@ -3,7 +3,7 @@
 # training set, then the release build is optimised with the profile it wrote (which
 # branches are taken, which calls are hot). Results are the same as the plain release
 # build's (same digests; `--check` proves it on three runs); only the CPU time changes
-# (docs/sim.md, "Profile-guided build").
+# (docs/sim.md, the session 14 section on the profile-guided build).
 #
 # The training set is the repository's own scenarios and presets, not the benchmarks'
 # inputs: htsim's 1024-host permutation and `fat-tree-k48` are never run here, so the
