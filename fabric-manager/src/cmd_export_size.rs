@@ -147,17 +147,20 @@ struct Sampled {
 }
 
 impl Sampled {
+    /// The formats that could be sized, exact or estimated.
+    fn sized(&self) -> u64 {
+        self.exact + self.estimated.iter().map(|(_, e)| e.0).sum::<u64>()
+    }
+
     /// The whole export's size, exact or estimated, if every format could be sized.
     fn total(&self) -> Option<u64> {
-        let estimated: u64 = self.estimated.iter().map(|(_, e)| e.0).sum();
-        self.unknown.is_empty().then_some(self.exact + estimated)
+        self.unknown.is_empty().then(|| self.sized())
     }
 
     /// The least the export can write when some formats could not be sized: what could,
     /// plus the `budget` each unsized one passed.
     fn lower_bound(&self, budget: u64) -> u64 {
-        let estimated: u64 = self.estimated.iter().map(|(_, e)| e.0).sum();
-        self.exact + estimated + budget * self.unknown.len() as u64
+        self.sized() + budget * self.unknown.len() as u64
     }
 
     /// The parts of a refusal: each extrapolated format with its estimate.

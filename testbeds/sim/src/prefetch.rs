@@ -29,10 +29,7 @@ pub(crate) fn prefetch_bytes<T>(x: &T, from: usize, to: usize) {
 /// [`prefetch`] every cache line of `x` (a flow's state spans several).
 #[inline(always)]
 pub(crate) fn prefetch_all<T>(x: &T) {
-    let base = (x as *const T).cast::<u8>();
-    for off in (0..std::mem::size_of::<T>()).step_by(64) {
-        prefetch_ptr(base.wrapping_add(off));
-    }
+    prefetch_bytes(x, 0, std::mem::size_of::<T>());
 }
 
 /// [`prefetch`] the cache lines of the first `max_lines` × 64 bytes of a slice.
