@@ -1236,6 +1236,7 @@ mod tests {
                         tx_bytes,
                         qlen,
                         rate_mbps: 1000,
+                        port: 1,
                     };
                     assert!(int::stamp(&mut f, hop));
                 }

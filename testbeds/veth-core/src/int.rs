@@ -14,8 +14,14 @@
 //! payload[8]        hop count n (0..=MAX_HOPS)
 //! payload[9..12]    reserved (0)
 //! payload[12..]     n records of HOP_LEN bytes:
-//!                   departure time (real ns, u64) | tx bytes (u64) | queue bytes (u32) | rate (Mb/s, u32)
+//!                   departure time (real ns, u64) | tx bytes (u64) | queue bytes (u32) |
+//!                   rate (Mb/s, u32) | port (u32)
 //! ```
+//!
+//! The port field names the egress that wrote the record (the low 32 bits of the
+//! switch port's MAC, unique in a testbed): with packet spraying consecutive packets of
+//! a flow leave a hop through different ports, and HPCC compares a record only with the
+//! previous one of the same port (`cc_algos::IntHop::port`), as in the simulator.
 //!
 //! A switch that stamps a record recomputes the ICRC (it covers the payload). In a run
 //! with INT every ACK and NAK payload ends in a trailer: the records of the data packet
@@ -35,7 +41,7 @@ use crate::wire::{ethernet, ib, ipv4, udp};
 /// The most hops a packet records (HPCC's limit; a 3-tier fat-tree path has 5).
 pub const MAX_HOPS: usize = 5;
 /// Bytes of one record.
-pub const HOP_LEN: usize = 24;
+pub const HOP_LEN: usize = 28;
 /// Bytes of the block header (hop count and reserved).
 pub const HEADER_LEN: usize = 4;
 /// Bytes the block needs in a payload with every record used.
@@ -60,6 +66,14 @@ pub struct Hop {
     pub qlen: u32,
     /// The port's rate (real, Mb/s).
     pub rate_mbps: u32,
+    /// Which egress port wrote the record (unique in a testbed: [`port_id`]).
+    pub port: u32,
+}
+
+/// The id a switch port writes into its records: the low 32 bits of its MAC (a
+/// testbed gives every interface its own, `veth::mac_for`).
+pub fn port_id(mac: [u8; 6]) -> u32 {
+    u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]])
 }
 
 impl Hop {
@@ -68,6 +82,7 @@ impl Hop {
         b[8..16].copy_from_slice(&self.tx_bytes.to_be_bytes());
         b[16..20].copy_from_slice(&self.qlen.to_be_bytes());
         b[20..24].copy_from_slice(&self.rate_mbps.to_be_bytes());
+        b[24..28].copy_from_slice(&self.port.to_be_bytes());
     }
 
     fn parse(b: &[u8]) -> Hop {
@@ -78,6 +93,7 @@ impl Hop {
             tx_bytes: u64_at(8),
             qlen: u32_at(16),
             rate_mbps: u32_at(20),
+            port: u32_at(24),
         }
     }
 
@@ -88,9 +104,7 @@ impl Hop {
             tx_bytes: self.tx_bytes,
             ts: scale.to_virtual(Instant::from_picos(self.ts_ns.saturating_mul(1000))),
             link_rate: Rate::bps(u64::from(self.rate_mbps) * 1_000_000 * scale.0),
-            // The wire record names no port: HPCC takes each hop to be the previous
-            // packet's (true for one path per flow; see docs/veth.md for spraying).
-            port: None,
+            port: Some(self.port),
         }
     }
 }
@@ -192,6 +206,7 @@ mod tests {
             tx_bytes: 4_000 * i,
             qlen: 100 * i as u32,
             rate_mbps: 1000,
+            port: 0x00fa_0000 | i as u32,
         }
     }
 
@@ -263,11 +278,23 @@ mod tests {
             tx_bytes: 12_345,
             qlen: 6_000,
             rate_mbps: 1000,
+            port: 0x0001_0203,
         }
         .to_virtual(TimeScale(100));
         assert_eq!(h.ts, Instant::from_picos(1_000_000));
         assert_eq!(h.link_rate, Rate::gbps(100));
         assert_eq!(h.qlen, Bytes(6_000));
         assert_eq!(h.tx_bytes, 12_345);
+        assert_eq!(h.port, Some(0x0001_0203), "the port goes through as it is");
+    }
+
+    #[test]
+    fn a_port_id_is_the_low_four_bytes_of_the_mac() {
+        assert_eq!(port_id([0x02, 0xfb, 0, 1, 2, 0]), 0x0001_0200);
+        assert_ne!(
+            port_id([0x02, 0xfb, 0, 1, 2, 0]),
+            port_id([0x02, 0xfb, 0, 1, 2, 1]),
+            "the two ends of a link differ"
+        );
     }
 }

@@ -658,6 +658,7 @@ impl Switch {
                 tx_bytes: p.c.tx_bytes,
                 qlen: p.c.queue_bytes.min(u64::from(u32::MAX)) as u32,
                 rate_mbps: (rate.as_bps() / 1_000_000).min(u64::from(u32::MAX)) as u32,
+                port: crate::int::port_id(self.cfg.port_macs[port]),
             };
             crate::int::stamp(&mut frame, hop);
         }

@@ -164,3 +164,68 @@ fn a_link_rate_override_slows_the_spine_path_like_a_degrade() {
     assert!(r.all_completed && r.total_drops() == 0);
     assert!(v > 0.65 && m > 0.65, "veth {v:.2}, sim {m:.2}");
 }
+
+/// Last completion time of a run's flows, µs (veth: from each flow's start).
+fn last_fct_us(r: &CongestionReport) -> f64 {
+    r.flows
+        .iter()
+        .filter_map(|x| x.completed_us.map(|t| t - x.start_us))
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn hpcc_with_spraying_keeps_its_rate_because_int_names_the_port() {
+    if !enabled() {
+        return;
+    }
+    let _g = serial();
+    let plan = scenario_plan("veth-fabric-hpcc-spray.toml", 8);
+    let mut last = Vec::new();
+    for spray in [None, Some(EvPolicyKind::Oblivious)] {
+        let mut cfg = CongestionConfig::on(LEAF_SPINE);
+        cfg.cc = "hpcc".parse::<CcKind>().unwrap();
+        cfg.spray = spray;
+        cfg.apply(&plan.network).unwrap();
+        let r = run(&cfg, &plan);
+        let s = twin::run_sim(&cfg, &plan, None).unwrap();
+        let v = veth_uplinks(&r);
+        let c = report::compare::compare(&s.outcome(), &r.outcome()).unwrap();
+        eprintln!(
+            "{spray:?}: leaf1 -> spine0 / spine1 {} / {} B; drops {} marks {} late {:.0}/{:.0} µs; last FCT veth {:.0} µs, veth/sim last {:.2}× median {:.2}×",
+            v.0,
+            v.1,
+            r.total_drops(),
+            r.ecn_marks,
+            r.switch_max_late_us,
+            r.hosts_max_late_us,
+            last_fct_us(&r),
+            c.last_ratio(),
+            c.median_ratio(),
+        );
+        assert!(r.all_completed, "{spray:?}: veth flows complete");
+        assert_eq!(r.total_drops(), 0, "{spray:?}: lossless");
+        if spray.is_some() {
+            assert!(
+                (0.3..0.7).contains(&share(v)),
+                "sprayed flows use both uplinks: share via spine 1 {:.2}",
+                share(v)
+            );
+            // Sprayed, HPCC on veth finishes as its simulator twin does. (On single
+            // paths the two hash the flows onto the uplinks differently, so one may
+            // take twice as long as the other.)
+            assert!(
+                (0.5..2.0).contains(&c.last_ratio()),
+                "{spray:?}: last FCT veth/sim {:.2}",
+                c.last_ratio()
+            );
+        }
+        last.push(last_fct_us(&r));
+    }
+    // Spraying never costs HPCC its rate: two flows on two uplinks need no more time
+    // than on the paths ECMP gave them (both on one uplink at worst).
+    let (single, sprayed) = (last[0], last[1]);
+    assert!(
+        sprayed <= 1.25 * single,
+        "HPCC's last FCT sprayed {sprayed:.0} µs against {single:.0} µs on single paths"
+    );
+}
