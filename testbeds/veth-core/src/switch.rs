@@ -541,21 +541,6 @@ impl Switch {
             self.ports[out].c.drops += 1;
             return;
         }
-        // ECN (CP): decide on the egress queue length the frame joins (on a degraded
-        // port, as seen by thresholds scaled by its fraction, as htsim and the simulator
-        // scale them).
-        if let Some(red) = self.cfg.ecn {
-            let p = &self.ports[out];
-            let q = (p.queue_bytes[prio as usize] as f64 / p.fraction) as u64;
-            let u: f64 = self.rng.random();
-            if red.should_mark(Bytes(q), u) {
-                let mut ip = ipv4::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
-                if ipv4::ecn(&ip) != Ecn::NotEct {
-                    ipv4::set_ecn(&mut ip, Ecn::Ce);
-                    self.ports[out].c.ecn_marks += 1;
-                }
-            }
-        }
         if let Some(mac) = self.cfg.next_hop_macs.get(out).copied().flatten() {
             ethernet::set_dst(&mut ethernet::Packet::new_unchecked(&mut frame[..]), mac);
         }
@@ -662,6 +647,7 @@ impl Switch {
             };
             crate::int::stamp(&mut frame, hop);
         }
+        self.mark_at_dequeue(port, prio, &mut frame);
         self.used -= len;
         let resume = self.ports[in_port]
             .pfc_in
@@ -671,6 +657,27 @@ impl Switch {
             self.pfc_frame(in_port, f);
         }
         Some(frame)
+    }
+
+    /// ECN (the CP) as a data frame leaves `port`'s queue `prio`: RED on the bytes it
+    /// leaves behind in that queue, as the simulator marks (`sim`'s `mark_at_dequeue`),
+    /// so a mark tells the receiver the queue as it is when the frame departs, not as it
+    /// was a whole queueing delay earlier. On a degraded port the depth is seen by
+    /// thresholds scaled by its fraction, as htsim and the simulator scale them.
+    fn mark_at_dequeue(&mut self, port: usize, prio: usize, frame: &mut [u8]) {
+        let Some(red) = self.cfg.ecn else {
+            return;
+        };
+        let p = &self.ports[port];
+        let left = (p.queue_bytes[prio] as f64 / p.fraction) as u64;
+        let u: f64 = self.rng.random();
+        if red.should_mark(Bytes(left), u) && frame.len() > ethernet::HEADER_LEN {
+            let mut ip = ipv4::Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]);
+            if ipv4::ecn(&ip) != Ecn::NotEct {
+                ipv4::set_ecn(&mut ip, Ecn::Ce);
+                self.ports[port].c.ecn_marks += 1;
+            }
+        }
     }
 
     /// PFC refresh timers; call at [`Switch::next_wakeup`].
@@ -912,21 +919,61 @@ mod tests {
                 data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
             );
         }
-        // Queue lengths seen: 0, 1058, 2116, 3174, 4232, ...: frames 5.. always marked.
-        assert!(s.counters(1).ecn_marks >= 6);
-        let mut marked = 0;
+        assert_eq!(
+            s.counters(1).ecn_marks,
+            0,
+            "nothing is marked on the way in"
+        );
+        // Bytes each frame leaves behind as it departs: 9522, 8464, ..., 1058, 0: the
+        // first six leave more than Kmax and are always marked, the last two less than
+        // Kmin and never.
+        let mut marked = Vec::new();
         for i in 0..10 {
             let f = s.poll_transmit(t(100 * i), 1).unwrap();
             let (r, _) = roce::Repr::parse(&f).expect("checksums and ICRC still valid");
-            marked += (r.ecn == Ecn::Ce) as u64;
+            marked.push(r.ecn == Ecn::Ce);
         }
-        assert_eq!(marked, s.counters(1).ecn_marks);
+        assert_eq!(&marked[..6], &[true; 6]);
+        assert_eq!(&marked[8..], &[false; 2]);
+        let n = marked.iter().filter(|&&m| m).count() as u64;
+        assert_eq!(n, s.counters(1).ecn_marks);
+    }
+
+    #[test]
+    fn a_frame_is_marked_by_the_queue_it_leaves_not_the_one_it_joined() {
+        // As the simulator marks: the frame at the head of a long queue carries the
+        // congestion to the receiver now; the last frame of the burst leaves an empty
+        // queue and is not marked (marking on arrival had it the other way round).
+        let mut c = cfg(2);
+        c.ecn = Some(RedEcn::step(Bytes(4000)));
+        let mut s = Switch::new(c);
+        for _ in 0..10 {
+            s.on_frame(
+                t(0),
+                0,
+                data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
+            );
+        }
+        let ce = |f: Vec<u8>| roce::Repr::parse(&f).unwrap().0.ecn == Ecn::Ce;
+        assert!(
+            ce(s.poll_transmit(t(0), 1).unwrap()),
+            "first out: 9522 B behind it"
+        );
+        for i in 1..9 {
+            s.poll_transmit(t(100 * i), 1).unwrap();
+        }
+        assert!(
+            !ce(s.poll_transmit(t(900), 1).unwrap()),
+            "last out: 0 B behind it"
+        );
+        assert_eq!(s.counters(1).ecn_marks, 6);
     }
 
     #[test]
     fn a_degraded_port_marks_at_thresholds_scaled_by_its_fraction() {
-        // Step marking at 4000 B: at full rate the 5th frame (queue 4232 B) is the first
-        // marked; at half rate the queue counts double, so from the 3rd (2116 B).
+        // Step marking at 4000 B on the bytes a departing frame leaves behind (9522,
+        // 8464, ..., 1058, 0): at full rate the first six are marked (down to 4232 B);
+        // at half rate the queue counts double, so the first eight (down to 2116 B).
         let marks = |fraction: f64| {
             let mut c = cfg(2);
             c.ecn = Some(RedEcn::step(Bytes(4000)));
@@ -938,6 +985,9 @@ mod tests {
                     0,
                     data_frame(Ipv4Addr::new(10, 0, 0, 2), 1000, Ecn::Ect0),
                 );
+            }
+            for i in 0..10 {
+                s.poll_transmit(t(100 * i), 1).unwrap();
             }
             s.counters(1).ecn_marks
         };
