@@ -4,7 +4,9 @@
 //! p50/p99/max (median over the veth runs and their range), bottleneck utilisation,
 //! veth/simulator ratios, how many runs kept up with real time — with a verdict per
 //! algorithm; the same rows as JSON and CSV, each naming algorithm, scenario,
-//! parameters and build.
+//! parameters and build. The twin also runs `--repeat` times with its senders' starts
+//! a few microseconds apart (`--twin-jitter`), since some outcomes hang on that timing
+//! noise, which every veth run has (docs/veth.md, "DCQCN's two outcomes").
 
 use std::path::PathBuf;
 
@@ -29,6 +31,13 @@ pub struct CompareArgs {
     /// Write the rows as CSV.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Also run the simulator twin `--repeat` times with every flow's start moved later
+    /// by up to this much (virtual time; `0us`: not at all), each run with other offsets:
+    /// the timing noise of a real-time testbed, on which some outcomes hang (DCQCN's
+    /// incast has two). The default is 500 µs of real time at the default scale of 100,
+    /// about as late as the veth loops run.
+    #[arg(long, default_value = "5us", value_parser = scenario::units::parse_time)]
+    pub twin_jitter: cc_algos::Duration,
 }
 
 /// Median FCT ratio (veth/simulator) within which an algorithm "agrees".
@@ -139,6 +148,13 @@ pub struct AlgoRow {
     pub p50_ratio: Option<f64>,
     pub max_ratio: Option<f64>,
     pub verdict: String,
+    /// Most a flow's start was moved in the jittered twin runs, µs (virtual).
+    pub twin_jitter_us: f64,
+    /// The twin's runs with jittered starts (none when `--twin-jitter 0us`).
+    pub sim_jittered: Vec<RunRow>,
+    pub sim_jittered_p50_us: Option<Range>,
+    /// Median veth p50 FCT over the jittered twin runs' median p50.
+    pub jittered_p50_ratio: Option<f64>,
 }
 
 impl AlgoRow {
@@ -175,7 +191,24 @@ impl AlgoRow {
             p50_ratio,
             max_ratio,
             verdict,
+            twin_jitter_us: 0.0,
+            sim_jittered: Vec::new(),
+            sim_jittered_p50_us: None,
+            jittered_p50_ratio: None,
         }
+    }
+
+    /// With the twin's runs whose flows started up to `up_to` apart.
+    pub fn with_jittered_twin(mut self, up_to: cc_algos::Duration, runs: Vec<RunRow>) -> Self {
+        let p50 = Range::of(runs.iter().filter_map(|r| r.fct_p50_us));
+        self.jittered_p50_ratio = match (self.fct_p50_us, p50) {
+            (Some(v), Some(s)) if s.median > 0.0 => Some(v.median / s.median),
+            _ => None,
+        };
+        self.twin_jitter_us = up_to.as_picos() as f64 / 1e6;
+        self.sim_jittered_p50_us = p50;
+        self.sim_jittered = runs;
+        self
     }
 }
 
@@ -305,6 +338,27 @@ pub fn table(rows: &[AlgoRow]) -> String {
             String::new(),
             String::new(),
         ]);
+        let j = &a.sim_jittered;
+        if !j.is_empty() {
+            let range_of = |f: fn(&RunRow) -> Option<f64>| Range::of(j.iter().filter_map(f));
+            let util = Range::of(j.iter().map(|r| r.bottleneck_utilisation));
+            out.push(vec![
+                String::new(),
+                format!("sim ×{}, starts ≤ {} µs apart", j.len(), a.twin_jitter_us),
+                median_count(j, |r| r.drops),
+                median_count(j, |r| r.pauses),
+                median_count(j, |r| r.ecn_marks),
+                median_count(j, |r| r.cnps),
+                range(a.sim_jittered_p50_us),
+                range(range_of(|r| r.fct_p99_us)),
+                range(range_of(|r| r.fct_max_us)),
+                util.map_or("–".into(), |u| format!("{:.2}", u.median)),
+                a.jittered_p50_ratio
+                    .map_or(String::new(), |p| format!("{p:.2}×")),
+                String::new(),
+                String::new(),
+            ]);
+        }
     }
     report::table(&header, &out)
 }
@@ -317,7 +371,8 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// The rows as CSV: one line per run (veth runs numbered from 1, the simulator `sim`).
+/// The rows as CSV: one line per run (veth runs numbered from 1, the simulator `sim`,
+/// the twin's jittered runs `sim-jitter` numbered from 1).
 pub fn csv(rows: &[AlgoRow]) -> String {
     let mut out = String::from(
         "algorithm,scenario,parameters,build,side,run,drops,pauses,ecn_marks,cnps,finished,flows,fct_p50_us,fct_p99_us,fct_max_us,bottleneck_utilisation,kept_up,controller_reacted,verdict\n",
@@ -329,7 +384,13 @@ pub fn csv(rows: &[AlgoRow]) -> String {
             .iter()
             .enumerate()
             .map(|(i, r)| ("veth", (i + 1).to_string(), r))
-            .chain(std::iter::once(("sim", "sim".to_string(), &a.sim)));
+            .chain(std::iter::once(("sim", "sim".to_string(), &a.sim)))
+            .chain(
+                a.sim_jittered
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| ("sim-jitter", (i + 1).to_string(), r)),
+            );
         for (side, run, r) in runs {
             let fields = [
                 csv_field(&a.algorithm),
@@ -453,19 +514,32 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
             veth_rows.push(row);
         }
         let s = veth::congestion::twin::run_sim(&cfg, &plan, None)?;
-        rows.push(AlgoRow::new(
-            name,
-            &plan.name,
-            &parameters(&cfg),
-            veth_rows,
-            RunRow::sim(&s),
-        ));
+        let jittered = jittered_twin_runs(&cfg, &plan, a.twin_jitter, a.repeat)?;
+        rows.push(
+            AlgoRow::new(
+                name,
+                &plan.name,
+                &parameters(&cfg),
+                veth_rows,
+                RunRow::sim(&s),
+            )
+            .with_jittered_twin(a.twin_jitter, jittered),
+        );
     }
     println!(
-        "scenario {}: {} — veth median [min–max] over {} runs, simulator twin once; FCT in µs of virtual time",
+        "scenario {}: {} — veth median [min–max] over {} runs, simulator twin once with every flow starting on time{}; FCT in µs of virtual time",
         plan.name,
         parameters(&base),
-        a.repeat
+        a.repeat,
+        if a.twin_jitter.as_picos() > 0 {
+            format!(
+                " and {} times with starts moved by up to {} µs",
+                a.repeat,
+                a.twin_jitter.as_picos() as f64 / 1e6
+            )
+        } else {
+            String::new()
+        }
     );
     print!("{}", table(&rows));
     json.write(&rows)?;
@@ -474,6 +548,26 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
         println!("CSV in {}", p.display());
     }
     Ok(())
+}
+
+/// The twin's `runs` runs of `plan` with starts moved by up to `up_to` (none if zero).
+fn jittered_twin_runs(
+    cfg: &CongestionConfig,
+    plan: &scenario::Workplan,
+    up_to: cc_algos::Duration,
+    runs: usize,
+) -> anyhow::Result<Vec<RunRow>> {
+    if up_to.as_picos() == 0 {
+        return Ok(Vec::new());
+    }
+    (1..=runs as u64)
+        .map(|run| {
+            let p = veth::congestion::twin::jittered(plan, up_to, run);
+            Ok(RunRow::sim(&veth::congestion::twin::run_sim(
+                cfg, &p, None,
+            )?))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -531,5 +625,49 @@ mod tests {
         assert_eq!(lines.len(), 3, "header, one veth run, the simulator");
         assert!(lines[1].starts_with("nscc,veth incast 8:1,\"star, a,b\",fabric "));
         assert!(lines[2].contains(",sim,sim,"));
+    }
+
+    #[test]
+    fn the_jittered_twin_has_its_own_row_ratio_and_csv_lines() {
+        let veth = vec![row(Some(3000.0), true, true), row(Some(2600.0), true, true)];
+        let a = AlgoRow::new("dcqcn", "incast", "p", veth, row(Some(3400.0), true, true));
+        let plain = table(std::slice::from_ref(&a));
+        assert!(
+            !plain.contains("apart"),
+            "no jittered runs, no row: {plain}"
+        );
+        let jittered = vec![
+            row(Some(2700.0), true, true),
+            row(Some(3500.0), true, true),
+            row(Some(2600.0), true, true),
+        ];
+        let a = a.with_jittered_twin(cc_algos::Duration::micros(5), jittered);
+        let r = a.sim_jittered_p50_us.expect("a range");
+        assert_eq!((r.median, r.min, r.max), (2700.0, 2600.0, 3500.0));
+        // Veth's median p50 (2800) over the jittered twin's (2700).
+        assert!((a.jittered_p50_ratio.unwrap() - 2800.0 / 2700.0).abs() < 1e-9);
+        let t = table(std::slice::from_ref(&a));
+        assert!(
+            t.contains("sim ×3, starts ≤ 5 µs apart") && t.contains("2700 [2600–3500]"),
+            "{t}"
+        );
+        assert!(t.contains("1.04×"), "{t}");
+        let c = csv(&[a]);
+        let side: Vec<&str> = c
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(4).unwrap())
+            .collect();
+        assert_eq!(
+            side,
+            [
+                "veth",
+                "veth",
+                "sim",
+                "sim-jitter",
+                "sim-jitter",
+                "sim-jitter"
+            ]
+        );
     }
 }

@@ -80,6 +80,23 @@ pub fn sim_net(cfg: &CongestionConfig) -> Result<Net> {
     })
 }
 
+/// `plan` with every flow's start moved later by a fixed pseudo-random offset below
+/// `up_to` (virtual time), a different set of offsets for each `run`: the timing noise a
+/// real-time testbed always has, for a twin that otherwise starts its senders in
+/// lockstep. Some algorithms' outcome depends on it (DCQCN's incast has two, docs/veth.md
+/// "DCQCN's two outcomes"), so a spread of such runs, not one run, is what a veth
+/// spread should be held against.
+pub fn jittered(plan: &Workplan, up_to: Duration, run: u64) -> Workplan {
+    let mut p = plan.clone();
+    let span = up_to.as_picos();
+    if span > 0 {
+        for f in &mut p.flows {
+            f.start += Duration::picos(scenario::rng::mix64(run << 32 | u64::from(f.id)) % span);
+        }
+    }
+    p
+}
+
 /// Run `plan` in the simulator on the twin of `cfg` (with `sample`: time series).
 pub fn run_sim(
     cfg: &CongestionConfig,

@@ -4,14 +4,17 @@ use veth::root_tests_enabled;
 
 /// The engine's two threads per test must not compete with another test's on a small
 /// machine: the tests of one file run one at a time.
+#[allow(dead_code)] // not every test file runs the engine (twin_start_jitter.rs)
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+#[allow(dead_code)]
 pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Whether root-only tests run here (a clear failure when they cannot and were not
 /// asked to be skipped).
+#[allow(dead_code)]
 pub fn enabled() -> bool {
     match root_tests_enabled() {
         Ok(b) => b,
