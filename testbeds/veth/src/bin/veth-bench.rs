@@ -29,7 +29,10 @@
 //! noisy); reported are the medians of the received frames per second on each path, the
 //! median of the per-trial ratios with its range, the direct sender's and the switch
 //! thread's CPU time per frame (`getrusage(RUSAGE_THREAD)`): their quotient is what the
-//! switch can reach whatever the load. `VETH_BENCH_DEBUG=1` prints each trial.
+//! switch can reach whatever the load. Beside each, its user-space part (the kernel's
+//! split of the same time, sampled at its tick): the rest, the kernel's transmit and
+//! delivery, is about the same for the switch as for the sender, so the user-space part
+//! is what the switch's own code costs. `VETH_BENCH_DEBUG=1` prints each trial.
 //!
 //! ```text
 //! cargo run --release -p veth --bin veth-bench -- [SECONDS per trial] [REPETITIONS]
@@ -100,7 +103,8 @@ fn pin(cpu: usize) {
     }
 }
 
-fn thread_cpu() -> StdDuration {
+/// The calling thread's CPU time so far: (user + system, user alone).
+fn thread_cpu() -> (StdDuration, StdDuration) {
     // SAFETY: getrusage fills a zeroed rusage for the calling thread.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
@@ -108,7 +112,7 @@ fn thread_cpu() -> StdDuration {
         ru
     };
     let tv = |t: libc::timeval| StdDuration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    (tv(ru.ru_utime) + tv(ru.ru_stime), tv(ru.ru_utime))
 }
 
 /// Run the calling thread under `SCHED_FIFO` at `prio`, so a loaded machine's other
@@ -133,18 +137,24 @@ fn realtime(prio: i32) {
 struct Work {
     frames: u64,
     cpu: StdDuration,
+    /// The part of `cpu` spent in user space (the rest is the kernel's).
+    user: StdDuration,
 }
 
 impl Work {
     fn cpu_ns_per_frame(&self) -> f64 {
         self.cpu.as_nanos() as f64 / self.frames.max(1) as f64
     }
+
+    fn user_ns_per_frame(&self) -> f64 {
+        self.user.as_nanos() as f64 / self.frames.max(1) as f64
+    }
 }
 
 /// Notes a thread's frame count and CPU time when counting starts, and gives the
 /// difference at the end.
 #[derive(Debug, Default)]
-struct Meter(Option<(u64, StdDuration)>);
+struct Meter(Option<(u64, (StdDuration, StdDuration))>);
 
 impl Meter {
     fn tick(&mut self, counting: &AtomicBool, frames: u64) {
@@ -154,9 +164,13 @@ impl Meter {
     }
 
     fn done(&self, frames: u64) -> Work {
-        self.0.map_or(Work::default(), |(f0, c0)| Work {
-            frames: frames - f0,
-            cpu: thread_cpu() - c0,
+        self.0.map_or(Work::default(), |(f0, (c0, u0))| {
+            let (c, u) = thread_cpu();
+            Work {
+                frames: frames - f0,
+                cpu: c - c0,
+                user: u - u0,
+            }
         })
     }
 }
@@ -287,8 +301,15 @@ fn switch_loop(sw: Switched, stop: Arc<AtomicBool>, counting: Arc<AtomicBool>) -
     let n = socks.len();
     let mut out: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
     let (mut fwd, mut meter) = (0u64, Meter::default());
+    // sendmmsg calls while counting: the frames per call say how far the switch's
+    // syscalls are amortised (the sender's carry 64 frames each).
+    let mut sends = 0u64;
     while !stop.load(Ordering::Relaxed) {
+        let metering = meter.0.is_some();
         meter.tick(&counting, fwd);
+        if !metering && meter.0.is_some() {
+            sends = 0;
+        }
         let now = Instant::from_picos(t0.elapsed().as_nanos() as u64 * 1000);
         let mut moved = false;
         for (p, s) in socks.iter_mut().enumerate() {
@@ -320,6 +341,7 @@ fn switch_loop(sw: Switched, stop: Arc<AtomicBool>, counting: Arc<AtomicBool>) -
                 }
             }
             let k = s.send_ring(&out[p]);
+            sends += u64::from(!out[p].is_empty());
             fwd += k as u64;
             moved |= k > 0;
             pool.recycle(out[p].drain(..k));
@@ -347,8 +369,11 @@ fn switch_loop(sw: Switched, stop: Arc<AtomicBool>, counting: Arc<AtomicBool>) -
             })
             .sum();
         eprintln!(
-            "switch: ring drops {drops} forwarded {} cpu {:?}",
-            work.frames, work.cpu
+            "switch: ring drops {drops} forwarded {} in {sends} sends cpu {:?} ({:.0} ns/frame, {:.0} of it user)",
+            work.frames,
+            work.cpu,
+            work.cpu_ns_per_frame(),
+            work.user_ns_per_frame()
         );
     }
     work
@@ -406,9 +431,10 @@ fn run_path(
     let rx_drops = rx_t.join().expect("receiver thread");
     if std::env::var_os("VETH_BENCH_DEBUG").is_some() {
         eprintln!(
-            "sent {} received {got} in {el:.2}s (receiver ring drops {rx_drops}, backlog drops {backlog}); sender CPU {:.0} ns/frame",
+            "sent {} received {got} in {el:.2}s (receiver ring drops {rx_drops}, backlog drops {backlog}); sender CPU {:.0} ns/frame, {:.0} of it user",
             sender.frames,
-            sender.cpu_ns_per_frame()
+            sender.cpu_ns_per_frame(),
+            sender.user_ns_per_frame()
         );
     }
     let switch = sw_handle.map(|h| h.join().expect("switch thread"));
@@ -552,7 +578,7 @@ fn main() -> Result<(), BoxErr> {
     let mut what_if = Vec::new();
     let mut tx_ring = Vec::new();
     for len in [64usize, 1500] {
-        let mut m: [Vec<f64>; 14] = Default::default();
+        let mut m: [Vec<f64>; 16] = Default::default();
         for _ in 0..reps {
             let d = run_path(
                 PacketSocket::open(&a, "d0")?,
@@ -599,6 +625,8 @@ fn main() -> Result<(), BoxErr> {
                 f.switch_cpu_ns_per_frame() * f.forwarded_pps() / f.pps.max(1.0),
                 r.pps / d.pps,
                 r.switch_cpu_ns_per_frame(),
+                s.switch.map_or(0.0, |w| w.user_ns_per_frame()),
+                d.sender.user_ns_per_frame(),
             ]) {
                 v.push(x);
             }
@@ -624,12 +652,14 @@ fn main() -> Result<(), BoxErr> {
         let (rlo, rhi) = range(&m[12]);
         let med: Vec<f64> = m.iter().map(|v| median(v.clone())).collect();
         println!(
-            "| {len} B | {:.0} | {:.0} ns | {:.0} | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns | {:.0} | {:.2} [{flo:.2}–{fhi:.2}] | {:.0} | {:.0} | {:.0} ns |",
+            "| {len} B | {:.0} | {:.0} ns ({:.0} user) | {:.0} | {:.2} [{lo:.2}–{hi:.2}] | {:.0} ns ({:.0} user) | {:.0} | {:.2} [{flo:.2}–{fhi:.2}] | {:.0} | {:.0} | {:.0} ns |",
             med[0],
             med[8],
+            med[15],
             med[1],
             med[2],
             med[3],
+            med[14],
             med[4],
             med[5],
             med[6],
