@@ -208,12 +208,15 @@ impl AlgoRow {
         self.twin_jitter_us = up_to.as_picos() as f64 / 1e6;
         self.sim_jittered_p50_us = p50;
         self.sim_jittered = runs;
-        self.verdict = verdict(
-            &self.veth,
-            &self.sim,
-            self.p50_ratio,
-            self.jittered_p50_ratio,
-        );
+        let nearest = self.fct_p50_us.and_then(|v| {
+            self.sim_jittered
+                .iter()
+                .filter_map(|r| r.fct_p50_us)
+                .filter(|&p| p > 0.0)
+                .map(|p| v.median / p)
+                .min_by(|a, b| a.ln().abs().total_cmp(&b.ln().abs()))
+        });
+        self.verdict = verdict(&self.veth, &self.sim, self.p50_ratio, nearest);
         self
     }
 }
@@ -223,14 +226,17 @@ impl AlgoRow {
 /// FCT is within [`AGREE`] of the simulator's; otherwise every reason it does not.
 ///
 /// The FCT is taken against the lockstep twin (`p50_ratio`) and, when that is outside
-/// [`AGREE`], against the twin with jittered starts (`jittered_ratio`, if it ran): an
-/// outcome that hangs on starts no real-time run has (DCQCN's 8:1 incast) should not
-/// decide the verdict. Such an agreement says so, with both ratios.
+/// [`AGREE`], against the nearest of the twin's runs with jittered starts
+/// (`nearest_jittered`: veth's median p50 over that run's p50, if the twin ran so): an
+/// outcome that hangs on starts no real-time run has should not decide the verdict, and
+/// where the twin has two outcomes (DCQCN's 8:1 incast) its median is one of them, so
+/// the run nearest to veth is what says whether veth landed on an outcome the twin has.
+/// Such an agreement says so, with both ratios.
 pub fn verdict(
     veth: &[RunRow],
     sim: &RunRow,
     p50_ratio: Option<f64>,
-    jittered_ratio: Option<f64>,
+    nearest_jittered: Option<f64>,
 ) -> String {
     let n = veth.len();
     let mut why = Vec::new();
@@ -254,12 +260,13 @@ pub fn verdict(
     }
     let inside = |x: f64| (AGREE.0..=AGREE.1).contains(&x);
     let mut only_jittered = None;
-    match (p50_ratio, jittered_ratio) {
+    // Three decimals: a ratio just outside the band must not print as its edge.
+    match (p50_ratio, nearest_jittered) {
         (Some(x), _) if inside(x) => {}
         (Some(x), Some(j)) if inside(j) => only_jittered = Some((x, j)),
         (Some(x), j) => why.push(format!(
-            "median FCT {x:.2}× the simulator's{} (outside {}–{}×)",
-            j.map(|j| format!(", {j:.2}× its twin with jittered starts"))
+            "median FCT {x:.3}× the simulator's{} (outside {}–{}×)",
+            j.map(|j| format!(", {j:.3}× its nearest run with jittered starts"))
                 .unwrap_or_default(),
             AGREE.0,
             AGREE.1
@@ -269,7 +276,7 @@ pub fn verdict(
     match (why.is_empty(), only_jittered) {
         (true, None) => "agrees".into(),
         (true, Some((x, j))) => format!(
-            "agrees with the twin's jittered starts (median FCT {j:.2}×; {x:.2}× the lockstep twin)"
+            "agrees with a twin run with jittered starts (median FCT {j:.3}× the nearest; {x:.3}× the lockstep twin)"
         ),
         (false, _) => format!("differs: {}", why.join("; ")),
     }
@@ -628,38 +635,43 @@ mod tests {
         let a = AlgoRow::new("hpcc", "incast", "p", bad, sim);
         assert!(a.verdict.contains("1/2 runs fell behind"), "{}", a.verdict);
         assert!(a.verdict.contains("never reacted"), "{}", a.verdict);
-        assert!(a.verdict.contains("3.00×"), "{}", a.verdict);
+        assert!(a.verdict.contains("3.000×"), "{}", a.verdict);
     }
 
     #[test]
     fn a_lockstep_outlier_agrees_through_the_jittered_twin_and_says_so() {
         // The lockstep twin landed in the other outcome: veth 2,000 µs against 3,400 is
-        // 0.59×, outside the band; the jittered twin's median 2,100 gives 0.95×.
+        // 0.588×, outside the band. The jittered runs have both outcomes and their median
+        // (3,400) is the upper one; the nearest run (2,100) gives 0.952×.
         let veth = vec![row(Some(2000.0), true, true)];
         let a = AlgoRow::new("dcqcn", "incast", "p", veth, row(Some(3400.0), true, true));
         assert!(
-            a.verdict.starts_with("differs: median FCT 0.59×"),
+            a.verdict.starts_with("differs: median FCT 0.588×"),
             "{}",
             a.verdict
         );
         let jittered = vec![
-            row(Some(2100.0), true, true),
+            row(Some(3400.0), true, true),
             row(Some(3500.0), true, true),
-            row(Some(2000.0), true, true),
+            row(Some(2100.0), true, true),
         ];
         let b = a
             .clone()
             .with_jittered_twin(cc_algos::Duration::micros(5), jittered);
+        assert!((b.jittered_p50_ratio.unwrap() - 2000.0 / 3400.0).abs() < 1e-9);
         assert_eq!(
             b.verdict,
-            "agrees with the twin's jittered starts (median FCT 0.95×; 0.59× the lockstep twin)"
+            "agrees with a twin run with jittered starts (median FCT 0.952× the nearest; 0.588× the lockstep twin)"
         );
         // Outside the band both ways: both ratios in the reason.
-        let far = vec![row(Some(9000.0), true, true)];
+        let far = vec![
+            row(Some(9000.0), true, true),
+            row(Some(12000.0), true, true),
+        ];
         let c = a.with_jittered_twin(cc_algos::Duration::micros(5), far);
         assert!(
             c.verdict
-                .contains("0.59× the simulator's, 0.22× its twin with jittered starts"),
+                .contains("0.588× the simulator's, 0.222× its nearest run with jittered starts"),
             "{}",
             c.verdict
         );
