@@ -6,7 +6,9 @@
 //! algorithm; the same rows as JSON and CSV, each naming algorithm, scenario,
 //! parameters and build. The twin also runs `--repeat` times with its senders' starts
 //! a few microseconds apart (`--twin-jitter`), since some outcomes hang on that timing
-//! noise, which every veth run has (docs/veth.md, "DCQCN's two outcomes").
+//! noise, which every veth run has (docs/veth.md, "DCQCN's two outcomes"), and once per
+//! veth run with that run's own measured starts (`twin::replayed`), for a run-by-run
+//! ratio.
 
 use std::path::PathBuf;
 
@@ -155,6 +157,13 @@ pub struct AlgoRow {
     pub sim_jittered_p50_us: Option<Range>,
     /// Median veth p50 FCT over the jittered twin runs' median p50.
     pub jittered_p50_ratio: Option<f64>,
+    /// The twin of each veth run, its flows started when that run's actually left their
+    /// hosts (`veth::congestion::twin::replayed`; same order as `veth`).
+    pub sim_replayed: Vec<RunRow>,
+    /// Each veth run's start lateness over its flows, µs (virtual): least and most.
+    pub start_late_us: Vec<Option<(f64, f64)>>,
+    /// Each veth run's p50 FCT over its replayed twin's: median [min–max] over the runs.
+    pub replayed_p50_ratio: Option<Range>,
 }
 
 impl AlgoRow {
@@ -195,7 +204,25 @@ impl AlgoRow {
             sim_jittered: Vec::new(),
             sim_jittered_p50_us: None,
             jittered_p50_ratio: None,
+            sim_replayed: Vec::new(),
+            start_late_us: Vec::new(),
+            replayed_p50_ratio: None,
         }
+    }
+
+    /// With the twin of each veth run at that run's own starts (`runs[i]` replays
+    /// `veth[i]`, which started its flows `late[i]` µs late).
+    pub fn with_replayed_twin(mut self, runs: Vec<RunRow>, late: Vec<Option<(f64, f64)>>) -> Self {
+        self.replayed_p50_ratio =
+            Range::of(self.veth.iter().zip(&runs).filter_map(|(v, t)| {
+                match (v.fct_p50_us, t.fct_p50_us) {
+                    (Some(v), Some(t)) if t > 0.0 => Some(v / t),
+                    _ => None,
+                }
+            }));
+        self.sim_replayed = runs;
+        self.start_late_us = late;
+        self
     }
 
     /// With the twin's runs whose flows started up to `up_to` apart.
@@ -390,6 +417,37 @@ pub fn table(rows: &[AlgoRow]) -> String {
                 String::new(),
             ]);
         }
+        let t = &a.sim_replayed;
+        if !t.is_empty() {
+            let range_of = |f: fn(&RunRow) -> Option<f64>| Range::of(t.iter().filter_map(f));
+            let util = Range::of(t.iter().map(|r| r.bottleneck_utilisation));
+            let latest = a
+                .start_late_us
+                .iter()
+                .flatten()
+                .map(|l| l.1)
+                .fold(0.0, f64::max);
+            out.push(vec![
+                String::new(),
+                format!(
+                    "sim ×{}, each veth run's starts (≤ {latest:.0} µs late)",
+                    t.len()
+                ),
+                median_count(t, |r| r.drops),
+                median_count(t, |r| r.pauses),
+                median_count(t, |r| r.ecn_marks),
+                median_count(t, |r| r.cnps),
+                range(range_of(|r| r.fct_p50_us)),
+                range(range_of(|r| r.fct_p99_us)),
+                range(range_of(|r| r.fct_max_us)),
+                util.map_or("–".into(), |u| format!("{:.2}", u.median)),
+                a.replayed_p50_ratio.map_or(String::new(), |r| {
+                    format!("{:.2}× [{:.2}–{:.2}] per run", r.median, r.min, r.max)
+                }),
+                String::new(),
+                String::new(),
+            ]);
+        }
     }
     report::table(&header, &out)
 }
@@ -403,7 +461,8 @@ fn csv_field(s: &str) -> String {
 }
 
 /// The rows as CSV: one line per run (veth runs numbered from 1, the simulator `sim`,
-/// the twin's jittered runs `sim-jitter` numbered from 1).
+/// the twin's jittered runs `sim-jitter` numbered from 1, and the twin of veth run i at
+/// its own starts `sim-replay` i).
 pub fn csv(rows: &[AlgoRow]) -> String {
     let mut out = String::from(
         "algorithm,scenario,parameters,build,side,run,drops,pauses,ecn_marks,cnps,finished,flows,fct_p50_us,fct_p99_us,fct_max_us,bottleneck_utilisation,kept_up,controller_reacted,verdict\n",
@@ -421,6 +480,12 @@ pub fn csv(rows: &[AlgoRow]) -> String {
                     .iter()
                     .enumerate()
                     .map(|(i, r)| ("sim-jitter", (i + 1).to_string(), r)),
+            )
+            .chain(
+                a.sim_replayed
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| ("sim-replay", (i + 1).to_string(), r)),
             );
         for (side, run, r) in runs {
             let fields = [
@@ -513,6 +578,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
         let mut cfg = base.clone();
         cfg.cc = *kind;
         let mut veth_rows = Vec::new();
+        let (mut replays, mut lateness) = (Vec::new(), Vec::new());
         for i in 1..=a.repeat {
             let stopper = veth::congestion::Stopper::default();
             if let Ok(mut c) = current.lock() {
@@ -535,12 +601,20 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
                 .into());
             }
             let row = RunRow::veth(&r);
+            let twin = veth::congestion::twin::replayed(&plan, &r);
+            let replay = RunRow::sim(&veth::congestion::twin::run_sim(&cfg, &twin, None)?);
+            let late = veth::congestion::twin::start_lateness_us(&plan, &r);
+            replays.push(replay.clone());
+            lateness.push(late);
             eprintln!(
-                "{name} veth run {i}/{}: p50 {} µs, max {} µs, kept up {}",
+                "{name} veth run {i}/{}: p50 {} µs, max {} µs, kept up {}; flows started {} µs late; the twin with this run's starts: p50 {} µs, max {} µs",
                 a.repeat,
                 us(row.fct_p50_us),
                 us(row.fct_max_us),
-                row.kept_up
+                row.kept_up,
+                late.map_or("–".into(), |(lo, hi)| format!("{lo:.1}–{hi:.1}")),
+                us(replay.fct_p50_us),
+                us(replay.fct_max_us),
             );
             veth_rows.push(row);
         }
@@ -554,7 +628,8 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
                 veth_rows,
                 RunRow::sim(&s),
             )
-            .with_jittered_twin(a.twin_jitter, jittered),
+            .with_jittered_twin(a.twin_jitter, jittered)
+            .with_replayed_twin(replays, lateness),
         );
     }
     println!(
@@ -693,6 +768,36 @@ mod tests {
             "{}",
             d.verdict
         );
+    }
+
+    #[test]
+    fn each_veth_run_has_its_twin_at_its_own_starts_with_a_per_run_ratio() {
+        let veth = vec![row(Some(2400.0), true, true), row(Some(3300.0), true, true)];
+        let a = AlgoRow::new("dcqcn", "incast", "p", veth, row(Some(3400.0), true, true))
+            .with_replayed_twin(
+                vec![row(Some(2500.0), true, true), row(Some(3000.0), true, true)],
+                vec![Some((1.5, 42.0)), Some((0.0, 380.4))],
+            );
+        // Per run: 2400 / 2500 = 0.96, 3300 / 3000 = 1.10.
+        let r = a.replayed_p50_ratio.expect("a range");
+        assert!(
+            (r.min - 0.96).abs() < 1e-9 && (r.max - 1.1).abs() < 1e-9,
+            "{r:?}"
+        );
+        let t = table(std::slice::from_ref(&a));
+        assert!(
+            t.contains("sim ×2, each veth run's starts (≤ 380 µs late)")
+                && t.contains("2750 [2500–3000]")
+                && t.contains("1.03× [0.96–1.10] per run"),
+            "{t}"
+        );
+        let c = csv(&[a]);
+        let side: Vec<&str> = c
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(4).unwrap())
+            .collect();
+        assert_eq!(side, ["veth", "veth", "sim", "sim-replay", "sim-replay"]);
     }
 
     #[test]

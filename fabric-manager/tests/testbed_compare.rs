@@ -1,6 +1,7 @@
 //! Root-only: `fabric testbed compare` end to end — real veth runs of one algorithm, its
-//! simulator twin once in lockstep and again with jittered starts, the table with a row
-//! for each, one CSV line per run, the JSON rows, and no namespace left behind.
+//! simulator twin once in lockstep, again with jittered starts and once per veth run at
+//! that run's own starts, the table with a row for each, one CSV line per run, the JSON
+//! rows, and no namespace left behind.
 
 use std::process::{Command, Stdio};
 
@@ -44,6 +45,12 @@ fn compare_runs_veth_and_both_twins_and_writes_table_csv_and_json() {
     assert_eq!(row["veth"].as_array().unwrap().len(), 2, "{row}");
     assert_eq!(row["sim_jittered"].as_array().unwrap().len(), 2, "{row}");
     assert_eq!(row["twin_jitter_us"], 5.0);
+    // And the twin of each veth run at that run's own starts, which were late, not early.
+    assert_eq!(row["sim_replayed"].as_array().unwrap().len(), 2, "{row}");
+    for late in row["start_late_us"].as_array().unwrap() {
+        let (lo, hi) = (late[0].as_f64().unwrap(), late[1].as_f64().unwrap());
+        assert!(0.0 <= lo && lo <= hi, "{late}");
+    }
     // The twin is deterministic: DCTCP's 8:1 incast finishes all eight flows with a p50
     // of 1,152 µs in lockstep (docs/veth.md); its jittered runs start later, never sooner.
     let sim = &row["sim"];
@@ -80,7 +87,15 @@ fn compare_runs_veth_and_both_twins_and_writes_table_csv_and_json() {
         .collect();
     assert_eq!(
         sides,
-        ["veth", "veth", "sim", "sim-jitter", "sim-jitter"],
+        [
+            "veth",
+            "veth",
+            "sim",
+            "sim-jitter",
+            "sim-jitter",
+            "sim-replay",
+            "sim-replay"
+        ],
         "{text}"
     );
 
@@ -90,6 +105,10 @@ fn compare_runs_veth_and_both_twins_and_writes_table_csv_and_json() {
     assert!(stdout.contains("|  | sim | 0 |"), "{stdout}");
     assert!(
         stdout.contains("|  | sim ×2, starts ≤ 5 µs apart |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("|  | sim ×2, each veth run's starts (≤ "),
         "{stdout}"
     );
     assert!(stdout.contains(verdict), "{stdout}");

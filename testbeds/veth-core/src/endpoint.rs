@@ -164,6 +164,10 @@ pub struct SendFlow {
     requested: bool,
     /// The flow's EV policy when it sprays.
     pub spray: Option<Sprayer>,
+    /// When the flow's first frame (its credit request, or its first data packet) was
+    /// handed to the wire: the real start, later than `start` by however late the loop
+    /// ran — what a simulator twin replaying the run should start the flow at.
+    pub first_sent: Option<Instant>,
 }
 
 impl SendFlow {
@@ -358,6 +362,7 @@ impl Host {
             credits: 0,
             requested: false,
             spray,
+            first_sent: None,
         });
     }
 
@@ -988,6 +993,7 @@ impl Host {
                 };
                 let mut b = vec![0u8; req.buffer_len()];
                 req.emit(&mut b, &want.0.to_be_bytes());
+                f.first_sent.get_or_insert(now);
                 out.push(b);
                 if out.len() >= max {
                     break;
@@ -1046,6 +1052,7 @@ impl Host {
             let wire = Bytes(b.len() as u64 + super::switch::WIRE_OVERHEAD);
             f.next_psn += 1;
             f.sent_bytes += payload_len as u64;
+            f.first_sent.get_or_insert(now);
             f.cc.on_send(vnow, Bytes(payload_len as u64));
             // Pace the flow at its controller's rate (scaled to real), the NIC at line rate.
             let flow_rate = self

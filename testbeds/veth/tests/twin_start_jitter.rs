@@ -52,3 +52,62 @@ fn dcqcn_incast_in_the_twin_has_two_outcomes_a_few_microseconds_of_start_jitter_
         jittered.len()
     );
 }
+
+/// A veth run's own starts (`FlowResult::first_sent_us`) move the twin's flows: each to
+/// when it left its host, never earlier than planned; a flow never sent keeps its start.
+#[test]
+fn the_twin_replays_a_run_s_own_starts_and_its_lateness_is_measured() {
+    use veth::congestion::{CongestionReport, FlowResult};
+    let plan = scenario_plan("veth-incast-8to1.toml", 9);
+    let planned: Vec<f64> = plan
+        .flows
+        .iter()
+        .map(|f| f.start.picos() as f64 / 1e6)
+        .collect();
+    // Flow k left k × 3 µs late, except the last, which never left; flow 0 "early" by a
+    // rounding of the clocks.
+    let n = plan.flows.len();
+    let report = CongestionReport {
+        flows: plan
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(k, f)| FlowResult {
+                id: f.id,
+                first_sent_us: match k {
+                    0 => Some(planned[0] - 0.001),
+                    k if k == n - 1 => None,
+                    k => Some(planned[k] + 3.0 * k as f64),
+                },
+                ..FlowResult::default()
+            })
+            .collect(),
+        ..CongestionReport::default()
+    };
+    let replayed = twin::replayed(&plan, &report);
+    for (k, f) in replayed.flows.iter().enumerate() {
+        let late = f.start.picos() as f64 / 1e6 - planned[k];
+        let want = if k == 0 || k == n - 1 {
+            0.0
+        } else {
+            3.0 * k as f64
+        };
+        assert!(
+            (late - want).abs() < 1e-6,
+            "flow {k}: {late} µs late, want {want}"
+        );
+    }
+    let (lo, hi) = twin::start_lateness_us(&plan, &report).unwrap();
+    assert_eq!(lo, 0.0, "an early stamp counts as on time");
+    assert!((hi - 3.0 * (n - 2) as f64).abs() < 1e-6, "{hi}");
+    assert_eq!(
+        twin::start_lateness_us(&plan, &CongestionReport::default()),
+        None
+    );
+    // The replayed plan runs in the twin like any other.
+    let mut cfg = CongestionConfig::new(9);
+    cfg.cc = "dctcp".parse::<CcKind>().unwrap();
+    cfg.apply(&plan.network).unwrap();
+    let s = twin::run_sim(&cfg, &replayed, None).unwrap();
+    assert!(s.flows.iter().all(|f| f.fct_us.is_some()));
+}

@@ -289,6 +289,9 @@ pub struct FlowResult {
     /// Virtual start and completion times (µs).
     pub start_us: f64,
     pub completed_us: Option<f64>,
+    /// When the flow's first frame actually left its host (virtual µs; `None`: never
+    /// sent). Later than `start_us` by however late the hosts' loop ran.
+    pub first_sent_us: Option<f64>,
     /// Delivered throughput per sample, Gb/s (virtual).
     pub gbps: Vec<f64>,
     /// The sender's congestion-control rate at each sample, Gb/s (virtual).

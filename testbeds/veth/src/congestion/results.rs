@@ -213,6 +213,7 @@ fn flow_result(
         delivered: rx.bytes,
         start_us,
         completed_us,
+        first_sent_us: sf.and_then(|s| s.first_sent).map(to_us),
         gbps,
         cc_rate_gbps,
         cc_window_bytes,

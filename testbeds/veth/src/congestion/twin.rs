@@ -97,6 +97,48 @@ pub fn jittered(plan: &Workplan, up_to: Duration, run: u64) -> Workplan {
     p
 }
 
+/// `plan` with each flow starting when it actually left its host in the veth run
+/// `report` (`FlowResult::first_sent_us`): the twin of that one run, with the lateness
+/// of its starts. A flow the run never sent, or sent "early" by the rounding of the
+/// clocks, keeps its planned start.
+pub fn replayed(plan: &Workplan, report: &super::CongestionReport) -> Workplan {
+    let sent: std::collections::HashMap<u32, f64> = report
+        .flows
+        .iter()
+        .filter_map(|f| f.first_sent_us.map(|t| (f.id, t)))
+        .collect();
+    let mut p = plan.clone();
+    for f in &mut p.flows {
+        if let Some(&us) = sent.get(&f.id)
+            && us.is_finite()
+            && us > 0.0
+        {
+            f.start = f.start.max(Instant::from_picos((us * 1e6).round() as u64));
+        }
+    }
+    p
+}
+
+/// How late the run `report` started its flows against `plan` (virtual µs): the
+/// smallest and the largest lateness over the flows it sent (`None`: it sent none).
+pub fn start_lateness_us(plan: &Workplan, report: &super::CongestionReport) -> Option<(f64, f64)> {
+    let planned: std::collections::HashMap<u32, f64> = plan
+        .flows
+        .iter()
+        .map(|f| (f.id, f.start.picos() as f64 / 1e6))
+        .collect();
+    report
+        .flows
+        .iter()
+        .filter_map(|f| Some(f.first_sent_us? - planned.get(&f.id)?))
+        .fold(None, |acc, late| {
+            let late = late.max(0.0);
+            Some(acc.map_or((late, late), |(lo, hi): (f64, f64)| {
+                (lo.min(late), hi.max(late))
+            }))
+        })
+}
+
 /// Run `plan` in the simulator on the twin of `cfg` (with `sample`: time series).
 pub fn run_sim(
     cfg: &CongestionConfig,
