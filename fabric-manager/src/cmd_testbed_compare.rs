@@ -680,6 +680,14 @@ fn jittered_twin_runs(
 mod tests {
     use super::*;
 
+    /// The side of every CSV line after the header (the test rows' fields hold no comma).
+    fn sides(csv: &str) -> Vec<&str> {
+        csv.lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(4).unwrap())
+            .collect()
+    }
+
     fn row(p50: Option<f64>, kept_up: bool, reacted: bool) -> RunRow {
         RunRow {
             finished: 8,
@@ -792,11 +800,7 @@ mod tests {
             "{t}"
         );
         let c = csv(&[a]);
-        let side: Vec<&str> = c
-            .lines()
-            .skip(1)
-            .map(|l| l.split(',').nth(4).unwrap())
-            .collect();
+        let side = sides(&c);
         assert_eq!(side, ["veth", "veth", "sim", "sim-replay", "sim-replay"]);
     }
 
@@ -850,11 +854,7 @@ mod tests {
             "inside the band against the lockstep twin"
         );
         let c = csv(&[a]);
-        let side: Vec<&str> = c
-            .lines()
-            .skip(1)
-            .map(|l| l.split(',').nth(4).unwrap())
-            .collect();
+        let side = sides(&c);
         assert_eq!(
             side,
             [
