@@ -1207,6 +1207,37 @@ mod tests {
         assert_eq!(a.c.malformed + b.c.malformed, 0);
     }
 
+    #[test]
+    fn a_flow_notes_when_its_first_frame_left_not_when_it_was_due() {
+        let mut a = host(1);
+        a.add_send_flow(
+            9,
+            Ipv4Addr::new(10, 0, 0, 2),
+            3,
+            Some(4096),
+            t(10),
+            None,
+            vec![],
+            dcqcn(),
+        );
+        let (done, mut out) = (Completed::new(), Vec::new());
+        a.poll_transmit(t(4), &done, &mut out, 64);
+        assert!(
+            out.is_empty() && a.flows[0].first_sent.is_none(),
+            "not due yet"
+        );
+        // The loop looked again only at 13 µs (late by 3): that is the flow's start.
+        a.poll_transmit(t(13), &done, &mut out, 64);
+        assert_eq!((out.len(), a.flows[0].first_sent), (1, Some(t(13))));
+        a.poll_transmit(t(30), &done, &mut out, 64);
+        assert!(out.len() > 1);
+        assert_eq!(
+            a.flows[0].first_sent,
+            Some(t(13)),
+            "the first frame's time stays"
+        );
+    }
+
     /// An HPCC sender and its receiver; `int`: the run stamps and echoes INT.
     fn hpcc_pair(int: bool) -> (Host, Host) {
         let (mut a, mut b) = (host(1), host(2));
