@@ -396,60 +396,59 @@ pub fn table(rows: &[AlgoRow]) -> String {
             String::new(),
             String::new(),
         ]);
-        let j = &a.sim_jittered;
-        if !j.is_empty() {
-            let range_of = |f: fn(&RunRow) -> Option<f64>| Range::of(j.iter().filter_map(f));
-            let util = Range::of(j.iter().map(|r| r.bottleneck_utilisation));
-            out.push(vec![
-                String::new(),
-                format!("sim ×{}, starts ≤ {} µs apart", j.len(), a.twin_jitter_us),
-                median_count(j, |r| r.drops),
-                median_count(j, |r| r.pauses),
-                median_count(j, |r| r.ecn_marks),
-                median_count(j, |r| r.cnps),
-                range(a.sim_jittered_p50_us),
-                range(range_of(|r| r.fct_p99_us)),
-                range(range_of(|r| r.fct_max_us)),
-                util.map_or("–".into(), |u| format!("{:.2}", u.median)),
+        if !a.sim_jittered.is_empty() {
+            out.push(twin_runs_row(
+                format!(
+                    "sim ×{}, starts ≤ {} µs apart",
+                    a.sim_jittered.len(),
+                    a.twin_jitter_us
+                ),
+                &a.sim_jittered,
                 a.jittered_p50_ratio
                     .map_or(String::new(), |p| format!("{p:.2}×")),
-                String::new(),
-                String::new(),
-            ]);
+            ));
         }
-        let t = &a.sim_replayed;
-        if !t.is_empty() {
-            let range_of = |f: fn(&RunRow) -> Option<f64>| Range::of(t.iter().filter_map(f));
-            let util = Range::of(t.iter().map(|r| r.bottleneck_utilisation));
+        if !a.sim_replayed.is_empty() {
             let latest = a
                 .start_late_us
                 .iter()
                 .flatten()
                 .map(|l| l.1)
                 .fold(0.0, f64::max);
-            out.push(vec![
-                String::new(),
+            out.push(twin_runs_row(
                 format!(
                     "sim ×{}, each veth run's starts (≤ {latest:.0} µs late)",
-                    t.len()
+                    a.sim_replayed.len()
                 ),
-                median_count(t, |r| r.drops),
-                median_count(t, |r| r.pauses),
-                median_count(t, |r| r.ecn_marks),
-                median_count(t, |r| r.cnps),
-                range(range_of(|r| r.fct_p50_us)),
-                range(range_of(|r| r.fct_p99_us)),
-                range(range_of(|r| r.fct_max_us)),
-                util.map_or("–".into(), |u| format!("{:.2}", u.median)),
+                &a.sim_replayed,
                 a.replayed_p50_ratio.map_or(String::new(), |r| {
                     format!("{:.2}× [{:.2}–{:.2}] per run", r.median, r.min, r.max)
                 }),
-                String::new(),
-                String::new(),
-            ]);
+            ));
         }
     }
     report::table(&header, &out)
+}
+
+/// A table row for several runs of the twin (`side` names them): medians [min–max].
+fn twin_runs_row(side: String, runs: &[RunRow], ratio: String) -> Vec<String> {
+    let range_of = |f: fn(&RunRow) -> Option<f64>| Range::of(runs.iter().filter_map(f));
+    let util = Range::of(runs.iter().map(|r| r.bottleneck_utilisation));
+    vec![
+        String::new(),
+        side,
+        median_count(runs, |r| r.drops),
+        median_count(runs, |r| r.pauses),
+        median_count(runs, |r| r.ecn_marks),
+        median_count(runs, |r| r.cnps),
+        range(range_of(|r| r.fct_p50_us)),
+        range(range_of(|r| r.fct_p99_us)),
+        range(range_of(|r| r.fct_max_us)),
+        util.map_or("–".into(), |u| format!("{:.2}", u.median)),
+        ratio,
+        String::new(),
+        String::new(),
+    ]
 }
 
 fn csv_field(s: &str) -> String {
@@ -604,8 +603,6 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
             let twin = veth::congestion::twin::replayed(&plan, &r);
             let replay = RunRow::sim(&veth::congestion::twin::run_sim(&cfg, &twin, None)?);
             let late = veth::congestion::twin::start_lateness_us(&plan, &r);
-            replays.push(replay.clone());
-            lateness.push(late);
             eprintln!(
                 "{name} veth run {i}/{}: p50 {} µs, max {} µs, kept up {}; flows started {} µs late; the twin with this run's starts: p50 {} µs, max {} µs",
                 a.repeat,
@@ -617,6 +614,8 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
                 us(replay.fct_max_us),
             );
             veth_rows.push(row);
+            replays.push(replay);
+            lateness.push(late);
         }
         let s = veth::congestion::twin::run_sim(&cfg, &plan, None)?;
         let jittered = jittered_twin_runs(&cfg, &plan, a.twin_jitter, a.repeat)?;
