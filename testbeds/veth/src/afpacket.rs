@@ -86,7 +86,6 @@ struct Ring {
     /// Each slot's offset from `base` (slots do not straddle blocks, so a block may end
     /// in a gap): a table, not a division per lookup on the per-frame path.
     offsets: Box<[usize]>,
-    frames: usize,
     /// Next slot to look at.
     head: usize,
 }
@@ -123,17 +122,20 @@ impl Ring {
         let block = req.tp_block_size as usize;
         let frame_size = req.tp_frame_size as usize;
         let frames_per_block = block / frame_size;
-        let frames = req.tp_frame_nr as usize;
-        let offsets = (0..frames)
+        let offsets = (0..req.tp_frame_nr as usize)
             .map(|i| (i / frames_per_block) * block + (i % frames_per_block) * frame_size)
             .collect();
         Ring {
             base,
             frame_size,
             offsets,
-            frames,
             head: 0,
         }
+    }
+
+    /// Slots in the ring.
+    fn frames(&self) -> usize {
+        self.offsets.len()
     }
 
     fn slot(&self, i: usize) -> *mut libc::tpacket2_hdr {
@@ -143,13 +145,17 @@ impl Ring {
 
     /// The slot after `i`.
     fn next(&self, i: usize) -> usize {
-        if i + 1 == self.frames { 0 } else { i + 1 }
+        if i + 1 == self.frames() { 0 } else { i + 1 }
     }
 
     /// Slot `k` places after `i` (`k` ≤ the ring's size).
     fn advance(&self, i: usize, k: usize) -> usize {
         let j = i + k;
-        if j >= self.frames { j - self.frames } else { j }
+        if j >= self.frames() {
+            j - self.frames()
+        } else {
+            j
+        }
     }
 
     fn status_word(&self, i: usize) -> &std::sync::atomic::AtomicU32 {
@@ -391,7 +397,10 @@ impl PacketSocket {
                 self.batch[n] = (0, 0);
             } else {
                 self.batch[n] = (h.tp_mac as u32, h.tp_snaplen);
-                prefetch(r.slot(r.head) as *const u8, h.tp_mac as usize);
+                prefetch(
+                    h as *const libc::tpacket2_hdr as *const u8,
+                    h.tp_mac as usize,
+                );
             }
             n += 1;
             r.head = r.next(r.head);
@@ -414,7 +423,7 @@ impl PacketSocket {
 
     /// Slots in the receive ring: frames the kernel can hold for us before it drops.
     pub fn ring_frames(&self) -> usize {
-        self.ring.frames
+        self.ring.frames()
     }
 
     /// Whether a frame is waiting in the ring (a memory read, no system call).
@@ -505,7 +514,7 @@ impl PacketSocket {
                 (*h).tp_snaplen = f.len() as u32;
             }
             tx.set_status(i, libc::TP_STATUS_SEND_REQUEST);
-            tx.head = (i + 1) % tx.frames;
+            tx.head = tx.next(i);
             queued += 1;
         }
         if queued > 0 {
@@ -749,8 +758,8 @@ mod tests {
             let ring = Ring::at(std::ptr::null_mut(), &req);
             let (block, size) = (req.tp_block_size as usize, req.tp_frame_size as usize);
             let per_block = block / size;
-            assert_eq!(ring.frames, req.tp_frame_nr as usize);
-            for i in 0..ring.frames {
+            assert_eq!(ring.frames(), req.tp_frame_nr as usize);
+            for i in 0..ring.frames() {
                 let off = ring.offsets[i];
                 assert_eq!(
                     off,
@@ -762,11 +771,11 @@ mod tests {
                     "mtu {mtu}: slot {i} ends past the ring"
                 );
             }
-            let last = ring.frames - 1;
+            let last = ring.frames() - 1;
             assert_eq!((ring.next(last), ring.next(0)), (0, 1));
             assert_eq!(ring.advance(last, 1), 0);
-            assert_eq!(ring.advance(last, ring.frames), last);
-            assert_eq!(ring.advance(3, 4), 7 % ring.frames);
+            assert_eq!(ring.advance(last, ring.frames()), last);
+            assert_eq!(ring.advance(3, 4), 7 % ring.frames());
         }
     }
 }

@@ -30,9 +30,10 @@
 //! median of the per-trial ratios with its range, the direct sender's and the switch
 //! thread's CPU time per frame (`getrusage(RUSAGE_THREAD)`): their quotient is what the
 //! switch can reach whatever the load. Beside each, its user-space part (the kernel's
-//! split of the same time, sampled at its tick): the rest, the kernel's transmit and
-//! delivery, is about the same for the switch as for the sender, so the user-space part
-//! is what the switch's own code costs. `VETH_BENCH_DEBUG=1` prints each trial.
+//! split of the same time, sampled at its tick): the user-space part is what the
+//! switch's own code costs; the rest, the kernel's transmit and delivery, measured 1.04–
+//! 1.10× the sender's whole CPU per frame (docs/veth.md, "Forwarding benchmark").
+//! `VETH_BENCH_DEBUG=1` prints each trial.
 //!
 //! ```text
 //! cargo run --release -p veth --bin veth-bench -- [SECONDS per trial] [REPETITIONS]

@@ -102,14 +102,10 @@ pub fn jittered(plan: &Workplan, up_to: Duration, run: u64) -> Workplan {
 /// of its starts. A flow the run never sent, or sent "early" by the rounding of the
 /// clocks, keeps its planned start.
 pub fn replayed(plan: &Workplan, report: &super::CongestionReport) -> Workplan {
-    let sent: std::collections::HashMap<u32, f64> = report
-        .flows
-        .iter()
-        .filter_map(|f| f.first_sent_us.map(|t| (f.id, t)))
-        .collect();
     let mut p = plan.clone();
-    for f in &mut p.flows {
-        if let Some(&us) = sent.get(&f.id)
+    for r in &report.flows {
+        // A workplan's flows sit at their ids (`Workplan::flows`).
+        if let (Some(us), Some(f)) = (r.first_sent_us, p.flows.get_mut(r.id as usize))
             && us.is_finite()
             && us > 0.0
         {
@@ -122,17 +118,14 @@ pub fn replayed(plan: &Workplan, report: &super::CongestionReport) -> Workplan {
 /// How late the run `report` started its flows against `plan` (virtual µs): the
 /// smallest and the largest lateness over the flows it sent (`None`: it sent none).
 pub fn start_lateness_us(plan: &Workplan, report: &super::CongestionReport) -> Option<(f64, f64)> {
-    let planned: std::collections::HashMap<u32, f64> = plan
-        .flows
-        .iter()
-        .map(|f| (f.id, f.start.picos() as f64 / 1e6))
-        .collect();
     report
         .flows
         .iter()
-        .filter_map(|f| Some(f.first_sent_us? - planned.get(&f.id)?))
+        .filter_map(|r| {
+            let planned = plan.flows.get(r.id as usize)?.start.picos() as f64 / 1e6;
+            Some((r.first_sent_us? - planned).max(0.0))
+        })
         .fold(None, |acc, late| {
-            let late = late.max(0.0);
             Some(acc.map_or((late, late), |(lo, hi): (f64, f64)| {
                 (lo.min(late), hi.max(late))
             }))
