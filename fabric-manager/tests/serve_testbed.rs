@@ -448,7 +448,15 @@ fn the_daemon_says_which_namespace_holds_each_node_and_port() {
     let api = agg["ports"][0]["api"].as_str().unwrap();
     let r = d.post(&format!("/api/v1/links/{api}/fail"));
     assert_eq!(r.status, 200, "{}", r.text());
-    d.wait_for(|d| d.health()["status"] == "degraded", WAIT);
+    // Wait for the failed link itself: a daemon a moment old can already be degraded
+    // for another reason (its first snapshots), before the failure is applied.
+    d.wait_for(
+        |d| {
+            let h = d.health();
+            h["status"] == "degraded" && h["links_down"].as_array().is_some_and(|l| !l.is_empty())
+        },
+        WAIT,
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabric"))
         .args(["status", "--daemon", &d.addr])
         .output()
